@@ -1,0 +1,109 @@
+// Package gpu holds what gpuwatch knows about a host's GPUs at one instant
+// (a Snapshot) and the Source interface that produces snapshots. Its
+// subpackages implement sources: nvml (the NVIDIA driver), sim (simulated
+// workloads), replay (nvidia-smi CSV logs), and proc (process attribution).
+//
+// A snapshot carries its own time. Sources are the only part of gpuwatch that
+// read the clock; everything downstream uses Snapshot.Time, so replays and
+// tests are exact.
+package gpu
+
+import (
+	"context"
+	"math"
+	"time"
+)
+
+// Snapshot is the state of every GPU on one host at one instant.
+type Snapshot struct {
+	Time    time.Time
+	Host    string
+	Devices []Device
+	// Events happened since the previous snapshot: XID errors, lost GPUs.
+	Events []Event
+}
+
+// Device is one GPU's readings. Readings the GPU or the source does not
+// provide are NaN, never zero; memory is unknown when MemTotal is 0.
+type Device struct {
+	Index       int
+	UUID        string
+	Name        string
+	MemUsed     uint64  // bytes
+	MemTotal    uint64  // bytes; 0 when unknown
+	UtilGPU     float64 // percent
+	UtilMem     float64 // percent
+	TempC       float64 // degrees Celsius
+	PowerW      float64 // watts
+	PowerLimitW float64 // watts
+	Processes   []Process
+}
+
+// MemKnown reports whether the device's memory readings are known.
+func (d *Device) MemKnown() bool { return d.MemTotal > 0 }
+
+// MemUsedPercent is the share of memory in use, in percent, or NaN when
+// memory is unknown.
+func (d *Device) MemUsedPercent() float64 {
+	if !d.MemKnown() {
+		return math.NaN()
+	}
+	return float64(d.MemUsed) / float64(d.MemTotal) * 100
+}
+
+// Process is one compute process on a GPU and who runs it.
+type Process struct {
+	PID       int
+	User      string // user name, from the process's real uid
+	Command   string // command line, arguments separated by spaces
+	Container string // docker/containerd/cri-o id or "k8s:POD-UID", from the cgroup path
+	MemUsed   uint64 // bytes of this GPU's memory the process holds
+}
+
+// EventKind says what an Event reports.
+type EventKind int
+
+const (
+	// EventXID is an XID error reported by the driver.
+	EventXID EventKind = iota + 1
+	// EventGPULost means the GPU fell off the bus or stopped answering.
+	EventGPULost
+)
+
+// String returns the event kind's name as logs and JSON show it.
+func (k EventKind) String() string {
+	switch k {
+	case EventXID:
+		return "xid"
+	case EventGPULost:
+		return "gpu_lost"
+	}
+	return "unknown"
+}
+
+// Event is something that happened to a GPU between two snapshots.
+type Event struct {
+	Time   time.Time
+	Kind   EventKind
+	GPU    int    // index of the GPU
+	UUID   string // UUID of the GPU
+	XID    uint64 // the XID code, for EventXID
+	Detail string // a human-readable explanation
+}
+
+// Source produces snapshots, one per call to Next, in time order.
+//
+// Next blocks until the next snapshot is due (a live source waits for its
+// interval; a replay returns at once) and returns io.EOF when the source has
+// no more snapshots. A Source is used by one goroutine.
+type Source interface {
+	Next(ctx context.Context) (*Snapshot, error)
+	Close() error
+}
+
+// Sampler reads the GPUs once. Live sources (NVML) are Samplers turned into a
+// Source by Poll, which calls them on a ticker and passes the tick's time.
+type Sampler interface {
+	Sample(ctx context.Context, at time.Time) (*Snapshot, error)
+	Close() error
+}
