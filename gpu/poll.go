@@ -1,0 +1,92 @@
+package gpu
+
+import (
+	"context"
+	"time"
+)
+
+// Poller turns a Sampler into a Source: it samples at once, then on every
+// tick of its interval, passing the tick's time down as the snapshot's time.
+// It is the only place a live source reads the clock.
+type Poller struct {
+	sampler  Sampler
+	interval time.Duration
+	ticker   *time.Ticker
+}
+
+// Poll returns a Source that samples s every interval.
+func Poll(s Sampler, interval time.Duration) *Poller {
+	return &Poller{sampler: s, interval: interval}
+}
+
+// Next waits for the next tick (the first call returns at once) and samples.
+func (p *Poller) Next(ctx context.Context) (*Snapshot, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	at := time.Now()
+	if p.ticker == nil {
+		p.ticker = time.NewTicker(p.interval)
+	} else {
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case at = <-p.ticker.C:
+		}
+	}
+	return p.sampler.Sample(ctx, at)
+}
+
+// Close stops the ticker and closes the sampler.
+func (p *Poller) Close() error {
+	if p.ticker != nil {
+		p.ticker.Stop()
+	}
+	return p.sampler.Close()
+}
+
+// Pacer slows a Source that runs in its own time (a simulation, a replay)
+// down to speed × real time: with speed 60, an hour of snapshots takes a
+// minute. The snapshots keep their own times.
+type Pacer struct {
+	src   Source
+	speed float64
+	// wallStart and dataStart anchor the pacing at the first snapshot.
+	wallStart time.Time
+	dataStart time.Time
+}
+
+// Pace returns src paced at speed; speed ≤ 0 returns src unchanged.
+func Pace(src Source, speed float64) Source {
+	if speed <= 0 {
+		return src
+	}
+	return &Pacer{src: src, speed: speed}
+}
+
+// Next returns the next snapshot once its time, scaled by the speed, has come.
+func (p *Pacer) Next(ctx context.Context) (*Snapshot, error) {
+	s, err := p.src.Next(ctx)
+	if err != nil {
+		return nil, err
+	}
+	now := time.Now()
+	if p.wallStart.IsZero() {
+		p.wallStart, p.dataStart = now, s.Time
+		return s, nil
+	}
+	due := p.wallStart.Add(time.Duration(float64(s.Time.Sub(p.dataStart)) / p.speed))
+	if wait := due.Sub(now); wait > 0 {
+		timer := time.NewTimer(wait)
+		defer timer.Stop()
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-timer.C:
+		}
+	}
+	return s, nil
+}
+
+// Close closes the paced source.
+func (p *Pacer) Close() error { return p.src.Close() }

@@ -1,0 +1,420 @@
+// Package strictyaml decodes YAML documents into Go structs strictly: unknown
+// and duplicate keys are errors, every error carries the line and column of
+// the offending node, and all errors of a document are reported at once rather
+// than stopping at the first. gpuwatch's config and rule files go through it so
+// that `gpuwatch check` can print every problem as FILE:LINE:COL: message.
+//
+// Struct fields are named by their `yaml:"name"` tag; the option `required`
+// (`yaml:"alert,required"`) makes a missing key an error. A field of type
+// yaml.Node receives the raw node (for values the caller parses itself, with
+// their positions); a field of type Pos receives the position of the mapping
+// it belongs to. time.Duration accepts Go durations plus "d" for days.
+package strictyaml
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"reflect"
+	"strconv"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+)
+
+// Pos is a position in a YAML file, 1-based.
+type Pos struct {
+	Line, Col int
+}
+
+// PosOf returns the position of a node.
+func PosOf(n *yaml.Node) Pos { return Pos{Line: n.Line, Col: n.Column} }
+
+// Error is one problem in a YAML file, at a position.
+type Error struct {
+	File string
+	Pos
+	Msg string
+}
+
+// Error formats the problem as FILE:LINE:COL: message, the form editors and
+// CI logs link to.
+func (e *Error) Error() string {
+	if e.File == "" {
+		return fmt.Sprintf("%d:%d: %s", e.Line, e.Col, e.Msg)
+	}
+	return fmt.Sprintf("%s:%d:%d: %s", e.File, e.Line, e.Col, e.Msg)
+}
+
+// Errorf makes an Error at the node's position.
+func Errorf(file string, n *yaml.Node, format string, args ...any) *Error {
+	return &Error{File: file, Pos: PosOf(n), Msg: fmt.Sprintf(format, args...)}
+}
+
+// Errors is a list of problems; it is an error itself so a whole list can be
+// returned, and printed one problem per line.
+type Errors []error
+
+func (es Errors) Error() string {
+	lines := make([]string, len(es))
+	for i, e := range es {
+		lines[i] = e.Error()
+	}
+	return strings.Join(lines, "\n")
+}
+
+// Unwrap lets errors.Is and errors.As look at each problem.
+func (es Errors) Unwrap() []error { return es }
+
+// Err returns nil for an empty list and the list otherwise.
+func (es Errors) Err() error {
+	if len(es) == 0 {
+		return nil
+	}
+	return es
+}
+
+// Parse parses YAML text into its document node. A syntax error becomes an
+// *Error with the line yaml.v3 reports.
+func Parse(file string, data []byte) (*yaml.Node, error) {
+	var doc yaml.Node
+	if err := yaml.Unmarshal(data, &doc); err != nil {
+		return nil, syntaxError(file, err)
+	}
+	if doc.Kind == 0 || len(doc.Content) == 0 {
+		return nil, &Error{File: file, Pos: Pos{1, 1}, Msg: "the file is empty"}
+	}
+	return doc.Content[0], nil
+}
+
+// ReadFile reads and parses a YAML file.
+func ReadFile(path string) (*yaml.Node, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	return Parse(path, data)
+}
+
+func syntaxError(file string, err error) error {
+	msg := strings.TrimPrefix(err.Error(), "yaml: ")
+	line := 1
+	if rest, ok := strings.CutPrefix(msg, "line "); ok {
+		if num, tail, ok := strings.Cut(rest, ":"); ok {
+			if n, convErr := strconv.Atoi(num); convErr == nil {
+				line, msg = n, strings.TrimSpace(tail)
+			}
+		}
+	}
+	return &Error{File: file, Pos: Pos{line, 1}, Msg: "invalid YAML: " + msg}
+}
+
+// Decoder decodes nodes of one file.
+type Decoder struct {
+	File string
+	errs Errors
+}
+
+// Decode decodes node into out (a pointer) and returns every problem found.
+func Decode(file string, node *yaml.Node, out any) Errors {
+	d := &Decoder{File: file}
+	d.decode(node, reflect.ValueOf(out).Elem(), "")
+	return d.errs
+}
+
+var (
+	nodeType     = reflect.TypeFor[yaml.Node]()
+	posType      = reflect.TypeFor[Pos]()
+	durationType = reflect.TypeFor[time.Duration]()
+)
+
+func (d *Decoder) fail(n *yaml.Node, format string, args ...any) {
+	d.errs = append(d.errs, Errorf(d.File, n, format, args...))
+}
+
+// Resolve follows aliases to the node they stand for.
+func Resolve(n *yaml.Node) *yaml.Node {
+	for n != nil && n.Kind == yaml.AliasNode {
+		n = n.Alias
+	}
+	return n
+}
+
+func (d *Decoder) decode(n *yaml.Node, v reflect.Value, what string) {
+	n = Resolve(n)
+	if v.Type() == nodeType {
+		v.Set(reflect.ValueOf(*n))
+		return
+	}
+	if n.Kind == yaml.ScalarNode && n.Tag == "!!null" && v.Kind() != reflect.String {
+		return // an empty value leaves the default
+	}
+	if v.Type() == durationType {
+		d.duration(n, v, what)
+		return
+	}
+	switch v.Kind() {
+	case reflect.Pointer:
+		if v.IsNil() {
+			v.Set(reflect.New(v.Type().Elem()))
+		}
+		d.decode(n, v.Elem(), what)
+	case reflect.Struct:
+		d.structure(n, v, what)
+	case reflect.Slice:
+		d.sequence(n, v, what)
+	case reflect.Map:
+		d.mapping(n, v, what)
+	case reflect.String:
+		if d.scalar(n, what, "a string") {
+			v.SetString(n.Value)
+		}
+	case reflect.Bool:
+		if !d.scalar(n, what, "true or false") {
+			return
+		}
+		var b bool
+		if err := n.Decode(&b); err != nil || n.Tag != "!!bool" {
+			d.fail(n, "%s must be true or false, not %q", what, n.Value)
+			return
+		}
+		v.SetBool(b)
+	case reflect.Int, reflect.Int64, reflect.Int32:
+		if !d.scalar(n, what, "a whole number") {
+			return
+		}
+		i, err := strconv.ParseInt(n.Value, 0, 64)
+		if err != nil || v.OverflowInt(i) {
+			d.fail(n, "%s must be a whole number, not %q", what, n.Value)
+			return
+		}
+		v.SetInt(i)
+	case reflect.Uint, reflect.Uint64, reflect.Uint32:
+		if !d.scalar(n, what, "a whole number") {
+			return
+		}
+		u, err := strconv.ParseUint(n.Value, 0, 64)
+		if err != nil || v.OverflowUint(u) {
+			d.fail(n, "%s must be a whole number of 0 or more, not %q", what, n.Value)
+			return
+		}
+		v.SetUint(u)
+	case reflect.Float64:
+		if !d.scalar(n, what, "a number") {
+			return
+		}
+		f, err := strconv.ParseFloat(n.Value, 64)
+		if err != nil {
+			d.fail(n, "%s must be a number, not %q", what, n.Value)
+			return
+		}
+		v.SetFloat(f)
+	default:
+		d.fail(n, "%s: values of Go type %s cannot be decoded", what, v.Type())
+	}
+}
+
+func (d *Decoder) scalar(n *yaml.Node, what, want string) bool {
+	if n.Kind != yaml.ScalarNode {
+		d.fail(n, "%s must be %s, not %s", what, want, kindName(n))
+		return false
+	}
+	return true
+}
+
+func (d *Decoder) duration(n *yaml.Node, v reflect.Value, what string) {
+	if !d.scalar(n, what, "a duration") {
+		return
+	}
+	dur, err := ParseDuration(n.Value)
+	if err != nil {
+		d.fail(n, "%s: %v", what, err)
+		return
+	}
+	v.SetInt(int64(dur))
+}
+
+// ParseDuration parses a Go duration ("90s", "1h30m") and also accepts days
+// ("2d"). Negative durations are refused.
+func ParseDuration(s string) (time.Duration, error) {
+	s = strings.TrimSpace(s)
+	if days, ok := strings.CutSuffix(s, "d"); ok {
+		n, err := strconv.ParseFloat(days, 64)
+		if err == nil && n >= 0 && n < 1e5 {
+			return time.Duration(n * float64(24*time.Hour)), nil
+		}
+	}
+	dur, err := time.ParseDuration(s)
+	if err != nil {
+		return 0, fmt.Errorf("%q is not a duration: write it like 30s, 5m, 1h30m or 2d", s)
+	}
+	if dur < 0 {
+		return 0, fmt.Errorf("%q is negative: durations must be 0 or more", s)
+	}
+	return dur, nil
+}
+
+func (d *Decoder) sequence(n *yaml.Node, v reflect.Value, what string) {
+	if n.Kind != yaml.SequenceNode {
+		d.fail(n, "%s must be a list, not %s", what, kindName(n))
+		return
+	}
+	s := reflect.MakeSlice(v.Type(), len(n.Content), len(n.Content))
+	for i, item := range n.Content {
+		d.decode(item, s.Index(i), fmt.Sprintf("%s[%d]", what, i))
+	}
+	v.Set(s)
+}
+
+func (d *Decoder) mapping(n *yaml.Node, v reflect.Value, what string) {
+	if n.Kind != yaml.MappingNode {
+		d.fail(n, "%s must be a mapping of names to values, not %s", what, kindName(n))
+		return
+	}
+	if v.Type().Key().Kind() != reflect.String {
+		d.fail(n, "%s: maps need string keys", what)
+		return
+	}
+	m := reflect.MakeMapWithSize(v.Type(), len(n.Content)/2)
+	seen := map[string]bool{}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		key, val := Resolve(n.Content[i]), n.Content[i+1]
+		if seen[key.Value] {
+			d.fail(key, "%s: key %q appears twice", what, key.Value)
+			continue
+		}
+		seen[key.Value] = true
+		elem := reflect.New(v.Type().Elem()).Elem()
+		d.decode(val, elem, what+"."+key.Value)
+		m.SetMapIndex(reflect.ValueOf(key.Value).Convert(v.Type().Key()), elem)
+	}
+	v.Set(m)
+}
+
+type field struct {
+	index    int
+	required bool
+}
+
+func (d *Decoder) structure(n *yaml.Node, v reflect.Value, what string) {
+	if n.Kind != yaml.MappingNode {
+		d.fail(n, "%s must be a mapping of fields, not %s", orTop(what), kindName(n))
+		return
+	}
+	fields, names := structFields(v.Type())
+	seen := map[string]bool{}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		key, val := Resolve(n.Content[i]), n.Content[i+1]
+		f, ok := fields[key.Value]
+		switch {
+		case !ok:
+			d.fail(key, "unknown field %q in %s%s; valid fields: %s", key.Value, orTop(what), suggest(key.Value, names), strings.Join(names, ", "))
+			continue
+		case seen[key.Value]:
+			d.fail(key, "field %q appears twice in %s", key.Value, orTop(what))
+			continue
+		}
+		seen[key.Value] = true
+		name := key.Value
+		if what != "" {
+			name = what + "." + key.Value
+		}
+		d.decode(val, v.Field(f.index), name)
+	}
+	for _, name := range names {
+		if f := fields[name]; f.required && !seen[name] {
+			d.fail(n, "%s needs the field %q", orTop(what), name)
+		}
+	}
+	for i := range v.NumField() {
+		if v.Type().Field(i).Type == posType {
+			v.Field(i).Set(reflect.ValueOf(PosOf(n)))
+		}
+	}
+}
+
+func structFields(t reflect.Type) (map[string]field, []string) {
+	fields := map[string]field{}
+	var names []string
+	for i := range t.NumField() {
+		sf := t.Field(i)
+		tag := sf.Tag.Get("yaml")
+		if tag == "" || tag == "-" || !sf.IsExported() {
+			continue
+		}
+		name, opts, _ := strings.Cut(tag, ",")
+		fields[name] = field{index: i, required: strings.Contains(opts, "required")}
+		names = append(names, name)
+	}
+	return fields, names
+}
+
+func orTop(what string) string {
+	if what == "" {
+		return "the file"
+	}
+	return what
+}
+
+func kindName(n *yaml.Node) string {
+	switch n.Kind {
+	case yaml.MappingNode:
+		return "a mapping"
+	case yaml.SequenceNode:
+		return "a list"
+	case yaml.ScalarNode:
+		return fmt.Sprintf("%q", n.Value)
+	}
+	return "this"
+}
+
+// suggest returns ` (did you mean "x"?)` when a valid name is close to got.
+func suggest(got string, valid []string) string {
+	best, bestDist := "", 3
+	for _, v := range valid {
+		if d := editDistance(got, v); d < bestDist {
+			best, bestDist = v, d
+		}
+	}
+	if best == "" {
+		return ""
+	}
+	return fmt.Sprintf(" (did you mean %q?)", best)
+}
+
+// Suggest is suggest for callers outside the package: it names the closest
+// of valid to got, or returns "".
+func Suggest(got string, valid []string) string { return suggest(got, valid) }
+
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}
+
+// AsErrors flattens err into its problems: an Errors list, or one error.
+func AsErrors(err error) []error {
+	var es Errors
+	if errors.As(err, &es) {
+		return es
+	}
+	if err == nil {
+		return nil
+	}
+	return []error{err}
+}

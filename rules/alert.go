@@ -1,0 +1,124 @@
+package rules
+
+import "time"
+
+// State is where an alert stands in its life cycle.
+type State int
+
+const (
+	// StateInactive: the condition does not hold (or the alert resolved).
+	StateInactive State = iota
+	// StatePending: the condition holds but not yet for the rule's `for`.
+	StatePending
+	// StateFiring: the condition has held for `for`; people are told.
+	StateFiring
+)
+
+// String returns the state's name as the CLI and JSON show it.
+func (s State) String() string {
+	switch s {
+	case StateInactive:
+		return "inactive"
+	case StatePending:
+		return "pending"
+	case StateFiring:
+		return "firing"
+	}
+	return "unknown"
+}
+
+// Change is what one evaluation did to an alert that people must hear about.
+type Change int
+
+const (
+	// NoChange: nothing to tell (pending started or was cancelled, or the state held).
+	NoChange Change = iota
+	// Fired: the alert went from pending (or inactive, with no `for`) to firing.
+	Fired
+	// Resolved: a firing alert stopped firing.
+	Resolved
+)
+
+// Timing is the part of a rule that drives the state machine.
+type Timing struct {
+	For           time.Duration // how long the condition must hold before firing
+	KeepFiringFor time.Duration // how long a firing alert stays firing after it would resolve
+	HasClear      bool          // a clear_when condition decides when a firing alert resolves
+}
+
+// Alert is the state of one rule on one GPU. Its fields are exported so the
+// state can be stored and restored across restarts.
+type Alert struct {
+	State State
+	// ActiveAt is when the condition started to hold (the pending start).
+	ActiveAt time.Time
+	// FiredAt is when the alert last went to firing.
+	FiredAt time.Time
+	// ResolvedAt is when the alert last resolved.
+	ResolvedAt time.Time
+	// LastSentAt is when people were last told about the firing alert.
+	LastSentAt time.Time
+	// ClearingSince is when a firing alert's resolve condition started to
+	// hold; zero while it does not. keep_firing_for counts from here.
+	ClearingSince time.Time
+	// Value is the condition's value at the last evaluation while the alert
+	// was pending or firing.
+	Value float64
+}
+
+// Step advances the alert to time at. active says whether the rule's `when`
+// holds; clear whether its `clear_when` holds (ignored without one).
+//
+// A firing alert resolves when its condition no longer holds — or, with
+// clear_when, when clear_when holds and `when` does not (hysteresis) — and
+// that has lasted keep_firing_for. A pending alert whose condition stops
+// holding goes back to inactive without anyone being told.
+func (a *Alert) Step(at time.Time, active, clear bool, t Timing) Change {
+	switch a.State {
+	case StateInactive:
+		if !active {
+			return NoChange
+		}
+		a.State, a.ActiveAt = StatePending, at
+		return a.fireIfHeld(at, t)
+	case StatePending:
+		if !active {
+			a.State, a.ActiveAt = StateInactive, time.Time{}
+			return NoChange
+		}
+		return a.fireIfHeld(at, t)
+	case StateFiring:
+		resolving := !active
+		if t.HasClear {
+			resolving = clear && !active
+		}
+		if !resolving {
+			a.ClearingSince = time.Time{}
+			return NoChange
+		}
+		if a.ClearingSince.IsZero() {
+			a.ClearingSince = at
+		}
+		if at.Sub(a.ClearingSince) < t.KeepFiringFor {
+			return NoChange
+		}
+		a.State, a.ResolvedAt = StateInactive, at
+		a.ActiveAt, a.ClearingSince = time.Time{}, time.Time{}
+		return Resolved
+	}
+	return NoChange
+}
+
+func (a *Alert) fireIfHeld(at time.Time, t Timing) Change {
+	if at.Sub(a.ActiveAt) < t.For {
+		return NoChange
+	}
+	a.State, a.FiredAt, a.ClearingSince = StateFiring, at, time.Time{}
+	return Fired
+}
+
+// RepeatDue reports whether a firing alert should be announced again at
+// time at, every `every` since it was last sent. every ≤ 0 means never.
+func (a *Alert) RepeatDue(at time.Time, every time.Duration) bool {
+	return a.State == StateFiring && every > 0 && !a.LastSentAt.IsZero() && at.Sub(a.LastSentAt) >= every
+}

@@ -1,0 +1,998 @@
+package rules
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/gpuwatch/gpuwatch/gpu"
+	"github.com/gpuwatch/gpuwatch/internal/strictyaml"
+)
+
+// Cond is a parsed condition of the rule language, such as
+// `slope(memory.used, 10m) > 200MiB/min and memory.used_percent > 50`.
+// It is immutable; one Cond may be evaluated from several goroutines.
+type Cond struct {
+	src     string
+	root    node
+	first   *leaf // the first comparison, whose left side is the alert's value
+	windows []WindowSpec
+	metrics []Metric
+}
+
+// WindowSpec is one window of samples a condition needs: the engine keeps a
+// Window of Span fed with Metric for it. Fn names the first function that
+// uses the window; it is informational, since every function of one metric
+// and span shares the window.
+type WindowSpec struct {
+	Fn     string
+	Metric Metric
+	Span   time.Duration
+}
+
+// EvalContext is what a condition is evaluated against: one GPU at one
+// instant.
+type EvalContext struct {
+	Device *gpu.Device
+	// XIDs are the XID codes this GPU reported in this snapshot.
+	XIDs []uint64
+	// Windows holds one window per Cond.Windows entry, in the same order,
+	// each fed with its metric by the engine.
+	Windows []*Window
+}
+
+// CondError is a problem in a condition's text, at a 1-based column
+// counted in characters.
+type CondError struct {
+	Col int
+	Msg string
+}
+
+// Error returns "column N: msg".
+func (e *CondError) Error() string { return fmt.Sprintf("column %d: %s", e.Col, e.Msg) }
+
+// String returns the condition's source text.
+func (c *Cond) String() string { return c.src }
+
+// Windows returns the windows the condition needs, in order of first use;
+// one metric and span appear once however many functions use them.
+func (c *Cond) Windows() []WindowSpec { return slices.Clone(c.windows) }
+
+// Metrics returns the metrics the condition reads, directly or through a
+// window, each once, in order of first use.
+func (c *Cond) Metrics() []Metric { return slices.Clone(c.metrics) }
+
+// Eval reports whether the condition holds. It uses three-valued logic: a
+// comparison on an unknown (NaN) value is unknown, "not unknown" is
+// unknown, "false and unknown" is false and "true or unknown" is true; an
+// unknown result is false, so a condition on a missing metric does not hold.
+// Eval does not allocate.
+func (c *Cond) Eval(ctx *EvalContext) bool {
+	if c == nil || c.root == nil || ctx == nil {
+		return false
+	}
+	return c.root.eval(ctx) == triTrue
+}
+
+// Value returns the left side of the condition's first comparison: the
+// value an alert reports. For xid it is the first of ctx.XIDs that
+// satisfies the comparison, else the first one; NaN when there is none.
+func (c *Cond) Value(ctx *EvalContext) float64 {
+	if c == nil || c.first == nil || ctx == nil {
+		return math.NaN()
+	}
+	if !c.first.val.isXID() {
+		return c.first.val.value(ctx)
+	}
+	for _, x := range ctx.XIDs {
+		if c.first.test(float64(x)) {
+			return float64(x)
+		}
+	}
+	if len(ctx.XIDs) > 0 {
+		return float64(ctx.XIDs[0])
+	}
+	return math.NaN()
+}
+
+// ValueDimension returns the dimension of Value, for formatting it.
+func (c *Cond) ValueDimension() Dimension {
+	if c == nil || c.first == nil {
+		return Dimension{Base: Count}
+	}
+	return c.first.val.dimension()
+}
+
+// ValueMetric returns the metric Value reads, directly or through a window.
+func (c *Cond) ValueMetric() Metric {
+	if c == nil || c.first == nil {
+		return 0
+	}
+	return c.first.val.metric
+}
+
+// tri is a truth value of three-valued (Kleene) logic.
+type tri uint8
+
+const (
+	triFalse tri = iota
+	triTrue
+	triUnknown
+)
+
+// String returns "true", "false" or "unknown".
+func (t tri) String() string {
+	switch t {
+	case triTrue:
+		return "true"
+	case triFalse:
+		return "false"
+	}
+	return "unknown"
+}
+
+// node is one node of a compiled condition.
+type node interface {
+	eval(ctx *EvalContext) tri
+	// canonical writes the node fully parenthesised with numbers in base
+	// units, so that tests can compare parses.
+	canonical(b *strings.Builder)
+}
+
+// junction is "and" or "or" of its operands. In three-valued logic one
+// operand equal to stop (false for and, true for or) decides the result;
+// otherwise any unknown operand makes it unknown.
+type junction struct {
+	xs   []node
+	stop tri // triFalse for and, triTrue for or
+}
+
+func (n *junction) eval(ctx *EvalContext) tri {
+	r := triTrue - n.stop // the result when every operand is the other value
+	for _, x := range n.xs {
+		switch v := x.eval(ctx); v {
+		case n.stop:
+			return v
+		case triUnknown:
+			r = triUnknown
+		}
+	}
+	return r
+}
+
+func (n *junction) canonical(b *strings.Builder) {
+	sep := " or "
+	if n.stop == triFalse {
+		sep = " and "
+	}
+	b.WriteByte('(')
+	for i, x := range n.xs {
+		if i > 0 {
+			b.WriteString(sep)
+		}
+		x.canonical(b)
+	}
+	b.WriteByte(')')
+}
+
+// notNode negates its operand; not unknown is unknown.
+type notNode struct{ x node }
+
+func (n *notNode) eval(ctx *EvalContext) tri {
+	switch r := n.x.eval(ctx); r {
+	case triTrue:
+		return triFalse
+	case triFalse:
+		return triTrue
+	default:
+		return r
+	}
+}
+
+func (n *notNode) canonical(b *strings.Builder) {
+	b.WriteString("not ")
+	n.x.canonical(b)
+}
+
+// op is a comparison operator, or membership in a set of numbers.
+type op uint8
+
+const (
+	opGT op = iota + 1
+	opGE
+	opLT
+	opLE
+	opEQ
+	opNE
+	opIn
+)
+
+// String returns the operator as the language spells it.
+func (o op) String() string {
+	switch o {
+	case opGT:
+		return ">"
+	case opGE:
+		return ">="
+	case opLT:
+		return "<"
+	case opLE:
+		return "<="
+	case opEQ:
+		return "=="
+	case opNE:
+		return "!="
+	case opIn:
+		return "in"
+	}
+	return "?"
+}
+
+// leaf compares a value with a quantity, or tests its membership in a set.
+type leaf struct {
+	val valueNode
+	op  op
+	q   float64   // the quantity, in base units
+	set []float64 // the numbers of "in"
+}
+
+func (n *leaf) eval(ctx *EvalContext) tri {
+	if n.val.isXID() {
+		// xid holds when any of the snapshot's codes satisfies the test.
+		if len(ctx.XIDs) == 0 {
+			return triUnknown
+		}
+		for _, x := range ctx.XIDs {
+			if n.test(float64(x)) {
+				return triTrue
+			}
+		}
+		return triFalse
+	}
+	v := n.val.value(ctx)
+	if math.IsNaN(v) {
+		return triUnknown
+	}
+	if n.test(v) {
+		return triTrue
+	}
+	return triFalse
+}
+
+// test applies the comparison to v.
+func (n *leaf) test(v float64) bool {
+	switch n.op {
+	case opGT:
+		return v > n.q
+	case opGE:
+		return v >= n.q
+	case opLT:
+		return v < n.q
+	case opLE:
+		return v <= n.q
+	case opEQ:
+		return v == n.q
+	case opNE:
+		return v != n.q
+	case opIn:
+		return slices.Contains(n.set, v)
+	}
+	return false
+}
+
+func (n *leaf) canonical(b *strings.Builder) {
+	n.val.canonical(b)
+	b.WriteString(" " + n.op.String() + " ")
+	if n.op != opIn {
+		b.WriteString(strconv.FormatFloat(n.q, 'f', -1, 64))
+		return
+	}
+	b.WriteByte('(')
+	for i, v := range n.set {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(strconv.FormatFloat(v, 'f', -1, 64))
+	}
+	b.WriteByte(')')
+}
+
+// fn is a window function, or none for a metric read directly.
+type fn uint8
+
+const (
+	fnNone fn = iota
+	fnAvg
+	fnMin
+	fnMax
+	fnSlope
+	fnTimeToFull
+)
+
+// String returns the function's name.
+func (f fn) String() string {
+	switch f {
+	case fnAvg:
+		return "avg"
+	case fnMin:
+		return "min"
+	case fnMax:
+		return "max"
+	case fnSlope:
+		return "slope"
+	case fnTimeToFull:
+		return "time_to_full"
+	}
+	return ""
+}
+
+// lookupFn finds the window function called name.
+func lookupFn(name string) (fn, bool) {
+	for f := fnAvg; f <= fnTimeToFull; f++ {
+		if f.String() == name {
+			return f, true
+		}
+	}
+	return fnNone, false
+}
+
+// valueNode is the left side of a comparison: a metric, or a window
+// function of a metric.
+type valueNode struct {
+	metric Metric
+	fn     fn
+	window int           // index into EvalContext.Windows, for a function
+	span   time.Duration // the window's span, for a function
+}
+
+func (v *valueNode) isXID() bool { return v.metric == MetricXID }
+
+// value computes the value, NaN when unknown.
+func (v *valueNode) value(ctx *EvalContext) float64 {
+	if v.fn == fnNone {
+		return v.metric.Value(ctx.Device)
+	}
+	if v.window >= len(ctx.Windows) || ctx.Windows[v.window] == nil {
+		return math.NaN()
+	}
+	// Every statistic of a window is NaN until the window is Ready.
+	w := ctx.Windows[v.window]
+	switch v.fn {
+	case fnAvg:
+		return w.Avg()
+	case fnMin:
+		return w.Min()
+	case fnMax:
+		return w.Max()
+	case fnSlope:
+		return w.Slope()
+	}
+	return secondsToFull(w, v.full(ctx.Device))
+}
+
+// full is the value at which time_to_full's metric is full.
+func (v *valueNode) full(d *gpu.Device) float64 {
+	if v.metric == MetricMemoryUsedPercent {
+		return 100
+	}
+	return MetricMemoryTotal.Value(d)
+}
+
+// secondsToFull returns the seconds until w's regression line reaches full:
+// +Inf when it does not rise, 0 when it is already there.
+func secondsToFull(w *Window, full float64) float64 {
+	slope := w.Slope()
+	if math.IsNaN(slope) || math.IsNaN(full) {
+		return math.NaN()
+	}
+	if slope <= 0 {
+		return math.Inf(1)
+	}
+	last, _ := w.Last()
+	return max(0, (full-w.Predict(last))/slope)
+}
+
+// dimension returns the dimension of the value.
+func (v *valueNode) dimension() Dimension {
+	switch v.fn {
+	case fnSlope:
+		return Dimension{Base: v.metric.Dimension().Base, PerSecond: true}
+	case fnTimeToFull:
+		return Dimension{Base: Seconds}
+	}
+	return v.metric.Dimension()
+}
+
+func (v *valueNode) canonical(b *strings.Builder) {
+	if v.fn == fnNone {
+		b.WriteString(v.metric.String())
+		return
+	}
+	secs := strconv.FormatFloat(v.span.Seconds(), 'f', -1, 64)
+	b.WriteString(v.fn.String() + "(" + v.metric.String() + ", " + secs + "s)")
+}
+
+// ParseCond parses a condition of the rule language. Its error is a
+// *CondError for the first problem found, with the column it is at.
+func ParseCond(src string) (*Cond, error) {
+	p := &parser{src: src, c: &Cond{src: src}}
+	root, err := p.parse()
+	if err != nil {
+		return nil, err
+	}
+	p.c.root = root
+	return p.c, nil
+}
+
+// tokKind is the kind of a token.
+type tokKind uint8
+
+const (
+	tokEOF tokKind = iota
+	tokIdent
+	tokNumber
+	tokOp
+	tokLParen
+	tokRParen
+	tokComma
+)
+
+// token is one lexical token; off is its byte offset in the source.
+type token struct {
+	kind tokKind
+	text string
+	off  int
+}
+
+// parser is a recursive-descent parser that lexes on demand, because
+// whether a word is a unit depends on what precedes it.
+type parser struct {
+	src   string
+	pos   int   // byte offset of the next unread character
+	tok   token // the current token
+	depth int
+	c     *Cond
+}
+
+// maxDepth bounds nesting, so hostile input cannot exhaust the stack.
+const maxDepth = 100
+
+// col returns the 1-based column, in characters, of byte offset off.
+func (p *parser) col(off int) int { return utf8.RuneCountInString(p.src[:off]) + 1 }
+
+func (p *parser) errAt(off int, format string, args ...any) *CondError {
+	return &CondError{Col: p.col(off), Msg: fmt.Sprintf(format, args...)}
+}
+
+func (p *parser) parse() (node, error) {
+	if err := p.next(); err != nil {
+		return nil, err
+	}
+	if p.tok.kind == tokEOF {
+		return nil, p.errAt(p.tok.off, "empty condition; write a comparison such as memory.used_percent > 95")
+	}
+	root, err := p.parseOr()
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case p.tok.kind == tokEOF:
+		return root, nil
+	case p.tok.kind == tokRParen:
+		return nil, p.errAt(p.tok.off, `unexpected ")" without a matching "("`)
+	}
+	return nil, p.errAt(p.tok.off, "unexpected %s after a complete condition; join conditions with and/or", p.describe())
+}
+
+// parseOr parses cond := term { "or" term }.
+func (p *parser) parseOr() (node, error) {
+	return p.parseList("or", triTrue, p.parseAnd)
+}
+
+// parseAnd parses term := factor { "and" factor }.
+func (p *parser) parseAnd() (node, error) {
+	return p.parseList("and", triFalse, p.parseFactor)
+}
+
+// parseList parses operands joined by the keyword kw, whose junction
+// stops at stop.
+func (p *parser) parseList(kw string, stop tri, operand func() (node, error)) (node, error) {
+	x, err := operand()
+	if err != nil {
+		return nil, err
+	}
+	xs := []node{x}
+	for p.isKeyword(kw) {
+		if err := p.next(); err != nil {
+			return nil, err
+		}
+		if p.tok.kind == tokEOF {
+			return nil, p.errAt(p.tok.off, "expected a condition after %q", kw)
+		}
+		if x, err = operand(); err != nil {
+			return nil, err
+		}
+		xs = append(xs, x)
+	}
+	if len(xs) == 1 {
+		return x, nil
+	}
+	return &junction{xs: xs, stop: stop}, nil
+}
+
+// parseFactor parses factor := "not" factor | "(" cond ")" | compare | inset.
+func (p *parser) parseFactor() (node, error) {
+	p.depth++
+	defer func() { p.depth-- }()
+	if p.depth > maxDepth {
+		return nil, p.errAt(p.tok.off, "condition nested too deeply (more than %d levels)", maxDepth)
+	}
+	switch {
+	case p.isKeyword("not"):
+		if err := p.next(); err != nil {
+			return nil, err
+		}
+		if p.tok.kind == tokEOF {
+			return nil, p.errAt(p.tok.off, `expected a condition after "not"`)
+		}
+		x, err := p.parseFactor()
+		if err != nil {
+			return nil, err
+		}
+		return &notNode{x: x}, nil
+	case p.tok.kind == tokLParen:
+		open := p.tok.off
+		if err := p.next(); err != nil {
+			return nil, err
+		}
+		if p.tok.kind == tokRParen {
+			return nil, p.errAt(p.tok.off, `empty parentheses; write a condition inside "(" and ")"`)
+		}
+		x, err := p.parseOr()
+		if err != nil {
+			return nil, err
+		}
+		if p.tok.kind != tokRParen {
+			if p.tok.kind == tokEOF {
+				return nil, p.errAt(p.tok.off, `missing ")" to close "(" at column %d`, p.col(open))
+			}
+			return nil, p.errAt(p.tok.off, `expected "and", "or" or ")" to close "(" at column %d, found %s`, p.col(open), p.describe())
+		}
+		return x, p.next()
+	case p.tok.kind == tokIdent && !p.isAnyKeyword():
+		return p.parseLeaf()
+	case p.tok.kind == tokNumber:
+		return nil, p.errAt(p.tok.off, "expected a metric, found number %q; put the metric on the left, e.g. memory.used_percent > 95", p.tok.text)
+	case p.tok.kind == tokEOF:
+		return nil, p.errAt(p.tok.off, "expected a condition, found the end")
+	}
+	return nil, p.errAt(p.tok.off, `expected a metric, function, "not" or "(", found %s`, p.describe())
+}
+
+// parseLeaf parses compare := value op quantity and inset := value "in" "(" number {"," number} ")".
+func (p *parser) parseLeaf() (node, error) {
+	val, err := p.parseValue()
+	if err != nil {
+		return nil, err
+	}
+	n := &leaf{val: val}
+	if p.c.first == nil {
+		p.c.first = n
+	}
+	if p.isKeyword("in") {
+		return n, p.parseSet(n)
+	}
+	if p.tok.kind != tokOp {
+		return nil, p.errAt(p.tok.off, `expected a comparison (> >= < <= == !=) or "in" after %s, found %s`, val.text(), p.describe())
+	}
+	opTok := p.tok
+	n.op = lookupOp(opTok.text)
+	if err := p.nextNumber(); err != nil {
+		return nil, err
+	}
+	if p.tok.kind != tokNumber {
+		if p.tok.kind == tokIdent {
+			return nil, p.errAt(p.tok.off, "expected a number after %q, found %s; a condition compares a value with a number, not with another metric", opTok.text, p.describe())
+		}
+		return nil, p.errAt(p.tok.off, "expected a number after %q, found %s", opTok.text, p.describe())
+	}
+	num, err := p.number()
+	if err != nil {
+		return nil, err
+	}
+	numTok := p.tok
+	uoff, utext := p.unit()
+	n.q = num
+	if utext != "" {
+		u, err := p.lookupUnit(uoff, utext)
+		if err != nil {
+			return nil, err
+		}
+		want := val.dimension()
+		if u.dim != want {
+			return nil, p.errAt(uoff, "unit %q is %s but %s is %s; %s", utext, unitNoun(u.dim), val.text(), want, unitHint(want))
+		}
+		n.q = num * u.factor
+		if math.IsInf(n.q, 0) {
+			return nil, p.errAt(numTok.off, "number %s %s is out of range", numTok.text, utext)
+		}
+	}
+	return n, p.next()
+}
+
+// parseSet parses the "(" number {"," number} ")" of an inset.
+func (p *parser) parseSet(n *leaf) error {
+	n.op = opIn
+	if err := p.next(); err != nil {
+		return err
+	}
+	if p.tok.kind != tokLParen {
+		return p.errAt(p.tok.off, `expected "(" after "in", found %s; write e.g. xid in (48, 79)`, p.describe())
+	}
+	for {
+		if err := p.nextNumber(); err != nil {
+			return err
+		}
+		if p.tok.kind != tokNumber {
+			return p.errAt(p.tok.off, `expected a number in the list of "in", found %s`, p.describe())
+		}
+		v, err := p.number()
+		if err != nil {
+			return err
+		}
+		if uoff, utext := p.unit(); utext != "" {
+			return p.errAt(uoff, `"in" takes plain numbers, not units such as %q; use comparisons for quantities with units`, utext)
+		}
+		n.set = append(n.set, v)
+		if err := p.next(); err != nil {
+			return err
+		}
+		switch p.tok.kind {
+		case tokComma:
+			continue
+		case tokRParen:
+			return p.next()
+		}
+		return p.errAt(p.tok.off, `expected "," or ")" in the list of "in", found %s`, p.describe())
+	}
+}
+
+// parseValue parses value := metric | fn "(" metric "," duration ")".
+func (p *parser) parseValue() (valueNode, error) {
+	name, off := p.tok.text, p.tok.off
+	if err := p.next(); err != nil {
+		return valueNode{}, err
+	}
+	f, isFn := lookupFn(name)
+	if p.tok.kind != tokLParen {
+		if isFn {
+			return valueNode{}, p.errAt(off, "%s is a function; write %s(metric, window), e.g. %s(utilization.gpu, 30m)", name, name, name)
+		}
+		m, err := p.metric(name, off)
+		if err != nil {
+			return valueNode{}, err
+		}
+		p.useMetric(m)
+		return valueNode{metric: m}, nil
+	}
+	if !isFn {
+		if _, ok := lookupMetric(name); ok {
+			return valueNode{}, p.errAt(off, "%s is a metric, not a function; functions are %s", name, fnList)
+		}
+		return valueNode{}, p.errAt(off, "unknown function %q%s; functions are %s", name, didYouMean(name, strings.Split(fnList, ", ")), fnList)
+	}
+	if err := p.next(); err != nil {
+		return valueNode{}, err
+	}
+	if p.tok.kind != tokIdent {
+		return valueNode{}, p.errAt(p.tok.off, "expected a metric as the first argument of %s, found %s", name, p.describe())
+	}
+	if _, ok := lookupFn(p.tok.text); ok {
+		return valueNode{}, p.errAt(p.tok.off, "functions cannot be nested; %s takes a metric, e.g. %s(memory.used, 10m)", name, name)
+	}
+	m, err := p.metric(p.tok.text, p.tok.off)
+	if err != nil {
+		return valueNode{}, err
+	}
+	switch {
+	case m == MetricXID:
+		return valueNode{}, p.errAt(p.tok.off, "%s does not apply to xid: xid is an event, not a series; test it directly, e.g. xid in (79)", name)
+	case f == fnTimeToFull && m != MetricMemoryUsed && m != MetricMemoryUsedPercent:
+		return valueNode{}, p.errAt(p.tok.off, "time_to_full works only on memory.used and memory.used_percent, not %s", m)
+	}
+	if err := p.next(); err != nil {
+		return valueNode{}, err
+	}
+	if p.tok.kind != tokComma {
+		return valueNode{}, p.errAt(p.tok.off, `expected "," and a window after %s, found %s; write e.g. %s(%s, 10m)`, m, p.describe(), name, m)
+	}
+	span, err := p.window(name)
+	if err != nil {
+		return valueNode{}, err
+	}
+	if err := p.next(); err != nil {
+		return valueNode{}, err
+	}
+	if p.tok.kind != tokRParen {
+		return valueNode{}, p.errAt(p.tok.off, `expected ")" to close %s(, found %s`, name, p.describe())
+	}
+	if err := p.next(); err != nil {
+		return valueNode{}, err
+	}
+	p.useMetric(m)
+	return valueNode{metric: m, fn: f, span: span, window: p.useWindow(name, m, span)}, nil
+}
+
+// window parses the duration argument of a window function.
+func (p *parser) window(name string) (time.Duration, error) {
+	if err := p.nextNumber(); err != nil {
+		return 0, err
+	}
+	if p.tok.kind != tokNumber {
+		return 0, p.errAt(p.tok.off, "expected a window such as 10m after the comma in %s(, found %s", name, p.describe())
+	}
+	num, err := p.number()
+	if err != nil {
+		return 0, err
+	}
+	numTok := p.tok
+	uoff, utext := p.unit()
+	if utext == "" {
+		return 0, p.errAt(numTok.off, "window %s needs a unit: ms, s, m, h or d (e.g. %sm)", numTok.text, numTok.text)
+	}
+	u, err := p.lookupUnit(uoff, utext)
+	if err != nil {
+		return 0, err
+	}
+	if u.dim != (Dimension{Base: Seconds}) {
+		return 0, p.errAt(uoff, "window %s%s must be a duration; use ms, s, m, h or d", numTok.text, utext)
+	}
+	secs := num * u.factor
+	switch {
+	case !(secs > 0) || time.Duration(math.Round(secs*1e9)) <= 0:
+		return 0, p.errAt(numTok.off, "window %s%s must be longer than 0", numTok.text, utext)
+	case secs > maxWindow.Seconds():
+		return 0, p.errAt(numTok.off, "window %s%s is longer than the maximum of %s", numTok.text, utext, formatSeconds(maxWindow.Seconds()))
+	}
+	return time.Duration(math.Round(secs * 1e9)), nil
+}
+
+// useMetric records that the condition reads m.
+func (p *parser) useMetric(m Metric) {
+	if !slices.Contains(p.c.metrics, m) {
+		p.c.metrics = append(p.c.metrics, m)
+	}
+}
+
+// useWindow returns the index of the window of m over span, adding it.
+func (p *parser) useWindow(name string, m Metric, span time.Duration) int {
+	for i, w := range p.c.windows {
+		if w.Metric == m && w.Span == span {
+			return i
+		}
+	}
+	p.c.windows = append(p.c.windows, WindowSpec{Fn: name, Metric: m, Span: span})
+	return len(p.c.windows) - 1
+}
+
+// metric looks up the metric called name at off.
+func (p *parser) metric(name string, off int) (Metric, error) {
+	if m, ok := lookupMetric(name); ok {
+		return m, nil
+	}
+	names := make([]string, 0, metricEnd)
+	for _, m := range Metrics() {
+		names = append(names, m.String())
+	}
+	return 0, p.errAt(off, "unknown metric %q%s; metrics are %s", name, didYouMean(name, names), strings.Join(names, ", "))
+}
+
+// lookupUnit looks up the unit spelled s at off.
+func (p *parser) lookupUnit(off int, s string) (unit, error) {
+	if u, ok := lookupUnit(s); ok {
+		return u, nil
+	}
+	hint := ""
+	if fix := suggestUnit(s); fix != "" {
+		hint = fmt.Sprintf(" (did you mean %q?)", fix)
+	}
+	return unit{}, p.errAt(off, "unknown unit %q%s; units are %s and rates such as MiB/min", s, hint, strings.ReplaceAll(allUnits, " ", ", "))
+}
+
+// number converts the current number token.
+func (p *parser) number() (float64, error) {
+	v, err := strconv.ParseFloat(p.tok.text, 64)
+	if err != nil {
+		return 0, p.errAt(p.tok.off, "number %s is out of range", p.tok.text)
+	}
+	return v, nil
+}
+
+// text writes the value as a person would, for messages.
+func (v *valueNode) text() string {
+	if v.fn == fnNone {
+		return v.metric.String()
+	}
+	return v.fn.String() + "(" + v.metric.String() + ", " + formatSeconds(v.span.Seconds()) + ")"
+}
+
+// fnList lists the window functions for messages.
+const fnList = "avg, min, max, slope, time_to_full"
+
+// describe names the current token for messages.
+func (p *parser) describe() string {
+	if p.tok.kind == tokEOF {
+		return "the end"
+	}
+	return strconv.Quote(p.tok.text)
+}
+
+// isKeyword reports whether the current token is the keyword kw, in any case.
+func (p *parser) isKeyword(kw string) bool {
+	return p.tok.kind == tokIdent && strings.EqualFold(p.tok.text, kw)
+}
+
+func (p *parser) isAnyKeyword() bool {
+	return p.isKeyword("and") || p.isKeyword("or") || p.isKeyword("not") || p.isKeyword("in")
+}
+
+// lookupOp finds the comparison operator spelled s.
+func lookupOp(s string) op {
+	for o := opGT; o < opIn; o++ {
+		if o.String() == s {
+			return o
+		}
+	}
+	return 0
+}
+
+// next lexes the next token into p.tok.
+func (p *parser) next() error { return p.lex(false) }
+
+// nextNumber lexes the next token where a number may carry a minus sign.
+func (p *parser) nextNumber() error { return p.lex(true) }
+
+func (p *parser) lex(signed bool) error {
+	for p.pos < len(p.src) && isSpace(p.src[p.pos]) {
+		p.pos++
+	}
+	start := p.pos
+	p.tok = token{off: start}
+	if p.pos >= len(p.src) {
+		return nil
+	}
+	c := p.src[p.pos]
+	switch {
+	case isIdentStart(c):
+		for p.pos < len(p.src) && isIdentPart(p.src[p.pos]) {
+			p.pos++
+		}
+		p.tok.kind = tokIdent
+	case isDigit(c) || (signed && c == '-' && p.pos+1 < len(p.src) && isDigit(p.src[p.pos+1])):
+		p.lexNumber()
+	case c == '(':
+		p.pos++
+		p.tok.kind = tokLParen
+	case c == ')':
+		p.pos++
+		p.tok.kind = tokRParen
+	case c == ',':
+		p.pos++
+		p.tok.kind = tokComma
+	case c == '>' || c == '<' || c == '=' || c == '!':
+		p.pos++
+		if p.pos < len(p.src) && p.src[p.pos] == '=' {
+			p.pos++
+		}
+		p.tok.kind = tokOp
+		switch p.src[start:p.pos] {
+		case "=":
+			return p.errAt(start, `"=" is not a comparison; use == to test equality`)
+		case "!":
+			return p.errAt(start, `"!" is not an operator; use not`)
+		}
+	case c == '&' || c == '|':
+		for p.pos < len(p.src) && p.src[p.pos] == c {
+			p.pos++
+		}
+		word := "and"
+		if c == '|' {
+			word = "or"
+		}
+		return p.errAt(start, "%q is not an operator; use %s", p.src[start:p.pos], word)
+	default:
+		r, _ := utf8.DecodeRuneInString(p.src[p.pos:])
+		return p.errAt(start, "unexpected character %q", string(r))
+	}
+	p.tok.text = p.src[start:p.pos]
+	return nil
+}
+
+// lexNumber lexes [-]digits[.digits][e[+-]digits].
+func (p *parser) lexNumber() {
+	if p.src[p.pos] == '-' {
+		p.pos++
+	}
+	p.digits()
+	if p.pos+1 < len(p.src) && p.src[p.pos] == '.' && isDigit(p.src[p.pos+1]) {
+		p.pos++
+		p.digits()
+	}
+	if p.pos < len(p.src) && (p.src[p.pos] == 'e' || p.src[p.pos] == 'E') {
+		i := p.pos + 1
+		if i < len(p.src) && (p.src[i] == '+' || p.src[i] == '-') {
+			i++
+		}
+		if i < len(p.src) && isDigit(p.src[i]) {
+			p.pos = i
+			p.digits()
+		}
+	}
+	p.tok.kind = tokNumber
+}
+
+func (p *parser) digits() {
+	for p.pos < len(p.src) && isDigit(p.src[p.pos]) {
+		p.pos++
+	}
+}
+
+// unit reads the unit after a number, if any, and returns its offset and
+// spelling. A space may separate the number and the unit ("5 GiB"), but
+// then a keyword ("5 and ...") is not taken for a unit.
+func (p *parser) unit() (int, string) {
+	i := p.pos
+	for i < len(p.src) && isSpace(p.src[i]) {
+		i++
+	}
+	start := i
+	for i < len(p.src) && isUnitChar(p.src[i]) {
+		i++
+	}
+	word := p.src[start:i]
+	if word == "" {
+		return start, ""
+	}
+	if start > p.pos && isLetter(word[0]) {
+		// After a space, only take a word that looks like a unit, so that
+		// "85 and ..." and "85 temperature" are left to the parser.
+		if _, ok := lookupUnit(word); !ok && suggestUnit(word) == "" {
+			return start, ""
+		}
+	}
+	p.pos = i
+	return start, word
+}
+
+func isSpace(c byte) bool      { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
+func isDigit(c byte) bool      { return '0' <= c && c <= '9' }
+func isLetter(c byte) bool     { return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' }
+func isIdentStart(c byte) bool { return isLetter(c) || c == '_' }
+func isIdentPart(c byte) bool  { return isIdentStart(c) || isDigit(c) || c == '.' }
+func isUnitChar(c byte) bool   { return isLetter(c) || c == '%' || c == '/' }
+
+// didYouMean returns ` (did you mean "x"?)` for the candidate closest to
+// name, or one that name begins, or "" when none is close.
+func didYouMean(name string, candidates []string) string {
+	lower := strings.ToLower(name)
+	if s := strictyaml.Suggest(lower, candidates); s != "" {
+		return s
+	}
+	for _, c := range candidates {
+		if len(lower) >= 3 && strings.HasPrefix(c, lower) {
+			return fmt.Sprintf(" (did you mean %q?)", c)
+		}
+	}
+	return ""
+}
+
+// canonicalString renders c fully parenthesised with numbers in base units.
+func (c *Cond) canonicalString() string {
+	var b strings.Builder
+	c.root.canonical(&b)
+	return b.String()
+}

@@ -1,0 +1,338 @@
+package rules
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path"
+	"regexp"
+	"strconv"
+	"strings"
+	"text/template"
+	"time"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/gpuwatch/gpuwatch/internal/strictyaml"
+)
+
+// Severity says how urgent an alert is.
+type Severity string
+
+// The severities a rule may have.
+const (
+	SeverityInfo     Severity = "info"
+	SeverityWarning  Severity = "warning"
+	SeverityCritical Severity = "critical"
+)
+
+// Rule is one alerting rule, loaded and checked.
+type Rule struct {
+	Name      string
+	When      *Cond
+	ClearWhen *Cond // nil: the alert resolves when When stops holding
+	Timing
+	Severity       Severity
+	Labels         map[string]string
+	Summary        *template.Template // nil: a default summary
+	Description    *template.Template // nil: none
+	GPUs           []GPUSelector      // empty: every GPU
+	Receivers      []string           // empty: the route decides
+	RepeatInterval time.Duration      // 0: the route's default
+	// File and Pos say where the rule was defined.
+	File string
+	Pos  strictyaml.Pos
+}
+
+// GPUSelector picks GPUs by index, by UUID, or by a glob on the name.
+type GPUSelector struct {
+	Index    int    // -1 when not by index
+	UUID     string // "" when not by UUID
+	NameGlob string // "" when not by name
+}
+
+// Matches reports whether the selector picks the GPU.
+func (s GPUSelector) Matches(index int, uuid, name string) bool {
+	switch {
+	case s.Index >= 0:
+		return s.Index == index
+	case s.UUID != "":
+		return strings.EqualFold(s.UUID, uuid)
+	default:
+		ok, _ := path.Match(s.NameGlob, name)
+		return ok
+	}
+}
+
+// AppliesTo reports whether the rule evaluates on the GPU.
+func (r *Rule) AppliesTo(index int, uuid, name string) bool {
+	if len(r.GPUs) == 0 {
+		return true
+	}
+	for _, s := range r.GPUs {
+		if s.Matches(index, uuid, name) {
+			return true
+		}
+	}
+	return false
+}
+
+// ruleYAML is the rule as written in YAML; fields the rules package parses
+// itself stay yaml.Nodes so their errors point into the expression.
+type ruleYAML struct {
+	Pos            strictyaml.Pos
+	Alert          yaml.Node         `yaml:"alert,required"`
+	When           yaml.Node         `yaml:"when,required"`
+	For            time.Duration     `yaml:"for"`
+	KeepFiringFor  time.Duration     `yaml:"keep_firing_for"`
+	ClearWhen      yaml.Node         `yaml:"clear_when"`
+	Severity       yaml.Node         `yaml:"severity"`
+	Labels         map[string]string `yaml:"labels"`
+	Summary        yaml.Node         `yaml:"summary"`
+	Description    yaml.Node         `yaml:"description"`
+	GPUs           []yaml.Node       `yaml:"gpus"`
+	Receivers      []string          `yaml:"receivers"`
+	RepeatInterval time.Duration     `yaml:"repeat_interval"`
+}
+
+type fileYAML struct {
+	Rules yaml.Node `yaml:"rules,required"`
+}
+
+// ParseFile parses a rule file: a mapping with a `rules:` list. The error,
+// if any, is a strictyaml.Errors listing every problem with its position.
+func ParseFile(file string, data []byte) ([]*Rule, error) {
+	root, err := strictyaml.Parse(file, data)
+	if err != nil {
+		return nil, err
+	}
+	var f fileYAML
+	if errs := strictyaml.Decode(file, root, &f); len(errs) > 0 {
+		return nil, errs
+	}
+	rules, errs := ParseList(file, &f.Rules)
+	errs = append(errs, CheckUnique(rules)...)
+	return rules, errs.Err()
+}
+
+// LoadFile reads and parses a rule file.
+func LoadFile(path string) ([]*Rule, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read rule file: %w", err)
+	}
+	return ParseFile(path, data)
+}
+
+// ParseList parses a YAML list of rules, as found under `rules:` in a rule
+// file or in the config file. It returns the rules that are valid and every
+// problem found.
+func ParseList(file string, list *yaml.Node) ([]*Rule, strictyaml.Errors) {
+	list = strictyaml.Resolve(list)
+	if list.Kind == yaml.ScalarNode && list.Tag == "!!null" {
+		return nil, nil
+	}
+	if list.Kind != yaml.SequenceNode {
+		return nil, strictyaml.Errors{strictyaml.Errorf(file, list, "rules must be a list of rules, each starting with `- alert: Name`")}
+	}
+	var rules []*Rule
+	var errs strictyaml.Errors
+	for _, item := range list.Content {
+		r, rerrs := parseRule(file, item)
+		errs = append(errs, rerrs...)
+		if len(rerrs) == 0 {
+			rules = append(rules, r)
+		}
+	}
+	return rules, errs
+}
+
+// CheckUnique reports rules that share a name: an alert's identity is its
+// rule's name, so two rules of one name would overwrite each other's state.
+func CheckUnique(rules []*Rule) strictyaml.Errors {
+	var errs strictyaml.Errors
+	first := map[string]*Rule{}
+	for _, r := range rules {
+		if prev, dup := first[r.Name]; dup {
+			errs = append(errs, &strictyaml.Error{File: r.File, Pos: r.Pos,
+				Msg: fmt.Sprintf("alert %q is defined twice (first at %s:%d:%d); give each rule its own name", r.Name, prev.File, prev.Pos.Line, prev.Pos.Col)})
+			continue
+		}
+		first[r.Name] = r
+	}
+	return errs
+}
+
+var (
+	alertNameRE = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_.-]*$`)
+	labelNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+)
+
+// reservedLabels are set by gpuwatch itself on every alert.
+var reservedLabels = []string{"alert", "alertname", "severity", "host", "gpu", "uuid"}
+
+type ruleParser struct {
+	file string
+	errs strictyaml.Errors
+}
+
+func (p *ruleParser) fail(n *yaml.Node, format string, args ...any) {
+	p.errs = append(p.errs, strictyaml.Errorf(p.file, n, format, args...))
+}
+
+func parseRule(file string, node *yaml.Node) (*Rule, strictyaml.Errors) {
+	var y ruleYAML
+	p := &ruleParser{file: file}
+	p.errs = strictyaml.Decode(file, node, &y)
+	if len(p.errs) > 0 {
+		return nil, p.errs
+	}
+	r := &Rule{
+		Name:           y.Alert.Value,
+		Timing:         Timing{For: y.For, KeepFiringFor: y.KeepFiringFor},
+		Labels:         y.Labels,
+		Receivers:      y.Receivers,
+		RepeatInterval: y.RepeatInterval,
+		File:           file,
+		Pos:            y.Pos,
+	}
+	if !alertNameRE.MatchString(r.Name) {
+		p.fail(&y.Alert, "alert name %q must start with a letter and hold only letters, digits, '_', '.' or '-' (like GPUMemoryNearFull)", r.Name)
+	}
+	r.When = p.cond(&y.When, "when")
+	if y.ClearWhen.Kind != 0 {
+		r.ClearWhen = p.cond(&y.ClearWhen, "clear_when")
+		r.HasClear = true
+	}
+	r.Severity = p.severity(&y.Severity)
+	p.labels(node, r.Labels)
+	r.Summary = p.template(&y.Summary, "summary")
+	r.Description = p.template(&y.Description, "description")
+	for i := range y.GPUs {
+		r.GPUs = append(r.GPUs, p.gpuSelector(&y.GPUs[i]))
+	}
+	return r, p.errs
+}
+
+func (p *ruleParser) cond(n *yaml.Node, field string) *Cond {
+	if n.Kind != yaml.ScalarNode || strings.TrimSpace(n.Value) == "" {
+		p.fail(n, "%s must be a condition such as `memory.used_percent > 95`", field)
+		return nil
+	}
+	c, err := ParseCond(n.Value)
+	if err == nil {
+		return c
+	}
+	pos := strictyaml.PosOf(n)
+	var ce *CondError
+	msg := err.Error()
+	if errors.As(err, &ce) {
+		msg = ce.Msg
+		pos = condPos(n, ce.Col)
+	}
+	p.errs = append(p.errs, &strictyaml.Error{File: p.file, Pos: pos, Msg: fmt.Sprintf("%s: %s", field, msg)})
+	return nil
+}
+
+// condPos maps a column inside an expression to the file, for expressions
+// written on one line; multi-line ones point at the value's start.
+func condPos(n *yaml.Node, col int) strictyaml.Pos {
+	pos := strictyaml.PosOf(n)
+	switch n.Style {
+	case 0, yaml.FlowStyle:
+		pos.Col += col - 1
+	case yaml.DoubleQuotedStyle, yaml.SingleQuotedStyle:
+		if !strings.ContainsAny(n.Value, "\n'\"\\") {
+			pos.Col += col
+		}
+	}
+	return pos
+}
+
+func (p *ruleParser) severity(n *yaml.Node) Severity {
+	if n.Kind == 0 {
+		return SeverityWarning
+	}
+	switch s := Severity(n.Value); s {
+	case SeverityInfo, SeverityWarning, SeverityCritical:
+		return s
+	}
+	p.fail(n, "severity %q is not one of info, warning, critical", n.Value)
+	return SeverityWarning
+}
+
+func (p *ruleParser) labels(rule *yaml.Node, labels map[string]string) {
+	for name := range labels {
+		at := labelKeyNode(rule, name)
+		switch {
+		case !labelNameRE.MatchString(name):
+			p.fail(at, "label name %q must be letters, digits and '_', not starting with a digit", name)
+		case containsString(reservedLabels, name):
+			p.fail(at, "label %q is set by gpuwatch itself; use the rule's own fields (alert, severity) or another label name", name)
+		}
+	}
+}
+
+// labelKeyNode finds the key node of a label for its position.
+func labelKeyNode(rule *yaml.Node, name string) *yaml.Node {
+	rule = strictyaml.Resolve(rule)
+	for i := 0; i+1 < len(rule.Content); i += 2 {
+		if rule.Content[i].Value != "labels" {
+			continue
+		}
+		labels := strictyaml.Resolve(rule.Content[i+1])
+		for j := 0; j+1 < len(labels.Content); j += 2 {
+			if labels.Content[j].Value == name {
+				return labels.Content[j]
+			}
+		}
+		return labels
+	}
+	return rule
+}
+
+func containsString(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
+
+func (p *ruleParser) template(n *yaml.Node, field string) *template.Template {
+	if n.Kind == 0 {
+		return nil
+	}
+	if n.Kind != yaml.ScalarNode {
+		p.fail(n, "%s must be text (a Go template like \"GPU {{.GPU}} at {{.Value | percent}}\")", field)
+		return nil
+	}
+	t, err := parseTemplate(field, n.Value)
+	if err != nil {
+		p.fail(n, "%s: %v", field, err)
+		return nil
+	}
+	return t
+}
+
+func (p *ruleParser) gpuSelector(n *yaml.Node) GPUSelector {
+	n = strictyaml.Resolve(n)
+	if n.Kind != yaml.ScalarNode {
+		p.fail(n, "gpus entries must be an index (0), a UUID (GPU-…) or a name glob (\"NVIDIA A100*\")")
+		return GPUSelector{Index: -1, NameGlob: "-"}
+	}
+	if i, err := strconv.Atoi(n.Value); err == nil {
+		if i < 0 {
+			p.fail(n, "GPU index %d must be 0 or more", i)
+		}
+		return GPUSelector{Index: i}
+	}
+	if strings.HasPrefix(n.Value, "GPU-") || strings.HasPrefix(n.Value, "MIG-") {
+		return GPUSelector{Index: -1, UUID: n.Value}
+	}
+	if _, err := path.Match(n.Value, ""); err != nil {
+		p.fail(n, "GPU name glob %q is malformed: %v", n.Value, err)
+	}
+	return GPUSelector{Index: -1, NameGlob: n.Value}
+}

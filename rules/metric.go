@@ -1,0 +1,150 @@
+package rules
+
+import (
+	"math"
+
+	"github.com/gpuwatch/gpuwatch/gpu"
+)
+
+// Metric is a reading of one GPU that a condition can test, such as
+// memory.used or temperature. The zero Metric is not a valid metric.
+type Metric int
+
+// The metrics of the condition language, in the order Metrics lists them.
+const (
+	MetricMemoryUsed        Metric = iota + 1 // memory.used, bytes
+	MetricMemoryFree                          // memory.free, bytes
+	MetricMemoryTotal                         // memory.total, bytes
+	MetricMemoryUsedPercent                   // memory.used_percent, percent
+	MetricUtilizationGPU                      // utilization.gpu, percent
+	MetricUtilizationMemory                   // utilization.memory, percent
+	MetricTemperature                         // temperature, degrees Celsius
+	MetricPower                               // power, watts
+	MetricPowerPercent                        // power.percent, percent of the power limit
+	MetricProcessMemory                       // process.memory, bytes held by the largest process
+	MetricProcessCount                        // process.count, compute processes on the GPU
+	MetricXID                                 // xid, the XID codes of this snapshot's events
+
+	metricEnd // one past the last metric
+)
+
+// Metrics returns every metric, in a fixed order, for documentation and for
+// `gpuwatch check`.
+func Metrics() []Metric {
+	ms := make([]Metric, 0, metricEnd-1)
+	for m := MetricMemoryUsed; m < metricEnd; m++ {
+		ms = append(ms, m)
+	}
+	return ms
+}
+
+// String returns the metric's name in the condition language.
+func (m Metric) String() string {
+	switch m {
+	case MetricMemoryUsed:
+		return "memory.used"
+	case MetricMemoryFree:
+		return "memory.free"
+	case MetricMemoryTotal:
+		return "memory.total"
+	case MetricMemoryUsedPercent:
+		return "memory.used_percent"
+	case MetricUtilizationGPU:
+		return "utilization.gpu"
+	case MetricUtilizationMemory:
+		return "utilization.memory"
+	case MetricTemperature:
+		return "temperature"
+	case MetricPower:
+		return "power"
+	case MetricPowerPercent:
+		return "power.percent"
+	case MetricProcessMemory:
+		return "process.memory"
+	case MetricProcessCount:
+		return "process.count"
+	case MetricXID:
+		return "xid"
+	}
+	return "unknown"
+}
+
+// Dimension returns what the metric measures, which decides the units a
+// condition may compare it with.
+func (m Metric) Dimension() Dimension {
+	switch m {
+	case MetricMemoryUsed, MetricMemoryFree, MetricMemoryTotal, MetricProcessMemory:
+		return Dimension{Base: Bytes}
+	case MetricMemoryUsedPercent, MetricUtilizationGPU, MetricUtilizationMemory, MetricPowerPercent:
+		return Dimension{Base: Percent}
+	case MetricTemperature:
+		return Dimension{Base: Celsius}
+	case MetricPower:
+		return Dimension{Base: Watts}
+	}
+	return Dimension{Base: Count}
+}
+
+// Value reads the metric from d. It is NaN when d does not know the reading:
+// memory metrics when d.MemTotal is 0, power.percent without a power limit,
+// and always for xid, whose values come from the snapshot's events (see
+// EvalContext.XIDs). process.memory is the largest process's memory, 0 when
+// the GPU runs no process.
+func (m Metric) Value(d *gpu.Device) float64 {
+	if d == nil {
+		return math.NaN()
+	}
+	switch m {
+	case MetricMemoryUsed:
+		return memValue(d, d.MemUsed)
+	case MetricMemoryFree:
+		if d.MemUsed > d.MemTotal {
+			return memValue(d, 0)
+		}
+		return memValue(d, d.MemTotal-d.MemUsed)
+	case MetricMemoryTotal:
+		return memValue(d, d.MemTotal)
+	case MetricMemoryUsedPercent:
+		return d.MemUsedPercent()
+	case MetricUtilizationGPU:
+		return d.UtilGPU
+	case MetricUtilizationMemory:
+		return d.UtilMem
+	case MetricTemperature:
+		return d.TempC
+	case MetricPower:
+		return d.PowerW
+	case MetricPowerPercent:
+		if !(d.PowerLimitW > 0) {
+			return math.NaN()
+		}
+		return d.PowerW / d.PowerLimitW * 100
+	case MetricProcessMemory:
+		var most uint64
+		for i := range d.Processes {
+			most = max(most, d.Processes[i].MemUsed)
+		}
+		return float64(most)
+	case MetricProcessCount:
+		return float64(len(d.Processes))
+	}
+	return math.NaN()
+}
+
+// memValue returns v as a float, or NaN when d's memory is unknown.
+func memValue(d *gpu.Device, v uint64) float64 {
+	if !d.MemKnown() {
+		return math.NaN()
+	}
+	return float64(v)
+}
+
+// lookupMetric finds the metric called name.
+func lookupMetric(name string) (Metric, bool) {
+	for m := MetricMemoryUsed; m < metricEnd; m++ {
+		if m.String() == name {
+			return m, true
+		}
+	}
+	return 0, false
+}

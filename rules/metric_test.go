@@ -1,0 +1,111 @@
+package rules
+
+import (
+	"math"
+	"testing"
+
+	"github.com/gpuwatch/gpuwatch/gpu"
+)
+
+const condGiB = 1 << 30
+
+// condDevice is an H100-like GPU at 75% memory, idle, hot, two processes.
+func condDevice() *gpu.Device {
+	return &gpu.Device{
+		Index: 0, UUID: "GPU-test", Name: "NVIDIA H100 80GB HBM3",
+		MemUsed: 60 * condGiB, MemTotal: 80 * condGiB,
+		UtilGPU: 2, UtilMem: 1, TempC: 86, PowerW: 312, PowerLimitW: 400,
+		Processes: []gpu.Process{
+			{PID: 10, User: "ana", MemUsed: 20 * condGiB},
+			{PID: 11, User: "bo", MemUsed: 40 * condGiB},
+		},
+	}
+}
+
+func TestMetricValue(t *testing.T) {
+	unknownMem := condDevice()
+	unknownMem.MemTotal, unknownMem.MemUsed = 0, 0
+	noLimit := condDevice()
+	noLimit.PowerLimitW = 0
+	nanLimit := condDevice()
+	nanLimit.PowerLimitW = math.NaN()
+	idle := condDevice()
+	idle.Processes = nil
+	overfull := condDevice()
+	overfull.MemUsed = 90 * condGiB
+	nan := math.NaN()
+	tests := []struct {
+		name string
+		d    *gpu.Device
+		m    Metric
+		want float64
+	}{
+		{"memory.used", condDevice(), MetricMemoryUsed, 60 * condGiB},
+		{"memory.free", condDevice(), MetricMemoryFree, 20 * condGiB},
+		{"memory.total", condDevice(), MetricMemoryTotal, 80 * condGiB},
+		{"memory.used_percent", condDevice(), MetricMemoryUsedPercent, 75},
+		{"utilization.gpu", condDevice(), MetricUtilizationGPU, 2},
+		{"utilization.memory", condDevice(), MetricUtilizationMemory, 1},
+		{"temperature", condDevice(), MetricTemperature, 86},
+		{"power", condDevice(), MetricPower, 312},
+		{"power.percent", condDevice(), MetricPowerPercent, 78},
+		{"process.memory is the largest", condDevice(), MetricProcessMemory, 40 * condGiB},
+		{"process.count", condDevice(), MetricProcessCount, 2},
+		{"xid comes from events", condDevice(), MetricXID, nan},
+		{"memory.used unknown", unknownMem, MetricMemoryUsed, nan},
+		{"memory.free unknown", unknownMem, MetricMemoryFree, nan},
+		{"memory.total unknown", unknownMem, MetricMemoryTotal, nan},
+		{"memory.used_percent unknown", unknownMem, MetricMemoryUsedPercent, nan},
+		{"memory.free never negative", overfull, MetricMemoryFree, 0},
+		{"power.percent without limit", noLimit, MetricPowerPercent, nan},
+		{"power.percent with NaN limit", nanLimit, MetricPowerPercent, nan},
+		{"process.memory without processes", idle, MetricProcessMemory, 0},
+		{"process.count without processes", idle, MetricProcessCount, 0},
+		{"nil device", nil, MetricTemperature, nan},
+		{"invalid metric", condDevice(), Metric(0), nan},
+	}
+	for _, tt := range tests {
+		got := tt.m.Value(tt.d)
+		if !sameFloat(got, tt.want, 0) {
+			t.Errorf("%s: got %v, want %v", tt.name, got, tt.want)
+		}
+	}
+}
+
+func TestMetricNamesAndDimensions(t *testing.T) {
+	want := []struct {
+		name string
+		dim  Dimension
+	}{
+		{"memory.used", Dimension{Base: Bytes}},
+		{"memory.free", Dimension{Base: Bytes}},
+		{"memory.total", Dimension{Base: Bytes}},
+		{"memory.used_percent", Dimension{Base: Percent}},
+		{"utilization.gpu", Dimension{Base: Percent}},
+		{"utilization.memory", Dimension{Base: Percent}},
+		{"temperature", Dimension{Base: Celsius}},
+		{"power", Dimension{Base: Watts}},
+		{"power.percent", Dimension{Base: Percent}},
+		{"process.memory", Dimension{Base: Bytes}},
+		{"process.count", Dimension{Base: Count}},
+		{"xid", Dimension{Base: Count}},
+	}
+	ms := Metrics()
+	if len(ms) != len(want) {
+		t.Fatalf("got %d metrics, want %d", len(ms), len(want))
+	}
+	for i, m := range ms {
+		if m.String() != want[i].name {
+			t.Errorf("metric %d: got name %q, want %q", i, m, want[i].name)
+		}
+		if m.Dimension() != want[i].dim {
+			t.Errorf("%s: got dimension %v, want %v", m, m.Dimension(), want[i].dim)
+		}
+		if got, ok := lookupMetric(m.String()); !ok || got != m {
+			t.Errorf("lookupMetric(%q): got %v, %v, want %v, true", m, got, ok, m)
+		}
+	}
+	if got := Metric(0).String(); got != "unknown" {
+		t.Errorf("Metric(0).String(): got %q, want %q", got, "unknown")
+	}
+}

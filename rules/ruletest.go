@@ -1,0 +1,420 @@
+package rules
+
+import (
+	"fmt"
+	"math"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/gpuwatch/gpuwatch/gpu"
+	"github.com/gpuwatch/gpuwatch/internal/strictyaml"
+)
+
+// A rule test file, run by `gpuwatch test`, feeds rules with input series
+// and checks which alerts fire when, like `promtool test rules`:
+//
+//	rule_files: [rules.yaml]        # or a gpuwatch config: its rules: are used
+//	interval: 1m                    # time between samples (default 1m)
+//	tests:
+//	  - name: a leak fires before the GPU is full
+//	    input:
+//	      - gpu: 0
+//	        metric: memory.used
+//	        values: "10GiB+1GiBx30"  # 10GiB, 11GiB, ... 40GiB
+//	    expect:
+//	      - at: 20m
+//	        firing:
+//	          - {alert: GPUMemoryLeak, gpu: 0}
+type testFileYAML struct {
+	RuleFiles []string      `yaml:"rule_files,required"`
+	Interval  time.Duration `yaml:"interval"`
+	Tests     []testYAML    `yaml:"tests,required"`
+}
+
+type testYAML struct {
+	Pos      strictyaml.Pos
+	Name     string        `yaml:"name,required"`
+	Interval time.Duration `yaml:"interval"`
+	GPUs     []gpuYAML     `yaml:"gpus"`
+	Input    []seriesYAML  `yaml:"input,required"`
+	Expect   []expectYAML  `yaml:"expect,required"`
+}
+
+// gpuYAML names a test GPU; by default GPU N is "NVIDIA H100 80GB HBM3",
+// UUID GPU-test-N, with 80 GiB of memory.
+type gpuYAML struct {
+	Index int    `yaml:"index"`
+	Name  string `yaml:"name"`
+	UUID  string `yaml:"uuid"`
+}
+
+type seriesYAML struct {
+	Pos    strictyaml.Pos
+	GPU    int       `yaml:"gpu"`
+	Metric string    `yaml:"metric,required"`
+	Values yaml.Node `yaml:"values,required"`
+}
+
+type expectYAML struct {
+	Pos    strictyaml.Pos
+	At     time.Duration  `yaml:"at"`
+	Alert  string         `yaml:"alert"` // only compare alerts of this rule
+	Firing []expectedYAML `yaml:"firing"`
+}
+
+type expectedYAML struct {
+	Alert string `yaml:"alert,required"`
+	GPU   int    `yaml:"gpu"`
+}
+
+// inputMetrics are the readings a test series may set.
+var inputMetrics = map[string]Dimension{
+	"memory.used": {Base: Bytes}, "memory.total": {Base: Bytes}, "process.memory": {Base: Bytes},
+	"utilization.gpu": {Base: Percent}, "utilization.memory": {Base: Percent},
+	"temperature": {Base: Celsius}, "power": {Base: Watts}, "power.limit": {Base: Watts},
+	"xid": {Base: Count},
+}
+
+// TestResult is the outcome of one test case.
+type TestResult struct {
+	File     string
+	Name     string
+	Failures []string // empty when the test passed
+}
+
+// RunTestFile runs the rule tests of one file. The error reports a file
+// that cannot be run (bad YAML, rules that do not load); test failures are
+// in the results.
+func RunTestFile(path string) ([]TestResult, error) {
+	root, err := strictyaml.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var f testFileYAML
+	if errs := strictyaml.Decode(path, root, &f); len(errs) > 0 {
+		return nil, errs
+	}
+	rules, err := loadTestRules(path, f.RuleFiles)
+	if err != nil {
+		return nil, err
+	}
+	var results []TestResult
+	var errs strictyaml.Errors
+	for _, tc := range f.Tests {
+		interval := cmpOr(tc.Interval, f.Interval, time.Minute)
+		input, ierrs := parseInputs(path, tc.Input)
+		errs = append(errs, ierrs...)
+		if len(ierrs) > 0 {
+			continue
+		}
+		res, terrs := runTest(path, &tc, rules, interval, input)
+		errs = append(errs, terrs...)
+		if len(terrs) == 0 {
+			results = append(results, res)
+		}
+	}
+	return results, errs.Err()
+}
+
+func cmpOr(ds ...time.Duration) time.Duration {
+	for _, d := range ds {
+		if d > 0 {
+			return d
+		}
+	}
+	return 0
+}
+
+// loadTestRules reads the `rules:` list of each file, which may be a rule
+// file or a gpuwatch config.
+func loadTestRules(testFile string, files []string) ([]*Rule, error) {
+	var all []*Rule
+	var errs strictyaml.Errors
+	for _, name := range files {
+		p := name
+		if !filepath.IsAbs(p) {
+			p = filepath.Join(filepath.Dir(testFile), p)
+		}
+		root, err := strictyaml.ReadFile(p)
+		if err != nil {
+			return nil, fmt.Errorf("%s: rule_files: %w", testFile, err)
+		}
+		list := mappingValue(root, "rules")
+		if list == nil {
+			errs = append(errs, strictyaml.Errorf(p, root, "no rules: list in this file"))
+			continue
+		}
+		rs, rerrs := ParseList(p, list)
+		all = append(all, rs...)
+		errs = append(errs, rerrs...)
+	}
+	errs = append(errs, CheckUnique(all)...)
+	return all, errs.Err()
+}
+
+func mappingValue(n *yaml.Node, key string) *yaml.Node {
+	n = strictyaml.Resolve(n)
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if n.Content[i].Value == key {
+			return n.Content[i+1]
+		}
+	}
+	return nil
+}
+
+type inputSeries struct {
+	gpu    int
+	metric string
+	values []float64 // NaN: missing
+}
+
+func parseInputs(file string, in []seriesYAML) ([]inputSeries, strictyaml.Errors) {
+	var out []inputSeries
+	var errs strictyaml.Errors
+	for _, s := range in {
+		dim, ok := inputMetrics[s.Metric]
+		if !ok {
+			names := make([]string, 0, len(inputMetrics))
+			for n := range inputMetrics {
+				names = append(names, n)
+			}
+			slices.Sort(names)
+			errs = append(errs, &strictyaml.Error{File: file, Pos: s.Pos, Msg: fmt.Sprintf(
+				"input metric %q is not one of %s%s", s.Metric, strings.Join(names, ", "), strictyaml.Suggest(s.Metric, names))})
+			continue
+		}
+		values, err := ExpandSeries(s.Values.Value, dim)
+		if err != nil {
+			errs = append(errs, strictyaml.Errorf(file, &s.Values, "values: %v", err))
+			continue
+		}
+		if s.GPU < 0 {
+			errs = append(errs, &strictyaml.Error{File: file, Pos: s.Pos, Msg: "gpu must be an index, 0 or more"})
+			continue
+		}
+		out = append(out, inputSeries{gpu: s.GPU, metric: s.Metric, values: values})
+	}
+	return out, errs
+}
+
+// ExpandSeries expands the compact series notation of rule tests into
+// values: space-separated items, each a value ("5GiB", "85"), "_" for a
+// missing sample, "a+bxN" or "a-bxN" for a, a±b, …, a±N·b, "axN" for a
+// repeated N+1 times, "_xN" for N missing samples. Units must fit dim.
+func ExpandSeries(text string, dim Dimension) ([]float64, error) {
+	var out []float64
+	for _, item := range strings.Fields(text) {
+		vals, err := expandItem(item, dim)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, vals...)
+		if len(out) > 1_000_000 {
+			return nil, fmt.Errorf("more than 1,000,000 samples: write a shorter series")
+		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("no values: write them like \"10GiB+1GiBx30\" or \"85 86 _ 88\"")
+	}
+	return out, nil
+}
+
+func expandItem(item string, dim Dimension) ([]float64, error) {
+	head, count, repeated := strings.Cut(item, "x")
+	n := 0
+	if repeated {
+		var err error
+		if n, err = strconv.Atoi(count); err != nil || n < 0 || n > 1_000_000 {
+			return nil, fmt.Errorf("%q: the count after x must be a whole number up to 1000000", item)
+		}
+	}
+	if head == "_" {
+		return slices.Repeat([]float64{math.NaN()}, max(n, 1)), nil
+	}
+	start, step := head, "0"
+	if i := strings.LastIndexAny(head, "+-"); i > 0 && repeated {
+		start, step = head[:i], head[i:]
+	}
+	a, err := parseSeriesQuantity(start, dim)
+	if err != nil {
+		return nil, fmt.Errorf("%q: %w", item, err)
+	}
+	b, err := parseSeriesQuantity(strings.TrimPrefix(step, "+"), dim)
+	if err != nil {
+		return nil, fmt.Errorf("%q: %w", item, err)
+	}
+	out := make([]float64, n+1)
+	for i := range out {
+		out[i] = a + float64(i)*b
+	}
+	return out, nil
+}
+
+// parseSeriesQuantity parses "5GiB", "-512MiB", "85" in dim's base unit.
+func parseSeriesQuantity(s string, dim Dimension) (float64, error) {
+	end := 0
+	for end < len(s) && (s[end] >= '0' && s[end] <= '9' || s[end] == '.' || (end == 0 && (s[end] == '-' || s[end] == '+'))) {
+		end++
+	}
+	v, err := strconv.ParseFloat(s[:end], 64)
+	if err != nil {
+		return 0, fmt.Errorf("%q is not a number", s)
+	}
+	if end == len(s) {
+		return v, nil
+	}
+	u, ok := lookupUnit(s[end:])
+	if !ok || u.dim != dim {
+		return 0, fmt.Errorf("unit %q does not fit a value in %s", s[end:], dim)
+	}
+	return v * u.factor, nil
+}
+
+// testStart is when every rule test's first sample is taken.
+var testStart = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+func runTest(file string, tc *testYAML, rules []*Rule, interval time.Duration, input []inputSeries) (TestResult, strictyaml.Errors) {
+	res := TestResult{File: file, Name: tc.Name}
+	var errs strictyaml.Errors
+	checks := map[int][]expectYAML{}
+	steps := 0
+	for _, s := range input {
+		steps = max(steps, len(s.values))
+	}
+	for _, ex := range tc.Expect {
+		if ex.At%interval != 0 {
+			errs = append(errs, &strictyaml.Error{File: file, Pos: ex.Pos, Msg: fmt.Sprintf(
+				"at %v is not a multiple of the interval %v: checks happen at sample times", ex.At, interval)})
+			continue
+		}
+		i := int(ex.At / interval)
+		checks[i] = append(checks[i], ex)
+		steps = max(steps, i+1)
+	}
+	if len(errs) > 0 {
+		return res, errs
+	}
+	gpus := testGPUs(tc, input)
+	engine := NewEngine(rules, Options{})
+	for i := range steps {
+		snap := testSnapshot(testStart.Add(time.Duration(i)*interval), gpus, input, i)
+		engine.Eval(snap)
+		for _, ex := range checks[i] {
+			res.Failures = append(res.Failures, compareFiring(engine, &ex)...)
+		}
+	}
+	return res, nil
+}
+
+func testGPUs(tc *testYAML, input []inputSeries) []gpu.Device {
+	n := 0
+	for _, s := range input {
+		n = max(n, s.gpu+1)
+	}
+	devs := make([]gpu.Device, n)
+	for i := range devs {
+		devs[i] = gpu.Device{Index: i, UUID: fmt.Sprintf("GPU-test-%d", i), Name: "NVIDIA H100 80GB HBM3"}
+	}
+	for _, g := range tc.GPUs {
+		if g.Index >= 0 && g.Index < n {
+			if g.Name != "" {
+				devs[g.Index].Name = g.Name
+			}
+			if g.UUID != "" {
+				devs[g.Index].UUID = g.UUID
+			}
+		}
+	}
+	return devs
+}
+
+// testSnapshot builds the snapshot of sample i: readings not given are
+// unknown, memory.total defaults to 80 GiB.
+func testSnapshot(at time.Time, gpus []gpu.Device, input []inputSeries, i int) *gpu.Snapshot {
+	s := &gpu.Snapshot{Time: at, Host: "test", Devices: make([]gpu.Device, len(gpus))}
+	nan := math.NaN()
+	for j, g := range gpus {
+		s.Devices[j] = gpu.Device{Index: g.Index, UUID: g.UUID, Name: g.Name, MemTotal: 80 << 30,
+			UtilGPU: nan, UtilMem: nan, TempC: nan, PowerW: nan, PowerLimitW: nan}
+	}
+	memUnknown := make([]bool, len(gpus))
+	for _, ser := range input {
+		d := &s.Devices[ser.gpu]
+		v := nan
+		if i < len(ser.values) {
+			v = ser.values[i]
+		}
+		switch ser.metric {
+		case "memory.used":
+			d.MemUsed = uint64(max(v, 0))
+			memUnknown[ser.gpu] = memUnknown[ser.gpu] || math.IsNaN(v)
+		case "memory.total":
+			d.MemTotal = uint64(max(v, 0))
+			memUnknown[ser.gpu] = memUnknown[ser.gpu] || math.IsNaN(v)
+		case "process.memory":
+			if !math.IsNaN(v) {
+				d.Processes = []gpu.Process{{PID: 1000 + ser.gpu, User: "test", Command: "test", MemUsed: uint64(max(v, 0))}}
+			}
+		case "utilization.gpu":
+			d.UtilGPU = v
+		case "utilization.memory":
+			d.UtilMem = v
+		case "temperature":
+			d.TempC = v
+		case "power":
+			d.PowerW = v
+		case "power.limit":
+			d.PowerLimitW = v
+		case "xid":
+			if !math.IsNaN(v) {
+				s.Events = append(s.Events, gpu.Event{Time: at, Kind: gpu.EventXID, GPU: d.Index, UUID: d.UUID, XID: uint64(v)})
+			}
+		}
+	}
+	for j, unknown := range memUnknown {
+		if unknown {
+			s.Devices[j].MemTotal, s.Devices[j].MemUsed = 0, 0
+		}
+	}
+	return s
+}
+
+func compareFiring(e *Engine, ex *expectYAML) []string {
+	type key struct {
+		alert string
+		gpu   int
+	}
+	got := map[key]AlertState{}
+	for _, a := range e.Active() {
+		if ex.Alert == "" || a.Rule.Name == ex.Alert {
+			got[key{a.Rule.Name, a.GPU}] = a
+		}
+	}
+	var fails []string
+	want := map[key]bool{}
+	for _, w := range ex.Firing {
+		k := key{w.Alert, w.GPU}
+		want[k] = true
+		a, ok := got[k]
+		switch {
+		case !ok:
+			fails = append(fails, fmt.Sprintf("at %v: %s on gpu %d: want firing, got inactive", ex.At, w.Alert, w.GPU))
+		case a.State != StateFiring:
+			fails = append(fails, fmt.Sprintf("at %v: %s on gpu %d: want firing, got %s (active since %v)",
+				ex.At, w.Alert, w.GPU, a.State, a.ActiveAt.Sub(testStart)))
+		}
+	}
+	for k, a := range got {
+		if a.State == StateFiring && !want[k] {
+			fails = append(fails, fmt.Sprintf("at %v: %s on gpu %d: firing, but not expected (value %s)",
+				ex.At, k.alert, k.gpu, a.Rule.When.ValueDimension().Format(a.Value)))
+		}
+	}
+	slices.Sort(fails)
+	return fails
+}
