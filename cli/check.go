@@ -1,0 +1,60 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/gpuwatch/gpuwatch/config"
+	"github.com/gpuwatch/gpuwatch/internal/strictyaml"
+)
+
+func checkCommand(_ context.Context, env *Env, args []string) error {
+	fs := newFlags(env, "check", "--config FILE", `
+Validates the config file and every rule file it names. Prints each problem
+as FILE:LINE:COL: message and exits 1; prints a one-line summary and exits 0
+when everything is valid.`)
+	path := fs.String("config", "", "the config file to check (required)")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if *path == "" {
+		if fs.NArg() != 1 {
+			return userErrf("check: name the config file: gpuwatch check --config FILE")
+		}
+		*path = fs.Arg(0)
+	}
+	cfg, err := loadConfig(*path, env)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(env.Stdout, cfg.Summary())
+	return nil
+}
+
+// loadConfig loads a config; its problems are printed one per line and
+// reported as a user error.
+func loadConfig(path string, env *Env) (*config.Config, error) {
+	lookup := env.LookupEnv
+	if lookup == nil {
+		lookup = os.LookupEnv
+	}
+	cfg, err := config.Load(path, lookup)
+	if err == nil {
+		return cfg, nil
+	}
+	var one *strictyaml.Error
+	var list strictyaml.Errors
+	if !errors.As(err, &one) && !errors.As(err, &list) {
+		return nil, userErr(err)
+	}
+	problems := strictyaml.AsErrors(err)
+	for _, p := range problems {
+		fmt.Fprintln(env.Stderr, p)
+	}
+	if len(problems) == 1 {
+		return nil, userErrf("%s is not valid", path)
+	}
+	return nil, userErrf("%s has %d problems", path, len(problems))
+}

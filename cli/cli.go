@@ -1,0 +1,166 @@
+// Package cli implements gpuwatch's commands. cmd/gpuwatch only turns Main's
+// result into an exit code, so tests run every command, the daemon
+// included, in-process.
+package cli
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+	"time"
+)
+
+// Exit codes.
+const (
+	ExitOK      = 0
+	ExitUser    = 1 // bad config, bad input, bad flags
+	ExitRuntime = 2 // the machine or the world failed
+)
+
+// Env is what a command may use of the process around it.
+type Env struct {
+	Stdout, Stderr io.Writer
+	// Reload receives a value when the daemon should reload its config
+	// (SIGHUP); nil never reloads.
+	Reload <-chan struct{}
+	// Location is the zone times are shown in; nil means UTC.
+	Location *time.Location
+	// LookupEnv reads environment variables (os.LookupEnv in main).
+	LookupEnv func(string) (string, bool)
+}
+
+// userError marks an error as the user's to fix (exit 1).
+type userError struct{ err error }
+
+func (e userError) Error() string { return e.err.Error() }
+func (e userError) Unwrap() error { return e.err }
+
+func userErr(err error) error {
+	if err == nil {
+		return nil
+	}
+	return userError{err}
+}
+
+func userErrf(format string, args ...any) error { return userError{fmt.Errorf(format, args...)} }
+
+type command struct {
+	name    string
+	summary string
+	run     func(ctx context.Context, env *Env, args []string) error
+}
+
+func commands() []command {
+	return []command{
+		{"run", "sample the GPUs, evaluate the rules and notify (the daemon)", runCommand},
+		{"demo", "simulated GPUs in accelerated time: see gpuwatch work without a GPU", demoCommand},
+		{"check", "validate a config and its rules; print every problem as FILE:LINE:COL", checkCommand},
+		{"replay", "evaluate the rules over an nvidia-smi CSV log and print each transition", replayCommand},
+		{"test", "run rule unit tests (YAML files with input series and expected alerts)", testCommand},
+		{"status", "one look at the GPUs now: memory, utilization, temperature, power, processes", statusCommand},
+	}
+}
+
+// Main runs gpuwatch with the arguments after the program name and returns
+// the exit code.
+func Main(ctx context.Context, args []string, env *Env) int {
+	if env.Location == nil {
+		env.Location = time.UTC
+	}
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		usage(env.Stdout)
+		if len(args) == 0 {
+			return ExitUser
+		}
+		return ExitOK
+	}
+	if args[0] == "version" || args[0] == "--version" {
+		fmt.Fprintln(env.Stdout, "gpuwatch", Version)
+		return ExitOK
+	}
+	for _, c := range commands() {
+		if c.name != args[0] {
+			continue
+		}
+		err := c.run(ctx, env, args[1:])
+		return report(env.Stderr, err)
+	}
+	fmt.Fprintf(env.Stderr, "gpuwatch: unknown command %q\n\n", args[0])
+	usage(env.Stderr)
+	return ExitUser
+}
+
+// Version is gpuwatch's version, set at build time with
+// -ldflags "-X github.com/gpuwatch/gpuwatch/cli.Version=v1.2.3".
+var Version = "devel"
+
+func report(w io.Writer, err error) int {
+	switch {
+	case err == nil:
+		return ExitOK
+	case errors.Is(err, flag.ErrHelp):
+		return ExitOK
+	case errors.Is(err, context.Canceled):
+		return ExitOK
+	}
+	fmt.Fprintf(w, "gpuwatch: %v\n", err)
+	var ue userError
+	if errors.As(err, &ue) {
+		return ExitUser
+	}
+	return ExitRuntime
+}
+
+func usage(w io.Writer) {
+	fmt.Fprint(w, `gpuwatch watches NVIDIA GPUs and tells people before a job runs out of memory,
+when a GPU is held but idle, and when one runs hot or throws XID errors.
+
+Usage: gpuwatch <command> [flags]
+
+Commands:
+`)
+	for _, c := range commands() {
+		fmt.Fprintf(w, "  %-8s %s\n", c.name, c.summary)
+	}
+	fmt.Fprint(w, `  version  print the version
+
+Start with "gpuwatch demo" (no GPU needed). "gpuwatch <command> --help" shows
+a command's flags. Exit codes: 0 ok, 1 bad config or input, 2 runtime failure.
+`)
+}
+
+// newFlags makes a command's flag set; its --help prints the usage line,
+// what the command does and its flags.
+func newFlags(env *Env, name, args, about string) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(env.Stderr)
+	fs.Usage = func() {
+		out := fs.Output()
+		fmt.Fprintf(out, "Usage: gpuwatch %s %s\n\n%s\n\nFlags:\n", name, args, strings.TrimSpace(about))
+		fs.PrintDefaults()
+	}
+	return fs
+}
+
+// parseFlags parses args, turning a flag mistake into a user error.
+func parseFlags(fs *flag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return userErrf("%s: %v (see gpuwatch %s --help)", fs.Name(), err, fs.Name())
+	}
+	return nil
+}
+
+func newLogger(w io.Writer, level string) (*slog.Logger, error) {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(level)); err != nil {
+		return nil, userErrf("--log-level %q: use debug, info, warn or error", level)
+	}
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: l})), nil
+}

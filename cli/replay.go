@@ -1,0 +1,117 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"time"
+
+	"github.com/gpuwatch/gpuwatch/gpu"
+	"github.com/gpuwatch/gpuwatch/gpu/replay"
+	"github.com/gpuwatch/gpuwatch/notifier/console"
+	"github.com/gpuwatch/gpuwatch/rules"
+)
+
+func replayCommand(ctx context.Context, env *Env, args []string) error {
+	fs := newFlags(env, "replay", "--trace LOG.csv [--config FILE] [--json] [--skip-bad]", `
+Evaluates the rules over an nvidia-smi CSV log, at the log's own timestamps,
+and prints every alert that fires or resolves. Nothing is sent anywhere.
+Without --config the rules of config.example.yaml are used. Make a log with:
+  nvidia-smi --query-gpu=timestamp,index,name,uuid,temperature.gpu,utilization.gpu,utilization.memory,memory.used,memory.total,power.draw --format=csv -l 5 > gpu.csv`)
+	configPath := fs.String("config", "", "config file whose rules to evaluate (default: the built-in example rules)")
+	trace := fs.String("trace", "", "the nvidia-smi CSV log to replay (required)")
+	asJSON := fs.Bool("json", false, `print one JSON object per transition: {"at","alert","gpu","uuid","state","value"}`)
+	skipBad := fs.Bool("skip-bad", false, "skip malformed rows with a warning count instead of stopping at the first")
+	logLevel := fs.String("log-level", "warn", "log level: debug, info, warn, error")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if *trace == "" {
+		return userErrf("replay: name the log to replay: gpuwatch replay --trace LOG.csv")
+	}
+	logger, err := newLogger(env.Stderr, *logLevel)
+	if err != nil {
+		return err
+	}
+	cfg, err := configOrExample(*configPath, env)
+	if err != nil {
+		return err
+	}
+	r, err := replay.Open(*trace, replay.Options{Host: hostName(cfg), Location: env.Location, SkipBad: *skipBad, Logger: logger})
+	if err != nil {
+		return replayErr(err)
+	}
+	defer r.Close()
+	print := textPrinter(env)
+	if *asJSON {
+		print = jsonPrinter(env.Stdout)
+	}
+	var snapshots, transitions int
+	var first, last time.Time
+	w := &watcher{
+		source:   r,
+		engine:   rules.NewEngine(cfg.Rules, rules.Options{}),
+		notifier: notifyFunc(func(ts []rules.Transition) error { transitions += len(ts); return print(ts) }),
+		logger:   logger,
+		onSnapshot: func(s *gpu.Snapshot) {
+			if snapshots == 0 {
+				first = s.Time
+			}
+			snapshots, last = snapshots+1, s.Time
+		},
+	}
+	if err := w.run(ctx); err != nil {
+		return replayErr(err)
+	}
+	fmt.Fprintf(env.Stderr, "replayed %d snapshots (%s of data, %s to %s): %d transitions",
+		snapshots, last.Sub(first).Round(time.Second), first.In(env.Location).Format(time.DateTime), last.In(env.Location).Format(time.DateTime), transitions)
+	if n := r.Skipped(); n > 0 {
+		fmt.Fprintf(env.Stderr, "; %d malformed rows skipped", n)
+	}
+	fmt.Fprintln(env.Stderr)
+	return nil
+}
+
+// notifyFunc adapts a function to the notifier.Notifier interface.
+type notifyFunc func([]rules.Transition) error
+
+func (f notifyFunc) Notify(_ context.Context, ts ...rules.Transition) (bool, error) {
+	return false, f(ts)
+}
+
+func textPrinter(env *Env) func([]rules.Transition) error {
+	n := console.New(env.Stdout, env.Location)
+	return func(ts []rules.Transition) error {
+		_, err := n.Notify(context.Background(), ts...)
+		return err
+	}
+}
+
+// transitionJSON is one line of `replay --json`.
+type transitionJSON struct {
+	At    string   `json:"at"`
+	Alert string   `json:"alert"`
+	GPU   int      `json:"gpu"`
+	UUID  string   `json:"uuid"`
+	State string   `json:"state"`
+	Value *float64 `json:"value"` // null when unknown
+}
+
+func jsonPrinter(w io.Writer) func([]rules.Transition) error {
+	enc := json.NewEncoder(w)
+	return func(ts []rules.Transition) error {
+		for i := range ts {
+			t := &ts[i]
+			line := transitionJSON{At: t.At.Format(time.RFC3339), Alert: t.Alert, GPU: t.GPU, UUID: t.UUID, State: t.StateName()}
+			if !math.IsNaN(t.Value) && !math.IsInf(t.Value, 0) {
+				line.Value = &t.Value
+			}
+			if err := enc.Encode(line); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+}

@@ -1,0 +1,50 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/gpuwatch/gpuwatch/internal/strictyaml"
+	"github.com/gpuwatch/gpuwatch/rules"
+)
+
+func testCommand(_ context.Context, env *Env, args []string) error {
+	fs := newFlags(env, "test", "FILE...", `
+Runs rule unit tests: YAML files that feed rules with input series and say
+which alerts must be firing when (see README, "Testing rules"). Prints each
+failure and exits 1 if any test fails.`)
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() == 0 {
+		return userErrf("test: name at least one test file: gpuwatch test rules_test.yaml")
+	}
+	var passed, failed, broken int
+	for _, path := range fs.Args() {
+		results, err := rules.RunTestFile(path)
+		for _, p := range strictyaml.AsErrors(err) {
+			fmt.Fprintln(env.Stderr, p)
+			broken++
+		}
+		for _, r := range results {
+			if len(r.Failures) == 0 {
+				passed++
+				fmt.Fprintf(env.Stdout, "PASS %s: %s\n", r.File, r.Name)
+				continue
+			}
+			failed++
+			fmt.Fprintf(env.Stdout, "FAIL %s: %s\n", r.File, r.Name)
+			for _, f := range r.Failures {
+				fmt.Fprintf(env.Stdout, "    %s\n", f)
+			}
+		}
+	}
+	fmt.Fprintf(env.Stdout, "%d passed, %d failed\n", passed, failed)
+	switch {
+	case broken > 0:
+		return userErrf("test: %d problems in the test files (printed above)", broken)
+	case failed > 0:
+		return userErrf("test: %d of %d tests failed", failed, passed+failed)
+	}
+	return nil
+}

@@ -1,0 +1,75 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/gpuwatch/gpuwatch/config"
+	"github.com/gpuwatch/gpuwatch/gpu"
+	"github.com/gpuwatch/gpuwatch/gpu/nvml"
+	"github.com/gpuwatch/gpuwatch/gpu/proc"
+	"github.com/gpuwatch/gpuwatch/gpu/replay"
+	"github.com/gpuwatch/gpuwatch/gpu/sim"
+)
+
+// hostName is the config's host or, by default, the machine's name.
+func hostName(c *config.Config) string {
+	if c != nil && c.Host != "" {
+		return c.Host
+	}
+	if h, err := os.Hostname(); err == nil {
+		return h
+	}
+	return "localhost"
+}
+
+// openSource builds the source the config names.
+func openSource(c *config.Config, env *Env, logger *slog.Logger) (gpu.Source, error) {
+	host := hostName(c)
+	switch c.Source.Type {
+	case "sim":
+		s, err := sim.New(sim.Config{Scenario: c.Source.Sim.Scenario, Seed: c.Source.Sim.Seed,
+			Start: simStart(), Step: c.Source.Interval, Host: host, Loop: true})
+		if err != nil {
+			return nil, userErr(err)
+		}
+		return gpu.Pace(s, c.Source.Sim.Speed), nil
+	case "replay":
+		r, err := replay.Open(c.Source.Replay.File, replay.Options{Host: host, Location: env.Location, Logger: logger})
+		if err != nil {
+			return nil, replayErr(err)
+		}
+		return gpu.Pace(r, c.Source.Replay.Speed), nil
+	default:
+		s, err := openNVML(host, logger)
+		if err != nil {
+			return nil, err
+		}
+		return gpu.Poll(s, c.Source.Interval), nil
+	}
+}
+
+func openNVML(host string, logger *slog.Logger) (*nvml.Sampler, error) {
+	s, err := nvml.OpenSystem(nvml.Options{Host: host, Attributor: proc.NewReader("", ""), Logger: logger})
+	if err != nil {
+		return nil, fmt.Errorf("open NVML: %w", err)
+	}
+	return s, nil
+}
+
+// simStart is when simulated time begins: a fixed instant, so a demo with a
+// seed prints the same times on every run.
+func simStart() time.Time { return time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC) }
+
+// replayErr marks CSV problems as the user's (exit 1) and I/O failures as
+// runtime ones.
+func replayErr(err error) error {
+	var pe *replay.ParseError
+	if errors.As(err, &pe) || errors.Is(err, os.ErrNotExist) {
+		return userErr(err)
+	}
+	return err
+}

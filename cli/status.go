@@ -1,0 +1,122 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/gpuwatch/gpuwatch/gpu"
+	"github.com/gpuwatch/gpuwatch/rules"
+)
+
+func statusCommand(ctx context.Context, env *Env, args []string) error {
+	fs := newFlags(env, "status", "[--config FILE]", `
+One look at the GPUs now: memory (with a bar), utilization, temperature,
+power, and the processes on each GPU with their users and commands. Reads
+NVML, or the source of the config given (a sim source works without a GPU).`)
+	path := fs.String("config", "", "config file whose source to read (default: NVML on this machine)")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	logger, err := newLogger(env.Stderr, "warn")
+	if err != nil {
+		return err
+	}
+	var snap *gpu.Snapshot
+	if *path == "" {
+		s, err := openNVML(hostName(nil), logger)
+		if err != nil {
+			return err
+		}
+		defer s.Close()
+		if snap, err = s.Sample(ctx, time.Now()); err != nil {
+			return fmt.Errorf("sample: %w", err)
+		}
+	} else {
+		cfg, err := loadConfig(*path, env)
+		if err != nil {
+			return err
+		}
+		cfg.Source.Sim.Speed, cfg.Source.Replay.Speed = 0, 0
+		src, err := openSource(cfg, env, logger)
+		if err != nil {
+			return err
+		}
+		defer src.Close()
+		if snap, err = src.Next(ctx); err != nil {
+			return fmt.Errorf("sample: %w", err)
+		}
+	}
+	printStatus(env.Stdout, snap, env.Location)
+	return nil
+}
+
+// printStatus writes the status view of a snapshot.
+func printStatus(w io.Writer, s *gpu.Snapshot, loc *time.Location) {
+	fmt.Fprintf(w, "%s · %s · %d GPUs\n", s.Host, s.Time.In(loc).Format("2006-01-02 15:04:05 MST"), len(s.Devices))
+	for i := range s.Devices {
+		d := &s.Devices[i]
+		fmt.Fprintf(w, "\nGPU %d  %s  %s\n", d.Index, d.Name, d.UUID)
+		fmt.Fprintf(w, "  memory  %s %s\n", bar(d.MemUsedPercent(), 24), memoryText(d))
+		fmt.Fprintf(w, "  util %s  mem util %s  temp %s  power %s\n",
+			percentText(d.UtilGPU), percentText(d.UtilMem), orNA(d.TempC, "%.0f C"), powerText(d))
+		procs := slices.Clone(d.Processes)
+		slices.SortFunc(procs, func(a, b gpu.Process) int { return int(b.MemUsed>>20) - int(a.MemUsed>>20) })
+		if len(procs) == 0 {
+			fmt.Fprintln(w, "  no processes")
+		}
+		for j, p := range procs {
+			if j == 5 {
+				fmt.Fprintf(w, "  … and %d more\n", len(procs)-5)
+				break
+			}
+			fmt.Fprintf(w, "  pid %-7d %-10s %10s  %s", p.PID, orDash(p.User), bytesText(float64(p.MemUsed)), orDash(p.Command))
+			if p.Container != "" {
+				fmt.Fprintf(w, "  (%s)", p.Container)
+			}
+			fmt.Fprintln(w)
+		}
+	}
+}
+
+func bar(percent float64, width int) string {
+	if math.IsNaN(percent) {
+		return "[" + strings.Repeat("?", width) + "]"
+	}
+	full := int(math.Round(min(max(percent, 0), 100) / 100 * float64(width)))
+	return "[" + strings.Repeat("█", full) + strings.Repeat("░", width-full) + "]"
+}
+
+func memoryText(d *gpu.Device) string {
+	if !d.MemKnown() {
+		return "n/a"
+	}
+	return fmt.Sprintf("%s / %s (%.0f%%)", bytesText(float64(d.MemUsed)), bytesText(float64(d.MemTotal)), d.MemUsedPercent())
+}
+
+func powerText(d *gpu.Device) string {
+	if math.IsNaN(d.PowerLimitW) {
+		return orNA(d.PowerW, "%.0f W")
+	}
+	return orNA(d.PowerW, "%.0f W") + fmt.Sprintf(" / %.0f W", d.PowerLimitW)
+}
+
+func bytesText(v float64) string   { return rules.Dimension{Base: rules.Bytes}.Format(v) }
+func percentText(v float64) string { return orNA(v, "%.0f%%") }
+func orNA(v float64, f string) string {
+	if math.IsNaN(v) {
+		return "n/a"
+	}
+	return fmt.Sprintf(f, v)
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}

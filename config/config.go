@@ -1,0 +1,281 @@
+// Package config loads gpuwatch's configuration file: one YAML file with the
+// source to sample, the rules (inline or from rule_files), the receivers and
+// the route, storage and server settings. Loading expands ${ENV} variables,
+// decodes strictly (unknown fields are errors), fills in defaults and
+// validates everything, reporting every problem at once as FILE:LINE:COL.
+package config
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/gpuwatch/gpuwatch/gpu/sim"
+	"github.com/gpuwatch/gpuwatch/internal/strictyaml"
+	"github.com/gpuwatch/gpuwatch/rules"
+)
+
+// Config is a loaded, validated configuration.
+type Config struct {
+	// File is the path the config was loaded from.
+	File string
+	// Host names this machine in alerts; default: the hostname.
+	Host      string
+	Source    Source
+	Storage   Storage
+	Server    Server
+	Receivers []Receiver
+	Route     Route
+	RuleFiles []string
+	// Rules are the inline rules and those of every rule file, in order.
+	Rules []*rules.Rule
+}
+
+// Source says where snapshots come from.
+type Source struct {
+	Type     string        `yaml:"type"`     // nvml | sim | replay
+	Interval time.Duration `yaml:"interval"` // sampling interval (nvml), step (sim)
+	Sim      SimSource     `yaml:"sim"`
+	Replay   ReplaySource  `yaml:"replay"`
+}
+
+// SimSource configures simulated GPUs.
+type SimSource struct {
+	Scenario string  `yaml:"scenario"`
+	Seed     uint64  `yaml:"seed"`
+	Speed    float64 `yaml:"speed"` // simulated seconds per real second; 0 as fast as possible
+}
+
+// ReplaySource configures replaying an nvidia-smi CSV log.
+type ReplaySource struct {
+	File  string  `yaml:"file"`
+	Speed float64 `yaml:"speed"` // 0: as fast as the CPU goes
+}
+
+// Storage says where gpuwatch keeps its state.
+type Storage struct {
+	Path string `yaml:"path"`
+}
+
+// Server configures the HTTP listener.
+type Server struct {
+	Listen string `yaml:"listen"`
+}
+
+// Receiver is a place notifications go to.
+type Receiver struct {
+	Pos     strictyaml.Pos
+	Name    string   `yaml:"name,required"`
+	Console *Console `yaml:"console"`
+}
+
+// Console prints notifications to standard output.
+type Console struct{}
+
+// Route decides which receiver gets an alert.
+type Route struct {
+	Receiver       string        `yaml:"receiver"`
+	GroupWait      time.Duration `yaml:"group_wait"`
+	RepeatInterval time.Duration `yaml:"repeat_interval"`
+}
+
+// Defaults.
+const (
+	DefaultInterval       = 5 * time.Second
+	DefaultStoragePath    = "/var/lib/gpuwatch/gpuwatch.db"
+	DefaultListen         = "127.0.0.1:9477"
+	DefaultRepeatInterval = 4 * time.Hour
+	DefaultGroupWait      = 10 * time.Second
+)
+
+// fileYAML is the file as written; rules stay a node so their errors point
+// into the file.
+type fileYAML struct {
+	Host      string     `yaml:"host"`
+	Source    Source     `yaml:"source"`
+	Storage   Storage    `yaml:"storage"`
+	Server    Server     `yaml:"server"`
+	Receivers []Receiver `yaml:"receivers"`
+	Route     Route      `yaml:"route"`
+	RuleFiles []string   `yaml:"rule_files"`
+	Rules     yaml.Node  `yaml:"rules"`
+}
+
+// Load reads, expands, decodes and validates the config file at path;
+// lookup resolves ${ENV} variables (os.LookupEnv). The error lists every
+// problem (a strictyaml.Errors) or says why the file could not be read.
+func Load(path string, lookup func(string) (string, bool)) (*Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read config: %w", err)
+	}
+	return Parse(path, data, lookup)
+}
+
+// Parse is Load on text already read; lookup resolves ${ENV} variables.
+func Parse(file string, data []byte, lookup func(string) (string, bool)) (*Config, error) {
+	root, err := strictyaml.Parse(file, data)
+	if err != nil {
+		return nil, err
+	}
+	if errs := expandEnv(file, root, lookup); len(errs) > 0 {
+		return nil, errs
+	}
+	var y fileYAML
+	errs := strictyaml.Decode(file, root, &y)
+	c := &Config{
+		File: file, Host: y.Host, Source: y.Source, Storage: y.Storage, Server: y.Server,
+		Receivers: y.Receivers, Route: y.Route, RuleFiles: y.RuleFiles,
+	}
+	c.applyDefaults()
+	if y.Rules.Kind != 0 {
+		inline, rerrs := rules.ParseList(file, &y.Rules)
+		c.Rules = append(c.Rules, inline...)
+		errs = append(errs, rerrs...)
+	}
+	errs = append(errs, c.loadRuleFiles(root)...)
+	errs = append(errs, rules.CheckUnique(c.Rules)...)
+	errs = append(errs, c.validate(root)...)
+	return c, errs.Err()
+}
+
+func (c *Config) applyDefaults() {
+	if c.Source.Type == "" {
+		c.Source.Type = "nvml"
+	}
+	if c.Source.Interval == 0 {
+		c.Source.Interval = DefaultInterval
+	}
+	if c.Source.Sim.Scenario == "" {
+		c.Source.Sim.Scenario = "all"
+	}
+	if c.Storage.Path == "" {
+		c.Storage.Path = DefaultStoragePath
+	}
+	if c.Server.Listen == "" {
+		c.Server.Listen = DefaultListen
+	}
+	if c.Route.RepeatInterval == 0 {
+		c.Route.RepeatInterval = DefaultRepeatInterval
+	}
+	if c.Route.GroupWait == 0 {
+		c.Route.GroupWait = DefaultGroupWait
+	}
+	if len(c.Receivers) == 0 && c.Route.Receiver == "" {
+		c.Receivers = []Receiver{{Name: "console", Console: &Console{}}}
+		c.Route.Receiver = "console"
+	}
+}
+
+// loadRuleFiles reads each rule file; patterns are relative to the config
+// file's folder and may be globs.
+func (c *Config) loadRuleFiles(root *yaml.Node) strictyaml.Errors {
+	var errs strictyaml.Errors
+	dir := filepath.Dir(c.File)
+	for i, pattern := range c.RuleFiles {
+		at := c.nodeAt(root, "rule_files", i)
+		if !filepath.IsAbs(pattern) {
+			pattern = filepath.Join(dir, pattern)
+		}
+		paths, err := filepath.Glob(pattern)
+		if err != nil {
+			errs = append(errs, strictyaml.Errorf(c.File, at, "rule_files: %q is not a valid glob: %v", c.RuleFiles[i], err))
+			continue
+		}
+		if len(paths) == 0 {
+			errs = append(errs, strictyaml.Errorf(c.File, at, "rule_files: %q matches no file (paths are relative to %s)", c.RuleFiles[i], dir))
+			continue
+		}
+		for _, p := range paths {
+			rs, err := rules.LoadFile(p)
+			c.Rules = append(c.Rules, rs...)
+			errs = append(errs, strictyaml.AsErrors(err)...)
+		}
+	}
+	return errs
+}
+
+// nodeAt finds root.key[i] (or root.key when i < 0) for an error position,
+// falling back to the root.
+func (c *Config) nodeAt(root *yaml.Node, key string, i int) *yaml.Node {
+	for j := 0; j+1 < len(root.Content); j += 2 {
+		if root.Content[j].Value != key {
+			continue
+		}
+		v := strictyaml.Resolve(root.Content[j+1])
+		if i >= 0 && i < len(v.Content) {
+			return v.Content[i]
+		}
+		return v
+	}
+	return root
+}
+
+func (c *Config) validate(root *yaml.Node) strictyaml.Errors {
+	var errs strictyaml.Errors
+	fail := func(n *yaml.Node, format string, args ...any) {
+		errs = append(errs, strictyaml.Errorf(c.File, n, format, args...))
+	}
+	src := c.nodeAt(root, "source", -1)
+	switch c.Source.Type {
+	case "nvml":
+	case "sim":
+		if !slices.Contains(sim.Scenarios(), c.Source.Sim.Scenario) {
+			fail(src, "source.sim.scenario %q is not one of %s", c.Source.Sim.Scenario, strings.Join(sim.Scenarios(), ", "))
+		}
+		if c.Source.Sim.Speed < 0 {
+			fail(src, "source.sim.speed must be 0 (as fast as possible) or more")
+		}
+	case "replay":
+		if c.Source.Replay.File == "" {
+			fail(src, "source.replay.file is required with type replay: the nvidia-smi CSV log to replay")
+		}
+		if c.Source.Replay.Speed < 0 {
+			fail(src, "source.replay.speed must be 0 (as fast as possible) or more")
+		}
+	case "prometheus":
+		fail(src, "source.type prometheus is not available yet; use nvml, sim or replay")
+	default:
+		fail(src, "source.type %q is not one of nvml, sim, replay", c.Source.Type)
+	}
+	if c.Source.Interval < 100*time.Millisecond {
+		fail(src, "source.interval %v is too short: sample at most every 100ms (5s is a good default)", c.Source.Interval)
+	}
+	names := map[string]bool{}
+	for i, r := range c.Receivers {
+		at := c.nodeAt(root, "receivers", i)
+		if names[r.Name] {
+			fail(at, "receiver %q is defined twice", r.Name)
+		}
+		names[r.Name] = true
+		if r.Console == nil {
+			fail(at, "receiver %q needs a kind: console: {}", r.Name)
+		}
+	}
+	if c.Route.Receiver == "" {
+		fail(c.nodeAt(root, "route", -1), "route.receiver is required: the receiver that gets alerts no child route takes")
+	} else if !names[c.Route.Receiver] {
+		fail(c.nodeAt(root, "route", -1), "route.receiver %q is not a receiver; define it under receivers:", c.Route.Receiver)
+	}
+	for _, r := range c.Rules {
+		for _, name := range r.Receivers {
+			if !names[name] {
+				errs = append(errs, &strictyaml.Error{File: r.File, Pos: r.Pos,
+					Msg: fmt.Sprintf("alert %q sends to receiver %q, which is not defined under receivers:", r.Name, name)})
+			}
+		}
+	}
+	return errs
+}
+
+// Summary is the one-line description `gpuwatch check` prints for a valid
+// config.
+func (c *Config) Summary() string {
+	return fmt.Sprintf("%s: ok: %d rules, %d receivers, source %s every %v",
+		c.File, len(c.Rules), len(c.Receivers), c.Source.Type, c.Source.Interval)
+}

@@ -1,0 +1,89 @@
+package config
+
+import (
+	"strings"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/gpuwatch/gpuwatch/internal/strictyaml"
+)
+
+// expandEnv replaces ${VAR} and ${VAR:-default} in every scalar of the tree,
+// in place, so positions stay those of the file. $$ is a literal $. A
+// variable that is unset and has no default is an error: a secret that is
+// silently empty fails far from where it was meant to be set.
+func expandEnv(file string, n *yaml.Node, lookup func(string) (string, bool)) strictyaml.Errors {
+	var errs strictyaml.Errors
+	var walk func(*yaml.Node)
+	walk = func(n *yaml.Node) {
+		if n.Kind == yaml.ScalarNode && strings.Contains(n.Value, "$") {
+			v, err := expandString(n.Value, lookup)
+			if err != "" {
+				errs = append(errs, strictyaml.Errorf(file, n, "%s", err))
+				return
+			}
+			n.Value = v
+		}
+		for _, c := range n.Content {
+			walk(c)
+		}
+	}
+	walk(n)
+	return errs
+}
+
+func expandString(s string, lookup func(string) (string, bool)) (string, string) {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		switch {
+		case s[i] != '$':
+			b.WriteByte(s[i])
+		case strings.HasPrefix(s[i:], "$$"):
+			b.WriteByte('$')
+			i++
+		case strings.HasPrefix(s[i:], "${"):
+			end := strings.IndexByte(s[i:], '}')
+			if end < 0 {
+				return "", "unterminated ${ in " + quoteShort(s) + ": write ${NAME}"
+			}
+			name, def, hasDef := strings.Cut(s[i+2:i+end], ":-")
+			if !validEnvName(name) {
+				return "", "${" + name + "} is not a valid environment variable name"
+			}
+			v, ok := lookup(name)
+			switch {
+			case ok && (v != "" || !hasDef):
+				b.WriteString(v)
+			case hasDef:
+				b.WriteString(def)
+			default:
+				return "", "environment variable " + name + " is not set: set it, or write ${" + name + ":-default}"
+			}
+			i += end
+		default:
+			b.WriteByte('$')
+		}
+	}
+	return b.String(), ""
+}
+
+func validEnvName(name string) bool {
+	if name == "" {
+		return false
+	}
+	for i, r := range name {
+		if !(r == '_' || r >= 'A' && r <= 'Z' || r >= 'a' && r <= 'z' || i > 0 && r >= '0' && r <= '9') {
+			return false
+		}
+	}
+	return true
+}
+
+// quoteShort quotes s, cut to a readable length. Values may be secrets once
+// expanded, so only the text as written in the file is ever quoted.
+func quoteShort(s string) string {
+	if len(s) > 40 {
+		s = s[:40] + "…"
+	}
+	return `"` + s + `"`
+}
