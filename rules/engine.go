@@ -72,9 +72,8 @@ type Options struct {
 type Engine struct {
 	rules  []*Rule
 	opts   Options
-	specs  []WindowSpec // every window any rule needs, per GPU, in slot order
-	trends []Metric     // the metrics whose trend transitions report
-	layout []compiled   // per rule
+	specs  []windowKey // the windows kept on each GPU: one per metric and span
+	layout []compiled  // per rule
 	gpus   map[string]*gpuState
 	byIdx  map[int]*gpuState // GPUs without a UUID
 	out    []Transition
@@ -82,61 +81,65 @@ type Engine struct {
 	ctx    EvalContext
 }
 
-// compiled tells where a rule's windows and trend sit in a GPU's state.
+// windowKey identifies a window: rules that look at the same metric over
+// the same span share it.
+type windowKey struct {
+	metric Metric
+	span   time.Duration
+}
+
+// compiled tells which of a GPU's windows a rule reads.
 type compiled struct {
-	whenAt, whenLen   int
-	clearAt, clearLen int
-	trend             int // index into trends, -1 for none
+	when, clear []int // slots of the conditions' windows, in the conditions' order
+	trend       int   // slot of the trend window; -1 for none
 }
 
 type gpuState struct {
 	index   int
-	stale   bool // applies must be recomputed (after Inherit)
-	windows []*Window
-	trends  []*Window
-	alerts  []Alert
-	applies []bool
+	stale   bool      // applies must be recomputed (after Inherit)
+	windows []*Window // per slot
+	// when and clear are, per rule, the windows its conditions read.
+	when, clear [][]*Window
+	alerts      []Alert
+	applies     []bool
 }
 
 // NewEngine makes an engine for the rules.
 func NewEngine(rules []*Rule, opts Options) *Engine {
 	e := &Engine{rules: rules, opts: opts, gpus: map[string]*gpuState{}, byIdx: map[int]*gpuState{}}
-	e.layout = e.plan()
+	e.layout = make([]compiled, len(rules))
+	for i, r := range rules {
+		c := &e.layout[i]
+		c.when = e.slots(r.When.Windows())
+		if r.ClearWhen != nil {
+			c.clear = e.slots(r.ClearWhen.Windows())
+		}
+		c.trend = -1
+		if m := r.When.ValueMetric(); m != MetricXID && m.Dimension().Base != Count {
+			c.trend = e.slot(windowKey{m, trendSpan})
+		}
+	}
 	return e
 }
 
 // Rules returns the engine's rules.
 func (e *Engine) Rules() []*Rule { return e.rules }
 
-// plan assigns every rule its window and trend slots.
-func (e *Engine) plan() []compiled {
-	layout := make([]compiled, len(e.rules))
-	for i, r := range e.rules {
-		c := &layout[i]
-		c.whenAt, c.whenLen = len(e.specs), len(r.When.Windows())
-		e.specs = append(e.specs, r.When.Windows()...)
-		if r.ClearWhen != nil {
-			c.clearAt, c.clearLen = len(e.specs), len(r.ClearWhen.Windows())
-			e.specs = append(e.specs, r.ClearWhen.Windows()...)
-		}
-		c.trend = e.trendSlot(r.When.ValueMetric())
+func (e *Engine) slots(specs []WindowSpec) []int {
+	out := make([]int, len(specs))
+	for i, s := range specs {
+		out[i] = e.slot(windowKey{s.Metric, s.Span})
 	}
-	return layout
+	return out
 }
 
-// trendSlot returns the index of m's trend window, adding one if needed;
-// metrics without a meaningful trend (xid, counts) get -1.
-func (e *Engine) trendSlot(m Metric) int {
-	if m == MetricXID || m.Dimension().Base == Count {
-		return -1
+// slot returns the index of the window k, adding it if needed.
+func (e *Engine) slot(k windowKey) int {
+	if i := slices.Index(e.specs, k); i >= 0 {
+		return i
 	}
-	for i, t := range e.trends {
-		if t == m {
-			return i
-		}
-	}
-	e.trends = append(e.trends, m)
-	return len(e.trends) - 1
+	e.specs = append(e.specs, k)
+	return len(e.specs) - 1
 }
 
 func (e *Engine) state(d *gpu.Device) *gpuState {
@@ -146,34 +149,45 @@ func (e *Engine) state(d *gpu.Device) *gpuState {
 	} else {
 		gs = e.byIdx[d.Index]
 	}
-	if gs != nil {
-		if gs.stale {
-			for i, r := range e.rules {
-				gs.applies[i] = r.AppliesTo(d.Index, d.UUID, d.Name)
-			}
-			gs.stale = false
+	if gs == nil {
+		gs = e.newState(func(k windowKey) *Window { return NewWindow(k.span) })
+		if d.UUID != "" {
+			e.gpus[d.UUID] = gs
+		} else {
+			e.byIdx[d.Index] = gs
 		}
-		return gs
 	}
-	gs = &gpuState{
+	if gs.stale {
+		for i, r := range e.rules {
+			gs.applies[i] = r.AppliesTo(d.Index, d.UUID, d.Name)
+		}
+		gs.stale = false
+	}
+	return gs
+}
+
+// newState makes a GPU's state, taking each window from window.
+func (e *Engine) newState(window func(windowKey) *Window) *gpuState {
+	gs := &gpuState{
+		stale:   true,
 		windows: make([]*Window, len(e.specs)),
-		trends:  make([]*Window, len(e.trends)),
+		when:    make([][]*Window, len(e.rules)),
+		clear:   make([][]*Window, len(e.rules)),
 		alerts:  make([]Alert, len(e.rules)),
 		applies: make([]bool, len(e.rules)),
 	}
-	for i, s := range e.specs {
-		gs.windows[i] = NewWindow(s.Span)
+	for i, k := range e.specs {
+		gs.windows[i] = window(k)
 	}
-	for i := range e.trends {
-		gs.trends[i] = NewWindow(trendSpan)
+	pick := func(slots []int) []*Window {
+		ws := make([]*Window, len(slots))
+		for i, s := range slots {
+			ws[i] = gs.windows[s]
+		}
+		return ws
 	}
-	for i, r := range e.rules {
-		gs.applies[i] = r.AppliesTo(d.Index, d.UUID, d.Name)
-	}
-	if d.UUID != "" {
-		e.gpus[d.UUID] = gs
-	} else {
-		e.byIdx[d.Index] = gs
+	for j, c := range e.layout {
+		gs.when[j], gs.clear[j] = pick(c.when), pick(c.clear)
 	}
 	return gs
 }
@@ -193,10 +207,7 @@ func (e *Engine) evalDevice(s *gpu.Snapshot, d *gpu.Device) {
 	gs := e.state(d)
 	gs.index = d.Index
 	for i, w := range gs.windows {
-		w.Add(s.Time, e.specs[i].Metric.Value(d))
-	}
-	for i, w := range gs.trends {
-		w.Add(s.Time, e.trends[i].Value(d))
+		w.Add(s.Time, e.specs[i].metric.Value(d))
 	}
 	e.xids = e.xids[:0]
 	for i := range s.Events {
@@ -210,18 +221,17 @@ func (e *Engine) evalDevice(s *gpu.Snapshot, d *gpu.Device) {
 		if !gs.applies[j] {
 			continue
 		}
-		c := &e.layout[j]
-		ctx.Windows = gs.windows[c.whenAt : c.whenAt+c.whenLen]
+		ctx.Windows = gs.when[j]
 		active := r.When.Eval(ctx)
 		clear := false
 		a := &gs.alerts[j]
 		if r.ClearWhen != nil && a.State == StateFiring {
-			ctx.Windows = gs.windows[c.clearAt : c.clearAt+c.clearLen]
+			ctx.Windows = gs.clear[j]
 			clear = r.ClearWhen.Eval(ctx)
 		}
 		change := a.Step(s.Time, active, clear, r.Timing)
 		if a.State != StateInactive || change != NoChange {
-			ctx.Windows = gs.windows[c.whenAt : c.whenAt+c.whenLen]
+			ctx.Windows = gs.when[j]
 			if v := r.When.Value(ctx); !math.IsNaN(v) || change == NoChange {
 				a.Value = v
 			}
@@ -263,7 +273,7 @@ func (e *Engine) emit(s *gpu.Snapshot, d *gpu.Device, gs *gpuState, j int, repea
 		t.EndsAt = a.ResolvedAt
 	}
 	if c := e.layout[j]; c.trend >= 0 {
-		w, m := gs.trends[c.trend], e.trends[c.trend]
+		w, m := gs.windows[c.trend], e.specs[c.trend].metric
 		t.Trend = w.Slope()
 		t.TrendText = trendText(m.Dimension(), t.Trend)
 		if m == MetricMemoryUsed && w.Ready() && d.MemKnown() {
@@ -284,14 +294,10 @@ func (e *Engine) emit(s *gpu.Snapshot, d *gpu.Device, gs *gpuState, j int, repea
 // HasTimeToFull reports whether TimeToFull holds a value.
 func (t *Transition) HasTimeToFull() bool { return t.TimeToFull != time.Duration(math.MinInt64) }
 
+// timeToFull is secondsToFull as a duration, saturating at MaxInt64 (never).
 func timeToFull(w *Window, full float64) time.Duration {
-	slope := w.Slope()
-	if slope <= 0 {
-		return time.Duration(math.MaxInt64)
-	}
-	last, _ := w.Last()
-	secs := max(0, (full-w.Predict(last))/slope)
-	if secs > float64(math.MaxInt64/int64(time.Second)) {
+	secs := secondsToFull(w, full)
+	if math.IsNaN(secs) || secs > float64(math.MaxInt64/int64(time.Second)) {
 		return time.Duration(math.MaxInt64)
 	}
 	return time.Duration(secs * float64(time.Second))
@@ -345,60 +351,29 @@ func (e *Engine) Active() []AlertState {
 }
 
 // Inherit takes over the state of old, an engine being replaced after a
-// config reload: every rule of the same name keeps its alerts, and, when its
-// conditions are unchanged, its windows, so a reload neither re-announces
-// firing alerts nor forgets the last half hour.
+// config reload: every rule of the same name keeps its alerts, and every
+// window of the same metric and span keeps its samples, so a reload neither
+// re-announces firing alerts nor forgets the last half hour.
 func (e *Engine) Inherit(old *Engine) {
-	oldRule := map[string]int{}
-	for j, r := range old.rules {
-		oldRule[r.Name] = j
-	}
-	adopt := func(ogs *gpuState, key string, byIndex bool) {
-		gs := &gpuState{
-			index:   ogs.index,
-			windows: make([]*Window, len(e.specs)),
-			trends:  make([]*Window, len(e.trends)),
-			alerts:  make([]Alert, len(e.rules)),
-			applies: make([]bool, len(e.rules)),
-		}
-		for i, s := range e.specs {
-			gs.windows[i] = NewWindow(s.Span)
-		}
-		for i, m := range e.trends {
-			gs.trends[i] = NewWindow(trendSpan)
-			if k := slices.Index(old.trends, m); k >= 0 {
-				gs.trends[i] = ogs.trends[k]
+	adopt := func(ogs *gpuState) *gpuState {
+		gs := e.newState(func(k windowKey) *Window {
+			if i := slices.Index(old.specs, k); i >= 0 {
+				return ogs.windows[i]
 			}
-		}
+			return NewWindow(k.span)
+		})
+		gs.index = ogs.index
 		for j, r := range e.rules {
-			k, ok := oldRule[r.Name]
-			if !ok {
-				continue
-			}
-			gs.alerts[j] = ogs.alerts[k]
-			or, oc, c := old.rules[k], old.layout[k], e.layout[j]
-			if sameCond(or.When, r.When) {
-				copy(gs.windows[c.whenAt:c.whenAt+c.whenLen], ogs.windows[oc.whenAt:oc.whenAt+oc.whenLen])
-			}
-			if r.ClearWhen != nil && sameCond(or.ClearWhen, r.ClearWhen) {
-				copy(gs.windows[c.clearAt:c.clearAt+c.clearLen], ogs.windows[oc.clearAt:oc.clearAt+oc.clearLen])
+			if k := slices.IndexFunc(old.rules, func(o *Rule) bool { return o.Name == r.Name }); k >= 0 {
+				gs.alerts[j] = ogs.alerts[k]
 			}
 		}
-		if byIndex {
-			e.byIdx[ogs.index] = gs
-		} else {
-			e.gpus[key] = gs
-		}
-		gs.stale = true
+		return gs
 	}
 	for uuid, ogs := range old.gpus {
-		adopt(ogs, uuid, false)
+		e.gpus[uuid] = adopt(ogs)
 	}
-	for _, ogs := range old.byIdx {
-		adopt(ogs, "", true)
+	for idx, ogs := range old.byIdx {
+		e.byIdx[idx] = adopt(ogs)
 	}
-}
-
-func sameCond(a, b *Cond) bool {
-	return a != nil && b != nil && a.String() == b.String()
 }
