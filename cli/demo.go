@@ -44,15 +44,19 @@ resolves is printed here.`)
 		return userErr(err)
 	}
 	defer src.Close()
-	length := "forever"
+	pace := "unpaced"
+	if *speed > 0 {
+		pace = fmt.Sprintf("%gx speed", *speed)
+	}
+	length := "looping until interrupted"
 	if !*forever {
-		length = src.Duration().String()
+		length = src.Duration().String() + " of simulated time"
 		if *speed > 0 {
 			length += fmt.Sprintf(", about %s here", (time.Duration(float64(src.Duration()) / *speed)).Round(time.Second))
 		}
 	}
-	fmt.Fprintf(env.Stdout, "gpuwatch demo: scenario %q, seed %d, %d rules from config.example.yaml, %gx speed (%s).\n\n",
-		*scenario, *seed, len(cfg.Rules), *speed, length)
+	fmt.Fprintf(env.Stdout, "gpuwatch demo: scenario %q, seed %d, %d rules from config.example.yaml, %s (%s).\n\n",
+		*scenario, *seed, len(cfg.Rules), pace, length)
 	var fired, resolved int
 	out := console.New(env.Stdout, time.UTC)
 	w := &watcher{

@@ -64,6 +64,9 @@ type Alert struct {
 	// Value is the condition's value at the last evaluation while the alert
 	// was pending or firing.
 	Value float64
+	// Summary is the rule's summary as rendered when the alert fired; the
+	// resolve notice repeats it, so people see what it was about.
+	Summary string
 }
 
 // Step advances the alert to time at. active says whether the rule's `when`

@@ -283,9 +283,13 @@ func (e *Engine) emit(s *gpu.Snapshot, d *gpu.Device, gs *gpuState, j int, repea
 	data := TemplateData{Alert: r.Name, GPU: d.Index, UUID: d.UUID, Name: d.Name, Host: s.Host,
 		Value: a.Value, ValueText: t.ValueText, Severity: string(r.Severity), Labels: r.Labels,
 		Processes: t.Processes, StartsAt: a.FiredAt}
-	t.Summary = render(r.Summary, &data)
-	if t.Summary == "" {
-		t.Summary = fmt.Sprintf("%s on GPU %d (%s): %s", r.Name, d.Index, d.Name, t.ValueText)
+	t.Summary = a.Summary
+	if a.State == StateFiring || t.Summary == "" {
+		t.Summary = render(r.Summary, &data)
+		if t.Summary == "" {
+			t.Summary = fmt.Sprintf("%s on GPU %d (%s): %s", r.Name, d.Index, d.Name, t.ValueText)
+		}
+		a.Summary = t.Summary
 	}
 	t.Description = render(r.Description, &data)
 	e.out = append(e.out, t)

@@ -70,8 +70,8 @@ func Format(b *strings.Builder, t *rules.Transition, loc *time.Location) {
 	if t.TrendText != "" {
 		facts = append(facts, "trend "+t.TrendText)
 	}
-	if t.HasTimeToFull() {
-		facts = append(facts, "full in "+fullIn(t.TimeToFull))
+	if t.HasTimeToFull() && t.TimeToFull != time.Duration(math.MaxInt64) {
+		facts = append(facts, "full in "+t.TimeToFull.Round(time.Second).String())
 	}
 	fmt.Fprintf(b, "    %s\n", strings.Join(facts, " · "))
 	for i, p := range t.Processes {
@@ -85,13 +85,6 @@ func Format(b *strings.Builder, t *rules.Transition, loc *time.Location) {
 		}
 		b.WriteByte('\n')
 	}
-}
-
-func fullIn(d time.Duration) string {
-	if d == time.Duration(math.MaxInt64) {
-		return "never (not growing)"
-	}
-	return d.Round(time.Second).String()
 }
 
 func formatBytes(v uint64) string {
