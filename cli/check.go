@@ -7,10 +7,11 @@ import (
 	"os"
 
 	"github.com/gpuwatch/gpuwatch/config"
+	"github.com/gpuwatch/gpuwatch/gpu/replay"
 	"github.com/gpuwatch/gpuwatch/internal/strictyaml"
 )
 
-func checkCommand(_ context.Context, env *Env, args []string) error {
+func checkCommand(ctx context.Context, env *Env, args []string) error {
 	fs := newFlags(env, "check", "--config FILE", `
 Validates the config file and every rule file it names. Prints each problem
 as FILE:LINE:COL: message and exits 1; prints a one-line summary and exits 0
@@ -29,7 +30,31 @@ when everything is valid.`)
 	if err != nil {
 		return err
 	}
+	if cfg.Source.Type == "replay" {
+		if err := checkReplaySource(ctx, cfg, env); err != nil {
+			return err
+		}
+	}
 	fmt.Fprintln(env.Stdout, cfg.Summary())
+	return nil
+}
+
+// checkReplaySource reads the first sample of the log a replay source
+// names, so a missing or malformed log, or rules the log cannot feed, show
+// up at check time.
+func checkReplaySource(ctx context.Context, cfg *config.Config, env *Env) error {
+	r, err := replay.Open(cfg.Source.Replay.File, replay.Options{Host: hostName(cfg), Location: env.Location})
+	if err != nil {
+		return replayErr(fmt.Errorf("source.replay.file: %w", err))
+	}
+	defer r.Close()
+	first, err := r.Next(ctx)
+	if err != nil {
+		return replayErr(fmt.Errorf("source.replay.file: %w", err))
+	}
+	for _, w := range logCoverage(cfg.Rules, first, cfg.Source.Replay.File) {
+		fmt.Fprintln(env.Stderr, w)
+	}
 	return nil
 }
 
