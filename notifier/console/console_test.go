@@ -1,0 +1,78 @@
+package console
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"math"
+	"testing"
+	"time"
+
+	"github.com/gpuwatch/gpuwatch/gpu"
+	"github.com/gpuwatch/gpuwatch/notifier"
+	"github.com/gpuwatch/gpuwatch/rules"
+)
+
+var _ notifier.Notifier = (*Notifier)(nil)
+
+var at = time.Date(2026, 11, 29, 9, 41, 5, 0, time.UTC)
+
+func leak() rules.Transition {
+	return rules.Transition{
+		At: at, Alert: "GPUMemoryLeak", State: rules.StateFiring, Severity: rules.SeverityWarning,
+		Host: "node1", GPU: 0, GPUName: "NVIDIA H100 80GB HBM3",
+		Value: 2.29e7, ValueText: "21.8 MiB/s", Trend: 2.29e7, TrendText: "+1.31 GiB/min",
+		TimeToFull: 12 * time.Minute, StartsAt: at, Summary: "GPU 0 memory keeps growing",
+		Processes: []gpu.Process{
+			{PID: 4242, User: "alice", Command: "python train.py", Container: "docker:3f2a9c1b7e4d", MemUsed: 60 << 30},
+			{PID: 7, User: "bob", Command: "jupyter", MemUsed: 1 << 30},
+			{PID: 8, MemUsed: 1 << 20},
+			{PID: 9, MemUsed: 1 << 20},
+		},
+	}
+}
+
+func TestNotifyFormats(t *testing.T) {
+	resolved := leak()
+	resolved.State, resolved.EndsAt, resolved.At = rules.StateInactive, at.Add(18*time.Minute+5*time.Second), at.Add(18*time.Minute+5*time.Second)
+	repeat := leak()
+	repeat.Repeat, repeat.TimeToFull = true, time.Duration(math.MaxInt64)
+	var buf bytes.Buffer
+	n := New(&buf, nil)
+	retry, err := n.Notify(context.Background(), leak(), resolved, repeat)
+	if err != nil || retry {
+		t.Fatalf("Notify: retry %v err %v", retry, err)
+	}
+	want := `2026-11-29 09:41:05  FIRING   GPUMemoryLeak [warning] node1 gpu0 (NVIDIA H100 80GB HBM3)
+    GPU 0 memory keeps growing
+    value 21.8 MiB/s · trend +1.31 GiB/min · full in 12m0s
+    pid 4242 alice  60 GiB  python train.py  (docker:3f2a9c1b7e4d)
+    pid 7 bob  1 GiB  jupyter
+    pid 8 -  1 MiB  -
+    … and 1 more processes
+2026-11-29 09:59:10  RESOLVED GPUMemoryLeak [warning] node1 gpu0 (NVIDIA H100 80GB HBM3)
+    GPU 0 memory keeps growing
+    resolved after 18m5s · last value 21.8 MiB/s
+2026-11-29 09:41:05  STILL FIRING GPUMemoryLeak [warning] node1 gpu0 (NVIDIA H100 80GB HBM3)
+    GPU 0 memory keeps growing
+    value 21.8 MiB/s · trend +1.31 GiB/min
+    pid 4242 alice  60 GiB  python train.py  (docker:3f2a9c1b7e4d)
+    pid 7 bob  1 GiB  jupyter
+    pid 8 -  1 MiB  -
+    … and 1 more processes
+`
+	if got := buf.String(); got != want {
+		t.Errorf("got:\n%s\nwant:\n%s", got, want)
+	}
+}
+
+type failingWriter struct{}
+
+func (failingWriter) Write([]byte) (int, error) { return 0, errors.New("disk full") }
+
+func TestNotifyReportsWriteErrorsWithoutRetry(t *testing.T) {
+	retry, err := New(failingWriter{}, time.UTC).Notify(context.Background(), leak())
+	if err == nil || retry {
+		t.Errorf("got retry %v err %v, want the write error and no retry", retry, err)
+	}
+}
