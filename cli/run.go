@@ -45,9 +45,12 @@ SIGTERM stop it cleanly.`)
 	}
 	w.reload = func() *rules.Engine { return reloadConfig(env, *path, cfg, w.engine, logger) }
 	err = w.run(ctx)
-	if ctx.Err() != nil {
+	switch {
+	case ctx.Err() != nil:
 		logger.Info("gpuwatch stopped", "reason", context.Cause(ctx))
 		return nil
+	case err == nil:
+		logger.Info("gpuwatch stopped: the source has no more samples")
 	}
 	return err
 }
