@@ -17,7 +17,7 @@ Validates the config file and every rule file it names. Prints each problem
 as FILE:LINE:COL: message and exits 1; prints a one-line summary and exits 0
 when everything is valid.`)
 	path := fs.String("config", "", "the config file to check (required)")
-	if err := parseFlags(fs, args); err != nil {
+	if err := parseFlags(env, fs, args); err != nil {
 		return err
 	}
 	if *path == "" {

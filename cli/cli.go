@@ -137,7 +137,7 @@ a command's flags. Exit codes: 0 ok, 1 bad config or input, 2 runtime failure.
 // what the command does and its flags.
 func newFlags(env *Env, name, args, about string) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(env.Stderr)
+	fs.SetOutput(io.Discard) // parseFlags reports mistakes; --help prints to stdout
 	fs.Usage = func() {
 		out := fs.Output()
 		fmt.Fprintf(out, "Usage: gpuwatch %s %s\n\n%s\n\nFlags:\n", name, args, strings.TrimSpace(about))
@@ -146,10 +146,13 @@ func newFlags(env *Env, name, args, about string) *flag.FlagSet {
 	return fs
 }
 
-// parseFlags parses args, turning a flag mistake into a user error.
-func parseFlags(fs *flag.FlagSet, args []string) error {
+// parseFlags parses args: --help prints the command's usage on stdout, a
+// flag mistake becomes a user error.
+func parseFlags(env *Env, fs *flag.FlagSet, args []string) error {
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
+			fs.SetOutput(env.Stdout)
+			fs.Usage()
 			return err
 		}
 		return userErrf("%s: %v (see gpuwatch %s --help)", fs.Name(), err, fs.Name())

@@ -24,7 +24,7 @@ resolves is printed here.`)
 	seed := fs.Uint64("seed", 1, "random seed: the same seed gives the same run")
 	forever := fs.Bool("forever", false, "loop the scenario instead of ending after one run")
 	logLevel := fs.String("log-level", "warn", "log level: debug, info, warn, error")
-	if err := parseFlags(fs, args); err != nil {
+	if err := parseFlags(env, fs, args); err != nil {
 		return err
 	}
 	if *speed < 0 {

@@ -13,7 +13,7 @@ func testCommand(_ context.Context, env *Env, args []string) error {
 Runs rule unit tests: YAML files that feed rules with input series and say
 which alerts must be firing when (see README, "Testing rules"). Prints each
 failure and exits 1 if any test fails.`)
-	if err := parseFlags(fs, args); err != nil {
+	if err := parseFlags(env, fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() == 0 {
@@ -41,7 +41,9 @@ failure and exits 1 if any test fails.`)
 	}
 	fmt.Fprintf(env.Stdout, "%d passed, %d failed\n", passed, failed)
 	switch {
-	case broken > 0:
+	case broken == 1:
+		return userErrf("test: a problem in the test files (printed above)")
+	case broken > 1:
 		return userErrf("test: %d problems in the test files (printed above)", broken)
 	case failed > 0:
 		return userErrf("test: %d of %d tests failed", failed, passed+failed)

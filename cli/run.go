@@ -17,7 +17,7 @@ the config (a bad new config is refused and the old one kept); SIGINT and
 SIGTERM stop it cleanly.`)
 	path := fs.String("config", "", "the config file (required)")
 	logLevel := fs.String("log-level", "info", "log level: debug, info, warn, error")
-	if err := parseFlags(fs, args); err != nil {
+	if err := parseFlags(env, fs, args); err != nil {
 		return err
 	}
 	if *path == "" {

@@ -19,7 +19,7 @@ One look at the GPUs now: memory (with a bar), utilization, temperature,
 power, and the processes on each GPU with their users and commands. Reads
 NVML, or the source of the config given (a sim source works without a GPU).`)
 	path := fs.String("config", "", "config file whose source to read (default: NVML on this machine)")
-	if err := parseFlags(fs, args); err != nil {
+	if err := parseFlags(env, fs, args); err != nil {
 		return err
 	}
 	logger, err := newLogger(env.Stderr, "warn")

@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"log/slog"
 
@@ -39,7 +38,7 @@ func (w *watcher) run(ctx context.Context) error {
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
-			return fmt.Errorf("sample: %w", err)
+			return err // sources say where: FILE:LINE:COL, or which GPU call failed
 		}
 		if w.reload != nil {
 			if e := w.reload(); e != nil {

@@ -68,6 +68,7 @@ type expectYAML struct {
 }
 
 type expectedYAML struct {
+	Pos   strictyaml.Pos
 	Alert string `yaml:"alert,required"`
 	GPU   int    `yaml:"gpu"`
 }
@@ -193,8 +194,8 @@ func parseInputs(file string, in []seriesYAML) ([]inputSeries, strictyaml.Errors
 			errs = append(errs, strictyaml.Errorf(file, &s.Values, "values: %v", err))
 			continue
 		}
-		if s.GPU < 0 {
-			errs = append(errs, &strictyaml.Error{File: file, Pos: s.Pos, Msg: "gpu must be an index, 0 or more"})
+		if s.GPU < 0 || s.GPU >= maxTestGPUs {
+			errs = append(errs, &strictyaml.Error{File: file, Pos: s.Pos, Msg: fmt.Sprintf("gpu must be an index from 0 to %d", maxTestGPUs-1)})
 			continue
 		}
 		out = append(out, inputSeries{gpu: s.GPU, metric: s.Metric, values: values})
@@ -275,6 +276,13 @@ func parseSeriesQuantity(s string, dim Dimension) (float64, error) {
 	return v * u.factor, nil
 }
 
+// Limits that keep a mistaken test file from running for hours or filling
+// memory.
+const (
+	maxTestGPUs  = 256
+	maxTestSteps = 1_000_000
+)
+
 // testStart is when every rule test's first sample is taken.
 var testStart = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
@@ -287,12 +295,21 @@ func runTest(file string, tc *testYAML, rules []*Rule, interval time.Duration, i
 		steps = max(steps, len(s.values))
 	}
 	for _, ex := range tc.Expect {
+		if bad := unknownAlerts(file, &ex, rules); len(bad) > 0 {
+			errs = append(errs, bad...)
+			continue
+		}
 		if ex.At%interval != 0 {
 			errs = append(errs, &strictyaml.Error{File: file, Pos: ex.Pos, Msg: fmt.Sprintf(
 				"at %v is not a multiple of the interval %v: checks happen at sample times", ex.At, interval)})
 			continue
 		}
 		i := int(ex.At / interval)
+		if i > maxTestSteps {
+			errs = append(errs, &strictyaml.Error{File: file, Pos: ex.Pos, Msg: fmt.Sprintf(
+				"at %v is more than %d samples of %v in: test a shorter time or use a longer interval", ex.At, maxTestSteps, interval)})
+			continue
+		}
 		checks[i] = append(checks[i], ex)
 		steps = max(steps, i+1)
 	}
@@ -300,6 +317,10 @@ func runTest(file string, tc *testYAML, rules []*Rule, interval time.Duration, i
 		return res, errs
 	}
 	gpus := testGPUs(tc, input)
+	if work := steps * len(gpus); work > maxTestSteps {
+		return res, strictyaml.Errors{&strictyaml.Error{File: file, Pos: tc.Pos, Msg: fmt.Sprintf(
+			"%d samples of %d GPUs is more than %d readings: test a shorter time or fewer GPUs", steps, len(gpus), maxTestSteps)}}
+	}
 	engine := NewEngine(rules, Options{})
 	for i := range steps {
 		snap := testSnapshot(testStart.Add(time.Duration(i)*interval), gpus, input, i)
@@ -309,6 +330,29 @@ func runTest(file string, tc *testYAML, rules []*Rule, interval time.Duration, i
 		}
 	}
 	return res, nil
+}
+
+// unknownAlerts reports the alert names of an expectation that no rule
+// has: a misspelt name would otherwise pass any `firing: []` check.
+func unknownAlerts(file string, ex *expectYAML, rules []*Rule) strictyaml.Errors {
+	names := make([]string, len(rules))
+	for i, r := range rules {
+		names[i] = r.Name
+	}
+	var errs strictyaml.Errors
+	check := func(pos strictyaml.Pos, name string) {
+		if !slices.Contains(names, name) {
+			errs = append(errs, &strictyaml.Error{File: file, Pos: pos, Msg: fmt.Sprintf(
+				"alert %q is not a rule of the rule_files%s", name, strictyaml.Suggest(name, names))})
+		}
+	}
+	if ex.Alert != "" {
+		check(ex.Pos, ex.Alert)
+	}
+	for _, w := range ex.Firing {
+		check(w.Pos, w.Alert)
+	}
+	return errs
 }
 
 func testGPUs(tc *testYAML, input []inputSeries) []gpu.Device {

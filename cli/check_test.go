@@ -1,0 +1,99 @@
+package cli_test
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/gpuwatch/gpuwatch/cli"
+)
+
+func TestCheckValid(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		want string // a substring of the one-line summary
+	}{
+		{"small config", []string{"check", "--config", "testdata/valid.yaml"}, "testdata/valid.yaml: ok: 2 rules"},
+		{"config as argument", []string{"check", "testdata/valid.yaml"}, "testdata/valid.yaml: ok: 2 rules"},
+		{"the example config", []string{"check", "--config", "../config.example.yaml"}, "config.example.yaml: ok: 6 rules"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := gpuwatch(t, tt.args...)
+			if got.code != cli.ExitOK {
+				t.Fatalf("gpuwatch %v: got exit %d, want %d\nstderr:\n%s", tt.args, got.code, cli.ExitOK, got.stderr)
+			}
+			if lines := strings.Count(got.stdout, "\n"); lines != 1 {
+				t.Errorf("gpuwatch %v: got %d lines on stdout, want a one-line summary:\n%s", tt.args, lines, got.stdout)
+			}
+			if !strings.Contains(got.stdout, tt.want) {
+				t.Errorf("gpuwatch %v: got %q, want it to contain %q", tt.args, got.stdout, tt.want)
+			}
+			if got.stderr != "" {
+				t.Errorf("gpuwatch %v: got stderr %q, want none", tt.args, got.stderr)
+			}
+		})
+	}
+}
+
+// TestCheckBroken checks that every problem of a broken config is printed,
+// each as FILE:LINE:COL pointing at the mistake.
+func TestCheckBroken(t *testing.T) {
+	const file = "testdata/broken.yaml"
+	got := gpuwatch(t, "check", "--config", file)
+	if got.code != cli.ExitUser {
+		t.Errorf("check %s: got exit %d, want %d", file, got.code, cli.ExitUser)
+	}
+	if got.stdout != "" {
+		t.Errorf("check %s: got stdout %q, want nothing (problems go to stderr)", file, got.stdout)
+	}
+	want := []struct {
+		pos  string
+		word string // a word the message must hold
+	}{
+		{"4:3", "intervall"},
+		{"7:26", `"C"`},
+		{"10:15", "loud"},
+		{"12:11", "tempreature"},
+	}
+	problem := regexp.MustCompile(`^` + regexp.QuoteMeta(file) + `:(\d+):(\d+): \S`)
+	var problems []string
+	for line := range strings.Lines(got.stderr) {
+		if strings.HasPrefix(line, "gpuwatch: ") {
+			continue // the closing summary
+		}
+		if !problem.MatchString(line) {
+			t.Errorf("check %s: got stderr line %q, want FILE:LINE:COL: message", file, line)
+		}
+		problems = append(problems, line)
+	}
+	if len(problems) != len(want) {
+		t.Fatalf("check %s: got %d problems, want %d:\n%s", file, len(problems), len(want), got.stderr)
+	}
+	for i, w := range want {
+		prefix := file + ":" + w.pos + ": "
+		if !strings.HasPrefix(problems[i], prefix) || !strings.Contains(problems[i], w.word) {
+			t.Errorf("check %s: problem %d: got %q, want %s… mentioning %s", file, i+1, problems[i], prefix, w.word)
+		}
+	}
+	if !strings.Contains(got.stderr, "4 problems") {
+		t.Errorf("check %s: got stderr\n%s\nwant a closing line counting 4 problems", file, got.stderr)
+	}
+}
+
+func TestCheckBrokenYAML(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "bad.yaml")
+	if err := os.WriteFile(path, []byte("source:\n  type: [sim\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	got := gpuwatch(t, "check", "--config", path)
+	if got.code != cli.ExitUser {
+		t.Errorf("check on invalid YAML: got exit %d, want %d", got.code, cli.ExitUser)
+	}
+	if !regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(path) + `:\d+:\d+: `).MatchString(got.stderr) {
+		t.Errorf("check on invalid YAML: got stderr\n%s\nwant FILE:LINE:COL: message", got.stderr)
+	}
+}

@@ -1,0 +1,155 @@
+package cli_test
+
+import (
+	"bytes"
+	"context"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gpuwatch/gpuwatch/cli"
+)
+
+// syncBuffer is a bytes.Buffer safe for a command writing in one goroutine
+// while the test reads in another.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// result is what one in-process run of gpuwatch left behind.
+type result struct {
+	code           int
+	stdout, stderr string
+}
+
+// gpuwatch runs cli.Main with args and no environment variables, the way
+// cmd/gpuwatch does, and returns the exit code and the output.
+func gpuwatch(t testing.TB, args ...string) result {
+	t.Helper()
+	var stdout, stderr syncBuffer
+	code := cli.Main(t.Context(), args, &cli.Env{Stdout: &stdout, Stderr: &stderr, LookupEnv: noEnv})
+	return result{code: code, stdout: stdout.String(), stderr: stderr.String()}
+}
+
+func noEnv(string) (string, bool) { return "", false }
+
+// waitFor polls w until it contains want, failing the test after a generous
+// deadline: it waits on a daemon's progress, never asserts how fast it is.
+func waitFor(t *testing.T, w *syncBuffer, want string) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !strings.Contains(w.String(), want) {
+		if time.Now().After(deadline) {
+			t.Fatalf("waited 30s for %q; got:\n%s", want, w.String())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func TestExitCodes(t *testing.T) {
+	tests := []struct {
+		name       string
+		args       []string
+		want       int
+		wantStdout string // a substring of stdout
+		wantStderr string // a substring of stderr
+	}{
+		{name: "no args", args: nil, want: cli.ExitUser, wantStdout: "Usage: gpuwatch <command>"},
+		{name: "help", args: []string{"help"}, want: cli.ExitOK, wantStdout: "Commands:"},
+		{name: "--help", args: []string{"--help"}, want: cli.ExitOK, wantStdout: "Commands:"},
+		{name: "-h", args: []string{"-h"}, want: cli.ExitOK, wantStdout: "Commands:"},
+		{name: "version", args: []string{"version"}, want: cli.ExitOK, wantStdout: "gpuwatch "},
+		{name: "unknown command", args: []string{"frobnicate"}, want: cli.ExitUser, wantStderr: `unknown command "frobnicate"`},
+		{name: "unknown flag", args: []string{"check", "--nope"}, want: cli.ExitUser, wantStderr: "see gpuwatch check --help"},
+		{name: "check without config", args: []string{"check"}, want: cli.ExitUser, wantStderr: "gpuwatch check --config FILE"},
+		{name: "check missing file", args: []string{"check", "--config", "testdata/no-such.yaml"}, want: cli.ExitUser, wantStderr: "no-such.yaml"},
+		{name: "run without config", args: []string{"run"}, want: cli.ExitUser, wantStderr: "gpuwatch run --config FILE"},
+		{name: "replay without trace", args: []string{"replay"}, want: cli.ExitUser, wantStderr: "--trace LOG.csv"},
+		{name: "replay missing trace", args: []string{"replay", "--trace", "testdata/traces/no-such.csv"}, want: cli.ExitUser, wantStderr: "no-such.csv"},
+		{name: "replay bad log level", args: []string{"replay", "--trace", "testdata/traces/thermal.csv", "--log-level", "loud"}, want: cli.ExitUser, wantStderr: "--log-level"},
+		{name: "test without files", args: []string{"test"}, want: cli.ExitUser, wantStderr: "name at least one test file"},
+		{name: "demo negative speed", args: []string{"demo", "--speed", "-1"}, want: cli.ExitUser, wantStderr: "--speed"},
+		{name: "demo unknown scenario", args: []string{"demo", "--scenario", "nope"}, want: cli.ExitUser, wantStderr: "unknown scenario"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := gpuwatch(t, tt.args...)
+			if got.code != tt.want {
+				t.Errorf("gpuwatch %v: got exit %d, want %d\nstdout:\n%s\nstderr:\n%s", tt.args, got.code, tt.want, got.stdout, got.stderr)
+			}
+			if !strings.Contains(got.stdout, tt.wantStdout) {
+				t.Errorf("gpuwatch %v: got stdout\n%s\nwant it to contain %q", tt.args, got.stdout, tt.wantStdout)
+			}
+			if !strings.Contains(got.stderr, tt.wantStderr) {
+				t.Errorf("gpuwatch %v: got stderr\n%s\nwant it to contain %q", tt.args, got.stderr, tt.wantStderr)
+			}
+		})
+	}
+}
+
+func TestUsageListsEveryCommand(t *testing.T) {
+	got := gpuwatch(t, "help").stdout
+	for _, name := range []string{"run", "demo", "check", "replay", "test", "status", "version"} {
+		if !regexp.MustCompile(`(?m)^  ` + name + ` +\S`).MatchString(got) {
+			t.Errorf("usage: got\n%s\nwant a line for command %q", got, name)
+		}
+	}
+}
+
+func TestCommandHelp(t *testing.T) {
+	tests := []struct {
+		command string
+		flags   []string
+	}{
+		{"run", []string{"-config", "-log-level"}},
+		{"demo", []string{"-speed", "-scenario", "-seed", "-forever", "-log-level"}},
+		{"check", []string{"-config"}},
+		{"replay", []string{"-config", "-trace", "-json", "-skip-bad", "-log-level"}},
+		{"test", nil},
+		{"status", []string{"-config"}},
+	}
+	for _, tt := range tests {
+		for _, help := range []string{"--help", "-h"} {
+			t.Run(tt.command+help, func(t *testing.T) {
+				got := gpuwatch(t, tt.command, help)
+				if got.code != cli.ExitOK {
+					t.Errorf("gpuwatch %s %s: got exit %d, want %d", tt.command, help, got.code, cli.ExitOK)
+				}
+				out := got.stdout + got.stderr
+				if want := "Usage: gpuwatch " + tt.command; !strings.Contains(out, want) {
+					t.Errorf("gpuwatch %s %s: got\n%s\nwant it to contain %q", tt.command, help, out, want)
+				}
+				for _, f := range tt.flags {
+					if !strings.Contains(out, f) {
+						t.Errorf("gpuwatch %s %s: got\n%s\nwant it to mention flag %s", tt.command, help, out, f)
+					}
+				}
+			})
+		}
+	}
+}
+
+func TestCancelledContextExitsZero(t *testing.T) {
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	var stdout, stderr syncBuffer
+	code := cli.Main(ctx, []string{"demo", "--speed", "0"}, &cli.Env{Stdout: &stdout, Stderr: &stderr, LookupEnv: noEnv})
+	if code != cli.ExitOK {
+		t.Errorf("demo with a cancelled context: got exit %d, want %d\nstderr:\n%s", code, cli.ExitOK, stderr.String())
+	}
+}

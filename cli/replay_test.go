@@ -1,0 +1,188 @@
+package cli_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"maps"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gpuwatch/gpuwatch/cli"
+)
+
+// transition is one line of `gpuwatch replay --json`.
+type transition struct {
+	At    time.Time
+	Alert string
+	GPU   int
+	UUID  string
+	State string
+	Value *float64
+}
+
+// replayJSON replays a trace with the built-in example rules and returns
+// the transitions, checking that every line has exactly the documented keys
+// and valid values.
+func replayJSON(t testing.TB, trace string) []transition {
+	t.Helper()
+	got := gpuwatch(t, "replay", "--json", "--trace", trace)
+	if got.code != cli.ExitOK {
+		t.Fatalf("replay --json --trace %s: got exit %d, want %d\nstderr:\n%s", trace, got.code, cli.ExitOK, got.stderr)
+	}
+	return parseTransitions(t, got.stdout)
+}
+
+func parseTransitions(t testing.TB, out string) []transition {
+	t.Helper()
+	wantKeys := []string{"alert", "at", "gpu", "state", "uuid", "value"}
+	var ts []transition
+	for line := range strings.Lines(out) {
+		var raw map[string]json.RawMessage
+		if err := json.Unmarshal([]byte(line), &raw); err != nil {
+			t.Fatalf("replay --json: line %q is not a JSON object: %v", line, err)
+		}
+		if keys := slices.Sorted(maps.Keys(raw)); !slices.Equal(keys, wantKeys) {
+			t.Fatalf("replay --json: line %q: got keys %v, want exactly %v", line, keys, wantKeys)
+		}
+		var v struct {
+			At    string   `json:"at"`
+			Alert string   `json:"alert"`
+			GPU   int      `json:"gpu"`
+			UUID  string   `json:"uuid"`
+			State string   `json:"state"`
+			Value *float64 `json:"value"`
+		}
+		dec := json.NewDecoder(bytes.NewReader([]byte(line)))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&v); err != nil {
+			t.Fatalf("replay --json: line %q: %v", line, err)
+		}
+		at, err := time.Parse(time.RFC3339, v.At)
+		if err != nil {
+			t.Errorf("replay --json: line %q: at %q is not RFC 3339: %v", line, v.At, err)
+		}
+		if v.State != "firing" && v.State != "resolved" {
+			t.Errorf("replay --json: line %q: got state %q, want firing or resolved", line, v.State)
+		}
+		if v.Alert == "" || !strings.HasPrefix(v.UUID, "GPU-") {
+			t.Errorf("replay --json: line %q: want an alert name and a GPU UUID", line)
+		}
+		ts = append(ts, transition{At: at, Alert: v.Alert, GPU: v.GPU, UUID: v.UUID, State: v.State, Value: v.Value})
+	}
+	return ts
+}
+
+func TestReplayJSON(t *testing.T) {
+	ts := replayJSON(t, "testdata/traces/memory-leak.csv")
+	if len(ts) == 0 {
+		t.Fatal("replay --json of the memory leak: got no transitions, want some")
+	}
+	for i := 1; i < len(ts); i++ {
+		if ts[i].At.Before(ts[i-1].At) {
+			t.Errorf("replay --json: transition %d at %v comes before transition %d at %v; want time order", i, ts[i].At, i-1, ts[i-1].At)
+		}
+	}
+	states := map[string]bool{}
+	for _, tr := range ts {
+		states[tr.State] = true
+		if tr.Value == nil {
+			t.Errorf("replay --json: %s %s on gpu %d: got value null, want the condition's value", tr.Alert, tr.State, tr.GPU)
+		}
+	}
+	if !states["firing"] || !states["resolved"] {
+		t.Errorf("replay --json of the memory leak: got states %v, want firing and resolved (the job dies of OOM)", states)
+	}
+}
+
+func TestReplayText(t *testing.T) {
+	got := gpuwatch(t, "replay", "--trace", "testdata/traces/memory-leak.csv")
+	if got.code != cli.ExitOK {
+		t.Fatalf("replay: got exit %d, want %d\nstderr:\n%s", got.code, cli.ExitOK, got.stderr)
+	}
+	line := regexp.MustCompile(`(?m)^2026-11-29 \d\d:\d\d:\d\d  (FIRING  |RESOLVED) GPU\w+ \[\w+\] \S+ gpu0 \(NVIDIA A100-SXM4-40GB\)$`)
+	var firing, resolved int
+	for _, m := range line.FindAllString(got.stdout, -1) {
+		if strings.Contains(m, "FIRING") {
+			firing++
+		} else {
+			resolved++
+		}
+	}
+	if firing == 0 || resolved == 0 {
+		t.Errorf("replay: got %d FIRING and %d RESOLVED lines, want both; stdout:\n%s", firing, resolved, got.stdout)
+	}
+	if want := "replayed 1440 snapshots"; !strings.Contains(got.stderr, want) {
+		t.Errorf("replay: got stderr %q, want it to contain %q", got.stderr, want)
+	}
+}
+
+func TestReplayBadRow(t *testing.T) {
+	const trace = "testdata/bad-row.csv"
+	tests := []struct {
+		name       string
+		args       []string
+		want       int
+		wantStderr *regexp.Regexp
+	}{
+		{
+			name:       "stops at the bad row",
+			args:       []string{"replay", "--trace", trace},
+			want:       cli.ExitUser,
+			wantStderr: regexp.MustCompile(regexp.QuoteMeta(trace) + `:42:\d+: memory.used: "lots MiB" is not a number`),
+		},
+		{
+			name:       "skip-bad counts it",
+			args:       []string{"replay", "--skip-bad", "--trace", trace},
+			want:       cli.ExitOK,
+			wantStderr: regexp.MustCompile(`replayed 58 snapshots .*; 1 malformed rows skipped`),
+		},
+		{
+			name:       "skip-bad with json",
+			args:       []string{"replay", "--skip-bad", "--json", "--trace", trace},
+			want:       cli.ExitOK,
+			wantStderr: regexp.MustCompile(`1 malformed rows skipped`),
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := gpuwatch(t, tt.args...)
+			if got.code != tt.want {
+				t.Errorf("gpuwatch %v: got exit %d, want %d\nstderr:\n%s", tt.args, got.code, tt.want, got.stderr)
+			}
+			if !tt.wantStderr.MatchString(got.stderr) {
+				t.Errorf("gpuwatch %v: got stderr\n%s\nwant it to match %s", tt.args, got.stderr, tt.wantStderr)
+			}
+		})
+	}
+}
+
+func TestReplayWithConfig(t *testing.T) {
+	// valid.yaml has only GPUMemoryNearFull and GPUHot: the leak trace
+	// gives near-full and nothing of the built-in leak rules.
+	got := gpuwatch(t, "replay", "--json", "--config", "testdata/valid.yaml", "--trace", "testdata/traces/memory-leak.csv")
+	if got.code != cli.ExitOK {
+		t.Fatalf("replay --config: got exit %d, want %d\nstderr:\n%s", got.code, cli.ExitOK, got.stderr)
+	}
+	ts := parseTransitions(t, got.stdout)
+	if len(ts) == 0 {
+		t.Fatal("replay --config testdata/valid.yaml: got no transitions, want GPUMemoryNearFull")
+	}
+	for _, tr := range ts {
+		if tr.Alert != "GPUMemoryNearFull" {
+			t.Errorf("replay --config testdata/valid.yaml: got alert %s, want only GPUMemoryNearFull", tr.Alert)
+		}
+	}
+}
+
+func TestReplayBrokenConfig(t *testing.T) {
+	got := gpuwatch(t, "replay", "--config", "testdata/broken.yaml", "--trace", "testdata/traces/thermal.csv")
+	if got.code != cli.ExitUser {
+		t.Errorf("replay with a broken config: got exit %d, want %d", got.code, cli.ExitUser)
+	}
+	if !strings.Contains(got.stderr, "testdata/broken.yaml:4:3: ") {
+		t.Errorf("replay with a broken config: got stderr\n%s\nwant the config's problems as FILE:LINE:COL", got.stderr)
+	}
+}

@@ -1,0 +1,160 @@
+package cli_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gpuwatch/gpuwatch/cli"
+)
+
+// simSource is a daemon config's head: a simulated source, as fast as
+// possible.
+const simSource = `
+host: test-host
+source:
+  type: sim
+  interval: 5s
+  sim: {scenario: batch-spike, seed: 1, speed: 0}
+rules:
+`
+
+const (
+	nearFullRule = `
+  - alert: GPUMemoryNearFull
+    when: memory.used_percent > 95
+    for: 1m
+    severity: critical
+`
+	hotRule = `
+  - alert: GPUHot
+    when: temperature > 85
+    for: 1m
+`
+	// simConfig is the config the daemon starts with.
+	simConfig = simSource + nearFullRule + hotRule
+	// changedConfig keeps one rule of simConfig and drops the other.
+	changedConfig = simSource + nearFullRule
+)
+
+// brokenConfig has a bad unit in a condition.
+const brokenConfig = `
+source:
+  type: sim
+rules:
+  - alert: GPUMemoryNearFull
+    when: memory.used_percent > 95C
+`
+
+func writeFile(t *testing.T, path, text string) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// reload asks the daemon to reload, failing if it does not take the request.
+func reload(t *testing.T, ch chan<- struct{}, done <-chan int) {
+	t.Helper()
+	select {
+	case ch <- struct{}{}:
+	case code := <-done:
+		t.Fatalf("run ended with exit %d before the reload", code)
+	case <-time.After(30 * time.Second):
+		t.Fatal("run did not take a reload request in 30s")
+	}
+}
+
+// TestRunReload runs the daemon in-process on a simulated source, reloads it
+// with a broken and then a valid config, and stops it.
+func TestRunReload(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "gpuwatch.yaml")
+	writeFile(t, path, simConfig)
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	var stdout, stderr syncBuffer
+	reloads := make(chan struct{})
+	done := make(chan int, 1)
+	go func() {
+		done <- cli.Main(ctx, []string{"run", "--config", path}, &cli.Env{
+			Stdout: &stdout, Stderr: &stderr, Reload: reloads, LookupEnv: noEnv})
+	}()
+
+	waitFor(t, &stderr, "gpuwatch started")
+	waitFor(t, &stdout, "FIRING   GPUMemoryNearFull [critical] test-host gpu0")
+
+	writeFile(t, path, brokenConfig)
+	reload(t, reloads, done)
+	waitFor(t, &stderr, "reload refused")
+	if want := path + ":6:35: "; !strings.Contains(stderr.String(), want) {
+		t.Errorf("refused reload: got stderr\n%s\nwant the problem at %s", stderr.String(), want)
+	}
+	// Still running: the daemon keeps printing and takes the next reload.
+	before := len(stdout.String())
+	writeFile(t, path, changedConfig)
+	reload(t, reloads, done)
+	waitFor(t, &stderr, "config reloaded")
+	if !strings.Contains(stderr.String(), "rules=1") {
+		t.Errorf("reload: got stderr\n%s\nwant the new rule count rules=1", stderr.String())
+	}
+	waitForGrowth(t, &stdout, before)
+
+	cancel()
+	select {
+	case code := <-done:
+		if code != cli.ExitOK {
+			t.Errorf("run after cancel: got exit %d, want %d\nstderr:\n%s", code, cli.ExitOK, stderr.String())
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("run did not stop within 30s of its context ending")
+	}
+	if !strings.Contains(stderr.String(), "gpuwatch stopped") {
+		t.Errorf("run after cancel: got stderr\n%s\nwant a line saying it stopped", stderr.String())
+	}
+}
+
+// waitForGrowth waits until w holds more than n bytes.
+func waitForGrowth(t *testing.T, w *syncBuffer, n int) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for len(w.String()) <= n {
+		if time.Now().After(deadline) {
+			t.Fatalf("waited 30s for more output after %d bytes", n)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// TestRunReplaySource runs the daemon on a replay source: it ends with the
+// log, exit 0, having printed the log's alerts.
+func TestRunReplaySource(t *testing.T) {
+	trace, err := filepath.Abs("testdata/traces/thermal.csv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "gpuwatch.yaml")
+	writeFile(t, path, "source:\n  type: replay\n  replay: {file: "+trace+", speed: 0}\nrules:\n"+
+		"  - alert: GPUHot\n    when: temperature > 85\n    clear_when: temperature < 80\n    for: 1m\n")
+	got := gpuwatch(t, "run", "--config", path)
+	if got.code != cli.ExitOK {
+		t.Fatalf("run on a replay source: got exit %d, want %d\nstderr:\n%s", got.code, cli.ExitOK, got.stderr)
+	}
+	if fired, _ := transitionCounts(got.stdout); fired["GPUHot"] != 1 || len(fired) != 1 {
+		t.Errorf("run on the thermal log: got firings %v, want GPUHot once", fired)
+	}
+}
+
+func TestRunBrokenConfig(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "gpuwatch.yaml")
+	writeFile(t, path, brokenConfig)
+	got := gpuwatch(t, "run", "--config", path)
+	if got.code != cli.ExitUser {
+		t.Errorf("run with a broken config: got exit %d, want %d", got.code, cli.ExitUser)
+	}
+	if want := path + ":6:35: "; !strings.Contains(got.stderr, want) {
+		t.Errorf("run with a broken config: got stderr\n%s\nwant the problem at %s", got.stderr, want)
+	}
+}

@@ -1,0 +1,55 @@
+package cli_test
+
+import (
+	"fmt"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/gpuwatch/gpuwatch/cli"
+)
+
+func TestStatusSim(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "gpuwatch.yaml")
+	writeFile(t, path, "host: test-host\nsource:\n  type: sim\n  sim: {scenario: all, seed: 1, speed: 60}\n")
+	got := gpuwatch(t, "status", "--config", path)
+	if got.code != cli.ExitOK {
+		t.Fatalf("status: got exit %d, want %d\nstderr:\n%s", got.code, cli.ExitOK, got.stderr)
+	}
+	if want := "test-host · 2026-11-30 09:00:00 UTC · 5 GPUs\n"; !strings.HasPrefix(got.stdout, want) {
+		t.Errorf("status: got first line %q, want %q", strings.SplitN(got.stdout, "\n", 2)[0], want)
+	}
+	sections := strings.Split(got.stdout, "\n\n")[1:]
+	if len(sections) != 5 {
+		t.Fatalf("status: got %d GPU sections, want 5:\n%s", len(sections), got.stdout)
+	}
+	memory := regexp.MustCompile(`(?m)^  memory  \[[█░]{24}\] \d+(\.\d+)? [KMG]?i?B / 79\.6 GiB \(\d+%\)$`)
+	readings := regexp.MustCompile(`(?m)^  util \d+%  mem util \d+%  temp \d+ C  power \d+ W / 700 W$`)
+	process := regexp.MustCompile(`(?m)^  pid \d+ +[a-z]+ +\d+(\.\d+)? [KMG]iB  \S.*$`)
+	for i, s := range sections {
+		if want := fmt.Sprintf("GPU %d  NVIDIA H100 80GB HBM3  GPU-", i); !strings.HasPrefix(s, want) {
+			t.Errorf("status: section %d starts %q, want %q", i, firstLine(s), want)
+		}
+		for what, re := range map[string]*regexp.Regexp{"memory bar": memory, "readings": readings, "process": process} {
+			if !re.MatchString(s) {
+				t.Errorf("status: GPU %d: got\n%s\nwant a %s line matching %s", i, s, what, re)
+			}
+		}
+	}
+}
+
+func firstLine(s string) string {
+	line, _, _ := strings.Cut(s, "\n")
+	return line
+}
+
+func TestStatusBrokenConfig(t *testing.T) {
+	got := gpuwatch(t, "status", "--config", "testdata/broken.yaml")
+	if got.code != cli.ExitUser {
+		t.Errorf("status with a broken config: got exit %d, want %d", got.code, cli.ExitUser)
+	}
+	if !strings.Contains(got.stderr, "testdata/broken.yaml:4:3: ") {
+		t.Errorf("status with a broken config: got stderr\n%s\nwant the problems as FILE:LINE:COL", got.stderr)
+	}
+}
