@@ -6,6 +6,7 @@
 package config
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -123,16 +124,20 @@ func Parse(file string, data []byte, lookup func(string) (string, bool)) (*Confi
 	if err != nil {
 		return nil, err
 	}
-	if errs := expandEnv(file, root, lookup); len(errs) > 0 {
+	errs, redactor := expandEnv(file, root, lookup)
+	if len(errs) > 0 {
 		return nil, errs
 	}
 	var y fileYAML
-	errs := strictyaml.Decode(file, root, &y)
+	errs = strictyaml.Decode(file, root, &y)
 	c := &Config{
 		File: file, Host: y.Host, Source: y.Source, Storage: y.Storage, Server: y.Server,
 		Receivers: y.Receivers, Route: y.Route, RuleFiles: y.RuleFiles,
 	}
 	c.applyDefaults()
+	if f := c.Source.Replay.File; f != "" && !filepath.IsAbs(f) {
+		c.Source.Replay.File = filepath.Join(filepath.Dir(file), f) // like rule_files: relative to the config
+	}
 	if y.Rules.Kind != 0 {
 		inline, rerrs := rules.ParseList(file, &y.Rules)
 		c.Rules = append(c.Rules, inline...)
@@ -141,6 +146,8 @@ func Parse(file string, data []byte, lookup func(string) (string, bool)) (*Confi
 	errs = append(errs, c.loadRuleFiles(root)...)
 	errs = append(errs, rules.CheckUnique(c.Rules)...)
 	errs = append(errs, c.validate(root)...)
+	errs.Sort()
+	redact(errs, redactor)
 	return c, errs.Err()
 }
 
@@ -178,7 +185,7 @@ func (c *Config) loadRuleFiles(root *yaml.Node) strictyaml.Errors {
 	var errs strictyaml.Errors
 	dir := filepath.Dir(c.File)
 	for i, pattern := range c.RuleFiles {
-		at := c.nodeAt(root, "rule_files", i)
+		at := nodeAt(root, "rule_files", i)
 		if !filepath.IsAbs(pattern) {
 			pattern = filepath.Join(dir, pattern)
 		}
@@ -194,26 +201,57 @@ func (c *Config) loadRuleFiles(root *yaml.Node) strictyaml.Errors {
 		for _, p := range paths {
 			rs, err := rules.LoadFile(p)
 			c.Rules = append(c.Rules, rs...)
+			if perr := (*strictyaml.Error)(nil); err != nil && !errors.As(err, &perr) {
+				// The file could not be read (a folder, no permission):
+				// point at the entry that named it.
+				errs = append(errs, strictyaml.Errorf(c.File, at, "rule_files: %v", err))
+				continue
+			}
 			errs = append(errs, strictyaml.AsErrors(err)...)
 		}
 	}
 	return errs
 }
 
-// nodeAt finds root.key[i] (or root.key when i < 0) for an error position,
-// falling back to the root.
-func (c *Config) nodeAt(root *yaml.Node, key string, i int) *yaml.Node {
-	for j := 0; j+1 < len(root.Content); j += 2 {
-		if root.Content[j].Value != key {
-			continue
+// nodePath finds the value at root.keys[0].keys[1]… for an error position;
+// where a key is missing it stops at the deepest node found, so a problem
+// with a defaulted setting points at the section that lacks it.
+func nodePath(root *yaml.Node, keys ...string) *yaml.Node {
+	n := strictyaml.Resolve(root)
+	for _, key := range keys {
+		next := mappingValue(n, key)
+		if next == nil {
+			return n
 		}
-		v := strictyaml.Resolve(root.Content[j+1])
-		if i >= 0 && i < len(v.Content) {
-			return v.Content[i]
-		}
-		return v
+		n = next
 	}
-	return root
+	return n
+}
+
+// mappingValue returns the value of key in mapping n, or nil.
+func mappingValue(n *yaml.Node, key string) *yaml.Node {
+	if n.Kind != yaml.MappingNode {
+		return nil
+	}
+	for j := 0; j+1 < len(n.Content); j += 2 {
+		if n.Content[j].Value == key {
+			return strictyaml.Resolve(n.Content[j+1])
+		}
+	}
+	return nil
+}
+
+// nodeAt finds root.key[i] for an error position, falling back to root.key
+// and then to the root.
+func nodeAt(root *yaml.Node, key string, i int) *yaml.Node {
+	v := mappingValue(strictyaml.Resolve(root), key)
+	switch {
+	case v == nil:
+		return root
+	case i < len(v.Content):
+		return v.Content[i]
+	}
+	return v
 }
 
 func (c *Config) validate(root *yaml.Node) strictyaml.Errors {
@@ -221,46 +259,46 @@ func (c *Config) validate(root *yaml.Node) strictyaml.Errors {
 	fail := func(n *yaml.Node, format string, args ...any) {
 		errs = append(errs, strictyaml.Errorf(c.File, n, format, args...))
 	}
-	src := c.nodeAt(root, "source", -1)
+	at := func(keys ...string) *yaml.Node { return nodePath(root, keys...) }
 	switch c.Source.Type {
 	case "nvml":
 	case "sim":
 		if !slices.Contains(sim.Scenarios(), c.Source.Sim.Scenario) {
-			fail(src, "source.sim.scenario %q is not one of %s", c.Source.Sim.Scenario, strings.Join(sim.Scenarios(), ", "))
+			fail(at("source", "sim", "scenario"), "source.sim.scenario %q is not one of %s", c.Source.Sim.Scenario, strings.Join(sim.Scenarios(), ", "))
 		}
 		if c.Source.Sim.Speed < 0 {
-			fail(src, "source.sim.speed must be 0 (as fast as possible) or more")
+			fail(at("source", "sim", "speed"), "source.sim.speed must be 0 (as fast as possible) or more")
 		}
 	case "replay":
 		if c.Source.Replay.File == "" {
-			fail(src, "source.replay.file is required with type replay: the nvidia-smi CSV log to replay")
+			fail(at("source", "replay", "file"), "source.replay.file is required with type replay: the nvidia-smi CSV log to replay")
 		}
 		if c.Source.Replay.Speed < 0 {
-			fail(src, "source.replay.speed must be 0 (as fast as possible) or more")
+			fail(at("source", "replay", "speed"), "source.replay.speed must be 0 (as fast as possible) or more")
 		}
 	case "prometheus":
-		fail(src, "source.type prometheus is not available yet; use nvml, sim or replay")
+		fail(at("source", "type"), "source.type prometheus is not available yet; use nvml, sim or replay")
 	default:
-		fail(src, "source.type %q is not one of nvml, sim, replay", c.Source.Type)
+		fail(at("source", "type"), "source.type %q is not one of nvml, sim, replay", c.Source.Type)
 	}
 	if c.Source.Interval < 100*time.Millisecond {
-		fail(src, "source.interval %v is too short: sample at most every 100ms (5s is a good default)", c.Source.Interval)
+		fail(at("source", "interval"), "source.interval %v is too short: sample at most every 100ms (5s is a good default)", c.Source.Interval)
 	}
 	names := map[string]bool{}
 	for i, r := range c.Receivers {
-		at := c.nodeAt(root, "receivers", i)
+		item := nodeAt(root, "receivers", i)
 		if names[r.Name] {
-			fail(at, "receiver %q is defined twice", r.Name)
+			fail(item, "receiver %q is defined twice", r.Name)
 		}
 		names[r.Name] = true
 		if r.Console == nil {
-			fail(at, "receiver %q needs a kind: console: {}", r.Name)
+			fail(item, "receiver %q needs a kind: console: {}", r.Name)
 		}
 	}
 	if c.Route.Receiver == "" {
-		fail(c.nodeAt(root, "route", -1), "route.receiver is required: the receiver that gets alerts no child route takes")
+		fail(at("route", "receiver"), "route.receiver is required: the receiver that gets alerts no child route takes")
 	} else if !names[c.Route.Receiver] {
-		fail(c.nodeAt(root, "route", -1), "route.receiver %q is not a receiver; define it under receivers:", c.Route.Receiver)
+		fail(at("route", "receiver"), "route.receiver %q is not a receiver; define it under receivers:", c.Route.Receiver)
 	}
 	for _, r := range c.Rules {
 		for _, name := range r.Receivers {

@@ -3,9 +3,11 @@ package rules
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"text/template"
@@ -107,11 +109,17 @@ func ParseFile(file string, data []byte) ([]*Rule, error) {
 		return nil, err
 	}
 	var f fileYAML
-	if errs := strictyaml.Decode(file, root, &f); len(errs) > 0 {
-		return nil, errs
+	errs := strictyaml.Decode(file, root, &f)
+	if f.Rules.Kind == 0 {
+		errs.Sort()
+		return nil, errs.Err()
 	}
-	rules, errs := ParseList(file, &f.Rules)
+	// The rules are checked even when the file has other problems, so that
+	// every problem is reported at once.
+	rules, rerrs := ParseList(file, &f.Rules)
+	errs = append(errs, rerrs...)
 	errs = append(errs, CheckUnique(rules)...)
+	errs.Sort()
 	return rules, errs.Err()
 }
 
@@ -137,8 +145,8 @@ func ParseList(file string, list *yaml.Node) ([]*Rule, strictyaml.Errors) {
 	}
 	var rules []*Rule
 	var errs strictyaml.Errors
-	for _, item := range list.Content {
-		r, rerrs := parseRule(file, item)
+	for i, item := range list.Content {
+		r, rerrs := parseRule(file, item, fmt.Sprintf("rules[%d]", i))
 		errs = append(errs, rerrs...)
 		if len(rerrs) == 0 {
 			rules = append(rules, r)
@@ -180,10 +188,10 @@ func (p *ruleParser) fail(n *yaml.Node, format string, args ...any) {
 	p.errs = append(p.errs, strictyaml.Errorf(p.file, n, format, args...))
 }
 
-func parseRule(file string, node *yaml.Node) (*Rule, strictyaml.Errors) {
+func parseRule(file string, node *yaml.Node, what string) (*Rule, strictyaml.Errors) {
 	var y ruleYAML
 	p := &ruleParser{file: file}
-	p.errs = strictyaml.Decode(file, node, &y)
+	p.errs = strictyaml.DecodeNamed(file, node, &y, what)
 	if len(p.errs) > 0 {
 		return nil, p.errs
 	}
@@ -196,11 +204,13 @@ func parseRule(file string, node *yaml.Node) (*Rule, strictyaml.Errors) {
 		File:           file,
 		Pos:            y.Pos,
 	}
-	if !alertNameRE.MatchString(r.Name) {
+	if y.Alert.Kind != yaml.ScalarNode {
+		p.fail(&y.Alert, "alert must be the rule's name (like GPUMemoryNearFull), not a %s", nodeKind(&y.Alert))
+	} else if !alertNameRE.MatchString(r.Name) {
 		p.fail(&y.Alert, "alert name %q must start with a letter and hold only letters, digits, '_', '.' or '-' (like GPUMemoryNearFull)", r.Name)
 	}
 	r.When = p.cond(&y.When, "when")
-	if y.ClearWhen.Kind != 0 {
+	if !absent(&y.ClearWhen) {
 		r.ClearWhen = p.cond(&y.ClearWhen, "clear_when")
 		r.HasClear = true
 	}
@@ -250,19 +260,23 @@ func condPos(n *yaml.Node, col int) strictyaml.Pos {
 }
 
 func (p *ruleParser) severity(n *yaml.Node) Severity {
-	if n.Kind == 0 {
+	if absent(n) {
 		return SeverityWarning
 	}
-	switch s := Severity(n.Value); s {
-	case SeverityInfo, SeverityWarning, SeverityCritical:
+	if n.Kind != yaml.ScalarNode {
+		p.fail(n, "severity must be one of info, warning, critical, not a %s", nodeKind(n))
+		return SeverityWarning
+	}
+	valid := []string{string(SeverityInfo), string(SeverityWarning), string(SeverityCritical)}
+	if s := Severity(n.Value); containsString(valid, n.Value) {
 		return s
 	}
-	p.fail(n, "severity %q is not one of info, warning, critical", n.Value)
+	p.fail(n, "severity %q is not one of info, warning, critical%s", n.Value, strictyaml.Suggest(n.Value, valid))
 	return SeverityWarning
 }
 
 func (p *ruleParser) labels(rule *yaml.Node, labels map[string]string) {
-	for name := range labels {
+	for _, name := range slices.Sorted(maps.Keys(labels)) {
 		at := labelKeyNode(rule, name)
 		switch {
 		case !labelNameRE.MatchString(name):
@@ -291,6 +305,20 @@ func labelKeyNode(rule *yaml.Node, name string) *yaml.Node {
 	return rule
 }
 
+// absent reports whether an optional field was left out or left empty
+// (`summary:` with nothing after it); either way its default applies.
+func absent(n *yaml.Node) bool {
+	return n.Kind == 0 || n.Kind == yaml.ScalarNode && n.Tag == "!!null"
+}
+
+// nodeKind names a node that is not a scalar, for messages.
+func nodeKind(n *yaml.Node) string {
+	if n.Kind == yaml.SequenceNode {
+		return "list"
+	}
+	return "mapping"
+}
+
 func containsString(list []string, s string) bool {
 	for _, v := range list {
 		if v == s {
@@ -301,7 +329,7 @@ func containsString(list []string, s string) bool {
 }
 
 func (p *ruleParser) template(n *yaml.Node, field string) *template.Template {
-	if n.Kind == 0 {
+	if absent(n) {
 		return nil
 	}
 	if n.Kind != yaml.ScalarNode {

@@ -1,13 +1,17 @@
 package rules
 
 import (
+	"fmt"
 	"io"
 	"math"
+	"reflect"
 	"strings"
 	"text/template"
+	"text/template/parse"
 	"time"
 
 	"github.com/gpuwatch/gpuwatch/gpu"
+	"github.com/gpuwatch/gpuwatch/internal/strictyaml"
 )
 
 // TemplateData is what a rule's summary and description templates see.
@@ -67,6 +71,14 @@ func parseTemplate(name, text string) (*template.Template, error) {
 	if err != nil {
 		return nil, cleanTemplateError(err)
 	}
+	for _, tt := range t.Templates() {
+		if tt.Tree == nil {
+			continue
+		}
+		if err := checkRanges(tt.Root); err != nil {
+			return nil, err
+		}
+	}
 	sample := TemplateData{Alert: "Sample", Name: "NVIDIA H100", Host: "host", Value: 1,
 		Labels: map[string]string{}, Processes: []gpu.Process{{PID: 1, User: "alice", Command: "python"}}}
 	if err := t.Execute(io.Discard, sample); err != nil {
@@ -75,8 +87,60 @@ func parseTemplate(name, text string) (*template.Template, error) {
 	return t, nil
 }
 
+// checkRanges refuses a range over something that is not the alert's data,
+// such as {{range 1000000000}}: it would run for minutes when the rule is
+// loaded and again on every notification.
+func checkRanges(n parse.Node) error {
+	switch n := n.(type) {
+	case *parse.ListNode:
+		if n == nil {
+			return nil
+		}
+		for _, c := range n.Nodes {
+			if err := checkRanges(c); err != nil {
+				return err
+			}
+		}
+	case *parse.RangeNode:
+		if !refersToData(n.Pipe) {
+			return templateError(fmt.Sprintf("{{range %s}} does not range over the alert's data; range over .Processes or .Labels", n.Pipe))
+		}
+		return checkBranches(&n.BranchNode)
+	case *parse.IfNode:
+		return checkBranches(&n.BranchNode)
+	case *parse.WithNode:
+		return checkBranches(&n.BranchNode)
+	}
+	return nil
+}
+
+func checkBranches(b *parse.BranchNode) error {
+	if err := checkRanges(b.List); err != nil {
+		return err
+	}
+	return checkRanges(b.ElseList)
+}
+
+// refersToData reports whether a pipeline reads a field or variable.
+func refersToData(p *parse.PipeNode) bool {
+	for _, c := range p.Cmds {
+		for _, a := range c.Args {
+			switch a := a.(type) {
+			case *parse.FieldNode, *parse.VariableNode, *parse.DotNode, *parse.ChainNode:
+				return true
+			case *parse.PipeNode:
+				if refersToData(a) {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
 // cleanTemplateError drops text/template's "template: NAME:" prefix, which
-// repeats the field name the caller already gives.
+// repeats the field name the caller already gives, and says which fields
+// exist when a template names one that does not.
 func cleanTemplateError(err error) error {
 	msg := err.Error()
 	if rest, ok := strings.CutPrefix(msg, "template: "); ok {
@@ -84,7 +148,37 @@ func cleanTemplateError(err error) error {
 			msg = tail
 		}
 	}
+	if strings.HasPrefix(msg, "function ") && strings.HasSuffix(msg, " not defined") {
+		msg += "; the helpers are bytes, percent and duration"
+	}
+	if _, tail, ok := strings.Cut(msg, "can't evaluate field "); ok {
+		if name, typ, ok := strings.Cut(tail, " in type "); ok {
+			if fields := templateFields(typ); fields != nil {
+				msg = fmt.Sprintf("there is no field .%s%s; the fields are .%s", name,
+					strictyaml.Suggest(name, fields), strings.Join(fields, " ."))
+			}
+		}
+	}
 	return templateError(msg)
+}
+
+// templateFields lists the fields of a type templates see, by the name
+// text/template gives the type.
+func templateFields(typ string) []string {
+	var t reflect.Type
+	switch strings.TrimPrefix(typ, "*") {
+	case "rules.TemplateData":
+		t = reflect.TypeFor[TemplateData]()
+	case "gpu.Process":
+		t = reflect.TypeFor[gpu.Process]()
+	default:
+		return nil
+	}
+	names := make([]string, t.NumField())
+	for i := range names {
+		names[i] = t.Field(i).Name
+	}
+	return names
 }
 
 type templateError string

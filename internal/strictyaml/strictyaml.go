@@ -8,17 +8,23 @@
 // (`yaml:"alert,required"`) makes a missing key an error. A field of type
 // yaml.Node receives the raw node (for values the caller parses itself, with
 // their positions); a field of type Pos receives the position of the mapping
-// it belongs to. time.Duration accepts Go durations plus "d" for days.
+// it belongs to. time.Duration accepts Go durations plus "d" for days. An
+// empty value (`key:` with nothing after it) leaves a field's default, except
+// that a required field of an empty struct is still missing and a pointer to
+// a struct is set, so `console:` alone selects the console.
 package strictyaml
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"os"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"gopkg.in/yaml.v3"
 )
@@ -67,6 +73,38 @@ func (es Errors) Error() string {
 // Unwrap lets errors.Is and errors.As look at each problem.
 func (es Errors) Unwrap() []error { return es }
 
+// Sort orders the problems as a reader meets them: by file, in the order the
+// files first appear in the list, then by line and column. Errors without a
+// position (a file that could not be read) stay in their order, as a group
+// where the first of them stood.
+func (es Errors) Sort() {
+	rank := map[string]int{}
+	key := func(e error) (int, Pos) {
+		var pe *Error
+		if !errors.As(e, &pe) {
+			return rankOf(rank, ""), Pos{}
+		}
+		return rankOf(rank, pe.File), pe.Pos
+	}
+	for _, e := range es {
+		key(e)
+	}
+	slices.SortStableFunc(es, func(a, b error) int {
+		ra, pa := key(a)
+		rb, pb := key(b)
+		return cmp.Or(cmp.Compare(ra, rb), cmp.Compare(pa.Line, pb.Line), cmp.Compare(pa.Col, pb.Col))
+	})
+}
+
+func rankOf(rank map[string]int, file string) int {
+	r, ok := rank[file]
+	if !ok {
+		r = len(rank)
+		rank[file] = r
+	}
+	return r
+}
+
 // Err returns nil for an empty list and the list otherwise.
 func (es Errors) Err() error {
 	if len(es) == 0 {
@@ -80,7 +118,7 @@ func (es Errors) Err() error {
 func Parse(file string, data []byte) (*yaml.Node, error) {
 	var doc yaml.Node
 	if err := yaml.Unmarshal(data, &doc); err != nil {
-		return nil, syntaxError(file, err)
+		return nil, syntaxError(file, data, err)
 	}
 	if doc.Kind == 0 || len(doc.Content) == 0 {
 		return nil, &Error{File: file, Pos: Pos{1, 1}, Msg: "the file is empty"}
@@ -97,17 +135,66 @@ func ReadFile(path string) (*yaml.Node, error) {
 	return Parse(path, data)
 }
 
-func syntaxError(file string, err error) error {
+// isParserProblem reports whether msg is one of yaml.v3's parser (not
+// scanner) errors. yaml.v3 reports their line 0-based, and as the line where
+// the enclosing block starts when there is one, so the problem is on that
+// line or below it.
+func isParserProblem(msg string) bool {
+	for _, scanner := range []string{"alphabetic", "whitespace", "digit", "comment", "hexdecimal"} {
+		if strings.HasPrefix(msg, "did not find expected "+scanner) {
+			return false
+		}
+	}
+	for _, parser := range []string{"did not find expected", "found undefined tag handle", "found duplicate %", "found incompatible YAML document"} {
+		if strings.HasPrefix(msg, parser) {
+			return true
+		}
+	}
+	return false
+}
+
+func syntaxError(file string, data []byte, err error) error {
 	msg := strings.TrimPrefix(err.Error(), "yaml: ")
 	line := 1
+	hasLine := false
 	if rest, ok := strings.CutPrefix(msg, "line "); ok {
 		if num, tail, ok := strings.Cut(rest, ":"); ok {
 			if n, convErr := strconv.Atoi(num); convErr == nil {
-				line, msg = n, strings.TrimSpace(tail)
+				line, msg, hasLine = n, strings.TrimSpace(tail), true
 			}
 		}
 	}
-	return &Error{File: file, Pos: Pos{line, 1}, Msg: "invalid YAML: " + msg}
+	if isParserProblem(msg) {
+		if hasLine {
+			line++
+		}
+		if strings.HasPrefix(msg, "did not find expected") {
+			msg += " (at or below this line; check the indentation)"
+		}
+	}
+	pos := Pos{line, 1}
+	if name, ok := strings.CutPrefix(msg, "unknown anchor '"); ok {
+		// yaml.v3 gives no line for an alias to an anchor never defined.
+		name, _, _ = strings.Cut(name, "'")
+		if at := posOfText(data, "*"+name); at.Line > 0 {
+			pos = at
+		}
+		msg = fmt.Sprintf("alias *%s refers to no anchor: define &%s before it", name, name)
+	}
+	return &Error{File: file, Pos: pos, Msg: "invalid YAML: " + msg}
+}
+
+// posOfText returns the position of the first occurrence of text in data, or
+// the zero Pos.
+func posOfText(data []byte, text string) Pos {
+	i := strings.Index(string(data), text)
+	if i < 0 {
+		return Pos{}
+	}
+	before := string(data[:i])
+	line := strings.Count(before, "\n") + 1
+	col := utf8.RuneCountInString(before[strings.LastIndexByte(before, '\n')+1:]) + 1
+	return Pos{line, col}
 }
 
 // Decoder decodes nodes of one file.
@@ -117,9 +204,16 @@ type Decoder struct {
 }
 
 // Decode decodes node into out (a pointer) and returns every problem found.
+// Messages name the top-level node "the file".
 func Decode(file string, node *yaml.Node, out any) Errors {
+	return DecodeNamed(file, node, out, "")
+}
+
+// DecodeNamed is Decode for a node inside a file: messages name it what
+// (such as "rules[2]") rather than "the file".
+func DecodeNamed(file string, node *yaml.Node, out any, what string) Errors {
 	d := &Decoder{File: file}
-	d.decode(node, reflect.ValueOf(out).Elem(), "")
+	d.decode(node, reflect.ValueOf(out).Elem(), what)
 	return d.errs
 }
 
@@ -147,8 +241,20 @@ func (d *Decoder) decode(n *yaml.Node, v reflect.Value, what string) {
 		v.Set(reflect.ValueOf(*n))
 		return
 	}
-	if n.Kind == yaml.ScalarNode && n.Tag == "!!null" && v.Kind() != reflect.String {
-		return // an empty value leaves the default
+	if isNull(n) {
+		switch {
+		case v.Kind() == reflect.Struct:
+			// An empty mapping: required fields are still required.
+			d.structure(&yaml.Node{Kind: yaml.MappingNode, Line: n.Line, Column: n.Column}, v, what)
+			return
+		case v.Kind() == reflect.Pointer && v.Type().Elem().Kind() == reflect.Struct:
+			// `console:` with nothing after it still selects the console.
+			v.Set(reflect.New(v.Type().Elem()))
+			d.decode(n, v.Elem(), what)
+			return
+		case v.Kind() != reflect.String:
+			return // an empty value leaves the default
+		}
 	}
 	if v.Type() == durationType {
 		d.duration(n, v, what)
@@ -215,6 +321,8 @@ func (d *Decoder) decode(n *yaml.Node, v reflect.Value, what string) {
 	}
 }
 
+func isNull(n *yaml.Node) bool { return n.Kind == yaml.ScalarNode && n.Tag == "!!null" }
+
 func (d *Decoder) scalar(n *yaml.Node, what, want string) bool {
 	if n.Kind != yaml.ScalarNode {
 		d.fail(n, "%s must be %s, not %s", what, want, kindName(n))
@@ -241,7 +349,10 @@ func ParseDuration(s string) (time.Duration, error) {
 	s = strings.TrimSpace(s)
 	if days, ok := strings.CutSuffix(s, "d"); ok {
 		n, err := strconv.ParseFloat(days, 64)
-		if err == nil && n >= 0 && n < 1e5 {
+		switch {
+		case err == nil && n < 0:
+			return 0, fmt.Errorf("%q is negative: durations must be 0 or more", s)
+		case err == nil && n < 1e5:
 			return time.Duration(n * float64(24*time.Hour)), nil
 		}
 	}

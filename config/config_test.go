@@ -1,0 +1,496 @@
+package config
+
+import (
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gpuwatch/gpuwatch/internal/strictyaml"
+	"github.com/gpuwatch/gpuwatch/rules"
+)
+
+// lookupFrom returns a lookup function over a fixed environment.
+func lookupFrom(env map[string]string) func(string) (string, bool) {
+	return func(name string) (string, bool) {
+		v, ok := env[name]
+		return v, ok
+	}
+}
+
+// noEnv is an environment with no variables set.
+func noEnv(string) (string, bool) { return "", false }
+
+// ruleFields is the list of rule fields unknown-field errors print.
+const ruleFields = "valid fields: alert, when, for, keep_firing_for, clear_when, severity, labels, summary, description, gpus, receivers, repeat_interval"
+
+// configFailures maps each testdata/bad/*.bad.yaml file to the exact lines
+// `gpuwatch check` prints for it, in order. Lines without a file name are
+// in the config file itself; the others name the rule file they are in.
+var configFailures = map[string][]string{
+	"syntax.bad.yaml": {
+		"3:1: invalid YAML: did not find expected ',' or ']' (at or below this line; check the indentation)",
+	},
+	"not_a_mapping.bad.yaml": {
+		"1:1: the file must be a mapping of fields, not a list",
+	},
+	"unknown_anchor.bad.yaml": {
+		"5:13: invalid YAML: alias *console refers to no anchor: define &console before it",
+	},
+	"unknown_field.bad.yaml": {
+		`1:1: unknown field "sorce" in the file (did you mean "source"?); valid fields: host, source, storage, server, receivers, route, rule_files, rules`,
+		`5:3: unknown field "listn" in server (did you mean "listen"?); valid fields: listen`,
+	},
+	"unknown_rule_field.bad.yaml": {
+		`4:5: unknown field "severty" in rules[0] (did you mean "severity"?); ` + ruleFields,
+	},
+	// The duplicate is reported where it is met second: in the rule file,
+	// naming the inline rule it repeats.
+	"duplicate_rule.bad.yaml": {
+		`testdata/bad/rules/dup.yaml:4:5: alert "GPUHot" is defined twice (first at testdata/bad/duplicate_rule.bad.yaml:3:5); give each rule its own name`,
+	},
+	"rule_file_errors.bad.yaml": {
+		`testdata/bad/rules/broken.yaml:4:10: rules[0].for: "1 minute" is not a duration: write it like 30s, 5m, 1h30m or 2d`,
+	},
+	// Columns inside conditions map to the file for plain and quoted values.
+	"cond_column.bad.yaml": {
+		`3:26: when: unit "C" is a temperature but memory.used is bytes; use B, KiB, MiB, GiB, TiB`,
+		`5:57: when: unit "W" is a power but temperature is degrees Celsius; use C`,
+		"8:11: when must be a condition such as `memory.used_percent > 95`",
+	},
+	"source_type.bad.yaml": {
+		`3:9: source.type "nvidia" is not one of nvml, sim, replay`,
+	},
+	"prometheus.bad.yaml": {
+		`1:16: source.type prometheus is not available yet; use nvml, sim or replay`,
+	},
+	"sim_scenario.bad.yaml": {
+		`5:15: source.sim.scenario "leak" is not one of normal-training, memory-leak, batch-spike, idle-hog, thermal, all`,
+		`6:12: source.sim.speed must be 0 (as fast as possible) or more`,
+	},
+	"replay_no_file.bad.yaml": {
+		`4:5: source.replay.file is required with type replay: the nvidia-smi CSV log to replay`,
+	},
+	"replay_no_section.bad.yaml": {
+		`2:3: source.replay.file is required with type replay: the nvidia-smi CSV log to replay`,
+	},
+	"interval_short.bad.yaml": {
+		`3:13: source.interval 10ms is too short: sample at most every 100ms (5s is a good default)`,
+	},
+	"route_receiver.bad.yaml": {
+		`6:13: route.receiver "slack" is not a receiver; define it under receivers:`,
+	},
+	"route_missing.bad.yaml": {
+		`1:1: route.receiver is required: the receiver that gets alerts no child route takes`,
+	},
+	"rule_receiver.bad.yaml": {
+		`7:5: alert "GPUHot" sends to receiver "pager", which is not defined under receivers:`,
+	},
+	"receiver_kind.bad.yaml": {
+		`2:5: receiver "console" needs a kind: console: {}`,
+		`3:5: receivers[1] needs the field "name"`,
+	},
+	"duplicate_receiver.bad.yaml": {
+		`4:5: receiver "console" is defined twice`,
+	},
+	"unset_env.bad.yaml": {
+		`1:7: environment variable GPUWATCH_HOST is not set: set it, or write ${GPUWATCH_HOST:-default}`,
+		`3:9: environment variable STATE_DIR is not set: set it, or write ${STATE_DIR:-default}`,
+	},
+	"bad_env.bad.yaml": {
+		`1:7: ${1HOST} is not a valid environment variable name`,
+		`3:9: unterminated ${ in "${STATE_DIR": write ${NAME}`,
+		`5:11: ${} is not a valid environment variable name`,
+	},
+	"rule_files_none.bad.yaml": {
+		`3:5: rule_files: "nowhere/*.yaml" matches no file (paths are relative to testdata/bad)`,
+		`4:5: rule_files: "rules/[.yaml" is not a valid glob: syntax error in pattern`,
+	},
+	"rules_not_list.bad.yaml": {
+		"2:3: rules must be a list of rules, each starting with `- alert: Name`",
+	},
+	"wrong_type.bad.yaml": {
+		`2:13: source.interval must be a duration, not a list`,
+		`4:11: source.sim.seed must be a whole number of 0 or more, not "-1"`,
+		`5:12: source.sim.speed must be a number, not "fast"`,
+		`6:7: host must be a string, not a mapping`,
+		`7:13: rule_files must be a list, not "rules/dup.yaml"`,
+	},
+	// One file, several problems: all reported at once, in file order,
+	// whichever stage (decoding, rules, validation) found them.
+	"many.bad.yaml": {
+		`5:15: source.sim.scenario "leaky" is not one of normal-training, memory-leak, batch-spike, idle-hog, thermal, all`,
+		`6:3: unknown field "intervall" in source (did you mean "interval"?); valid fields: type, interval, sim, replay`,
+		`10:5: receiver "console" is defined twice`,
+		`13:13: route.receiver "pager" is not a receiver; define it under receivers:`,
+		`16:28: when: unit "%" is a percentage but temperature is degrees Celsius; use C`,
+		`17:15: severity "urgent" is not one of info, warning, critical`,
+		`18:5: alert "GPUIdle" sends to receiver "ops", which is not defined under receivers:`,
+	},
+}
+
+// positionRE matches the FILE:LINE:COL: prefix every problem carries.
+var positionRE = regexp.MustCompile(`^[^:]*:[1-9]\d*:[1-9]\d*: `)
+
+func TestLoadFailure(t *testing.T) {
+	env := lookupFrom(map[string]string{"LISTEN": "127.0.0.1:9477"})
+	for name, want := range configFailures {
+		t.Run(name, func(t *testing.T) {
+			path := filepath.Join("testdata", "bad", name)
+			want := slices.Clone(want)
+			for i, line := range want {
+				if !strings.HasPrefix(line, "testdata/") {
+					want[i] = path + ":" + line
+				}
+			}
+			_, err := Load(path, env)
+			if err == nil {
+				t.Fatalf("Load(%s): got no error, want %d", path, len(want))
+			}
+			got := strings.Split(err.Error(), "\n")
+			if !slices.Equal(got, want) {
+				t.Errorf("Load(%s): got errors\n%s\nwant\n%s", path, strings.Join(got, "\n"), strings.Join(want, "\n"))
+			}
+			for _, line := range got {
+				if !positionRE.MatchString(line) {
+					t.Errorf("error %q: got no FILE:LINE:COL prefix, want one", line)
+				}
+			}
+		})
+	}
+}
+
+// TestEveryBadConfigIsChecked keeps the table and testdata in step.
+func TestEveryBadConfigIsChecked(t *testing.T) {
+	files, err := filepath.Glob("testdata/bad/*.bad.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(files) != len(configFailures) {
+		t.Errorf("got %d testdata/bad/*.bad.yaml files, want %d (one per table entry)", len(files), len(configFailures))
+	}
+	for _, f := range files {
+		if _, ok := configFailures[filepath.Base(f)]; !ok {
+			t.Errorf("%s: got no entry in configFailures, want one", f)
+		}
+	}
+}
+
+func TestLoadMissingFile(t *testing.T) {
+	_, err := Load("testdata/no-such.yaml", noEnv)
+	if !errors.Is(err, fs.ErrNotExist) || !strings.HasPrefix(err.Error(), "read config: ") {
+		t.Errorf("Load(missing): got %v, want a \"read config: \" error wrapping fs.ErrNotExist", err)
+	}
+}
+
+func TestRuleFileThatIsAFolder(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.Mkdir(filepath.Join(dir, "rules.yaml"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "gpuwatch.yaml")
+	_, err := Parse(path, []byte("rule_files:\n  - rules.yaml\n"), noEnv)
+	want := path + ":2:5: rule_files: read rule file: read " + filepath.Join(dir, "rules.yaml") + ": is a directory"
+	if err == nil || err.Error() != want {
+		t.Errorf("got %v, want %s", err, want)
+	}
+}
+
+func ruleNames(rs []*rules.Rule) []string {
+	names := make([]string, len(rs))
+	for i, r := range rs {
+		names[i] = r.Name
+	}
+	return names
+}
+
+// TestExampleConfig loads the config.example.yaml users copy: it must stay
+// valid and say what the README says it does.
+func TestExampleConfig(t *testing.T) {
+	c, err := Load("../config.example.yaml", noEnv)
+	if err != nil {
+		t.Fatalf("Load(config.example.yaml): %v", err)
+	}
+	wantRules := []string{"GPUMemoryNearFull", "GPUMemoryLeak", "GPUOutOfMemorySoon", "GPUIdleButHeld", "GPUHot", "GPUXidError"}
+	if got := ruleNames(c.Rules); !slices.Equal(got, wantRules) {
+		t.Errorf("rules: got %v, want %v", got, wantRules)
+	}
+	want := Source{Type: "nvml", Interval: 5 * time.Second, Sim: SimSource{Scenario: "all", Seed: 1, Speed: 60}}
+	if c.Source != want {
+		t.Errorf("source: got %+v, want %+v", c.Source, want)
+	}
+	if c.Storage.Path != DefaultStoragePath || c.Server.Listen != DefaultListen {
+		t.Errorf("storage, server: got %q %q, want %q %q", c.Storage.Path, c.Server.Listen, DefaultStoragePath, DefaultListen)
+	}
+	if len(c.Receivers) != 1 || c.Receivers[0].Name != "console" || c.Receivers[0].Console == nil {
+		t.Errorf("receivers: got %+v, want one console receiver", c.Receivers)
+	}
+	wantRoute := Route{Receiver: "console", GroupWait: DefaultGroupWait, RepeatInterval: 4 * time.Hour}
+	if c.Route != wantRoute {
+		t.Errorf("route: got %+v, want %+v", c.Route, wantRoute)
+	}
+	if got, want := c.Summary(), "../config.example.yaml: ok: 6 rules, 1 receivers, source nvml every 5s"; got != want {
+		t.Errorf("Summary: got %q, want %q", got, want)
+	}
+}
+
+// check is one setting of a loaded config and the value it should have.
+type check struct {
+	what      string
+	got, want any
+}
+
+func verify(t *testing.T, checks []check) {
+	t.Helper()
+	for _, ch := range checks {
+		if ch.got != ch.want {
+			t.Errorf("%s: got %v, want %v", ch.what, ch.got, ch.want)
+		}
+	}
+}
+
+func TestDefaults(t *testing.T) {
+	c, err := Load("testdata/good/minimal.yaml", noEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checks := []check{
+		{"source.type", c.Source.Type, "nvml"},
+		{"source.interval", c.Source.Interval, DefaultInterval},
+		{"source.sim.scenario", c.Source.Sim.Scenario, "all"},
+		{"storage.path", c.Storage.Path, DefaultStoragePath},
+		{"server.listen", c.Server.Listen, DefaultListen},
+		{"route.receiver", c.Route.Receiver, "console"},
+		{"route.group_wait", c.Route.GroupWait, DefaultGroupWait},
+		{"route.repeat_interval", c.Route.RepeatInterval, DefaultRepeatInterval},
+		{"receivers", len(c.Receivers), 1},
+		{"receivers[0].name", c.Receivers[0].Name, "console"},
+		{"receivers[0].console", c.Receivers[0].Console != nil, true},
+		{"host", c.Host, ""},
+		{"rules", len(c.Rules), 1},
+	}
+	verify(t, checks)
+}
+
+// TestEmptySections checks that a section written but left empty behaves
+// as if it were left out.
+func TestEmptySections(t *testing.T) {
+	for _, text := range []string{
+		"source:\nstorage:\nserver:\nroute:\nrules:\nrule_files:\n",
+		"source: {}\nrules: []\nrule_files: []\n",
+		"host: ~\n",
+	} {
+		c, err := Parse("c.yaml", []byte(text), noEnv)
+		if err != nil {
+			t.Errorf("Parse(%q): %v", text, err)
+			continue
+		}
+		if c.Source.Type != "nvml" || c.Route.Receiver != "console" || len(c.Rules) != 0 {
+			t.Errorf("Parse(%q): got source %q receiver %q %d rules, want the defaults", text, c.Source.Type, c.Route.Receiver, len(c.Rules))
+		}
+	}
+}
+
+func TestRuleFilesRelativeToConfig(t *testing.T) {
+	c, err := Load("testdata/good/rule_files.yaml", noEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantNames := []string{"Inline", "FromA", "FromB1", "FromB2", "FromExtra"}
+	if got := ruleNames(c.Rules); !slices.Equal(got, wantNames) {
+		t.Errorf("rules: got %v, want %v (inline first, then each pattern's files in order)", got, wantNames)
+	}
+	wantFiles := []string{
+		"testdata/good/rule_files.yaml", "testdata/good/rules/a.yaml", "testdata/good/rules/b.yaml",
+		"testdata/good/rules/b.yaml", "testdata/good/extra/one.yaml",
+	}
+	for i, r := range c.Rules {
+		if r.File != wantFiles[i] {
+			t.Errorf("%s: got file %q, want %q", r.Name, r.File, wantFiles[i])
+		}
+	}
+}
+
+func TestRuleFilesAbsolute(t *testing.T) {
+	abs, err := filepath.Abs("testdata/good/rules/a.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The config lives elsewhere; an absolute pattern ignores its folder.
+	c, err := Parse(filepath.Join(t.TempDir(), "c.yaml"), []byte("rule_files: ['"+abs+"']\n"), noEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := ruleNames(c.Rules); !slices.Equal(got, []string{"FromA"}) {
+		t.Errorf("got rules %v, want [FromA]", got)
+	}
+}
+
+func TestEnvExpansion(t *testing.T) {
+	env := lookupFrom(map[string]string{
+		"GPUWATCH_HOST": "gpu-7",
+		"SEED":          "42",
+		"INTERVAL":      "", // set but empty: the default applies
+		"PORT":          "9000",
+	})
+	c, err := Load("testdata/good/env.yaml", env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checks := []check{
+		{"host", c.Host, "gpu-7"},
+		{"source.type", c.Source.Type, "sim"},
+		{"source.interval", c.Source.Interval, 2 * time.Second},
+		{"source.sim.scenario", c.Source.Sim.Scenario, "memory-leak"},
+		{"source.sim.seed", c.Source.Sim.Seed, uint64(42)},
+		{"storage.path", c.Storage.Path, "/var/lib/gpuwatch/state.db"},
+		{"server.listen", c.Server.Listen, "127.0.0.1:9000"},
+	}
+	verify(t, checks)
+	var buf strings.Builder
+	if err := c.Rules[0].Summary.Execute(&buf, rules.TemplateData{}); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := buf.String(), "costs $5 an hour, USD; $x stays"; got != want {
+		t.Errorf("summary: got %q, want %q", got, want)
+	}
+}
+
+func TestAnchorsAndAliases(t *testing.T) {
+	c, err := Load("testdata/good/anchors.yaml", noEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Source.Interval != time.Second || c.Route.GroupWait != time.Second || c.Route.Receiver != "console" {
+		t.Errorf("got interval %v group_wait %v receiver %q, want 1s 1s console", c.Source.Interval, c.Route.GroupWait, c.Route.Receiver)
+	}
+	if len(c.Rules) != 2 {
+		t.Fatalf("got %d rules, want 2", len(c.Rules))
+	}
+	for _, r := range c.Rules {
+		if r.When.String() != "temperature > 85" || r.Labels["team"] != "ml" {
+			t.Errorf("%s: got when %q labels %v, want the anchored ones", r.Name, r.When, r.Labels)
+		}
+	}
+	if got := c.Rules[0].Receivers; !slices.Equal(got, []string{"console"}) {
+		t.Errorf("HotA receivers: got %v, want [console]", got)
+	}
+}
+
+// TestSecretsStayOutOfErrors: an error that quotes a value expanded from
+// the environment shows the variable, not its (secret) value.
+func TestSecretsStayOutOfErrors(t *testing.T) {
+	const secret = "xoxb-1234-5678-abcdefgh"
+	env := lookupFrom(map[string]string{"SLACK_BOT_TOKEN": secret, "TYPE": "sim"})
+	text := "host: [\"${SLACK_BOT_TOKEN}\"]\nsource:\n  type: ${SLACK_BOT_TOKEN}\nreceivers:\n  - name: ${SLACK_BOT_TOKEN}\n"
+	_, err := Parse("c.yaml", []byte(text), env)
+	if err == nil {
+		t.Fatal("got no error, want some")
+	}
+	if strings.Contains(err.Error(), secret) {
+		t.Errorf("got errors quoting the secret:\n%v", err)
+	}
+	want := `c.yaml:3:9: source.type "${SLACK_BOT_TOKEN}" is not one of nvml, sim, replay`
+	if !slices.Contains(strings.Split(err.Error(), "\n"), want) {
+		t.Errorf("got errors\n%v\nwant among them\n%s", err, want)
+	}
+}
+
+func TestErrorsAreStrictyamlErrors(t *testing.T) {
+	_, err := Load("testdata/bad/many.bad.yaml", noEnv)
+	var es strictyaml.Errors
+	if !errors.As(err, &es) || len(es) != len(configFailures["many.bad.yaml"]) {
+		t.Fatalf("got %T with %d problems, want strictyaml.Errors with %d", err, len(es), len(configFailures["many.bad.yaml"]))
+	}
+	var pe *strictyaml.Error
+	if !errors.As(err, &pe) || pe.Line != 5 || pe.Col != 15 {
+		t.Errorf("errors.As(*strictyaml.Error): got %v, want the first problem at 5:15", pe)
+	}
+}
+
+// FuzzParseConfig feeds Parse arbitrary bytes with an environment that
+// knows a couple of variables: it must never panic, every problem must carry
+// a position, no error may show the secret, and a config that parses must be
+// one the daemon can run.
+func FuzzParseConfig(f *testing.F) {
+	// testdata/fuzz/FuzzParseConfig holds the example config and every
+	// testdata file as seeds; these add a few odd cases.
+	for _, s := range []string{
+		"", "~", "host: ${HOST}", "host: ${TOKEN}\nsource: {type: ${TOKEN}}", "rule_files: [r.yaml, r.yaml]",
+		"rule_files: ['*']", "receivers: [{name: a, console: ~}]\nroute: {receiver: a}", "source: &s {sim: *s}",
+		"rules: [{alert: A, when: temperature > 1, receivers: [x]}]", "server: {listen: \"$${x}\"}",
+	} {
+		f.Add([]byte(s))
+	}
+	const secret = "xoxb-fuzz-secret-token"
+	env := lookupFrom(map[string]string{"HOST": "gpu-1", "TOKEN": secret})
+	dir := f.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "r.yaml"), []byte("rules:\n  - alert: FromFile\n    when: temperature > 85\n"), 0o644); err != nil {
+		f.Fatal(err)
+	}
+	file := filepath.Join(dir, "gpuwatch.yaml")
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if patterns := ruleFilePatterns(file, data, env); slices.ContainsFunc(patterns, func(p string) bool {
+			return strings.ContainsAny(p, "/\\")
+		}) {
+			t.Skip("rule_files outside the test folder (it could name /dev/stdin)")
+		}
+		c, err := Parse(file, data, env)
+		if err != nil {
+			for _, line := range strings.Split(err.Error(), "\n") {
+				if !positionRE.MatchString(line) && !strings.HasPrefix(line, "read config") {
+					t.Fatalf("Parse(%q): got problem %q, want FILE:LINE:COL: message", data, line)
+				}
+			}
+			if strings.Contains(err.Error(), secret) {
+				t.Fatalf("Parse(%q): got an error showing the secret:\n%v", data, err)
+			}
+			return
+		}
+		names := map[string]bool{}
+		for _, r := range c.Receivers {
+			names[r.Name] = true
+		}
+		if !names[c.Route.Receiver] || c.Source.Interval < 100*time.Millisecond || c.Storage.Path == "" || c.Server.Listen == "" {
+			t.Fatalf("Parse(%q): got an unusable config %+v", data, c)
+		}
+		for _, r := range c.Rules {
+			if r.Name == "" || r.When == nil {
+				t.Fatalf("Parse(%q): got incomplete rule %+v", data, r)
+			}
+		}
+	})
+}
+
+// ruleFilePatterns returns the rule_files of a config as Parse sees them, so
+// the fuzzer can keep away from patterns that reach outside its folder.
+func ruleFilePatterns(file string, data []byte, env func(string) (string, bool)) []string {
+	root, err := strictyaml.Parse(file, data)
+	if err != nil {
+		return nil
+	}
+	if errs, _ := expandEnv(file, root, env); len(errs) > 0 {
+		return nil
+	}
+	var y fileYAML
+	strictyaml.Decode(file, root, &y)
+	return y.RuleFiles
+}
+
+func BenchmarkLoadExample(b *testing.B) {
+	data, err := os.ReadFile("../config.example.yaml")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := Parse("config.example.yaml", data, noEnv); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
