@@ -62,6 +62,8 @@ func commands() []command {
 		{"replay", "evaluate the rules over an nvidia-smi CSV log and print each transition", replayCommand},
 		{"test", "run rule unit tests (YAML files with input series and expected alerts)", testCommand},
 		{"status", "one look at the GPUs now: memory, utilization, temperature, power, processes", statusCommand},
+		{"silence", "add, list or expire silences in the running daemon", silenceCommand},
+		{"outbox", "list notifications waiting for a receiver, and the dead letters", outboxCommand},
 	}
 }
 

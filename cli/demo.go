@@ -8,7 +8,6 @@ import (
 
 	"github.com/gpuwatch/gpuwatch/gpu"
 	"github.com/gpuwatch/gpuwatch/gpu/sim"
-	"github.com/gpuwatch/gpuwatch/notifier/console"
 	"github.com/gpuwatch/gpuwatch/rules"
 )
 
@@ -58,11 +57,11 @@ resolves is printed here.`)
 	fmt.Fprintf(env.Stdout, "gpuwatch demo: scenario %q, seed %d, %d rules from config.example.yaml, %s (%s).\n\n",
 		*scenario, *seed, len(cfg.Rules), pace, length)
 	var fired, resolved int
-	out := console.New(env.Stdout, time.UTC)
+	print := textPrinter(&Env{Stdout: env.Stdout, Location: time.UTC})
 	w := &watcher{
 		source: gpu.Pace(src, *speed),
-		engine: rules.NewEngine(cfg.Rules, rules.Options{RepeatInterval: cfg.Route.RepeatInterval}),
-		notifier: notifyFunc(func(ts []rules.Transition) error {
+		engine: rules.NewEngine(cfg.Rules, rules.Options{RepeatInterval: 4 * time.Hour}),
+		emit: func(ts []rules.Transition) error {
 			for i := range ts {
 				if ts[i].Resolved() {
 					resolved++
@@ -70,9 +69,8 @@ resolves is printed here.`)
 					fired++
 				}
 			}
-			_, err := out.Notify(ctx, ts...)
-			return err
-		}),
+			return print(ts)
+		},
 		logger: logger,
 	}
 	if err := w.run(ctx); err != nil {

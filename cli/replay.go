@@ -10,6 +10,7 @@ import (
 
 	"github.com/gpuwatch/gpuwatch/gpu"
 	"github.com/gpuwatch/gpuwatch/gpu/replay"
+	"github.com/gpuwatch/gpuwatch/notifier"
 	"github.com/gpuwatch/gpuwatch/notifier/console"
 	"github.com/gpuwatch/gpuwatch/rules"
 )
@@ -51,10 +52,10 @@ Without --config the rules of config.example.yaml are used. Make a log with:
 	var snapshots, transitions int
 	var first, last time.Time
 	w := &watcher{
-		source:   r,
-		engine:   rules.NewEngine(cfg.Rules, rules.Options{}),
-		notifier: notifyFunc(func(ts []rules.Transition) error { transitions += len(ts); return print(ts) }),
-		logger:   logger,
+		source: r,
+		engine: rules.NewEngine(cfg.Rules, rules.Options{}),
+		emit:   func(ts []rules.Transition) error { transitions += len(ts); return print(ts) },
+		logger: logger,
 		onSnapshot: func(s *gpu.Snapshot) {
 			if snapshots == 0 {
 				first = s.Time
@@ -77,18 +78,14 @@ Without --config the rules of config.example.yaml are used. Make a log with:
 	return nil
 }
 
-// notifyFunc adapts a function to the notifier.Notifier interface.
-type notifyFunc func([]rules.Transition) error
-
-func (f notifyFunc) Notify(_ context.Context, ts ...rules.Transition) (bool, error) {
-	return false, f(ts)
-}
-
 func textPrinter(env *Env) func([]rules.Transition) error {
 	n := console.New(env.Stdout, env.Location)
 	return func(ts []rules.Transition) error {
-		_, err := n.Notify(context.Background(), ts...)
-		return err
+		alerts := make([]notifier.Alert, len(ts))
+		for i := range ts {
+			alerts[i] = notifier.FromTransition(&ts[i])
+		}
+		return n.Print(alerts...)
 	}
 }
 

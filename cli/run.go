@@ -5,14 +5,15 @@ import (
 	"log/slog"
 
 	"github.com/gpuwatch/gpuwatch/config"
-	"github.com/gpuwatch/gpuwatch/notifier/console"
-	"github.com/gpuwatch/gpuwatch/rules"
+	"github.com/gpuwatch/gpuwatch/daemon"
 )
 
 func runCommand(ctx context.Context, env *Env, args []string) error {
 	fs := newFlags(env, "run", "--config FILE", `
 The daemon: samples the GPUs every source.interval, evaluates the rules at
-each sample and prints every alert that fires or resolves. SIGHUP reloads
+each sample and sends every alert that fires or resolves to its receivers
+through a durable outbox (storage.path), and serves the HTTP API on
+server.listen (gpuwatch silence and gpuwatch outbox use it). SIGHUP reloads
 the config (a bad new config is refused and the old one kept); SIGINT and
 SIGTERM stop it cleanly.`)
 	path := fs.String("config", "", "the config file (required)")
@@ -36,48 +37,45 @@ SIGTERM stop it cleanly.`)
 		return err
 	}
 	defer src.Close()
-	logger.Info("gpuwatch started", "config", *path, "source", cfg.Source.Type, "interval", cfg.Source.Interval, "rules", len(cfg.Rules), "host", hostName(cfg))
-	w := &watcher{
-		source:   src,
-		engine:   newEngine(cfg),
-		notifier: console.New(env.Stdout, env.Location),
-		logger:   logger,
+	d, err := daemon.New(cfg, daemon.Options{Logger: logger, Console: env.Stdout, Location: env.Location})
+	if err != nil {
+		return err
 	}
-	w.reload = func() *rules.Engine { return reloadConfig(env, *path, cfg, w.engine, logger) }
-	err = w.run(ctx)
-	switch {
-	case ctx.Err() != nil:
+	defer d.Close()
+	logger.Info("gpuwatch started", "config", *path, "source", cfg.Source.Type, "interval", cfg.Source.Interval,
+		"rules", len(cfg.Rules), "receivers", len(cfg.Receivers), "host", hostName(cfg), "storage", cfg.Storage.Path)
+	reloads := make(chan *config.Config, 1)
+	go watchReloads(ctx, env, *path, cfg, reloads, logger)
+	err = d.Run(ctx, src, reloads)
+	if ctx.Err() != nil {
 		logger.Info("gpuwatch stopped", "reason", context.Cause(ctx))
 		return nil
-	case err == nil:
-		logger.Info("gpuwatch stopped: the source has no more samples")
 	}
 	return err
 }
 
-func newEngine(cfg *config.Config) *rules.Engine {
-	return rules.NewEngine(cfg.Rules, rules.Options{RepeatInterval: cfg.Route.RepeatInterval})
-}
-
-// reloadConfig loads the config again when a reload was asked for. A bad
-// config is refused and the running one kept; a good one gives a new engine
-// that keeps the state of every rule it shares with the old one.
-func reloadConfig(env *Env, path string, running *config.Config, old *rules.Engine, logger *slog.Logger) *rules.Engine {
-	select {
-	case <-env.Reload:
-	default:
-		return nil
+// watchReloads loads the config again at each reload signal and hands a
+// valid one to the daemon; a config with problems is refused (they are
+// printed) and the running one kept.
+func watchReloads(ctx context.Context, env *Env, path string, running *config.Config, out chan<- *config.Config, logger *slog.Logger) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-env.Reload:
+		}
+		cfg, err := loadConfig(path, &Env{Stdout: env.Stdout, Stderr: env.Stderr, LookupEnv: env.LookupEnv})
+		if err != nil {
+			logger.Error("reload refused: the config has problems (printed above); still running the previous one", "config", path)
+			continue
+		}
+		if cfg.Source != running.Source || cfg.Storage != running.Storage || cfg.Server != running.Server {
+			logger.Warn("source, storage and server settings take effect when gpuwatch restarts", "config", path)
+		}
+		select {
+		case out <- cfg:
+		case <-ctx.Done():
+			return
+		}
 	}
-	cfg, err := loadConfig(path, &Env{Stdout: env.Stdout, Stderr: env.Stderr, LookupEnv: env.LookupEnv})
-	if err != nil {
-		logger.Error("reload refused: the config has problems (printed above); still running the previous one", "config", path)
-		return nil
-	}
-	if cfg.Source != running.Source {
-		logger.Warn("source settings changed; they take effect when gpuwatch restarts", "config", path)
-	}
-	e := newEngine(cfg)
-	e.Inherit(old)
-	logger.Info("config reloaded", "config", path, "rules", len(cfg.Rules))
-	return e
 }

@@ -15,6 +15,7 @@ import (
 // possible.
 const simSource = `
 host: test-host
+` + daemonSettings + `
 source:
   type: sim
   interval: 5s
@@ -40,6 +41,11 @@ const (
 	changedConfig = simSource + nearFullRule
 )
 
+// daemonSettings keep each test's daemon to itself: its own state file
+// (writeFile puts it next to the config) and a free port.
+const daemonSettings = `storage: {path: @DIR@/state.db}
+server: {listen: "127.0.0.1:0"}`
+
 // brokenConfig has a bad unit in a condition.
 const brokenConfig = `
 source:
@@ -51,6 +57,7 @@ rules:
 
 func writeFile(t *testing.T, path, text string) {
 	t.Helper()
+	text = strings.ReplaceAll(text, "@DIR@", filepath.Dir(path))
 	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -136,7 +143,7 @@ func TestRunReplaySource(t *testing.T) {
 		t.Fatal(err)
 	}
 	path := filepath.Join(t.TempDir(), "gpuwatch.yaml")
-	writeFile(t, path, "source:\n  type: replay\n  replay: {file: "+trace+", speed: 0}\nrules:\n"+
+	writeFile(t, path, daemonSettings+"\nsource:\n  type: replay\n  replay: {file: "+trace+", speed: 0}\nrules:\n"+
 		"  - alert: GPUHot\n    when: temperature > 85\n    clear_when: temperature < 80\n    for: 1m\n")
 	got := gpuwatch(t, "run", "--config", path)
 	if got.code != cli.ExitOK {

@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -18,6 +19,9 @@ import (
 
 	"github.com/gpuwatch/gpuwatch/gpu/sim"
 	"github.com/gpuwatch/gpuwatch/internal/strictyaml"
+	"github.com/gpuwatch/gpuwatch/notifier"
+	"github.com/gpuwatch/gpuwatch/notifier/slack"
+	"github.com/gpuwatch/gpuwatch/notifier/webhook"
 	"github.com/gpuwatch/gpuwatch/rules"
 )
 
@@ -30,8 +34,9 @@ type Config struct {
 	Source    Source
 	Storage   Storage
 	Server    Server
+	Slack     Slack
 	Receivers []Receiver
-	Route     Route
+	Route     notifier.RouteConfig
 	RuleFiles []string
 	// Rules are the inline rules and those of every rule file, in order.
 	Rules []*rules.Rule
@@ -68,43 +73,48 @@ type Server struct {
 	Listen string `yaml:"listen"`
 }
 
-// Receiver is a place notifications go to.
+// Slack is the Slack app: the bot token Slack receivers post with, and
+// (for the slash commands to come) the signing secret and app token.
+type Slack struct {
+	BotToken        string   `yaml:"bot_token"`
+	SigningSecret   string   `yaml:"signing_secret"`
+	AppToken        string   `yaml:"app_token"`
+	APIURL          string   `yaml:"api_url"` // a Slack-compatible API base; empty: Slack's
+	AllowedChannels []string `yaml:"allowed_channels"`
+	Admins          []string `yaml:"admins"`
+}
+
+// Receiver is a place notifications go to; exactly one kind is set.
 type Receiver struct {
 	Pos     strictyaml.Pos
-	Name    string   `yaml:"name,required"`
-	Console *Console `yaml:"console"`
+	Name    string          `yaml:"name,required"`
+	Console *Console        `yaml:"console"`
+	Slack   *slack.Config   `yaml:"slack"`
+	Webhook *webhook.Config `yaml:"webhook"`
 }
 
 // Console prints notifications to standard output.
 type Console struct{}
 
-// Route decides which receiver gets an alert.
-type Route struct {
-	Receiver       string        `yaml:"receiver"`
-	GroupWait      time.Duration `yaml:"group_wait"`
-	RepeatInterval time.Duration `yaml:"repeat_interval"`
-}
-
 // Defaults.
 const (
-	DefaultInterval       = 5 * time.Second
-	DefaultStoragePath    = "/var/lib/gpuwatch/gpuwatch.db"
-	DefaultListen         = "127.0.0.1:9477"
-	DefaultRepeatInterval = 4 * time.Hour
-	DefaultGroupWait      = 10 * time.Second
+	DefaultInterval    = 5 * time.Second
+	DefaultStoragePath = "/var/lib/gpuwatch/gpuwatch.db"
+	DefaultListen      = "127.0.0.1:9477"
 )
 
 // fileYAML is the file as written; rules stay a node so their errors point
 // into the file.
 type fileYAML struct {
-	Host      string     `yaml:"host"`
-	Source    Source     `yaml:"source"`
-	Storage   Storage    `yaml:"storage"`
-	Server    Server     `yaml:"server"`
-	Receivers []Receiver `yaml:"receivers"`
-	Route     Route      `yaml:"route"`
-	RuleFiles []string   `yaml:"rule_files"`
-	Rules     yaml.Node  `yaml:"rules"`
+	Host      string               `yaml:"host"`
+	Source    Source               `yaml:"source"`
+	Storage   Storage              `yaml:"storage"`
+	Server    Server               `yaml:"server"`
+	Slack     Slack                `yaml:"slack"`
+	Receivers []Receiver           `yaml:"receivers"`
+	Route     notifier.RouteConfig `yaml:"route"`
+	RuleFiles []string             `yaml:"rule_files"`
+	Rules     yaml.Node            `yaml:"rules"`
 }
 
 // Load reads, expands, decodes and validates the config file at path;
@@ -132,7 +142,7 @@ func Parse(file string, data []byte, lookup func(string) (string, bool)) (*Confi
 	errs = strictyaml.Decode(file, root, &y)
 	c := &Config{
 		File: file, Host: y.Host, Source: y.Source, Storage: y.Storage, Server: y.Server,
-		Receivers: y.Receivers, Route: y.Route, RuleFiles: y.RuleFiles,
+		Slack: y.Slack, Receivers: y.Receivers, Route: y.Route, RuleFiles: y.RuleFiles,
 	}
 	c.applyDefaults()
 	if f := c.Source.Replay.File; f != "" && !filepath.IsAbs(f) {
@@ -166,12 +176,6 @@ func (c *Config) applyDefaults() {
 	}
 	if c.Server.Listen == "" {
 		c.Server.Listen = DefaultListen
-	}
-	if c.Route.RepeatInterval == 0 {
-		c.Route.RepeatInterval = DefaultRepeatInterval
-	}
-	if c.Route.GroupWait == 0 {
-		c.Route.GroupWait = DefaultGroupWait
 	}
 	if len(c.Receivers) == 0 && c.Route.Receiver == "" {
 		c.Receivers = []Receiver{{Name: "console", Console: &Console{}}}
@@ -291,15 +295,15 @@ func (c *Config) validate(root *yaml.Node) strictyaml.Errors {
 			fail(item, "receiver %q is defined twice", r.Name)
 		}
 		names[r.Name] = true
-		if r.Console == nil {
-			fail(item, "receiver %q needs a kind: console: {}", r.Name)
+		for _, problem := range c.checkReceiver(&r) {
+			fail(item, "receiver %q %s", r.Name, problem)
 		}
 	}
-	if c.Route.Receiver == "" {
-		fail(at("route", "receiver"), "route.receiver is required: the receiver that gets alerts no child route takes")
-	} else if !names[c.Route.Receiver] {
-		fail(at("route", "receiver"), "route.receiver %q is not a receiver; define it under receivers:", c.Route.Receiver)
+	_, problems := notifier.NewRoute(c.Route)
+	for _, p := range problems {
+		fail(routeNode(at("route"), p.Path), "%s", p.Error())
 	}
+	c.checkRouteReceivers(at("route"), "route", &c.Route, names, fail)
 	for _, r := range c.Rules {
 		for _, name := range r.Receivers {
 			if !names[name] {
@@ -309,6 +313,62 @@ func (c *Config) validate(root *yaml.Node) strictyaml.Errors {
 		}
 	}
 	return errs
+}
+
+// checkRouteReceivers reports routes that name a receiver that does not exist.
+func (c *Config) checkRouteReceivers(n *yaml.Node, path string, r *notifier.RouteConfig, names map[string]bool, fail func(*yaml.Node, string, ...any)) {
+	if r.Receiver != "" && !names[r.Receiver] {
+		fail(nodePath(n, "receiver"), "%s.receiver %q is not a receiver; define it under receivers:", path, r.Receiver)
+	}
+	for i := range r.Routes {
+		child := nodeAt(n, "routes", i)
+		c.checkRouteReceivers(child, fmt.Sprintf("%s.routes[%d]", path, i), &r.Routes[i], names, fail)
+	}
+}
+
+// routeNode finds the node a route problem's path ("route.routes[1].matchers[0]")
+// names, as far as it exists, below the route node n.
+func routeNode(n *yaml.Node, path string) *yaml.Node {
+	parts := strings.Split(strings.TrimPrefix(path, "route"), ".")
+	for _, part := range parts {
+		if part == "" {
+			continue
+		}
+		key, index, indexed := strings.Cut(strings.TrimSuffix(part, "]"), "[")
+		next := mappingValue(n, key)
+		if next == nil {
+			return n
+		}
+		n = next
+		if i, err := strconv.Atoi(index); indexed && err == nil && i < len(n.Content) {
+			n = strictyaml.Resolve(n.Content[i])
+		}
+	}
+	return n
+}
+
+// checkReceiver returns what is wrong with a receiver, in words.
+func (c *Config) checkReceiver(r *Receiver) []string {
+	kinds := 0
+	var problems []string
+	if r.Console != nil {
+		kinds++
+	}
+	if r.Slack != nil {
+		kinds++
+		problems = append(problems, r.Slack.Check(c.Slack.BotToken != "")...)
+	}
+	if r.Webhook != nil {
+		kinds++
+		problems = append(problems, r.Webhook.Check()...)
+	}
+	switch {
+	case kinds == 0:
+		problems = append(problems, "needs a kind: console: {}, slack: {channel: …}, or webhook: {url: …}")
+	case kinds > 1:
+		problems = append(problems, "has more than one kind: give each kind its own receiver")
+	}
+	return problems
 }
 
 // Summary is the one-line description `gpuwatch check` prints for a valid

@@ -43,7 +43,7 @@ var configFailures = map[string][]string{
 		"5:13: invalid YAML: alias *console refers to no anchor: define &console before it",
 	},
 	"unknown_field.bad.yaml": {
-		`1:1: unknown field "sorce" in the file (did you mean "source"?); valid fields: host, source, storage, server, receivers, route, rule_files, rules`,
+		`1:1: unknown field "sorce" in the file (did you mean "source"?); valid fields: host, source, storage, server, slack, receivers, route, rule_files, rules`,
 		`5:3: unknown field "listn" in server (did you mean "listen"?); valid fields: listen`,
 	},
 	"unknown_rule_field.bad.yaml": {
@@ -86,13 +86,13 @@ var configFailures = map[string][]string{
 		`6:13: route.receiver "slack" is not a receiver; define it under receivers:`,
 	},
 	"route_missing.bad.yaml": {
-		`1:1: route.receiver is required: the receiver that gets alerts no child route takes`,
+		`1:1: route.receiver: the root route needs a receiver: the one that gets alerts no child route takes`,
 	},
 	"rule_receiver.bad.yaml": {
 		`7:5: alert "GPUHot" sends to receiver "pager", which is not defined under receivers:`,
 	},
 	"receiver_kind.bad.yaml": {
-		`2:5: receiver "console" needs a kind: console: {}`,
+		`2:5: receiver "console" needs a kind: console: {}, slack: {channel: …}, or webhook: {url: …}`,
 		`3:5: receivers[1] needs the field "name"`,
 	},
 	"duplicate_receiver.bad.yaml": {
@@ -230,9 +230,8 @@ func TestExampleConfig(t *testing.T) {
 	if len(c.Receivers) != 1 || c.Receivers[0].Name != "console" || c.Receivers[0].Console == nil {
 		t.Errorf("receivers: got %+v, want one console receiver", c.Receivers)
 	}
-	wantRoute := Route{Receiver: "console", GroupWait: DefaultGroupWait, RepeatInterval: 4 * time.Hour}
-	if c.Route != wantRoute {
-		t.Errorf("route: got %+v, want %+v", c.Route, wantRoute)
+	if c.Route.Receiver != "console" || c.Route.RepeatInterval != 4*time.Hour {
+		t.Errorf("route: got %+v, want receiver console, repeat_interval 4h", c.Route)
 	}
 	if got, want := c.Summary(), "../config.example.yaml: ok: 6 rules, 1 receivers, source nvml every 5s"; got != want {
 		t.Errorf("Summary: got %q, want %q", got, want)
@@ -266,8 +265,6 @@ func TestDefaults(t *testing.T) {
 		{"storage.path", c.Storage.Path, DefaultStoragePath},
 		{"server.listen", c.Server.Listen, DefaultListen},
 		{"route.receiver", c.Route.Receiver, "console"},
-		{"route.group_wait", c.Route.GroupWait, DefaultGroupWait},
-		{"route.repeat_interval", c.Route.RepeatInterval, DefaultRepeatInterval},
 		{"receivers", len(c.Receivers), 1},
 		{"receivers[0].name", c.Receivers[0].Name, "console"},
 		{"receivers[0].console", c.Receivers[0].Console != nil, true},

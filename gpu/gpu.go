@@ -53,11 +53,11 @@ func (d *Device) MemUsedPercent() float64 {
 
 // Process is one compute process on a GPU and who runs it.
 type Process struct {
-	PID       int
-	User      string // user name, from the process's real uid
-	Command   string // command line, arguments separated by spaces
-	Container string // docker/containerd/cri-o id or "k8s:POD-UID", from the cgroup path
-	MemUsed   uint64 // bytes of this GPU's memory the process holds
+	PID       int    `json:"pid"`
+	User      string `json:"user"`                // user name, from the process's real uid
+	Command   string `json:"command"`             // command line, arguments separated by spaces
+	Container string `json:"container,omitempty"` // "docker:ID", "k8s:POD-UID/ID", …, from the cgroup path
+	MemUsed   uint64 `json:"memory_bytes"`        // bytes of this GPU's memory the process holds
 }
 
 // EventKind says what an Event reports.

@@ -1,18 +1,115 @@
-// Package notifier turns alert transitions into messages and delivers them.
-// It owns the Notifier interface that every integration implements; its
-// subpackages are the integrations (console today; Slack and webhooks plug
-// in behind the same interface).
+// Package notifier turns alert transitions into notifications and delivers
+// them: it routes alerts to receivers, applies silences, groups alerts of one
+// rule, repeats long-firing ones, and delivers through a durable outbox with
+// retries. Each integration (console, Slack, webhooks) lives in a subpackage
+// and implements the one-method Notifier interface.
 package notifier
 
 import (
 	"context"
+	"encoding/json"
+	"math"
+	"time"
 
-	"github.com/gpuwatch/gpuwatch/rules"
+	"github.com/gpuwatch/gpuwatch/gpu"
 )
 
-// Notifier delivers transitions to one place. retry reports whether a
-// failure is worth trying again (a timeout, a 5xx) rather than permanent (a
-// rejected request); it is meaningless when err is nil.
+// Notifier delivers one notification to one place. retry reports whether a
+// failure is worth trying again (a timeout, a 5xx, a 429) rather than
+// permanent (a rejected request); it is meaningless when err is nil. An
+// error may be a *RetryAfterError to say when to try again.
 type Notifier interface {
-	Notify(ctx context.Context, ts ...rules.Transition) (retry bool, err error)
+	Notify(ctx context.Context, n *Notification) (retry bool, err error)
 }
+
+// Status is "firing" or "resolved".
+type Status string
+
+// The statuses of an alert in a notification.
+const (
+	StatusFiring   Status = "firing"
+	StatusResolved Status = "resolved"
+)
+
+// Notification is what one receiver gets at once: one or more alerts of
+// one rule with the same status (alerts of a rule on several GPUs within
+// the route's group_wait travel together).
+type Notification struct {
+	// ID is the notification's place in its receiver's outbox.
+	ID        uint64    `json:"id"`
+	Receiver  string    `json:"receiver"`
+	GroupKey  string    `json:"group_key"` // receiver, rule and status
+	Status    Status    `json:"status"`
+	Alerts    []Alert   `json:"alerts"`
+	CreatedAt time.Time `json:"created_at"`
+}
+
+// Alert is one alert (a rule on a GPU) as receivers see it: what is wrong,
+// where, how bad, since when, and who is behind it.
+type Alert struct {
+	// Key identifies the alert across transitions and restarts:
+	// "host/rule/GPU-uuid". Receivers use it to deduplicate (PagerDuty's
+	// dedup_key) and to find the message to update (Slack).
+	Key         string            `json:"key"`
+	Name        string            `json:"alert"`
+	Status      Status            `json:"status"`
+	Repeat      bool              `json:"repeat,omitempty"` // a reminder of an alert still firing
+	Severity    string            `json:"severity"`
+	Host        string            `json:"host"`
+	GPU         int               `json:"gpu"`
+	UUID        string            `json:"uuid"`
+	GPUName     string            `json:"gpu_name"`
+	Labels      map[string]string `json:"labels"` // rule labels plus alert, severity, host, gpu, uuid
+	Summary     string            `json:"summary"`
+	Description string            `json:"description,omitempty"`
+	// Value is the condition's value in its base unit (bytes, percent, C,
+	// W, seconds; rates per second); ValueText formats it with its unit.
+	Value     Float  `json:"value"`
+	ValueText string `json:"value_text"`
+	// Trend is the alert metric's rate of change per second over the last
+	// 30 minutes; TrendText formats it ("+1.5 GiB/min").
+	Trend     Float  `json:"trend"`
+	TrendText string `json:"trend_text,omitempty"`
+	// TimeToFull is, for memory alerts, the seconds until memory is full at
+	// the current trend; null when unknown or not growing.
+	TimeToFull Float     `json:"time_to_full_seconds"`
+	StartsAt   time.Time `json:"starts_at"`        // when it fired
+	EndsAt     time.Time `json:"ends_at,omitzero"` // when it resolved
+	At         time.Time `json:"at"`               // when this transition happened
+	// Processes on the GPU at the time, largest first.
+	Processes []gpu.Process `json:"processes"`
+	// History is the alert's metric over the last 30 minutes, oldest first,
+	// at even steps; unknown steps are null. For sparklines.
+	History []Float `json:"history,omitempty"`
+	// HistoryUnit names History's dimension ("bytes", "percent", …).
+	HistoryUnit string `json:"history_unit,omitempty"`
+}
+
+// Float is a float64 that encodes NaN and ±Inf as JSON null.
+type Float float64
+
+// MarshalJSON encodes the number, or null when it is not finite.
+func (f Float) MarshalJSON() ([]byte, error) {
+	v := float64(f)
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return []byte("null"), nil
+	}
+	return json.Marshal(v)
+}
+
+// UnmarshalJSON decodes a number; null becomes NaN.
+func (f *Float) UnmarshalJSON(b []byte) error {
+	if string(b) == "null" {
+		*f = Float(math.NaN())
+		return nil
+	}
+	var v float64
+	if err := json.Unmarshal(b, &v); err != nil {
+		return err
+	}
+	*f = Float(v)
+	return nil
+}
+
+// Known reports whether the number is finite.
+func (f Float) Known() bool { return !math.IsNaN(float64(f)) && !math.IsInf(float64(f), 0) }

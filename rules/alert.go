@@ -39,6 +39,16 @@ const (
 	Resolved
 )
 
+// Truth is a condition's outcome in three-valued logic.
+type Truth int8
+
+// The outcomes of a condition.
+const (
+	TruthFalse   Truth = iota // known not to hold
+	TruthTrue                 // holds
+	TruthUnknown              // depends on a reading or window without a value
+)
+
 // Timing is the part of a rule that drives the state machine.
 type Timing struct {
 	For           time.Duration // how long the condition must hold before firing
@@ -69,31 +79,33 @@ type Alert struct {
 	Summary string
 }
 
-// Step advances the alert to time at. active says whether the rule's `when`
-// holds; clear whether its `clear_when` holds (ignored without one).
+// Step advances the alert to time at, given the truth of the rule's
+// `when` and of its `clear_when` (ignored without one).
 //
-// A firing alert resolves when its condition no longer holds — or, with
-// clear_when, when clear_when holds and `when` does not (hysteresis) — and
-// that has lasted keep_firing_for. A pending alert whose condition stops
-// holding goes back to inactive without anyone being told.
-func (a *Alert) Step(at time.Time, active, clear bool, t Timing) Change {
+// A pending alert needs `when` to hold; anything else sends it back to
+// inactive without anyone being told. A firing alert resolves when `when`
+// is known not to hold — or, with clear_when, when clear_when holds and
+// `when` does not (hysteresis) — and that has lasted keep_firing_for. An
+// unknown condition never resolves a firing alert: a missing reading, or
+// windows refilling after a restart, say nothing about the problem.
+func (a *Alert) Step(at time.Time, when, clear Truth, t Timing) Change {
 	switch a.State {
 	case StateInactive:
-		if !active {
+		if when != TruthTrue {
 			return NoChange
 		}
 		a.State, a.ActiveAt = StatePending, at
 		return a.fireIfHeld(at, t)
 	case StatePending:
-		if !active {
+		if when != TruthTrue {
 			a.State, a.ActiveAt = StateInactive, time.Time{}
 			return NoChange
 		}
 		return a.fireIfHeld(at, t)
 	case StateFiring:
-		resolving := !active
+		resolving := when == TruthFalse
 		if t.HasClear {
-			resolving = clear && !active
+			resolving = clear == TruthTrue && when != TruthTrue
 		}
 		if !resolving {
 			a.ClearingSince = time.Time{}

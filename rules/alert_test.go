@@ -16,11 +16,18 @@ type step struct {
 	state         State
 }
 
+func truth(b bool) Truth {
+	if b {
+		return TruthTrue
+	}
+	return TruthFalse
+}
+
 func runSteps(t *testing.T, timing Timing, steps []step) *Alert {
 	t.Helper()
 	var a Alert
 	for i, s := range steps {
-		change := a.Step(t0.Add(s.at), s.active, s.clear, timing)
+		change := a.Step(t0.Add(s.at), truth(s.active), truth(s.clear), timing)
 		if change != s.change || a.State != s.state {
 			t.Fatalf("step %d (+%v active=%v clear=%v): got change %v state %v, want change %v state %v",
 				i, s.at, s.active, s.clear, change, a.State, s.change, s.state)
@@ -94,7 +101,7 @@ func TestAlertClearWhenHysteresis(t *testing.T) {
 	var a Alert
 	var changes []Change
 	for i, temp := range temps {
-		changes = append(changes, a.Step(t0.Add(time.Duration(i)*30*time.Second), temp > 85, temp < 80, timing))
+		changes = append(changes, a.Step(t0.Add(time.Duration(i)*30*time.Second), truth(temp > 85), truth(temp < 80), timing))
 	}
 	want := []Change{NoChange, NoChange, Fired, NoChange, NoChange, NoChange, NoChange, Resolved, NoChange}
 	for i := range want {
@@ -133,5 +140,31 @@ func TestStateString(t *testing.T) {
 		if got := s.String(); got != want {
 			t.Errorf("State(%d).String() = %q, want %q", s, got, want)
 		}
+	}
+}
+
+func TestAlertUnknownConditionHoldsFiring(t *testing.T) {
+	var a Alert
+	timing := Timing{}
+	steps := []struct {
+		when Truth
+		want State
+	}{
+		{TruthTrue, StateFiring},
+		{TruthUnknown, StateFiring}, // a reading went missing: still firing
+		{TruthUnknown, StateFiring},
+		{TruthFalse, StateInactive},
+		{TruthUnknown, StateInactive}, // unknown never starts an alert
+	}
+	for i, s := range steps {
+		a.Step(t0.Add(time.Duration(i)*time.Minute), s.when, TruthUnknown, timing)
+		if a.State != s.want {
+			t.Fatalf("step %d (%v): state %v, want %v", i, s.when, a.State, s.want)
+		}
+	}
+	var p Alert
+	p.Step(t0, TruthTrue, TruthUnknown, Timing{For: time.Hour})
+	if p.Step(t0.Add(time.Minute), TruthUnknown, TruthUnknown, Timing{For: time.Hour}); p.State != StateInactive {
+		t.Errorf("a pending alert whose condition became unknown is %v, want inactive", p.State)
 	}
 }

@@ -71,11 +71,23 @@ func (c *Cond) Metrics() []Metric { return slices.Clone(c.metrics) }
 // unknown, "false and unknown" is false and "true or unknown" is true; an
 // unknown result is false, so a condition on a missing metric does not hold.
 // Eval does not allocate.
-func (c *Cond) Eval(ctx *EvalContext) bool {
+func (c *Cond) Eval(ctx *EvalContext) bool { return c.Truth(ctx) == TruthTrue }
+
+// Truth evaluates the condition in three-valued logic; unknown means a
+// reading or window it depends on has no value yet. A firing alert whose
+// condition is unknown (say, just after a restart, with empty windows)
+// neither resolves nor stays pending.
+func (c *Cond) Truth(ctx *EvalContext) Truth {
 	if c == nil || c.root == nil || ctx == nil {
-		return false
+		return TruthUnknown
 	}
-	return c.root.eval(ctx) == triTrue
+	switch c.root.eval(ctx) {
+	case triTrue:
+		return TruthTrue
+	case triFalse:
+		return TruthFalse
+	}
+	return TruthUnknown
 }
 
 // Value returns the left side of the condition's first comparison: the
@@ -244,7 +256,7 @@ func (n *leaf) eval(ctx *EvalContext) tri {
 	if n.val.isXID() {
 		// xid holds when any of the snapshot's codes satisfies the test.
 		if len(ctx.XIDs) == 0 {
-			return triUnknown
+			return triFalse // no event in this snapshot: known, and not this XID
 		}
 		for _, x := range ctx.XIDs {
 			if n.test(float64(x)) {

@@ -3,8 +3,10 @@ package rules
 import (
 	"cmp"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/gpuwatch/gpuwatch/gpu"
@@ -13,6 +15,9 @@ import (
 // trendSpan is the window over which a transition's trend (rate of change of
 // the alert's metric) is measured.
 const trendSpan = 10 * time.Minute
+
+// historySteps is how many minutes a transition's History covers.
+const historySteps = 30
 
 // Transition is an alert that people must hear about: it fired, resolved, or
 // is still firing and due for a reminder. It carries everything a notifier
@@ -44,8 +49,17 @@ type Transition struct {
 	EndsAt      time.Time // when it resolved; zero while firing
 	Summary     string
 	Description string
-	Labels      map[string]string
-	Processes   []gpu.Process // the GPU's processes at the time, largest first
+	// Labels are the rule's labels plus alert, severity, host, gpu (index)
+	// and uuid: what routes and silences match on.
+	Labels map[string]string
+	// History is the alert's metric over the last 30 minutes, one average a
+	// minute, oldest first (NaN where unknown); HistoryDim is its dimension.
+	History    []float64
+	HistoryDim Dimension
+	// AlertState is the alert's state after this transition, to persist so
+	// a restart neither repeats nor forgets it.
+	AlertState Alert
+	Processes  []gpu.Process // the GPU's processes at the time, largest first
 }
 
 // Resolved reports whether the transition announces the alert's end.
@@ -64,21 +78,29 @@ type Options struct {
 	// RepeatInterval is how often a firing alert is announced again when its
 	// rule does not say; 0 announces each alert once.
 	RepeatInterval time.Duration
+	// RepeatFor, when set, replaces RepeatInterval: it gets an alert's
+	// labels (see Transition.Labels) once, when its GPU first appears, and
+	// says how often to repeat it (the route's repeat_interval).
+	RepeatFor func(labels map[string]string) time.Duration
 }
 
 // Engine evaluates rules on each snapshot and keeps the state of every
 // alert (rule × GPU). It is not safe for concurrent use; one sampling loop
 // drives it.
 type Engine struct {
-	rules  []*Rule
-	opts   Options
-	specs  []windowKey // the windows kept on each GPU: one per metric and span
-	layout []compiled  // per rule
-	gpus   map[string]*gpuState
-	byIdx  map[int]*gpuState // GPUs without a UUID
-	out    []Transition
-	xids   []uint64
-	ctx    EvalContext
+	rules []*Rule
+	opts  Options
+	specs []windowKey // the windows kept on each GPU: one per metric and span
+	// histories are the metrics whose last half hour each GPU keeps.
+	histories []Metric
+	layout    []compiled // per rule
+	gpus      map[string]*gpuState
+	byIdx     map[int]*gpuState // GPUs without a UUID
+	out       []Transition
+	xids      []uint64
+	ctx       EvalContext
+	// restored holds saved alert states by GPU UUID until the GPU appears.
+	restored map[string][]AlertRecord
 }
 
 // windowKey identifies a window: rules that look at the same metric over
@@ -92,16 +114,19 @@ type windowKey struct {
 type compiled struct {
 	when, clear []int // slots of the conditions' windows, in the conditions' order
 	trend       int   // slot of the trend window; -1 for none
+	history     int   // index into Engine.histories; -1 for none
 }
 
 type gpuState struct {
 	index   int
 	stale   bool      // applies must be recomputed (after Inherit)
 	windows []*Window // per slot
+	history []history // per Engine.histories
 	// when and clear are, per rule, the windows its conditions read.
 	when, clear [][]*Window
 	alerts      []Alert
 	applies     []bool
+	repeat      []time.Duration // per rule: how often to repeat a firing alert
 }
 
 // NewEngine makes an engine for the rules.
@@ -114,9 +139,12 @@ func NewEngine(rules []*Rule, opts Options) *Engine {
 		if r.ClearWhen != nil {
 			c.clear = e.slots(r.ClearWhen.Windows())
 		}
-		c.trend = -1
+		c.trend, c.history = -1, -1
 		if m := r.When.ValueMetric(); m != MetricXID && m.Dimension().Base != Count {
 			c.trend = e.slot(windowKey{m, trendSpan})
+			if c.history = slices.Index(e.histories, m); c.history < 0 {
+				e.histories, c.history = append(e.histories, m), len(e.histories)
+			}
 		}
 	}
 	return e
@@ -142,7 +170,7 @@ func (e *Engine) slot(k windowKey) int {
 	return len(e.specs) - 1
 }
 
-func (e *Engine) state(d *gpu.Device) *gpuState {
+func (e *Engine) state(host string, d *gpu.Device) *gpuState {
 	var gs *gpuState
 	if d.UUID != "" {
 		gs = e.gpus[d.UUID]
@@ -160,7 +188,9 @@ func (e *Engine) state(d *gpu.Device) *gpuState {
 	if gs.stale {
 		for i, r := range e.rules {
 			gs.applies[i] = r.AppliesTo(d.Index, d.UUID, d.Name)
+			gs.repeat[i] = e.repeatInterval(r, host, d)
 		}
+		e.restore(gs, d)
 		gs.stale = false
 	}
 	return gs
@@ -175,6 +205,8 @@ func (e *Engine) newState(window func(windowKey) *Window) *gpuState {
 		clear:   make([][]*Window, len(e.rules)),
 		alerts:  make([]Alert, len(e.rules)),
 		applies: make([]bool, len(e.rules)),
+		repeat:  make([]time.Duration, len(e.rules)),
+		history: make([]history, len(e.histories)),
 	}
 	for i, k := range e.specs {
 		gs.windows[i] = window(k)
@@ -204,10 +236,13 @@ func (e *Engine) Eval(s *gpu.Snapshot) []Transition {
 }
 
 func (e *Engine) evalDevice(s *gpu.Snapshot, d *gpu.Device) {
-	gs := e.state(d)
+	gs := e.state(s.Host, d)
 	gs.index = d.Index
 	for i, w := range gs.windows {
 		w.Add(s.Time, e.specs[i].metric.Value(d))
+	}
+	for i := range gs.history {
+		gs.history[i].add(s.Time, e.histories[i].Value(d))
 	}
 	e.xids = e.xids[:0]
 	for i := range s.Events {
@@ -222,14 +257,14 @@ func (e *Engine) evalDevice(s *gpu.Snapshot, d *gpu.Device) {
 			continue
 		}
 		ctx.Windows = gs.when[j]
-		active := r.When.Eval(ctx)
-		clear := false
+		when := r.When.Truth(ctx)
+		clear := TruthUnknown
 		a := &gs.alerts[j]
 		if r.ClearWhen != nil && a.State == StateFiring {
 			ctx.Windows = gs.clear[j]
-			clear = r.ClearWhen.Eval(ctx)
+			clear = r.ClearWhen.Truth(ctx)
 		}
-		change := a.Step(s.Time, active, clear, r.Timing)
+		change := a.Step(s.Time, when, clear, r.Timing)
 		if a.State != StateInactive || change != NoChange {
 			ctx.Windows = gs.when[j]
 			if v := r.When.Value(ctx); !math.IsNaN(v) || change == NoChange {
@@ -242,18 +277,33 @@ func (e *Engine) evalDevice(s *gpu.Snapshot, d *gpu.Device) {
 			e.emit(s, d, gs, j, false)
 		case change == Resolved:
 			e.emit(s, d, gs, j, false)
-		case a.RepeatDue(s.Time, e.repeatInterval(r)):
+		case a.RepeatDue(s.Time, gs.repeat[j]):
 			a.LastSentAt = s.Time
 			e.emit(s, d, gs, j, true)
 		}
 	}
 }
 
-func (e *Engine) repeatInterval(r *Rule) time.Duration {
-	if r.RepeatInterval > 0 {
+func (e *Engine) repeatInterval(r *Rule, host string, d *gpu.Device) time.Duration {
+	switch {
+	case r.RepeatInterval > 0:
 		return r.RepeatInterval
+	case e.opts.RepeatFor != nil:
+		return e.opts.RepeatFor(alertLabels(r, host, d))
 	}
 	return e.opts.RepeatInterval
+}
+
+// alertLabels are the labels of rule r's alert on GPU d.
+func alertLabels(r *Rule, host string, d *gpu.Device) map[string]string {
+	labels := make(map[string]string, len(r.Labels)+5)
+	maps.Copy(labels, r.Labels)
+	labels["alert"] = r.Name
+	labels["severity"] = string(r.Severity)
+	labels["host"] = host
+	labels["gpu"] = strconv.Itoa(d.Index)
+	labels["uuid"] = d.UUID
+	return labels
 }
 
 // emit builds the transition of rule j on device d. It runs only when
@@ -266,7 +316,7 @@ func (e *Engine) emit(s *gpu.Snapshot, d *gpu.Device, gs *gpuState, j int, repea
 		Severity: r.Severity, Host: s.Host, GPU: d.Index, UUID: d.UUID, GPUName: d.Name,
 		Value: a.Value, ValueText: dim.Format(a.Value),
 		Trend: math.NaN(), TimeToFull: time.Duration(math.MinInt64),
-		StartsAt: a.FiredAt, Labels: r.Labels,
+		StartsAt: a.FiredAt, Labels: alertLabels(r, s.Host, d),
 		Processes: sortedProcesses(d.Processes),
 	}
 	if a.State == StateInactive {
@@ -274,6 +324,7 @@ func (e *Engine) emit(s *gpu.Snapshot, d *gpu.Device, gs *gpuState, j int, repea
 	}
 	if c := e.layout[j]; c.trend >= 0 {
 		w, m := gs.windows[c.trend], e.specs[c.trend].metric
+		t.History, t.HistoryDim = gs.history[c.history].series(s.Time), m.Dimension()
 		t.Trend = w.Slope()
 		t.TrendText = trendText(m.Dimension(), t.Trend)
 		if m == MetricMemoryUsed && w.Ready() && d.MemKnown() {
@@ -292,6 +343,7 @@ func (e *Engine) emit(s *gpu.Snapshot, d *gpu.Device, gs *gpuState, j int, repea
 		a.Summary = t.Summary
 	}
 	t.Description = render(r.Description, &data)
+	t.AlertState = *a
 	e.out = append(e.out, t)
 }
 
@@ -367,6 +419,11 @@ func (e *Engine) Inherit(old *Engine) {
 			return NewWindow(k.span)
 		})
 		gs.index = ogs.index
+		for i, m := range e.histories {
+			if k := slices.Index(old.histories, m); k >= 0 {
+				gs.history[i] = ogs.history[k]
+			}
+		}
 		for j, r := range e.rules {
 			if k := slices.IndexFunc(old.rules, func(o *Rule) bool { return o.Name == r.Name }); k >= 0 {
 				gs.alerts[j] = ogs.alerts[k]
@@ -380,4 +437,35 @@ func (e *Engine) Inherit(old *Engine) {
 	for idx, ogs := range old.byIdx {
 		e.byIdx[idx] = adopt(ogs)
 	}
+}
+
+// AlertRecord is an alert's state as saved across restarts.
+type AlertRecord struct {
+	Rule string
+	UUID string
+	Alert
+}
+
+// Restore gives the engine alert states saved before a restart. Each is
+// applied when its GPU first appears; records of rules that no longer exist
+// are dropped. A restored firing alert is not announced again; if its
+// condition is known not to hold at the first evaluation, it resolves then.
+func (e *Engine) Restore(recs []AlertRecord) {
+	e.restored = map[string][]AlertRecord{}
+	for _, r := range recs {
+		e.restored[r.UUID] = append(e.restored[r.UUID], r)
+	}
+}
+
+func (e *Engine) restore(gs *gpuState, d *gpu.Device) {
+	recs, ok := e.restored[d.UUID]
+	if !ok || d.UUID == "" {
+		return
+	}
+	for _, rec := range recs {
+		if j := slices.IndexFunc(e.rules, func(r *Rule) bool { return r.Name == rec.Rule }); j >= 0 {
+			gs.alerts[j] = rec.Alert
+		}
+	}
+	delete(e.restored, d.UUID)
 }

@@ -1,21 +1,21 @@
 // Package console is the notifier that prints alerts for a person reading a
-// terminal: one block per transition with what is wrong, where, how bad,
-// the trend, and the processes and users behind it.
+// terminal: one block per alert with what is wrong, where, how bad, the
+// trend, and the processes and users behind it.
 package console
 
 import (
 	"context"
 	"fmt"
 	"io"
-	"math"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/gpuwatch/gpuwatch/notifier"
 	"github.com/gpuwatch/gpuwatch/rules"
 )
 
-// Notifier writes transitions to a writer.
+// Notifier writes notifications to a writer.
 type Notifier struct {
 	mu       sync.Mutex
 	w        io.Writer
@@ -30,53 +30,58 @@ func New(w io.Writer, loc *time.Location) *Notifier {
 	return &Notifier{w: w, location: loc}
 }
 
-// Notify prints each transition. Writing to a terminal is never worth a
-// retry, so retry is always false.
-func (n *Notifier) Notify(_ context.Context, ts ...rules.Transition) (bool, error) {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	var b strings.Builder
-	for i := range ts {
-		Format(&b, &ts[i], n.location)
-	}
-	_, err := io.WriteString(n.w, b.String())
-	return false, err
+// Notify prints each alert of the notification. Writing to a terminal is
+// never worth a retry, so retry is always false.
+func (n *Notifier) Notify(_ context.Context, m *notifier.Notification) (bool, error) {
+	return false, n.Print(m.Alerts...)
 }
 
-// Format writes one transition in the console's layout:
+// Print writes alerts in the console's layout.
+func (n *Notifier) Print(alerts ...notifier.Alert) error {
+	var b strings.Builder
+	for i := range alerts {
+		Format(&b, &alerts[i], n.location)
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	_, err := io.WriteString(n.w, b.String())
+	return err
+}
+
+// Format writes one alert in the console's layout:
 //
 //	2026-11-29 09:41:05  FIRING   GPUMemoryLeak [critical] host gpu0 (NVIDIA H100 80GB HBM3)
-//	    GPU 0 memory grows 1.5 GiB/min: full in 12m
-//	    value 61.2 GiB · trend +1.5 GiB/min · full in 12m0s
+//	    GPU 0 memory keeps growing: 1.5 GiB/min over the last 30 minutes
+//	    value 1.5 GiB/min · trend +1.5 GiB/min · full in 12m0s
 //	    pid 4242 alice  60.1 GiB  python train.py --model llama-7b  (docker:3f2a9c1b7e4d)
-func Format(b *strings.Builder, t *rules.Transition, loc *time.Location) {
+func Format(b *strings.Builder, a *notifier.Alert, loc *time.Location) {
 	head := "FIRING  "
 	switch {
-	case t.Resolved():
+	case a.Status == notifier.StatusResolved:
 		head = "RESOLVED"
-	case t.Repeat:
+	case a.Repeat:
 		head = "STILL FIRING"
 	}
-	fmt.Fprintf(b, "%s  %s %s [%s] %s gpu%d (%s)\n", t.At.In(loc).Format("2006-01-02 15:04:05"),
-		head, t.Alert, t.Severity, t.Host, t.GPU, t.GPUName)
-	if t.Summary != "" {
-		fmt.Fprintf(b, "    %s\n", t.Summary)
+	fmt.Fprintf(b, "%s  %s %s [%s] %s gpu%d (%s)\n", a.At.In(loc).Format("2006-01-02 15:04:05"),
+		head, a.Name, a.Severity, a.Host, a.GPU, a.GPUName)
+	if a.Summary != "" {
+		fmt.Fprintf(b, "    %s\n", a.Summary)
 	}
-	if t.Resolved() {
-		fmt.Fprintf(b, "    resolved after %s · last value %s\n", t.EndsAt.Sub(t.StartsAt).Round(time.Second), t.ValueText)
+	if a.Status == notifier.StatusResolved {
+		fmt.Fprintf(b, "    resolved after %s · last value %s\n", a.EndsAt.Sub(a.StartsAt).Round(time.Second), a.ValueText)
 		return
 	}
-	facts := []string{"value " + t.ValueText}
-	if t.TrendText != "" {
-		facts = append(facts, "trend "+t.TrendText)
+	facts := []string{"value " + a.ValueText}
+	if a.TrendText != "" {
+		facts = append(facts, "trend "+a.TrendText)
 	}
-	if t.HasTimeToFull() && t.TimeToFull != time.Duration(math.MaxInt64) {
-		facts = append(facts, "full in "+t.TimeToFull.Round(time.Second).String())
+	if a.TimeToFull.Known() {
+		facts = append(facts, "full in "+(time.Duration(float64(a.TimeToFull)*float64(time.Second))).Round(time.Second).String())
 	}
 	fmt.Fprintf(b, "    %s\n", strings.Join(facts, " · "))
-	for i, p := range t.Processes {
+	for i, p := range a.Processes {
 		if i == 3 {
-			fmt.Fprintf(b, "    … and %d more processes\n", len(t.Processes)-3)
+			fmt.Fprintf(b, "    … and %d more processes\n", len(a.Processes)-3)
 			break
 		}
 		fmt.Fprintf(b, "    pid %d %s  %s  %s", p.PID, orDash(p.User), formatBytes(p.MemUsed), orDash(p.Command))

@@ -10,19 +10,18 @@ import (
 
 	"github.com/gpuwatch/gpuwatch/gpu"
 	"github.com/gpuwatch/gpuwatch/notifier"
-	"github.com/gpuwatch/gpuwatch/rules"
 )
 
 var _ notifier.Notifier = (*Notifier)(nil)
 
 var at = time.Date(2026, 11, 29, 9, 41, 5, 0, time.UTC)
 
-func leak() rules.Transition {
-	return rules.Transition{
-		At: at, Alert: "GPUMemoryLeak", State: rules.StateFiring, Severity: rules.SeverityWarning,
+func leak() notifier.Alert {
+	return notifier.Alert{
+		At: at, Name: "GPUMemoryLeak", Status: notifier.StatusFiring, Severity: "warning",
 		Host: "node1", GPU: 0, GPUName: "NVIDIA H100 80GB HBM3",
 		Value: 2.29e7, ValueText: "21.8 MiB/s", Trend: 2.29e7, TrendText: "+1.31 GiB/min",
-		TimeToFull: 12 * time.Minute, StartsAt: at, Summary: "GPU 0 memory keeps growing",
+		TimeToFull: 720, StartsAt: at, Summary: "GPU 0 memory keeps growing",
 		Processes: []gpu.Process{
 			{PID: 4242, User: "alice", Command: "python train.py", Container: "docker:3f2a9c1b7e4d", MemUsed: 60 << 30},
 			{PID: 7, User: "bob", Command: "jupyter", MemUsed: 1 << 30},
@@ -34,12 +33,12 @@ func leak() rules.Transition {
 
 func TestNotifyFormats(t *testing.T) {
 	resolved := leak()
-	resolved.State, resolved.EndsAt, resolved.At = rules.StateInactive, at.Add(18*time.Minute+5*time.Second), at.Add(18*time.Minute+5*time.Second)
+	resolved.Status, resolved.EndsAt, resolved.At = notifier.StatusResolved, at.Add(18*time.Minute+5*time.Second), at.Add(18*time.Minute+5*time.Second)
 	repeat := leak()
-	repeat.Repeat, repeat.TimeToFull = true, time.Duration(math.MaxInt64)
+	repeat.Repeat, repeat.TimeToFull = true, notifier.Float(math.NaN())
 	var buf bytes.Buffer
 	n := New(&buf, nil)
-	retry, err := n.Notify(context.Background(), leak(), resolved, repeat)
+	retry, err := n.Notify(context.Background(), &notifier.Notification{Alerts: []notifier.Alert{leak(), resolved, repeat}})
 	if err != nil || retry {
 		t.Fatalf("Notify: retry %v err %v", retry, err)
 	}
@@ -71,7 +70,7 @@ type failingWriter struct{}
 func (failingWriter) Write([]byte) (int, error) { return 0, errors.New("disk full") }
 
 func TestNotifyReportsWriteErrorsWithoutRetry(t *testing.T) {
-	retry, err := New(failingWriter{}, time.UTC).Notify(context.Background(), leak())
+	retry, err := New(failingWriter{}, time.UTC).Notify(context.Background(), &notifier.Notification{Alerts: []notifier.Alert{leak()}})
 	if err == nil || retry {
 		t.Errorf("got retry %v err %v, want the write error and no retry", retry, err)
 	}

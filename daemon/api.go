@@ -1,0 +1,219 @@
+package daemon
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/gpuwatch/gpuwatch/notifier"
+)
+
+// maxBody is the largest request body the API reads.
+const maxBody = 1 << 20
+
+// serve starts the HTTP API on server.listen; it stops when ctx ends.
+func (d *Daemon) serve(ctx context.Context) (*http.Server, error) {
+	ln, err := net.Listen("tcp", d.cfg.Server.Listen)
+	if err != nil {
+		return nil, fmt.Errorf("listen on %s (server.listen): %w", d.cfg.Server.Listen, err)
+	}
+	d.addr.Store(ln.Addr().String())
+	srv := &http.Server{
+		Handler:           d.Handler(),
+		ReadHeaderTimeout: 5 * time.Second,
+		ReadTimeout:       10 * time.Second,
+		WriteTimeout:      10 * time.Second,
+		IdleTimeout:       60 * time.Second,
+		BaseContext:       func(net.Listener) context.Context { return ctx },
+	}
+	go func() {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			d.logger.Error("the HTTP API stopped", "err", err)
+		}
+	}()
+	d.logger.Info("HTTP API listening", "addr", d.Addr())
+	return srv, nil
+}
+
+// Addr is the address the HTTP API listens on, once Run has started it.
+func (d *Daemon) Addr() string {
+	addr, _ := d.addr.Load().(string)
+	return addr
+}
+
+// Handler serves the HTTP API:
+//
+//	GET    /healthz
+//	GET    /api/v1/silences          every silence, active first
+//	POST   /api/v1/silences          {"matchers":["alert=\"GPUHot\""],"duration":"2h","created_by":"alice","comment":"fan repair"}
+//	DELETE /api/v1/silences/{id}     expire a silence now
+//	GET    /api/v1/outbox            notifications waiting per receiver, and the dead letters
+func (d *Daemon) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { w.Write([]byte("ok\n")) })
+	mux.HandleFunc("GET /api/v1/silences", d.listSilences)
+	mux.HandleFunc("POST /api/v1/silences", d.addSilence)
+	mux.HandleFunc("DELETE /api/v1/silences/{id}", d.expireSilence)
+	mux.HandleFunc("GET /api/v1/outbox", d.outbox)
+	return http.MaxBytesHandler(mux, maxBody)
+}
+
+// SilenceJSON is a silence as the API shows it.
+type SilenceJSON struct {
+	ID        string    `json:"id"`
+	Matchers  []string  `json:"matchers"`
+	StartsAt  time.Time `json:"starts_at"`
+	EndsAt    time.Time `json:"ends_at"`
+	CreatedBy string    `json:"created_by"`
+	Comment   string    `json:"comment"`
+	State     string    `json:"state"` // active | pending | expired
+}
+
+func silenceJSON(s notifier.Silence, now time.Time) SilenceJSON {
+	out := SilenceJSON{ID: s.ID, StartsAt: s.StartsAt, EndsAt: s.EndsAt, CreatedBy: s.CreatedBy, Comment: s.Comment, State: "active"}
+	for _, m := range s.Matchers {
+		out.Matchers = append(out.Matchers, m.String())
+	}
+	switch {
+	case now.Before(s.StartsAt):
+		out.State = "pending"
+	case !now.Before(s.EndsAt):
+		out.State = "expired"
+	}
+	return out
+}
+
+func (d *Daemon) listSilences(w http.ResponseWriter, _ *http.Request) {
+	now := d.opts.Now()
+	out := []SilenceJSON{}
+	for _, s := range d.silences.List(now) {
+		out = append(out, silenceJSON(s, now))
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// NewSilenceJSON is the body of POST /api/v1/silences.
+type NewSilenceJSON struct {
+	Matchers  []string  `json:"matchers"`
+	Duration  string    `json:"duration"`  // from now, e.g. "2h"; or
+	EndsAt    time.Time `json:"ends_at"`   // an end time
+	StartsAt  time.Time `json:"starts_at"` // default now
+	CreatedBy string    `json:"created_by"`
+	Comment   string    `json:"comment"`
+}
+
+func (d *Daemon) addSilence(w http.ResponseWriter, r *http.Request) {
+	var req NewSilenceJSON
+	dec := json.NewDecoder(r.Body)
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&req); err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			writeError(w, http.StatusRequestEntityTooLarge, "the body is over 1 MiB")
+			return
+		}
+		writeError(w, http.StatusBadRequest, "the body is not a silence: "+err.Error())
+		return
+	}
+	now := d.opts.Now()
+	sil := notifier.Silence{StartsAt: req.StartsAt, EndsAt: req.EndsAt, CreatedBy: req.CreatedBy, Comment: req.Comment}
+	if sil.StartsAt.IsZero() {
+		sil.StartsAt = now
+	}
+	if req.Duration != "" {
+		dur, err := time.ParseDuration(req.Duration)
+		if err != nil || dur <= 0 {
+			writeError(w, http.StatusBadRequest, fmt.Sprintf("duration %q: write it like 30m or 2h", req.Duration))
+			return
+		}
+		sil.EndsAt = sil.StartsAt.Add(dur)
+	}
+	for _, text := range req.Matchers {
+		m, err := notifier.ParseMatcher(text)
+		if err != nil {
+			writeError(w, http.StatusBadRequest, fmt.Sprintf("matcher %q: %v", text, err))
+			return
+		}
+		sil.Matchers = append(sil.Matchers, m)
+	}
+	added, err := d.silences.Add(sil)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	d.logger.Info("silence added", "id", added.ID, "matchers", strings.Join(req.Matchers, ","), "until", added.EndsAt, "by", added.CreatedBy)
+	writeJSON(w, http.StatusCreated, silenceJSON(added, now))
+}
+
+func (d *Daemon) expireSilence(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	if err := d.silences.Expire(id, d.opts.Now()); err != nil {
+		writeError(w, http.StatusNotFound, err.Error())
+		return
+	}
+	d.logger.Info("silence expired", "id", id)
+	writeJSON(w, http.StatusOK, map[string]string{"id": id, "state": "expired"})
+}
+
+// OutboxJSON is GET /api/v1/outbox.
+type OutboxJSON struct {
+	Pending     map[string]int   `json:"pending"` // per receiver
+	DeadLetters []DeadLetterJSON `json:"dead_letters"`
+}
+
+// DeadLetterJSON is a notification a receiver refused for good.
+type DeadLetterJSON struct {
+	Receiver string    `json:"receiver"`
+	ID       uint64    `json:"id"`
+	At       time.Time `json:"at"`
+	Attempts int       `json:"attempts"`
+	Reason   string    `json:"reason"`
+	Status   string    `json:"status"`
+	Alerts   []string  `json:"alerts"` // "GPUHot on gpu 3"
+}
+
+func (d *Daemon) outbox(w http.ResponseWriter, _ *http.Request) {
+	out := OutboxJSON{Pending: map[string]int{}, DeadLetters: []DeadLetterJSON{}}
+	for name := range d.deliverers {
+		n, err := d.db.PendingCount(name)
+		if err != nil {
+			writeError(w, http.StatusInternalServerError, "cannot read the outbox")
+			return
+		}
+		out.Pending[name] = n
+	}
+	dead, err := d.db.DeadLetters(100)
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, "cannot read the dead letters")
+		return
+	}
+	for _, dl := range dead {
+		item := DeadLetterJSON{Receiver: dl.Receiver, ID: dl.ID, At: dl.At, Attempts: dl.Attempts, Reason: dl.Reason}
+		var n notifier.Notification
+		if json.Unmarshal(dl.Payload, &n) == nil {
+			item.Status = string(n.Status)
+			for _, a := range n.Alerts {
+				item.Alerts = append(item.Alerts, fmt.Sprintf("%s on gpu %d", a.Name, a.GPU))
+			}
+		}
+		out.DeadLetters = append(out.DeadLetters, item)
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.Encode(v)
+}
+
+func writeError(w http.ResponseWriter, status int, msg string) {
+	writeJSON(w, status, map[string]string{"error": msg})
+}

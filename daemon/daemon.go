@@ -1,0 +1,282 @@
+// Package daemon wires gpuwatch's parts into the running service: a source
+// feeds the rule engine; the dispatcher routes, silences and groups the
+// engine's transitions; each snapshot's decisions and alert states are
+// written to the store in one transaction; deliverers empty each
+// receiver's outbox; a small HTTP API serves silences and the outbox to
+// `gpuwatch silence` and `gpuwatch outbox`. Everything below the source
+// works in the snapshots' time.
+package daemon
+
+import (
+	"bytes"
+	"context"
+	"encoding/gob"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/gpuwatch/gpuwatch/config"
+	"github.com/gpuwatch/gpuwatch/gpu"
+	"github.com/gpuwatch/gpuwatch/notifier"
+	"github.com/gpuwatch/gpuwatch/rules"
+	"github.com/gpuwatch/gpuwatch/store"
+)
+
+// BucketAlerts holds the state of every firing alert, so a restart neither
+// announces them again nor forgets them.
+const BucketAlerts = "alerts"
+
+// Options are what the daemon takes from the process around it.
+type Options struct {
+	Logger *slog.Logger
+	// Console is where console receivers print.
+	Console io.Writer
+	// Location is the zone console receivers show times in.
+	Location *time.Location
+	// HTTPClient is used by webhook and Slack receivers; nil means a default.
+	HTTPClient *http.Client
+	// Backoff is the retry schedule of deliveries; zero means DefaultBackoff.
+	Backoff notifier.Backoff
+	// Now is the wall clock, for the API (silences start now) and dead
+	// letters; nil means time.Now. Evaluation never uses it.
+	Now func() time.Time
+}
+
+// Daemon is a running gpuwatch.
+type Daemon struct {
+	opts       Options
+	logger     *slog.Logger
+	db         *store.DB
+	silences   *notifier.Silences
+	mu         sync.Mutex // guards cfg, engine and dispatcher against Reload
+	cfg        *config.Config
+	engine     *rules.Engine
+	dispatcher *notifier.Dispatcher
+	deliverers map[string]*notifier.Deliverer
+	addr       atomic.Value // string: where the HTTP API listens
+}
+
+// New opens the store, restores what the last run left (alert states,
+// waiting notifications, silences) and builds every receiver. The caller
+// must Close the daemon.
+func New(cfg *config.Config, opts Options) (*Daemon, error) {
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.Backoff == (notifier.Backoff{}) {
+		opts.Backoff = notifier.DefaultBackoff()
+	}
+	db, err := store.Open(cfg.Storage.Path, store.Options{})
+	if err != nil {
+		return nil, fmt.Errorf("open the state store (storage.path): %w", err)
+	}
+	d := &Daemon{opts: opts, logger: opts.Logger, db: db, cfg: cfg}
+	if err := d.start(cfg); err != nil {
+		db.Close()
+		return nil, err
+	}
+	return d, nil
+}
+
+func (d *Daemon) start(cfg *config.Config) error {
+	var err error
+	d.silences, err = notifier.NewSilences(kvBucket{d.db, "silences"}, nil)
+	if err != nil {
+		return fmt.Errorf("load silences: %w", err)
+	}
+	route, err := buildRoute(cfg)
+	if err != nil {
+		return err
+	}
+	d.dispatcher = notifier.NewDispatcher(route, d.silences, d.logger)
+	groups, err := d.db.All(notifier.BucketGroups)
+	if err != nil {
+		return err
+	}
+	sent, err := d.db.All(notifier.BucketSent)
+	if err != nil {
+		return err
+	}
+	if err := d.dispatcher.Restore(groups, sent); err != nil {
+		return err
+	}
+	d.engine = d.newEngine(cfg)
+	records, err := d.loadAlerts()
+	if err != nil {
+		return err
+	}
+	d.engine.Restore(records)
+	d.deliverers, err = d.buildDeliverers(cfg)
+	return err
+}
+
+func (d *Daemon) newEngine(cfg *config.Config) *rules.Engine {
+	return rules.NewEngine(cfg.Rules, rules.Options{RepeatFor: d.dispatcher.RepeatInterval})
+}
+
+func (d *Daemon) loadAlerts() ([]rules.AlertRecord, error) {
+	raw, err := d.db.All(BucketAlerts)
+	if err != nil {
+		return nil, fmt.Errorf("load alert states: %w", err)
+	}
+	records := make([]rules.AlertRecord, 0, len(raw))
+	for key, b := range raw {
+		var rec rules.AlertRecord
+		if err := gob.NewDecoder(bytes.NewReader(b)).Decode(&rec); err != nil {
+			d.logger.Warn("dropping an unreadable saved alert state", "key", key, "err", err)
+			continue
+		}
+		records = append(records, rec)
+	}
+	return records, nil
+}
+
+func alertRecordKey(t *rules.Transition) string { return t.Alert + "/" + t.UUID }
+
+// Close releases the store.
+func (d *Daemon) Close() error { return d.db.Close() }
+
+// Run starts the deliverers and the HTTP API and evaluates every snapshot
+// of src until src ends (nil) or ctx ends (nil: a clean stop).
+func (d *Daemon) Run(ctx context.Context, src gpu.Source, reload <-chan *config.Config) error {
+	var wg sync.WaitGroup
+	defer wg.Wait() // after cancel: the deliverers stop when ctx ends
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	for _, dl := range d.deliverers {
+		wg.Go(func() { dl.Run(ctx) })
+	}
+	srv, err := d.serve(ctx)
+	if err != nil {
+		return err
+	}
+	defer srv.Shutdown(context.Background())
+	for {
+		snap, err := src.Next(ctx)
+		switch {
+		case ctx.Err() != nil:
+			return nil
+		case errors.Is(err, io.EOF):
+			d.logger.Info("the source has no more samples; delivering what is queued")
+			d.drain(ctx)
+			return nil
+		case err != nil:
+			return err
+		}
+		select {
+		case cfg := <-reload:
+			d.Reload(cfg)
+		default:
+		}
+		d.Step(snap)
+	}
+}
+
+// Step evaluates one snapshot: rules, routing, and one durable write of
+// everything it decided; then it wakes the deliverers concerned.
+func (d *Daemon) Step(snap *gpu.Snapshot) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	LogEvents(d.logger, snap)
+	ts := d.engine.Eval(snap)
+	c := d.dispatcher.Dispatch(snap.Time, ts)
+	for i := range ts {
+		t := &ts[i]
+		if t.Resolved() {
+			c.DeleteRecord(BucketAlerts, alertRecordKey(t))
+			continue
+		}
+		var b bytes.Buffer
+		if err := gob.NewEncoder(&b).Encode(rules.AlertRecord{Rule: t.Alert, UUID: t.UUID, Alert: t.AlertState}); err != nil {
+			d.logger.Error("cannot encode an alert state", "alert", t.Alert, "err", err)
+			continue
+		}
+		c.PutRecord(BucketAlerts, alertRecordKey(t), b.Bytes())
+	}
+	if c.Empty() {
+		return
+	}
+	if err := d.db.Commit(c.Outbox, c.Put, c.Delete); err != nil {
+		d.logger.Error("cannot write notifications to the store; they are lost if gpuwatch stops now", "err", err)
+		return
+	}
+	for receiver := range c.Outbox {
+		if dl, ok := d.deliverers[receiver]; ok {
+			dl.Wake()
+		}
+	}
+}
+
+// drain waits until every outbox is empty or ctx ends: a source that ends
+// (a replay) should not cut deliveries short.
+func (d *Daemon) drain(ctx context.Context) {
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		empty := true
+		for name := range d.deliverers {
+			if n, err := d.db.PendingCount(name); err != nil || n > 0 {
+				empty = false
+			}
+		}
+		if empty {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+// Reload switches to a new, already validated config: new rules (keeping
+// the state of rules of the same name), routes and receivers. Source and
+// storage settings take effect on restart.
+func (d *Daemon) Reload(cfg *config.Config) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	route, err := buildRoute(cfg)
+	if err != nil {
+		d.logger.Error("reload refused", "err", err)
+		return
+	}
+	d.dispatcher.SetRoute(route)
+	e := d.newEngine(cfg)
+	e.Inherit(d.engine)
+	d.engine, d.cfg = e, cfg
+	d.logger.Info("config reloaded", "rules", len(cfg.Rules))
+}
+
+// LogEvents logs what happened to the GPUs since the previous snapshot:
+// lost GPUs and XID errors.
+func LogEvents(logger *slog.Logger, s *gpu.Snapshot) {
+	for _, ev := range s.Events {
+		switch ev.Kind {
+		case gpu.EventGPULost:
+			logger.Error("GPU lost: it fell off the bus or stopped answering; the other GPUs are still watched",
+				"gpu", ev.GPU, "uuid", ev.UUID, "detail", ev.Detail)
+		case gpu.EventXID:
+			logger.Warn("XID error", "gpu", ev.GPU, "uuid", ev.UUID, "xid", ev.XID, "detail", ev.Detail)
+		}
+	}
+}
+
+// kvBucket is one bucket of the store as the small key-value interfaces
+// of the integrations (silences, Slack messages) want it.
+type kvBucket struct {
+	db     *store.DB
+	bucket string
+}
+
+func (b kvBucket) Put(key string, value []byte) error { return b.db.Put(b.bucket, key, value) }
+func (b kvBucket) Delete(key string) error            { return b.db.Delete(b.bucket, key) }
+func (b kvBucket) All() (map[string][]byte, error)    { return b.db.All(b.bucket) }
+func (b kvBucket) Get(key string) ([]byte, bool, error) {
+	return b.db.Get(b.bucket, key)
+}

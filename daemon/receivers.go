@@ -1,0 +1,50 @@
+package daemon
+
+import (
+	"fmt"
+
+	"github.com/gpuwatch/gpuwatch/config"
+	"github.com/gpuwatch/gpuwatch/notifier"
+	"github.com/gpuwatch/gpuwatch/notifier/console"
+	"github.com/gpuwatch/gpuwatch/notifier/slack"
+	"github.com/gpuwatch/gpuwatch/notifier/webhook"
+)
+
+// BucketSlackMessages remembers which Slack message announced which alert.
+const BucketSlackMessages = "slack-messages"
+
+func buildRoute(cfg *config.Config) (*notifier.Route, error) {
+	route, problems := notifier.NewRoute(cfg.Route)
+	if len(problems) > 0 {
+		return nil, fmt.Errorf("route: %v", problems[0]) // config validation reports them all
+	}
+	return route, nil
+}
+
+// buildDeliverers makes each receiver's integration and its deliverer.
+func (d *Daemon) buildDeliverers(cfg *config.Config) (map[string]*notifier.Deliverer, error) {
+	out := map[string]*notifier.Deliverer{}
+	for _, r := range cfg.Receivers {
+		n, err := d.buildNotifier(cfg, &r)
+		if err != nil {
+			return nil, fmt.Errorf("receiver %q: %w", r.Name, err)
+		}
+		out[r.Name] = notifier.NewDeliverer(r.Name, n, d.db, d.opts.Backoff, d.logger)
+	}
+	return out, nil
+}
+
+func (d *Daemon) buildNotifier(cfg *config.Config, r *config.Receiver) (notifier.Notifier, error) {
+	client := d.opts.HTTPClient // nil: each integration makes one with its own timeout
+	switch {
+	case r.Slack != nil:
+		return slack.New(r.Name, *r.Slack, slack.Options{
+			BotToken: cfg.Slack.BotToken, APIURL: cfg.Slack.APIURL, HTTPClient: client,
+			Messages: kvBucket{d.db, BucketSlackMessages}, Now: d.opts.Now,
+		})
+	case r.Webhook != nil:
+		return webhook.New(r.Name, *r.Webhook, client, d.opts.Now)
+	default:
+		return console.New(d.opts.Console, d.opts.Location), nil
+	}
+}

@@ -1,0 +1,181 @@
+package notifier
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"math/rand/v2"
+	"sync/atomic"
+	"time"
+
+	"github.com/gpuwatch/gpuwatch/store"
+)
+
+// Queue is a receiver's durable outbox, as the deliverer reads it.
+type Queue interface {
+	Pending(receiver string, limit int) ([]store.Entry, error)
+	Ack(receiver string, ids ...uint64) error
+	Bury(receiver string, id uint64, reason string, at time.Time, attempts int) error
+}
+
+// Backoff says how long to wait before the next try of a failed delivery.
+type Backoff struct {
+	Initial time.Duration // before the second try
+	Max     time.Duration // the longest wait
+	Jitter  float64       // ±share of each wait chosen at random, so retries spread
+}
+
+// DefaultBackoff waits 1s, 2s, 4s … up to 2 minutes, ±20%.
+func DefaultBackoff() Backoff {
+	return Backoff{Initial: time.Second, Max: 2 * time.Minute, Jitter: 0.2}
+}
+
+// Wait returns the wait after the given failed attempt (1 for the first),
+// with random in [0,1) choosing the jitter.
+func (b Backoff) Wait(attempt int, random float64) time.Duration {
+	d := b.Initial
+	for i := 1; i < attempt && d < b.Max; i++ {
+		d *= 2
+	}
+	d = min(d, b.Max)
+	return time.Duration(float64(d) * (1 + b.Jitter*(2*random-1)))
+}
+
+// Stats counts what a deliverer did, for logs and /metrics.
+type Stats struct {
+	Sent    atomic.Int64 // notifications the receiver accepted
+	Retried atomic.Int64 // failed tries that will be tried again
+	Dead    atomic.Int64 // notifications refused for good (dead letters)
+}
+
+// Deliverer delivers one receiver's outbox, oldest first, one notification
+// at a time, so a receiver sees an alert's notifications in the order they
+// were made. Retries live here and nowhere else: a failure worth a retry is
+// tried again after a backoff (or the receiver's Retry-After) for as long as
+// it takes; a permanent failure moves the notification to the dead letters.
+type Deliverer struct {
+	receiver string
+	notifier Notifier
+	queue    Queue
+	logger   *slog.Logger
+	backoff  Backoff
+	wake     chan struct{}
+	// Stats counts deliveries; read it any time.
+	Stats Stats
+	// now stamps dead letters; random picks jitter. Both replaceable in tests.
+	now    func() time.Time
+	random func() float64
+}
+
+// NewDeliverer makes the deliverer of one receiver.
+func NewDeliverer(receiver string, n Notifier, q Queue, b Backoff, logger *slog.Logger) *Deliverer {
+	return &Deliverer{receiver: receiver, notifier: n, queue: q, logger: logger.With("receiver", receiver),
+		backoff: b, wake: make(chan struct{}, 1), now: time.Now, random: rand.Float64}
+}
+
+// Receiver names the receiver.
+func (d *Deliverer) Receiver() string { return d.receiver }
+
+// Wake tells the deliverer that its outbox has something new. It never blocks.
+func (d *Deliverer) Wake() {
+	select {
+	case d.wake <- struct{}{}:
+	default:
+	}
+}
+
+// batch is how many notifications the deliverer reads from its outbox at once.
+const batch = 64
+
+// Run delivers until ctx ends, waiting for Wake when the outbox is empty.
+func (d *Deliverer) Run(ctx context.Context) {
+	failures := 0
+	for ctx.Err() == nil {
+		entries, err := d.queue.Pending(d.receiver, batch)
+		if err != nil {
+			failures++
+			d.logger.Error("cannot read the outbox", "err", err)
+			d.sleep(ctx, d.backoff.Wait(failures, d.random()))
+			continue
+		}
+		failures = 0
+		if len(entries) == 0 {
+			select {
+			case <-ctx.Done():
+			case <-d.wake:
+			}
+			continue
+		}
+		for _, e := range entries {
+			if !d.deliver(ctx, e) {
+				return
+			}
+		}
+	}
+}
+
+// deliver tries one entry until the receiver accepts it or refuses it for
+// good. It returns false when ctx ended first (the entry stays queued).
+func (d *Deliverer) deliver(ctx context.Context, e store.Entry) bool {
+	var n Notification
+	if err := json.Unmarshal(e.Payload, &n); err != nil {
+		d.bury(e.ID, "unreadable notification: "+err.Error(), 0)
+		return true
+	}
+	n.ID = e.ID
+	for attempt := 1; ; attempt++ {
+		retry, err := d.notifier.Notify(ctx, &n)
+		if err == nil {
+			d.Stats.Sent.Add(1)
+			if err := d.queue.Ack(d.receiver, e.ID); err != nil {
+				d.logger.Error("delivered, but cannot remove it from the outbox; it may be sent again after a restart", "id", e.ID, "err", err)
+			}
+			return true
+		}
+		if ctx.Err() != nil {
+			return false
+		}
+		if !retry {
+			d.logger.Error("the receiver refused a notification for good; it is kept with the dead letters (gpuwatch outbox list)",
+				"id", e.ID, "alert", alertName(&n), "attempts", attempt, "err", err)
+			d.bury(e.ID, err.Error(), attempt)
+			return true
+		}
+		d.Stats.Retried.Add(1)
+		wait := d.backoff.Wait(attempt, d.random())
+		if ra := (*RetryAfterError)(nil); errors.As(err, &ra) && ra.After > 0 {
+			wait = ra.After
+		}
+		d.logger.Warn("delivery failed; will retry", "id", e.ID, "alert", alertName(&n), "attempt", attempt, "retry_in", wait, "err", err)
+		if !d.sleep(ctx, wait) {
+			return false
+		}
+	}
+}
+
+func (d *Deliverer) bury(id uint64, reason string, attempts int) {
+	d.Stats.Dead.Add(1)
+	if err := d.queue.Bury(d.receiver, id, reason, d.now(), attempts); err != nil {
+		d.logger.Error("cannot move a refused notification to the dead letters", "id", id, "err", err)
+	}
+}
+
+// sleep waits for wait or until ctx ends; it reports whether ctx is alive.
+func (d *Deliverer) sleep(ctx context.Context, wait time.Duration) bool {
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
+func alertName(n *Notification) string {
+	if len(n.Alerts) == 0 {
+		return ""
+	}
+	return n.Alerts[0].Name
+}

@@ -1,0 +1,274 @@
+package notifier
+
+import (
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/gpuwatch/gpuwatch/rules"
+)
+
+// Buckets the dispatcher keeps its decisions in, through a Commit.
+const (
+	// BucketGroups holds notifications waiting for their group_wait.
+	BucketGroups = "groups"
+	// BucketSent holds, per receiver and alert, when the receiver was last
+	// told the alert fires; present means the receiver knows it fires.
+	BucketSent = "sent"
+)
+
+// Commit is what one snapshot changed: notifications to put in receivers'
+// outboxes and records to put or delete, written in one transaction so a
+// crash keeps all of it or none.
+type Commit struct {
+	Outbox map[string][][]byte          // receiver → encoded notifications, in order
+	Put    map[string]map[string][]byte // bucket → key → value
+	Delete map[string][]string          // bucket → keys
+}
+
+// Empty reports whether the commit changes nothing.
+func (c *Commit) Empty() bool {
+	return len(c.Outbox) == 0 && len(c.Put) == 0 && len(c.Delete) == 0
+}
+
+// PutRecord adds a record to write.
+func (c *Commit) PutRecord(bucket, key string, value []byte) {
+	if c.Put == nil {
+		c.Put = map[string]map[string][]byte{}
+	}
+	if c.Put[bucket] == nil {
+		c.Put[bucket] = map[string][]byte{}
+	}
+	c.Put[bucket][key] = value
+	if dels := c.Delete[bucket]; len(dels) > 0 {
+		c.Delete[bucket] = slices.DeleteFunc(dels, func(k string) bool { return k == key })
+	}
+}
+
+// DeleteRecord adds a record to delete.
+func (c *Commit) DeleteRecord(bucket, key string) {
+	if c.Delete == nil {
+		c.Delete = map[string][]string{}
+	}
+	c.Delete[bucket] = append(c.Delete[bucket], key)
+	delete(c.Put[bucket], key)
+}
+
+// Muter says whether silences mute an alert at a time.
+type Muter interface {
+	Mutes(labels map[string]string, at time.Time) (id string, muted bool)
+}
+
+// Dispatcher turns the engine's transitions into notifications: it routes
+// each alert to its receivers, drops what silences mute, holds alerts of one
+// rule for the route's group_wait so they travel as one notification, lets
+// reminders through only as often as each receiver's route says, and tells a
+// receiver that an alert resolved only if it was told that it fired.
+//
+// It works in the snapshots' time, which Dispatch receives: it reads no
+// clock. It is used by the sampling loop alone.
+type Dispatcher struct {
+	route    *Route
+	silences Muter
+	logger   *slog.Logger
+	groups   map[string]*Notification // by group key, waiting for group_wait
+	due      map[string]time.Time     // group key → when it goes out
+	sent     map[string]time.Time     // receiver/alert key → last told it fires
+}
+
+// NewDispatcher makes a dispatcher for a route tree.
+func NewDispatcher(route *Route, silences Muter, logger *slog.Logger) *Dispatcher {
+	return &Dispatcher{route: route, silences: silences, logger: logger,
+		groups: map[string]*Notification{}, due: map[string]time.Time{}, sent: map[string]time.Time{}}
+}
+
+// SetRoute replaces the route tree (a config reload).
+func (d *Dispatcher) SetRoute(r *Route) { d.route = r }
+
+// Restore takes back what a previous run left in the store: groups still
+// waiting and which receivers know which alerts fire.
+func (d *Dispatcher) Restore(groups, sent map[string][]byte) error {
+	for key, raw := range groups {
+		var g struct {
+			Due          time.Time    `json:"due"`
+			Notification Notification `json:"notification"`
+		}
+		if err := json.Unmarshal(raw, &g); err != nil {
+			return fmt.Errorf("restore waiting group %q: %w", key, err)
+		}
+		d.groups[key], d.due[key] = &g.Notification, g.Due
+	}
+	for key, raw := range sent {
+		var at time.Time
+		if err := at.UnmarshalText(raw); err != nil {
+			return fmt.Errorf("restore sent record %q: %w", key, err)
+		}
+		d.sent[key] = at
+	}
+	return nil
+}
+
+// target is where one alert goes: a receiver with its route's timing.
+type target struct {
+	receiver       string
+	groupWait      time.Duration
+	repeatInterval time.Duration
+}
+
+func (d *Dispatcher) targets(t *rules.Transition) []target {
+	if len(t.Rule.Receivers) > 0 {
+		out := make([]target, len(t.Rule.Receivers))
+		for i, name := range t.Rule.Receivers {
+			out[i] = target{name, d.route.GroupWait, d.route.RepeatInterval}
+		}
+		return out
+	}
+	var out []target
+	for _, r := range d.route.Match(t.Labels) {
+		out = append(out, target{r.Receiver, r.GroupWait, r.RepeatInterval})
+	}
+	return out
+}
+
+// RepeatInterval is the shortest repeat interval of the routes an alert
+// with these labels takes: the engine reminds at that pace, and Dispatch
+// passes each receiver only its own.
+func (d *Dispatcher) RepeatInterval(labels map[string]string) time.Duration {
+	var shortest time.Duration
+	for _, r := range d.route.Match(labels) {
+		if shortest == 0 || r.RepeatInterval < shortest {
+			shortest = r.RepeatInterval
+		}
+	}
+	return shortest
+}
+
+// Dispatch handles the transitions of the snapshot at time at and returns
+// what must be made durable before anything is delivered: notifications for
+// the outboxes (groups whose group_wait is over) and the dispatcher's own
+// records. Call it at every snapshot, with or without transitions, so
+// waiting groups go out on time.
+func (d *Dispatcher) Dispatch(at time.Time, ts []rules.Transition) *Commit {
+	c := &Commit{}
+	for i := range ts {
+		t := &ts[i]
+		alert := FromTransition(t)
+		for _, tg := range d.targets(t) {
+			d.route1(c, at, &alert, tg)
+		}
+	}
+	d.flush(c, at, false)
+	return c
+}
+
+func (d *Dispatcher) route1(c *Commit, at time.Time, a *Alert, tg target) {
+	sentKey := tg.receiver + "/" + a.Key
+	lastSent, told := d.sent[sentKey]
+	if a.Status == StatusResolved {
+		if !told {
+			return // it never heard the alert fire (silenced, or another route)
+		}
+		// Anything still waiting for this receiver goes first: never a
+		// "resolved" before its "firing".
+		d.flushReceiver(c, tg.receiver)
+		delete(d.sent, sentKey)
+		c.DeleteRecord(BucketSent, sentKey)
+		d.add(c, at, *a, tg)
+		return
+	}
+	if id, muted := d.silences.Mutes(a.Labels, at); muted {
+		d.logger.Debug("alert silenced", "alert", a.Name, "gpu", a.GPU, "receiver", tg.receiver, "silence", id)
+		return
+	}
+	if told && a.Repeat && at.Sub(lastSent) < tg.repeatInterval {
+		return // this receiver's route repeats less often
+	}
+	if !told {
+		a.Repeat = false // a reminder to someone who never heard of it is news
+	}
+	d.sent[sentKey] = at
+	stamp, _ := at.MarshalText()
+	c.PutRecord(BucketSent, sentKey, stamp)
+	d.add(c, at, *a, tg)
+}
+
+// add puts an alert in its group: one per receiver, rule and status.
+func (d *Dispatcher) add(c *Commit, at time.Time, a Alert, tg target) {
+	kind := string(a.Status)
+	if a.Repeat {
+		kind = "repeat"
+	}
+	key := tg.receiver + "/" + a.Name + "/" + kind
+	g, ok := d.groups[key]
+	if !ok {
+		g = &Notification{Receiver: tg.receiver, GroupKey: key, Status: a.Status, CreatedAt: at}
+		d.groups[key], d.due[key] = g, at.Add(tg.groupWait)
+	}
+	g.Alerts = slices.DeleteFunc(g.Alerts, func(old Alert) bool { return old.Key == a.Key })
+	g.Alerts = append(g.Alerts, a)
+	d.saveGroup(c, key)
+}
+
+func (d *Dispatcher) saveGroup(c *Commit, key string) {
+	raw, err := json.Marshal(struct {
+		Due          time.Time     `json:"due"`
+		Notification *Notification `json:"notification"`
+	}{d.due[key], d.groups[key]})
+	if err != nil {
+		d.logger.Error("cannot encode a waiting notification", "group", key, "err", err)
+		return
+	}
+	c.PutRecord(BucketGroups, key, raw)
+}
+
+// flush moves groups that are due (all of them with force) to the outbox.
+func (d *Dispatcher) flush(c *Commit, at time.Time, force bool) {
+	keys := make([]string, 0, len(d.groups))
+	for key := range d.groups {
+		if force || !at.Before(d.due[key]) {
+			keys = append(keys, key)
+		}
+	}
+	// Oldest first, so notifications keep the order they were made in.
+	slices.SortFunc(keys, func(a, b string) int {
+		if c := d.groups[a].CreatedAt.Compare(d.groups[b].CreatedAt); c != 0 {
+			return c
+		}
+		return strings.Compare(a, b)
+	})
+	for _, key := range keys {
+		d.emit(c, key)
+	}
+}
+
+func (d *Dispatcher) flushReceiver(c *Commit, receiver string) {
+	var keys []string
+	for key, g := range d.groups {
+		if g.Receiver == receiver {
+			keys = append(keys, key)
+		}
+	}
+	slices.SortFunc(keys, func(a, b string) int { return d.groups[a].CreatedAt.Compare(d.groups[b].CreatedAt) })
+	for _, key := range keys {
+		d.emit(c, key)
+	}
+}
+
+func (d *Dispatcher) emit(c *Commit, key string) {
+	g := d.groups[key]
+	delete(d.groups, key)
+	delete(d.due, key)
+	c.DeleteRecord(BucketGroups, key)
+	raw, err := json.Marshal(g)
+	if err != nil {
+		d.logger.Error("cannot encode a notification", "group", key, "err", err)
+		return
+	}
+	if c.Outbox == nil {
+		c.Outbox = map[string][][]byte{}
+	}
+	c.Outbox[g.Receiver] = append(c.Outbox[g.Receiver], raw)
+}

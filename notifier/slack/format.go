@@ -1,0 +1,159 @@
+package slack
+
+import (
+	"fmt"
+	"math"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/gpuwatch/gpuwatch/notifier"
+)
+
+// sparkBars are the eight levels of a sparkline, lowest first.
+const sparkBars = "▁▂▃▄▅▆▇█"
+
+// Sparkline draws values as unicode bars scaled between their smallest and
+// largest known value; an unknown value (NaN, ±Inf) is a space. A flat
+// series sits at mid height. It returns "" when no value is known.
+func Sparkline(values []notifier.Float) string {
+	lo, hi, known := math.Inf(1), math.Inf(-1), false
+	for _, v := range values {
+		if v.Known() {
+			lo, hi, known = math.Min(lo, float64(v)), math.Max(hi, float64(v)), true
+		}
+	}
+	if !known {
+		return ""
+	}
+	bars := []rune(sparkBars)
+	var b strings.Builder
+	b.Grow(len(values) * 3)
+	for _, v := range values {
+		switch {
+		case !v.Known():
+			b.WriteByte(' ')
+		case hi == lo:
+			b.WriteRune(bars[len(bars)/2-1])
+		default:
+			i := int(math.Round((float64(v) - lo) / (hi - lo) * float64(len(bars)-1)))
+			b.WriteRune(bars[max(0, min(len(bars)-1, i))])
+		}
+	}
+	return b.String()
+}
+
+// historyRange returns the smallest and largest known value of a series.
+func historyRange(values []notifier.Float) (lo, hi float64, ok bool) {
+	lo, hi = math.Inf(1), math.Inf(-1)
+	for _, v := range values {
+		if v.Known() {
+			lo, hi, ok = math.Min(lo, float64(v)), math.Max(hi, float64(v)), true
+		}
+	}
+	return lo, hi, ok
+}
+
+// formatValue writes v in unit ("bytes", "percent", "C", "W", "seconds",
+// or anything else, printed after the number).
+func formatValue(v float64, unit string) string {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return "n/a"
+	}
+	switch strings.ToLower(unit) {
+	case "bytes", "byte", "b":
+		return formatBytes(v)
+	case "percent", "%":
+		return fmt.Sprintf("%.0f%%", v)
+	case "c", "celsius":
+		return fmt.Sprintf("%.0f°C", v)
+	case "w", "watts":
+		return fmt.Sprintf("%.0f W", v)
+	case "seconds", "s":
+		return shortDuration(time.Duration(v * float64(time.Second)))
+	case "":
+		return fmt.Sprintf("%.4g", v)
+	}
+	return fmt.Sprintf("%.4g %s", v, unit)
+}
+
+// formatBytes writes a byte count in binary units: "61 GiB", "1.5 GiB".
+func formatBytes(v float64) string {
+	units := []string{"B", "KiB", "MiB", "GiB", "TiB", "PiB"}
+	i := 0
+	for math.Abs(v) >= 1024 && i < len(units)-1 {
+		v /= 1024
+		i++
+	}
+	if v == math.Trunc(v) || i == 0 {
+		return fmt.Sprintf("%.0f %s", v, units[i])
+	}
+	return fmt.Sprintf("%.1f %s", v, units[i])
+}
+
+// shortDuration writes a duration to the second, without the zero parts a
+// person does not need: "45s", "12m", "18m5s", "4h", "4h5m", "2d3h".
+func shortDuration(d time.Duration) string {
+	if d < 0 {
+		d = 0
+	}
+	d = d.Round(time.Second)
+	days, hours := d/(24*time.Hour), (d%(24*time.Hour))/time.Hour
+	mins, secs := (d%time.Hour)/time.Minute, (d%time.Minute)/time.Second
+	parts := func(a time.Duration, ua string, b time.Duration, ub string) string {
+		if b == 0 {
+			return fmt.Sprintf("%d%s", a, ua)
+		}
+		return fmt.Sprintf("%d%s%d%s", a, ua, b, ub)
+	}
+	switch {
+	case days > 0:
+		return parts(days, "d", hours, "h")
+	case hours > 0:
+		return parts(hours, "h", mins, "m")
+	case mins > 0:
+		return parts(mins, "m", secs, "s")
+	}
+	return fmt.Sprintf("%ds", secs)
+}
+
+// escape makes text safe in Slack mrkdwn and plain text: &, < and > are
+// control characters there; a backtick would end a code span.
+func escape(s string) string {
+	if !strings.ContainsAny(s, "&<>`") {
+		return s
+	}
+	var b strings.Builder
+	b.Grow(len(s) + 8)
+	for _, r := range s {
+		switch r {
+		case '&':
+			b.WriteString("&amp;")
+		case '<':
+			b.WriteString("&lt;")
+		case '>':
+			b.WriteString("&gt;")
+		case '`':
+			b.WriteByte('\'')
+		default:
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}
+
+// clip cuts s to at most n runes, marking the cut with "…". Slack refuses
+// texts over its limits, so every free-form string passes through here.
+func clip(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	r := []rune(s)
+	return string(r[:n-1]) + "…"
+}
+
+// slackDate formats t so each reader sees it in their own time zone, with
+// UTC for clients that cannot.
+func slackDate(t time.Time) string {
+	return fmt.Sprintf("<!date^%d^{date_short_pretty} {time}|%s>", t.Unix(), t.UTC().Format("2006-01-02 15:04 UTC"))
+}

@@ -1,0 +1,363 @@
+package slack
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	goslack "github.com/slack-go/slack"
+
+	"github.com/gpuwatch/gpuwatch/notifier"
+)
+
+// Slack's limits on a message, with room to spare.
+const (
+	maxAlertsInFull = 11  // 4 blocks each, plus a header and a tail, under Slack's 50
+	maxProcesses    = 3   // per GPU
+	maxTextRunes    = 600 // a summary or description
+	maxHeaderRunes  = 150 // Slack's limit on a header
+	maxSectionRunes = 2900
+	maxFallback     = 5 // alerts named in the notification text
+)
+
+// standardLabel reports whether every alert has the label, shown elsewhere
+// in the message; the others (team=ml) are worth a line.
+func standardLabel(name string) bool {
+	switch name {
+	case "alert", "severity", "host", "gpu", "uuid":
+		return true
+	}
+	return false
+}
+
+// severityEmoji is the severity at a glance.
+func severityEmoji(severity string) string {
+	switch severity {
+	case "critical":
+		return "🔴"
+	case "warning":
+		return "🟠"
+	case "info":
+		return "🔵"
+	}
+	return "⚪"
+}
+
+func statusEmoji(a *notifier.Alert) string {
+	if a.Status == notifier.StatusResolved {
+		return "✅"
+	}
+	return severityEmoji(a.Severity)
+}
+
+// render lays out one message about alerts (of one rule, on one or more
+// GPUs): the Block Kit blocks and the plain-text fallback Slack shows in
+// notifications. now fills in durations the alerts' own times do not give.
+func render(alerts []notifier.Alert, now time.Time) ([]goslack.Block, string) {
+	blocks := []goslack.Block{goslack.NewHeaderBlock(plain(clip(header(alerts), maxHeaderRunes)))}
+	for i := range alerts {
+		if i == maxAlertsInFull {
+			blocks = append(blocks, goslack.NewSectionBlock(mrkdwn(clip(moreAlerts(alerts[i:]), maxSectionRunes)), nil, nil))
+			break
+		}
+		if i > 0 {
+			blocks = append(blocks, goslack.NewDividerBlock())
+		}
+		blocks = append(blocks, alertBlocks(&alerts[i], now)...)
+	}
+	return blocks, fallback(alerts, now)
+}
+
+// header names the rule, where and how bad: "🔴 GPUMemoryLeak on node1 ·
+// critical".
+func header(alerts []notifier.Alert) string {
+	if len(alerts) == 0 {
+		return "gpuwatch"
+	}
+	var hosts []string
+	firing, repeats := -1, 0
+	for i := range alerts {
+		if !slices.Contains(hosts, alerts[i].Host) {
+			hosts = append(hosts, alerts[i].Host)
+		}
+		if alerts[i].Status != notifier.StatusResolved {
+			if firing < 0 {
+				firing = i
+			}
+			if alerts[i].Repeat {
+				repeats++
+			}
+		}
+	}
+	where := strings.Join(hosts, ", ")
+	if len(hosts) > 3 {
+		where = fmt.Sprintf("%s and %d more hosts", strings.Join(hosts[:3], ", "), len(hosts)-3)
+	}
+	if firing < 0 {
+		return fmt.Sprintf("✅ Resolved: %s on %s", alerts[0].Name, where)
+	}
+	a := &alerts[firing]
+	still := ""
+	if repeats == len(alerts) {
+		still = "Still firing: "
+	}
+	h := fmt.Sprintf("%s %s%s on %s · %s", severityEmoji(a.Severity), still, a.Name, where, a.Severity)
+	resolved := 0
+	for i := range alerts {
+		if alerts[i].Status == notifier.StatusResolved {
+			resolved++
+		}
+	}
+	if resolved > 0 {
+		h += fmt.Sprintf(" · %d of %d resolved", resolved, len(alerts))
+	}
+	return h
+}
+
+// alertBlocks is one GPU's part of a message: what and where, how bad,
+// since when, who holds the GPU, and the last 30 minutes.
+func alertBlocks(a *notifier.Alert, now time.Time) []goslack.Block {
+	var text strings.Builder
+	fmt.Fprintf(&text, "*GPU %d · %s* on `%s`\n", a.GPU, escape(a.GPUName), escape(a.Host))
+	fmt.Fprintf(&text, "%s %s", statusEmoji(a), statusLine(a, now))
+	if a.Summary != "" {
+		fmt.Fprintf(&text, "\n%s", escape(clip(a.Summary, maxTextRunes)))
+	}
+	if a.Description != "" {
+		fmt.Fprintf(&text, "\n_%s_", escape(clip(a.Description, maxTextRunes)))
+	}
+	blocks := []goslack.Block{goslack.NewSectionBlock(mrkdwn(text.String()), facts(a, now), nil)}
+	if p := processes(a); p != "" {
+		blocks = append(blocks, goslack.NewSectionBlock(mrkdwn(p), nil, nil))
+	}
+	var context []goslack.MixedElement
+	if line := Sparkline(a.History); line != "" {
+		s := fmt.Sprintf("last 30 min `%s`", line)
+		if lo, hi, ok := historyRange(a.History); ok {
+			s += fmt.Sprintf(" %s – %s", formatValue(lo, a.HistoryUnit), formatValue(hi, a.HistoryUnit))
+		}
+		context = append(context, mrkdwn(s))
+	}
+	if extra := extraLabels(a.Labels); extra != "" || a.UUID != "" {
+		context = append(context, mrkdwn(escape(clip(strings.TrimSpace(a.UUID+" "+extra), maxTextRunes))))
+	}
+	if len(context) > 0 {
+		blocks = append(blocks, goslack.NewContextBlock("", context...))
+	}
+	return blocks
+}
+
+// statusLine says how bad and for how long: "*critical* · firing for 18m",
+// "*resolved* after 18m5s".
+func statusLine(a *notifier.Alert, now time.Time) string {
+	switch {
+	case a.Status == notifier.StatusResolved:
+		if d, ok := resolvedAfter(a, now); ok {
+			return "*resolved* after " + shortDuration(d)
+		}
+		return "*resolved*"
+	case a.Repeat:
+		if d, ok := firingFor(a, now); ok {
+			return fmt.Sprintf("*%s* · still firing after %s", escape(a.Severity), shortDuration(d))
+		}
+		return fmt.Sprintf("*%s* · still firing", escape(a.Severity))
+	}
+	if d, ok := firingFor(a, now); ok && d >= time.Second {
+		return fmt.Sprintf("*%s* · firing for %s", escape(a.Severity), shortDuration(d))
+	}
+	return fmt.Sprintf("*%s* · firing", escape(a.Severity))
+}
+
+// facts are the numbers, as Slack's two-column fields.
+func facts(a *notifier.Alert, now time.Time) []*goslack.TextBlockObject {
+	var fields []*goslack.TextBlockObject
+	add := func(label, value string) {
+		if value != "" {
+			fields = append(fields, mrkdwn(fmt.Sprintf("*%s*\n%s", label, escape(clip(value, 200)))))
+		}
+	}
+	valueLabel := "Value"
+	if a.Status == notifier.StatusResolved {
+		valueLabel = "Last value"
+	}
+	add(valueLabel, a.ValueText)
+	add("Trend", a.TrendText)
+	if a.Status != notifier.StatusResolved && a.TimeToFull.Known() && a.TimeToFull >= 0 {
+		add("Full in", shortDuration(time.Duration(float64(a.TimeToFull)*float64(time.Second))))
+	}
+	if !a.StartsAt.IsZero() {
+		since := slackDate(a.StartsAt)
+		if d, ok := firingFor(a, now); ok && d >= time.Second && a.Status != notifier.StatusResolved {
+			since += " (" + shortDuration(d) + ")"
+		}
+		fields = append(fields, mrkdwn("*Since*\n"+since))
+	}
+	if a.Status == notifier.StatusResolved {
+		end := a.EndsAt
+		if end.IsZero() {
+			end = a.At
+		}
+		if !end.IsZero() {
+			fields = append(fields, mrkdwn("*Resolved*\n"+slackDate(end)))
+		}
+	}
+	return fields
+}
+
+// processes lists the largest processes on the GPU with who runs them.
+func processes(a *notifier.Alert) string {
+	if len(a.Processes) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	b.WriteString("*Top processes*")
+	for i, p := range a.Processes {
+		if i == maxProcesses {
+			fmt.Fprintf(&b, "\n… and %d more", len(a.Processes)-maxProcesses)
+			break
+		}
+		who := p.User
+		if who == "" {
+			who = "?"
+		}
+		fmt.Fprintf(&b, "\n• *%s* · %s · pid %d", escape(clip(who, 64)), formatBytes(float64(p.MemUsed)), p.PID)
+		if p.Command != "" {
+			fmt.Fprintf(&b, " · `%s`", escape(clip(p.Command, 120)))
+		}
+		if p.Container != "" {
+			fmt.Fprintf(&b, " · %s", escape(clip(p.Container, 120)))
+		}
+	}
+	return b.String()
+}
+
+// extraLabels writes the rule's own labels, sorted: "team=ml".
+func extraLabels(labels map[string]string) string {
+	var keys []string
+	for k := range labels {
+		if !standardLabel(k) {
+			keys = append(keys, k)
+		}
+	}
+	sort.Strings(keys)
+	parts := make([]string, 0, len(keys))
+	for _, k := range keys {
+		parts = append(parts, k+"="+labels[k])
+	}
+	return strings.Join(parts, " ")
+}
+
+// moreAlerts sums up the alerts a message has no room for.
+func moreAlerts(alerts []notifier.Alert) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "… and %d more:", len(alerts))
+	for i := range alerts {
+		a := &alerts[i]
+		fmt.Fprintf(&b, "\n%s GPU %d on `%s` · %s", statusEmoji(a), a.GPU, escape(a.Host), escape(a.ValueText))
+	}
+	return b.String()
+}
+
+// fallback is the message's plain text, shown in notifications and by
+// clients without Block Kit: one line per alert.
+func fallback(alerts []notifier.Alert, now time.Time) string {
+	var lines []string
+	for i := range alerts {
+		if i == maxFallback {
+			lines = append(lines, fmt.Sprintf("… and %d more", len(alerts)-maxFallback))
+			break
+		}
+		a := &alerts[i]
+		line := fmt.Sprintf("%s %s [%s] on %s GPU %d (%s)", statusEmoji(a), a.Name, a.Severity, a.Host, a.GPU, a.GPUName)
+		switch {
+		case a.Status == notifier.StatusResolved:
+			line += ": resolved"
+			if d, ok := resolvedAfter(a, now); ok {
+				line += " after " + shortDuration(d)
+			}
+		case a.Repeat:
+			line += ": still firing"
+		}
+		if a.Summary != "" {
+			line += ": " + clip(a.Summary, maxTextRunes)
+		}
+		lines = append(lines, escape(line))
+	}
+	return strings.Join(lines, "\n")
+}
+
+// repeatReply is the thread reply for alerts still firing: "still firing:
+// value …, trend …".
+func repeatReply(alerts []notifier.Alert, now time.Time) string {
+	lines := make([]string, 0, len(alerts))
+	for i := range alerts {
+		a := &alerts[i]
+		line := severityEmoji(a.Severity) + " still firing"
+		if d, ok := firingFor(a, now); ok {
+			line += " after " + shortDuration(d)
+		}
+		line += fmt.Sprintf(": GPU %d (%s) on %s · value %s", a.GPU, a.GPUName, a.Host, a.ValueText)
+		if a.TrendText != "" {
+			line += ", trend " + a.TrendText
+		}
+		if a.TimeToFull.Known() && a.TimeToFull >= 0 {
+			line += ", full in " + shortDuration(time.Duration(float64(a.TimeToFull)*float64(time.Second)))
+		}
+		if len(a.Processes) > 0 && a.Processes[0].User != "" {
+			line += ", top process " + a.Processes[0].User
+		}
+		lines = append(lines, escape(line))
+	}
+	return strings.Join(lines, "\n")
+}
+
+// resolvedReply is the thread reply for alerts that resolved: "✅ resolved
+// after 18m5s: GPU 0 … last value …".
+func resolvedReply(alerts []notifier.Alert, now time.Time) string {
+	lines := make([]string, 0, len(alerts))
+	for i := range alerts {
+		a := &alerts[i]
+		line := "✅ resolved"
+		if d, ok := resolvedAfter(a, now); ok {
+			line += " after " + shortDuration(d)
+		}
+		line += fmt.Sprintf(": GPU %d (%s) on %s · %s · last value %s", a.GPU, a.GPUName, a.Host, a.Name, a.ValueText)
+		lines = append(lines, escape(line))
+	}
+	return strings.Join(lines, "\n")
+}
+
+// firingFor is how long a firing alert has fired, at its transition (or
+// now when the alert does not say).
+func firingFor(a *notifier.Alert, now time.Time) (time.Duration, bool) {
+	return elapsed(a.StartsAt, a.At, now)
+}
+
+// resolvedAfter is how long a resolved alert fired.
+func resolvedAfter(a *notifier.Alert, now time.Time) (time.Duration, bool) {
+	return elapsed(a.StartsAt, a.EndsAt, a.At, now)
+}
+
+// elapsed is the time from start to the first end that is known.
+func elapsed(start time.Time, ends ...time.Time) (time.Duration, bool) {
+	for _, end := range ends {
+		if end.IsZero() {
+			continue
+		}
+		if start.IsZero() || end.Before(start) {
+			return 0, false
+		}
+		return end.Sub(start), true
+	}
+	return 0, false
+}
+
+func plain(s string) *goslack.TextBlockObject {
+	return goslack.NewTextBlockObject(goslack.PlainTextType, s, true, false)
+}
+
+func mrkdwn(s string) *goslack.TextBlockObject {
+	return goslack.NewTextBlockObject(goslack.MarkdownType, s, false, false)
+}

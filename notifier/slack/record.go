@@ -1,0 +1,113 @@
+package slack
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/gpuwatch/gpuwatch/notifier"
+)
+
+// record is what the MessageStore keeps under "receiver/alert key": the
+// message that announced the alert and every alert the message shows, so
+// a resolve can re-render it with that alert marked resolved and the others
+// as they were.
+//
+// Records of resolved alerts are kept, marked resolved, until the alert
+// fires again and a new record replaces them: a retried notification then
+// finds its work done and posts nothing twice. The store holds at most one
+// record per alert and receiver.
+type record struct {
+	Channel string           `json:"channel"`
+	TS      string           `json:"ts"`
+	Alerts  []notifier.Alert `json:"alerts"`
+	// Replied maps an alert key to the At of the last repeat replied in
+	// the thread, so a retried repeat does not reply twice.
+	Replied map[string]time.Time `json:"replied,omitempty"`
+}
+
+// entry returns the record's copy of the alert with key, or nil.
+func (r *record) entry(key string) *notifier.Alert {
+	for i := range r.Alerts {
+		if r.Alerts[i].Key == key {
+			return &r.Alerts[i]
+		}
+	}
+	return nil
+}
+
+func encodeRecord(r *record) ([]byte, error) {
+	return json.Marshal(r)
+}
+
+// decodeRecord reads a stored record; a record without its message's
+// channel and ts is useless and an error.
+func decodeRecord(b []byte) (*record, error) {
+	var r record
+	if err := json.Unmarshal(b, &r); err != nil {
+		return nil, fmt.Errorf("decode slack message record: %w", err)
+	}
+	if r.Channel == "" || r.TS == "" || len(r.Alerts) == 0 {
+		return nil, errors.New("decode slack message record: no channel, ts or alerts")
+	}
+	return &r, nil
+}
+
+// recordKey is where the record of an alert lives: records of different
+// receivers never meet.
+func (n *Notifier) recordKey(alertKey string) string {
+	return n.name + "/" + alertKey
+}
+
+// load returns the record of an alert, or nil when there is none. A store
+// that fails must not stop a delivery: the failure is logged and the alert
+// gets a new message. An undecodable record is deleted.
+func (n *Notifier) load(alertKey string) *record {
+	if n.opts.Messages == nil {
+		return nil
+	}
+	key := n.recordKey(alertKey)
+	b, ok, err := n.opts.Messages.Get(key)
+	if err != nil {
+		n.log.Warn("slack message record not read: the alert gets a new message", "receiver", n.name, "key", key, "err", n.redact(err))
+		return nil
+	}
+	if !ok {
+		return nil
+	}
+	r, err := decodeRecord(b)
+	if err != nil {
+		n.log.Warn("slack message record dropped", "receiver", n.name, "key", key, "err", err)
+		if err := n.opts.Messages.Delete(key); err != nil {
+			n.log.Warn("slack message record not deleted", "receiver", n.name, "key", key, "err", n.redact(err))
+		}
+		return nil
+	}
+	return r
+}
+
+// save stores r under the alert keys. The message is already in Slack, so
+// a store failure is logged, never returned: returning it would make the
+// outbox post the message again. The cost of a lost record is that the
+// alert's next transition posts a new message instead of threading.
+func (n *Notifier) save(r *record, alertKeys []string) {
+	if n.opts.Messages == nil || r.Channel == "" || r.TS == "" || len(alertKeys) == 0 {
+		return
+	}
+	b, err := encodeRecord(r)
+	if err != nil {
+		n.log.Warn("slack message record not encoded", "receiver", n.name, "err", err)
+		return
+	}
+	for _, k := range alertKeys {
+		if err := n.opts.Messages.Put(n.recordKey(k), b); err != nil {
+			n.log.Warn("slack message record not saved: the alert's next transition gets a new message",
+				"receiver", n.name, "key", n.recordKey(k), "err", n.redact(err))
+		}
+	}
+}
+
+func (n *Notifier) redact(err error) string {
+	return notifier.Redact(err.Error(), n.secrets...)
+}

@@ -1,0 +1,103 @@
+package webhook
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/gpuwatch/gpuwatch/notifier"
+)
+
+// Discord's limits on one webhook message.
+const (
+	discordMaxEmbeds      = 10
+	discordMaxEmbedChars  = 6000 // all titles and descriptions together
+	discordMaxDescription = 4096
+	discordMaxTitle       = 256
+	discordMaxContent     = 2000
+)
+
+// Embed colours: the severity at a glance, green once resolved.
+const (
+	colorCritical = 0xE01E5A
+	colorWarning  = 0xF2A33A
+	colorInfo     = 0x2F80ED
+	colorResolved = 0x2EB67D
+)
+
+type discordMessage struct {
+	Content         string          `json:"content"`
+	Embeds          []discordEmbed  `json:"embeds"`
+	AllowedMentions discordMentions `json:"allowed_mentions"`
+}
+
+type discordEmbed struct {
+	Title       string         `json:"title"`
+	Description string         `json:"description"`
+	Color       int            `json:"color"`
+	Fields      []discordField `json:"fields"`
+	Timestamp   time.Time      `json:"timestamp"`
+}
+
+type discordField struct {
+	Name   string `json:"name"`
+	Value  string `json:"value"`
+	Inline bool   `json:"inline"`
+}
+
+// discordMentions is allowed_mentions; empty parse means a command line
+// that says "@everyone" pings nobody.
+type discordMentions struct {
+	Parse []string `json:"parse"`
+}
+
+// discordStyle escapes Discord markdown in text from the GPU.
+func discordStyle() style {
+	r := strings.NewReplacer(`\`, `\\`, "*", `\*`, "_", `\_`, "~", `\~`, "`", "\\`", "|", `\|`, "<", `\<`, ">", `\>`)
+	return style{br: "\n", escape: r.Replace}
+}
+
+// encodeDiscord posts one embed per alert (as many as Discord takes),
+// coloured by severity, with the headline as the message's content.
+func encodeDiscord(m *notifier.Notification) ([]byte, error) {
+	msg := discordMessage{Content: headline(m), AllowedMentions: discordMentions{Parse: []string{}}}
+	chars, st := 0, discordStyle()
+	for i := range m.Alerts {
+		a := &m.Alerts[i]
+		e := discordEmbed{
+			Title:       truncate(alertTitle(a), discordMaxTitle),
+			Description: truncate(alertText(a, st), discordMaxDescription),
+			Color:       alertColor(a),
+			Fields: []discordField{
+				{Name: "Host", Value: a.Host, Inline: true},
+				{Name: "GPU", Value: fmt.Sprintf("%d", a.GPU), Inline: true},
+				{Name: "Severity", Value: a.Severity, Inline: true},
+			},
+			Timestamp: a.At.UTC(),
+		}
+		size := utf8.RuneCountInString(e.Title) + utf8.RuneCountInString(e.Description) + 30
+		if len(msg.Embeds) == discordMaxEmbeds || chars+size > discordMaxEmbedChars {
+			msg.Content += fmt.Sprintf(" (%d more alerts not shown)", len(m.Alerts)-i)
+			break
+		}
+		chars += size
+		msg.Embeds = append(msg.Embeds, e)
+	}
+	msg.Content = truncate(msg.Content, discordMaxContent)
+	return json.Marshal(msg)
+}
+
+func alertColor(a *notifier.Alert) int {
+	if a.Status == notifier.StatusResolved {
+		return colorResolved
+	}
+	switch a.Severity {
+	case "critical":
+		return colorCritical
+	case "warning":
+		return colorWarning
+	}
+	return colorInfo
+}

@@ -1,0 +1,81 @@
+package webhook
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/gpuwatch/gpuwatch/notifier"
+)
+
+// genericVersion is the version of the generic schema; it changes only
+// when a field changes meaning or goes away.
+const genericVersion = "1"
+
+// genericMessage is the generic format's body, documented in the package
+// comment and in README.md. It is its own type, not notifier.Notification,
+// so the schema users build on changes only on purpose.
+type genericMessage struct {
+	Version  string         `json:"version"`
+	Receiver string         `json:"receiver"`
+	Status   string         `json:"status"`
+	GroupKey string         `json:"group_key"`
+	Alerts   []genericAlert `json:"alerts"`
+}
+
+type genericAlert struct {
+	Key         string            `json:"key"`
+	Alert       string            `json:"alert"`
+	Status      string            `json:"status"`
+	Repeat      bool              `json:"repeat"`
+	Severity    string            `json:"severity"`
+	Host        string            `json:"host"`
+	GPU         int               `json:"gpu"`
+	UUID        string            `json:"uuid"`
+	GPUName     string            `json:"gpu_name"`
+	Labels      map[string]string `json:"labels"`
+	Summary     string            `json:"summary"`
+	Description string            `json:"description"`
+	Value       notifier.Float    `json:"value"`
+	ValueText   string            `json:"value_text"`
+	Trend       notifier.Float    `json:"trend"`
+	TrendText   string            `json:"trend_text"`
+	TimeToFull  notifier.Float    `json:"time_to_full_seconds"`
+	StartsAt    time.Time         `json:"starts_at"`
+	EndsAt      *time.Time        `json:"ends_at"`
+	At          time.Time         `json:"at"`
+	Processes   []genericProcess  `json:"processes"`
+}
+
+type genericProcess struct {
+	PID         int    `json:"pid"`
+	User        string `json:"user"`
+	Command     string `json:"command"`
+	Container   string `json:"container"`
+	MemoryBytes uint64 `json:"memory_bytes"`
+}
+
+func encodeGeneric(receiver string, m *notifier.Notification) ([]byte, error) {
+	msg := genericMessage{Version: genericVersion, Receiver: receiver, Status: string(m.Status),
+		GroupKey: m.GroupKey, Alerts: make([]genericAlert, 0, len(m.Alerts))}
+	for _, a := range m.Alerts {
+		g := genericAlert{Key: a.Key, Alert: a.Name, Status: string(a.Status), Repeat: a.Repeat,
+			Severity: a.Severity, Host: a.Host, GPU: a.GPU, UUID: a.UUID, GPUName: a.GPUName,
+			Labels: a.Labels, Summary: a.Summary, Description: a.Description,
+			Value: a.Value, ValueText: a.ValueText, Trend: a.Trend, TrendText: a.TrendText,
+			TimeToFull: a.TimeToFull, StartsAt: a.StartsAt.UTC(), At: a.At.UTC(),
+			Processes: make([]genericProcess, 0, len(a.Processes))}
+		if g.Labels == nil {
+			g.Labels = map[string]string{}
+		}
+		if !a.EndsAt.IsZero() {
+			ends := a.EndsAt.UTC()
+			g.EndsAt = &ends
+		}
+		for _, p := range a.Processes {
+			g.Processes = append(g.Processes, genericProcess{PID: p.PID, User: p.User, Command: p.Command,
+				Container: p.Container, MemoryBytes: p.MemUsed})
+		}
+		msg.Alerts = append(msg.Alerts, g)
+	}
+	return json.Marshal(msg)
+}
