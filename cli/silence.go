@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"os/user"
 	"strings"
 	"text/tabwriter"
@@ -142,8 +144,8 @@ notifications a receiver refused for good, with the reason.`)
 	}
 	tw := tabwriter.NewWriter(env.Stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "RECEIVER\tWAITING")
-	for name, n := range out.Pending {
-		fmt.Fprintf(tw, "%s\t%d\n", name, n)
+	for _, name := range slices.Sorted(maps.Keys(out.Pending)) {
+		fmt.Fprintf(tw, "%s\t%d\n", name, out.Pending[name])
 	}
 	tw.Flush()
 	if len(out.DeadLetters) == 0 {
