@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"maps"
 	"slices"
@@ -16,9 +17,19 @@ import (
 
 func silenceCommand(ctx context.Context, env *Env, args []string) error {
 	if len(args) == 0 {
-		return userErrf("silence: say what to do: gpuwatch silence add|list|expire (see gpuwatch silence add --help)")
+		return userErrf("silence: say what to do: gpuwatch silence add|list|expire (see gpuwatch silence --help)")
 	}
 	switch args[0] {
+	case "-h", "--help", "help":
+		fmt.Fprint(env.Stdout, `Usage: gpuwatch silence add|list|expire [flags]
+
+Silences in the running gpuwatch (over its HTTP API):
+  add MATCHER...   mute alerts that match every matcher, e.g. alert=GPUHot gpu=3
+  list             show silences: active, pending, expired
+  expire ID...     end silences now
+"gpuwatch silence add --help" shows the flags.
+`)
+		return flag.ErrHelp
 	case "add":
 		return silenceAdd(ctx, env, args[1:])
 	case "list", "ls":
@@ -119,6 +130,9 @@ func currentUser() string {
 }
 
 func outboxCommand(ctx context.Context, env *Env, args []string) error {
+	if len(args) > 0 && (args[0] == "-h" || args[0] == "--help" || args[0] == "help") {
+		args = []string{"list", "--help"}
+	}
 	if len(args) == 0 || args[0] != "list" {
 		return userErrf("outbox: use gpuwatch outbox list")
 	}
