@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 
 	"github.com/gpuwatch/gpuwatch/config"
 	"github.com/gpuwatch/gpuwatch/gpu/replay"
@@ -61,10 +60,7 @@ func checkReplaySource(ctx context.Context, cfg *config.Config, env *Env) error 
 // loadConfig loads a config; its problems are printed one per line and
 // reported as a user error.
 func loadConfig(path string, env *Env) (*config.Config, error) {
-	lookup := env.LookupEnv
-	if lookup == nil {
-		lookup = os.LookupEnv
-	}
+	lookup := env.lookup()
 	cfg, err := config.Load(path, lookup)
 	if err == nil {
 		return cfg, nil

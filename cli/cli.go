@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"strings"
 	"time"
 )
@@ -31,6 +32,14 @@ type Env struct {
 	Location *time.Location
 	// LookupEnv reads environment variables (os.LookupEnv in main).
 	LookupEnv func(string) (string, bool)
+}
+
+// lookup returns the environment lookup, os.LookupEnv by default.
+func (env *Env) lookup() func(string) (string, bool) {
+	if env.LookupEnv == nil {
+		return os.LookupEnv
+	}
+	return env.LookupEnv
 }
 
 // userError marks an error as the user's to fix (exit 1).

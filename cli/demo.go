@@ -17,7 +17,8 @@ Shows gpuwatch working with no GPU and no account: simulated GPUs (a memory
 leak that ends in out-of-memory, a batch spike to 97% memory, a GPU held but
 idle, a fan failure, a healthy trainer) run through the rules of
 config.example.yaml in accelerated time, and every alert that fires or
-resolves is printed here.`)
+resolves is printed here — and posted to Slack too when SLACK_WEBHOOK_URL,
+or SLACK_BOT_TOKEN (with SLACK_CHANNEL, default #gpuwatch-demo), is set.`)
 	speed := fs.Float64("speed", 120, "simulated seconds per real second (0: as fast as possible)")
 	scenario := fs.String("scenario", "all", "what to simulate: "+strings.Join(sim.Scenarios(), ", "))
 	seed := fs.Uint64("seed", 1, "random seed: the same seed gives the same run")
@@ -56,6 +57,10 @@ resolves is printed here.`)
 	}
 	fmt.Fprintf(env.Stdout, "gpuwatch demo: scenario %q, seed %d, %d rules from config.example.yaml, %s (%s).\n\n",
 		*scenario, *seed, len(cfg.Rules), pace, length)
+	toSlack, err := newDemoSlack(env, logger)
+	if err != nil {
+		return err
+	}
 	var fired, resolved int
 	print := textPrinter(&Env{Stdout: env.Stdout, Location: time.UTC})
 	w := &watcher{
@@ -68,6 +73,9 @@ resolves is printed here.`)
 				} else if !ts[i].Repeat {
 					fired++
 				}
+			}
+			if toSlack != nil {
+				toSlack.send(ctx, ts)
 			}
 			return print(ts)
 		},

@@ -1,6 +1,7 @@
 package cli_test
 
 import (
+	"bytes"
 	"fmt"
 	"regexp"
 	"strconv"
@@ -8,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/gpuwatch/gpuwatch/cli"
+	"github.com/gpuwatch/gpuwatch/notifier/notifiertest"
 )
 
 // consoleLine matches the first line of a console notification.
@@ -88,4 +90,31 @@ func TestDemoScenario(t *testing.T) {
 	if want := "demo finished: 0 alerts fired, 0 resolved."; !strings.Contains(got.stdout, want) {
 		t.Errorf("demo --scenario normal-training: got\n%s\nwant it to contain %q", got.stdout, want)
 	}
+}
+
+// TestDemoPostsToSlackWhenAsked points SLACK_WEBHOOK_URL at a recording
+// server: every alert the demo prints is posted there too.
+func TestDemoPostsToSlackWhenAsked(t *testing.T) {
+	srv := notifiertest.NewServer(t, func(int, *notifiertest.Request) notifiertest.Response { return notifiertest.Response{Body: "ok"} })
+	hook := srv.URL + "/services/T000/B000/SECRETHOOK"
+	var stdout, stderr bytes.Buffer
+	env := &cli.Env{Stdout: &stdout, Stderr: &stderr, LookupEnv: func(name string) (string, bool) {
+		if name == "SLACK_WEBHOOK_URL" {
+			return hook, true
+		}
+		return "", false
+	}}
+	if code := cli.Main(t.Context(), []string{"demo", "--speed", "0"}, env); code != cli.ExitOK {
+		t.Fatalf("demo with SLACK_WEBHOOK_URL: exit %d\n%s", code, stderr.String())
+	}
+	fired, resolved := transitionCounts(stdout.String())
+	if got, want := len(srv.Requests()), sum(fired)+sum(resolved); got != want {
+		t.Errorf("Slack got %d posts, want one per printed alert (%d)", got, want)
+	}
+	for _, r := range srv.Requests() {
+		if r.Path != "/services/T000/B000/SECRETHOOK" || !strings.Contains(string(r.Body), "blocks") {
+			t.Fatalf("a post to %s without blocks: %s", r.Path, r.Body)
+		}
+	}
+	notifiertest.AssertNoSecrets(t, "demo output", stdout.String()+stderr.String(), "SECRETHOOK")
 }

@@ -1,8 +1,6 @@
 package cli
 
 import (
-	"os"
-
 	"github.com/gpuwatch/gpuwatch"
 	"github.com/gpuwatch/gpuwatch/config"
 )
@@ -16,10 +14,7 @@ func configOrExample(path string, env *Env) (*config.Config, error) {
 	if path != "" {
 		return loadConfig(path, env)
 	}
-	lookup := env.LookupEnv
-	if lookup == nil {
-		lookup = os.LookupEnv
-	}
+	lookup := env.lookup()
 	cfg, err := config.Parse(exampleConfigName, gpuwatch.ExampleConfig, lookup)
 	if err != nil {
 		return nil, err // the built-in config is tested; this is a bug
