@@ -230,8 +230,9 @@ func TestExampleConfig(t *testing.T) {
 	if len(c.Receivers) != 1 || c.Receivers[0].Name != "console" || c.Receivers[0].Console == nil {
 		t.Errorf("receivers: got %+v, want one console receiver", c.Receivers)
 	}
-	if c.Route.Receiver != "console" || c.Route.RepeatInterval != 4*time.Hour {
-		t.Errorf("route: got %+v, want receiver console, repeat_interval 4h", c.Route)
+	if c.Route.Receiver != "console" || c.Route.RepeatInterval == nil || *c.Route.RepeatInterval != 4*time.Hour ||
+		c.Route.GroupWait == nil || *c.Route.GroupWait != 10*time.Second {
+		t.Errorf("route: got %+v, want receiver console, group_wait 10s, repeat_interval 4h", c.Route)
 	}
 	if got, want := c.Summary(), "../config.example.yaml: ok: 6 rules, 1 receivers, source nvml every 5s"; got != want {
 		t.Errorf("Summary: got %q, want %q", got, want)
@@ -363,7 +364,7 @@ func TestAnchorsAndAliases(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Source.Interval != time.Second || c.Route.GroupWait != time.Second || c.Route.Receiver != "console" {
+	if c.Source.Interval != time.Second || c.Route.GroupWait == nil || *c.Route.GroupWait != time.Second || c.Route.Receiver != "console" {
 		t.Errorf("got interval %v group_wait %v receiver %q, want 1s 1s console", c.Source.Interval, c.Route.GroupWait, c.Route.Receiver)
 	}
 	if len(c.Rules) != 2 {
@@ -489,5 +490,15 @@ func BenchmarkLoadExample(b *testing.B) {
 		if _, err := Parse("config.example.yaml", data, noEnv); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+func TestRouteZeroGroupWaitSendsAtOnce(t *testing.T) {
+	c, err := Parse("route.yaml", []byte("receivers: [{name: console, console: {}}]\nroute: {receiver: console, group_wait: 0s, routes: [{receiver: console, matchers: [gpu=1]}]}\n"), noEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Route.GroupWait == nil || *c.Route.GroupWait != 0 || c.Route.Routes[0].GroupWait != nil {
+		t.Errorf("group_wait: got root %v child %v, want an explicit 0 at the root and nothing (inherit) in the child", c.Route.GroupWait, c.Route.Routes[0].GroupWait)
 	}
 }

@@ -54,6 +54,10 @@ type Stats struct {
 // were made. Retries live here and nowhere else: a failure worth a retry is
 // tried again after a backoff (or the receiver's Retry-After) for as long as
 // it takes; a permanent failure moves the notification to the dead letters.
+//
+// Delivered notifications leave the outbox together, in one transaction
+// per batch read (and before every wait), not one fsync each: a crash
+// between a delivery and its ack sends at most one batch again.
 type Deliverer struct {
 	receiver string
 	notifier Notifier
@@ -107,17 +111,20 @@ func (d *Deliverer) Run(ctx context.Context) {
 			}
 			continue
 		}
+		var delivered []uint64
 		for _, e := range entries {
-			if !d.deliver(ctx, e) {
-				return
+			if !d.deliver(ctx, e, &delivered) {
+				break
 			}
 		}
+		d.ack(delivered)
 	}
 }
 
 // deliver tries one entry until the receiver accepts it or refuses it for
-// good. It returns false when ctx ended first (the entry stays queued).
-func (d *Deliverer) deliver(ctx context.Context, e store.Entry) bool {
+// good, adding it to delivered when accepted. It returns false when ctx
+// ended first (the entry stays queued).
+func (d *Deliverer) deliver(ctx context.Context, e store.Entry, delivered *[]uint64) bool {
 	var n Notification
 	if err := json.Unmarshal(e.Payload, &n); err != nil {
 		d.bury(e.ID, "unreadable notification: "+err.Error(), 0)
@@ -128,9 +135,7 @@ func (d *Deliverer) deliver(ctx context.Context, e store.Entry) bool {
 		retry, err := d.notifier.Notify(ctx, &n)
 		if err == nil {
 			d.Stats.Sent.Add(1)
-			if err := d.queue.Ack(d.receiver, e.ID); err != nil {
-				d.logger.Error("delivered, but cannot remove it from the outbox; it may be sent again after a restart", "id", e.ID, "err", err)
-			}
+			*delivered = append(*delivered, e.ID)
 			return true
 		}
 		if ctx.Err() != nil {
@@ -148,9 +153,23 @@ func (d *Deliverer) deliver(ctx context.Context, e store.Entry) bool {
 			wait = ra.After
 		}
 		d.logger.Warn("delivery failed; will retry", "id", e.ID, "alert", alertName(&n), "attempt", attempt, "retry_in", wait, "err", err)
+		// What went out before stays out, however long this one takes.
+		d.ack(*delivered)
+		*delivered = (*delivered)[:0]
 		if !d.sleep(ctx, wait) {
 			return false
 		}
+	}
+}
+
+// ack removes delivered entries from the outbox in one transaction.
+func (d *Deliverer) ack(ids []uint64) {
+	if len(ids) == 0 {
+		return
+	}
+	if err := d.queue.Ack(d.receiver, ids...); err != nil {
+		d.logger.Error("delivered, but cannot remove them from the outbox; they will be sent again",
+			"ids", len(ids), "first", ids[0], "err", err)
 	}
 }
 

@@ -118,18 +118,46 @@ type target struct {
 	repeatInterval time.Duration
 }
 
+// targets are the receivers the routes (or the rule's own receivers) send
+// an alert to. A rule's repeat_interval replaces the routes': the engine
+// reminds at the rule's pace, and each reminder must get through.
 func (d *Dispatcher) targets(t *rules.Transition) []target {
-	if len(t.Rule.Receivers) > 0 {
-		out := make([]target, len(t.Rule.Receivers))
-		for i, name := range t.Rule.Receivers {
-			out[i] = target{name, d.route.GroupWait, d.route.RepeatInterval}
-		}
-		return out
-	}
 	var out []target
-	for _, r := range d.route.Match(t.Labels) {
-		out = append(out, target{r.Receiver, r.GroupWait, r.RepeatInterval})
+	if t.Rule != nil && len(t.Rule.Receivers) > 0 {
+		for _, name := range t.Rule.Receivers {
+			out = append(out, target{name, d.route.GroupWait, d.route.RepeatInterval})
+		}
+	} else {
+		for _, r := range d.route.Match(t.Labels) {
+			out = append(out, target{r.Receiver, r.GroupWait, r.RepeatInterval})
+		}
 	}
+	if t.Rule != nil && t.Rule.RepeatInterval > 0 {
+		for i := range out {
+			out[i].repeatInterval = t.Rule.RepeatInterval
+		}
+	}
+	return out
+}
+
+// told returns the receivers that were told the alert fires: they, and
+// only they, hear that it resolved, even when a reload has routed the
+// alert elsewhere since. Each keeps its route's timing where the alert
+// still goes to it, the root's otherwise.
+func (d *Dispatcher) told(alertKey string, routed []target) []target {
+	var out []target
+	for key := range d.sent {
+		receiver, ok := strings.CutSuffix(key, "/"+alertKey)
+		if !ok {
+			continue
+		}
+		tg := target{receiver, d.route.GroupWait, d.route.RepeatInterval}
+		if i := slices.IndexFunc(routed, func(r target) bool { return r.receiver == receiver }); i >= 0 {
+			tg = routed[i]
+		}
+		out = append(out, tg)
+	}
+	slices.SortFunc(out, func(a, b target) int { return strings.Compare(a.receiver, b.receiver) })
 	return out
 }
 
@@ -139,8 +167,8 @@ func (d *Dispatcher) targets(t *rules.Transition) []target {
 func (d *Dispatcher) RepeatInterval(labels map[string]string) time.Duration {
 	var shortest time.Duration
 	for _, r := range d.route.Match(labels) {
-		if shortest == 0 || r.RepeatInterval < shortest {
-			shortest = r.RepeatInterval
+		if r.RepeatInterval > 0 && (shortest == 0 || r.RepeatInterval < shortest) {
+			shortest = r.RepeatInterval // 0 is "never" and does not pace the others
 		}
 	}
 	return shortest
@@ -156,7 +184,11 @@ func (d *Dispatcher) Dispatch(at time.Time, ts []rules.Transition) *Commit {
 	for i := range ts {
 		t := &ts[i]
 		alert := FromTransition(t)
-		for _, tg := range d.targets(t) {
+		targets := d.targets(t)
+		if alert.Status == StatusResolved {
+			targets = d.told(alert.Key, targets)
+		}
+		for _, tg := range targets {
 			d.route1(c, at, &alert, tg)
 		}
 	}
@@ -171,11 +203,14 @@ func (d *Dispatcher) route1(c *Commit, at time.Time, a *Alert, tg target) {
 		if !told {
 			return // it never heard the alert fire (silenced, or another route)
 		}
-		// Anything still waiting for this receiver goes first: never a
-		// "resolved" before its "firing".
-		d.flushReceiver(c, tg.receiver)
 		delete(d.sent, sentKey)
 		c.DeleteRecord(BucketSent, sentKey)
+		// Its firing (or reminder) may still wait for group_wait: it goes
+		// out now, and the resolve right behind it, never before it.
+		if d.flushAlert(c, tg.receiver, a.Key) {
+			d.emit(c, d.add(c, at, *a, tg))
+			return
+		}
 		d.add(c, at, *a, tg)
 		return
 	}
@@ -183,7 +218,7 @@ func (d *Dispatcher) route1(c *Commit, at time.Time, a *Alert, tg target) {
 		d.logger.Debug("alert silenced", "alert", a.Name, "gpu", a.GPU, "receiver", tg.receiver, "silence", id)
 		return
 	}
-	if told && a.Repeat && at.Sub(lastSent) < tg.repeatInterval {
+	if told && a.Repeat && (tg.repeatInterval <= 0 || at.Sub(lastSent) < tg.repeatInterval) {
 		return // this receiver's route repeats less often
 	}
 	if !told {
@@ -195,8 +230,9 @@ func (d *Dispatcher) route1(c *Commit, at time.Time, a *Alert, tg target) {
 	d.add(c, at, *a, tg)
 }
 
-// add puts an alert in its group: one per receiver, rule and status.
-func (d *Dispatcher) add(c *Commit, at time.Time, a Alert, tg target) {
+// add puts an alert in its group, one per receiver, rule and status, and
+// returns the group's key.
+func (d *Dispatcher) add(c *Commit, at time.Time, a Alert, tg target) string {
 	kind := string(a.Status)
 	if a.Repeat {
 		kind = "repeat"
@@ -210,6 +246,7 @@ func (d *Dispatcher) add(c *Commit, at time.Time, a Alert, tg target) {
 	g.Alerts = slices.DeleteFunc(g.Alerts, func(old Alert) bool { return old.Key == a.Key })
 	g.Alerts = append(g.Alerts, a)
 	d.saveGroup(c, key)
+	return key
 }
 
 func (d *Dispatcher) saveGroup(c *Commit, key string) {
@@ -244,10 +281,13 @@ func (d *Dispatcher) flush(c *Commit, at time.Time, force bool) {
 	}
 }
 
-func (d *Dispatcher) flushReceiver(c *Commit, receiver string) {
+// flushAlert moves the receiver's groups that hold the alert to the
+// outbox, oldest first, and reports whether there were any. Other groups
+// keep waiting: only this alert's order is at stake.
+func (d *Dispatcher) flushAlert(c *Commit, receiver, alertKey string) bool {
 	var keys []string
 	for key, g := range d.groups {
-		if g.Receiver == receiver {
+		if g.Receiver == receiver && slices.ContainsFunc(g.Alerts, func(a Alert) bool { return a.Key == alertKey }) {
 			keys = append(keys, key)
 		}
 	}
@@ -255,6 +295,7 @@ func (d *Dispatcher) flushReceiver(c *Commit, receiver string) {
 	for _, key := range keys {
 		d.emit(c, key)
 	}
+	return len(keys) > 0
 }
 
 func (d *Dispatcher) emit(c *Commit, key string) {

@@ -13,14 +13,14 @@ const (
 
 // RouteConfig is the `route:` block of the config file: a receiver, the
 // matchers that select alerts for it, and child routes that refine it.
-// Zero values inherit from the parent route.
+// What a route leaves out (empty or nil) it inherits from its parent.
 type RouteConfig struct {
-	Receiver       string        `yaml:"receiver"`
-	Matchers       []string      `yaml:"matchers"`
-	Continue       bool          `yaml:"continue"`
-	GroupWait      time.Duration `yaml:"group_wait"`      // 0: inherit (root default 10s)
-	RepeatInterval time.Duration `yaml:"repeat_interval"` // 0: inherit (root default 4h)
-	Routes         []RouteConfig `yaml:"routes"`
+	Receiver       string         `yaml:"receiver"`
+	Matchers       []string       `yaml:"matchers"`
+	Continue       bool           `yaml:"continue"`
+	GroupWait      *time.Duration `yaml:"group_wait"`      // nil: inherit (root default 10s); 0: send at once
+	RepeatInterval *time.Duration `yaml:"repeat_interval"` // nil: inherit (root default 4h); 0: never repeat
+	Routes         []RouteConfig  `yaml:"routes"`
 }
 
 // Route is one node of the routing tree, with inherited values filled in.
@@ -94,15 +94,15 @@ func buildRoute(path string, c RouteConfig, parent *Route, problems *[]RouteProb
 	return r
 }
 
-func inheritDuration(path string, d, parent time.Duration, problems *[]RouteProblem) time.Duration {
-	if d < 0 {
-		*problems = append(*problems, RouteProblem{Path: path, Msg: fmt.Sprintf("%v is negative: give a positive duration such as 30s, or leave it out to inherit %v", d, parent)})
+func inheritDuration(path string, d *time.Duration, parent time.Duration, problems *[]RouteProblem) time.Duration {
+	switch {
+	case d == nil:
+		return parent
+	case *d < 0:
+		*problems = append(*problems, RouteProblem{Path: path, Msg: fmt.Sprintf("%v is negative: give a duration such as 30s, or leave it out to inherit %v", *d, parent)})
 		return parent
 	}
-	if d == 0 {
-		return parent
-	}
-	return d
+	return *d
 }
 
 // Match returns the routes that take an alert with these labels, in

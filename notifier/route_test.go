@@ -19,14 +19,14 @@ import (
 func testRouteConfig() RouteConfig {
 	return RouteConfig{
 		Receiver:  "team-slack",
-		GroupWait: 30 * time.Second,
+		GroupWait: ptr(30 * time.Second),
 		Routes: []RouteConfig{
-			{Matchers: []string{`severity="critical"`}, Receiver: "ops", Continue: true, RepeatInterval: time.Hour,
-				Routes: []RouteConfig{{Matchers: []string{`host=~"dev-.*"`}, GroupWait: time.Minute}}},
+			{Matchers: []string{`severity="critical"`}, Receiver: "ops", Continue: true, RepeatInterval: ptr(time.Hour),
+				Routes: []RouteConfig{{Matchers: []string{`host=~"dev-.*"`}, GroupWait: ptr(time.Minute)}}},
 			{Matchers: []string{`alert="GPUHot"`}, Receiver: "hw",
 				Routes: []RouteConfig{
 					{Matchers: []string{`gpu="0"`}, Receiver: "hw-gpu0"},
-					{Matchers: []string{`gpu=~"1|2"`}, RepeatInterval: 30 * time.Minute},
+					{Matchers: []string{`gpu=~"1|2"`}, RepeatInterval: ptr(30 * time.Minute)},
 				}},
 			{Matchers: []string{`alert="GPUHot"`}, Receiver: "never"},
 			{Matchers: []string{`alert=~"GPUMemory.*"`}, Receiver: "mem", Continue: true},
@@ -135,10 +135,10 @@ func TestRouteProblems(t *testing.T) {
 			`route.routes[0].matchers[1]: matcher "gpu=~\"(\"": column 6: invalid regular expression "(": missing closing )`,
 			`route.routes[1].routes[0].matchers[0]: matcher "severity": column 9: expected =, !=, =~ or !~ after the label name "severity"`,
 		}},
-		{"negative durations", RouteConfig{Receiver: "a", GroupWait: -time.Second, Routes: []RouteConfig{{RepeatInterval: -time.Minute}}},
+		{"negative durations", RouteConfig{Receiver: "a", GroupWait: ptr(-time.Second), Routes: []RouteConfig{{RepeatInterval: ptr(-time.Minute)}}},
 			[]string{
-				"route.group_wait: -1s is negative: give a positive duration such as 30s, or leave it out to inherit 10s",
-				"route.routes[0].repeat_interval: -1m0s is negative: give a positive duration such as 30s, or leave it out to inherit 4h0m0s",
+				"route.group_wait: -1s is negative: give a duration such as 30s, or leave it out to inherit 10s",
+				"route.routes[0].repeat_interval: -1m0s is negative: give a duration such as 30s, or leave it out to inherit 4h0m0s",
 			}},
 	}
 	for _, tt := range tests {
@@ -190,3 +190,5 @@ func BenchmarkRouteMatch(b *testing.B) {
 		}
 	}
 }
+
+func ptr(d time.Duration) *time.Duration { return &d }
