@@ -11,5 +11,6 @@ require (
 
 require (
 	github.com/gorilla/websocket v1.5.3 // indirect
-	golang.org/x/sys v0.45.0 // indirect
+	github.com/prometheus/client_golang v1.25.0 // indirect
+	golang.org/x/sys v0.48.0 // indirect
 )

@@ -16,12 +16,15 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"reflect"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/gpuwatch/gpuwatch/config"
 	"github.com/gpuwatch/gpuwatch/gpu"
+	"github.com/gpuwatch/gpuwatch/internal/strictyaml"
 	"github.com/gpuwatch/gpuwatch/notifier"
 	"github.com/gpuwatch/gpuwatch/rules"
 	"github.com/gpuwatch/gpuwatch/store"
@@ -241,16 +244,32 @@ func (d *Daemon) drain(ctx context.Context) {
 func (d *Daemon) Reload(cfg *config.Config) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	route, err := buildRoute(cfg)
-	if err != nil {
-		d.logger.Error("reload refused", "err", err)
-		return
+	if !sameReceivers(cfg.Receivers, d.cfg.Receivers) || !reflect.DeepEqual(cfg.Slack, d.cfg.Slack) {
+		// Deliverers are built at start; routing to receivers that have
+		// none would leave notifications waiting until a restart.
+		d.logger.Warn("receivers or the slack section changed: they and the route take effect when gpuwatch restarts; the new rules apply now")
+		cfg.Receivers, cfg.Route, cfg.Slack = d.cfg.Receivers, d.cfg.Route, d.cfg.Slack
+	} else {
+		route, err := buildRoute(cfg)
+		if err != nil {
+			d.logger.Error("reload refused", "err", err)
+			return
+		}
+		d.dispatcher.SetRoute(route)
 	}
-	d.dispatcher.SetRoute(route)
 	e := d.newEngine(cfg)
 	e.Inherit(d.engine)
 	d.engine, d.cfg = e, cfg
 	d.logger.Info("config reloaded", "rules", len(cfg.Rules))
+}
+
+// sameReceivers reports whether two receiver lists configure the same
+// receivers (positions in the file aside).
+func sameReceivers(a, b []config.Receiver) bool {
+	return slices.EqualFunc(a, b, func(x, y config.Receiver) bool {
+		x.Pos, y.Pos = strictyaml.Pos{}, strictyaml.Pos{}
+		return reflect.DeepEqual(x, y)
+	})
 }
 
 // LogEvents logs what happened to the GPUs since the previous snapshot:

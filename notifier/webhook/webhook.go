@@ -48,6 +48,7 @@ import (
 	"bytes"
 	"cmp"
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
@@ -266,6 +267,8 @@ func secretsOf(c *Config) []string {
 		}
 		if p, ok := u.User.Password(); ok {
 			add(p)
+			// The client sends user:password as an Authorization: Basic header.
+			add(base64.StdEncoding.EncodeToString([]byte(u.User.Username() + ":" + p)))
 		}
 	}
 	add(c.Secret)
