@@ -37,7 +37,7 @@ SIGTERM stop it cleanly.`)
 		return err
 	}
 	defer src.Close()
-	d, err := daemon.New(cfg, daemon.Options{Logger: logger, Console: env.Stdout, Location: env.Location})
+	d, err := daemon.New(cfg, daemon.Options{Logger: logger, Console: env.Stdout, Location: env.Location, Version: Version})
 	if err != nil {
 		return err
 	}

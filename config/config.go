@@ -288,6 +288,7 @@ func (c *Config) validate(root *yaml.Node) strictyaml.Errors {
 	if c.Source.Interval < 100*time.Millisecond {
 		fail(at("source", "interval"), "source.interval %v is too short: sample at most every 100ms (5s is a good default)", c.Source.Interval)
 	}
+	c.checkSlackTokens(at, fail)
 	names := map[string]bool{}
 	for i, r := range c.Receivers {
 		item := nodeAt(root, "receivers", i)
@@ -313,6 +314,27 @@ func (c *Config) validate(root *yaml.Node) strictyaml.Errors {
 		}
 	}
 	return errs
+}
+
+// checkSlackTokens reports Slack tokens of the wrong kind, the common
+// mix-up of the app's three secrets. The messages never quote a token.
+func (c *Config) checkSlackTokens(at func(...string) *yaml.Node, fail func(*yaml.Node, string, ...any)) {
+	if t := c.Slack.BotToken; t != "" && !strings.HasPrefix(t, "xoxb-") {
+		fail(at("slack", "bot_token"), "slack.bot_token must be the Bot User OAuth Token, which starts with xoxb- (the app's OAuth & Permissions page); the value set does not")
+	}
+	if t := c.Slack.AppToken; t != "" && !strings.HasPrefix(t, "xapp-") {
+		fail(at("slack", "app_token"), "slack.app_token must be an app-level token, which starts with xapp- (Basic Information → App-Level Tokens, scope connections:write); the value set does not")
+	}
+	for i, ch := range c.Slack.AllowedChannels {
+		if strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(ch), "#")) == "" {
+			fail(nodeAt(at("slack"), "allowed_channels", i), "slack.allowed_channels[%d] is empty: list channel IDs (C…) or names without '#'", i)
+		}
+	}
+	for i, u := range c.Slack.Admins {
+		if strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(u), "@")) == "" {
+			fail(nodeAt(at("slack"), "admins", i), "slack.admins[%d] is empty: list Slack user IDs (U…) or user names", i)
+		}
+	}
 }
 
 // checkRouteReceivers reports routes that name a receiver that does not exist.

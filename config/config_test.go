@@ -95,6 +95,13 @@ var configFailures = map[string][]string{
 		`2:5: receiver "console" needs a kind: console: {}, slack: {channel: …}, or webhook: {url: …}`,
 		`3:5: receivers[1] needs the field "name"`,
 	},
+	// Tokens of the wrong kind are named, never quoted.
+	"slack_tokens.bad.yaml": {
+		"2:14: slack.bot_token must be the Bot User OAuth Token, which starts with xoxb- (the app's OAuth & Permissions page); the value set does not",
+		"3:14: slack.app_token must be an app-level token, which starts with xapp- (Basic Information → App-Level Tokens, scope connections:write); the value set does not",
+		"4:30: slack.allowed_channels[1] is empty: list channel IDs (C…) or names without '#'",
+		"5:12: slack.admins[0] is empty: list Slack user IDs (U…) or user names",
+	},
 	"duplicate_receiver.bad.yaml": {
 		`4:5: receiver "console" is defined twice`,
 	},

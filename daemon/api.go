@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gpuwatch/gpuwatch/gpu"
 	"github.com/gpuwatch/gpuwatch/notifier"
 )
 
@@ -49,13 +50,25 @@ func (d *Daemon) Addr() string {
 // Handler serves the HTTP API:
 //
 //	GET    /healthz
+//	GET    /metrics                  Prometheus metrics
+//	GET    /api/v1/status            the latest snapshot of the GPUs and the active alerts
+//	GET    /api/v1/alerts            the pending and firing alerts
 //	GET    /api/v1/silences          every silence, active first
 //	POST   /api/v1/silences          {"matchers":["alert=\"GPUHot\""],"duration":"2h","created_by":"alice","comment":"fan repair"}
 //	DELETE /api/v1/silences/{id}     expire a silence now
 //	GET    /api/v1/outbox            notifications waiting per receiver, and the dead letters
+//	POST   /slack/commands, /slack/actions   the Slack app, when slack.signing_secret is set
+//
+// A known path asked with another method gets 405.
 func (d *Daemon) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { w.Write([]byte("ok\n")) })
+	mux.Handle("GET /metrics", d.metricsHandler())
+	mux.HandleFunc("GET /api/v1/status", d.status)
+	mux.HandleFunc("GET /api/v1/alerts", d.alerts)
+	if slack := d.SlackHandler(); slack != nil {
+		mux.Handle("/slack/", slack)
+	}
 	mux.HandleFunc("GET /api/v1/silences", d.listSilences)
 	mux.HandleFunc("POST /api/v1/silences", d.addSilence)
 	mux.HandleFunc("DELETE /api/v1/silences/{id}", d.expireSilence)
@@ -216,4 +229,88 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 
 func writeError(w http.ResponseWriter, status int, msg string) {
 	writeJSON(w, status, map[string]string{"error": msg})
+}
+
+// StatusJSON is GET /api/v1/status: the latest snapshot of the GPUs and
+// the active alerts. Time is null and GPUs empty before the first sample.
+type StatusJSON struct {
+	Host   string      `json:"host"`
+	Time   *time.Time  `json:"time"`
+	GPUs   []GPUJSON   `json:"gpus"`
+	Alerts []AlertJSON `json:"alerts"`
+}
+
+// GPUJSON is one GPU's readings; a reading the GPU does not provide is
+// null (memory too, when its total is unknown). Utilization is in percent.
+type GPUJSON struct {
+	Index             int            `json:"index"`
+	UUID              string         `json:"uuid"`
+	Name              string         `json:"name"`
+	MemoryUsedBytes   *uint64        `json:"memory_used_bytes"`
+	MemoryTotalBytes  *uint64        `json:"memory_total_bytes"`
+	UtilizationGPU    notifier.Float `json:"utilization_gpu"`
+	UtilizationMemory notifier.Float `json:"utilization_memory"`
+	TemperatureC      notifier.Float `json:"temperature_c"`
+	PowerW            notifier.Float `json:"power_w"`
+	PowerLimitW       notifier.Float `json:"power_limit_w"`
+	Processes         []gpu.Process  `json:"processes"`
+}
+
+// AlertJSON is a pending or firing alert. Since is when it went pending,
+// or when it fired.
+type AlertJSON struct {
+	Key            string    `json:"key"`
+	Alert          string    `json:"alert"`
+	Severity       string    `json:"severity"`
+	State          string    `json:"state"`
+	GPU            int       `json:"gpu"`
+	UUID           string    `json:"uuid"`
+	Since          time.Time `json:"since"`
+	ValueText      string    `json:"value_text"`
+	Summary        string    `json:"summary"`
+	AcknowledgedBy string    `json:"acknowledged_by,omitempty"`
+}
+
+func gpuJSON(dev *gpu.Device) GPUJSON {
+	out := GPUJSON{
+		Index: dev.Index, UUID: dev.UUID, Name: dev.Name,
+		UtilizationGPU: notifier.Float(dev.UtilGPU), UtilizationMemory: notifier.Float(dev.UtilMem),
+		TemperatureC: notifier.Float(dev.TempC), PowerW: notifier.Float(dev.PowerW), PowerLimitW: notifier.Float(dev.PowerLimitW),
+		Processes: dev.Processes,
+	}
+	if dev.MemKnown() {
+		used, total := dev.MemUsed, dev.MemTotal
+		out.MemoryUsedBytes, out.MemoryTotalBytes = &used, &total
+	}
+	if out.Processes == nil {
+		out.Processes = []gpu.Process{}
+	}
+	return out
+}
+
+// alertsJSON is the active alerts, firing first, as the API shows them.
+func (d *Daemon) alertsJSON() []AlertJSON {
+	active := d.Alerts()
+	out := make([]AlertJSON, len(active))
+	for i, a := range active {
+		out[i] = AlertJSON{Key: a.Key, Alert: a.Name, Severity: a.Severity, State: a.State, GPU: a.GPU, UUID: a.UUID,
+			Since: a.Since, ValueText: a.ValueText, Summary: a.Summary, AcknowledgedBy: a.Acknowledged}
+	}
+	return out
+}
+
+func (d *Daemon) status(w http.ResponseWriter, _ *http.Request) {
+	out := StatusJSON{GPUs: []GPUJSON{}, Alerts: d.alertsJSON()}
+	if snap := d.Snapshot(); snap != nil {
+		at := snap.Time
+		out.Host, out.Time = snap.Host, &at
+		for i := range snap.Devices {
+			out.GPUs = append(out.GPUs, gpuJSON(&snap.Devices[i]))
+		}
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (d *Daemon) alerts(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, http.StatusOK, d.alertsJSON())
 }

@@ -27,6 +27,7 @@ import (
 	"github.com/gpuwatch/gpuwatch/internal/strictyaml"
 	"github.com/gpuwatch/gpuwatch/notifier"
 	"github.com/gpuwatch/gpuwatch/rules"
+	"github.com/gpuwatch/gpuwatch/slackbot"
 	"github.com/gpuwatch/gpuwatch/store"
 )
 
@@ -48,6 +49,8 @@ type Options struct {
 	// Now is the wall clock, for the API (silences start now) and dead
 	// letters; nil means time.Now. Evaluation never uses it.
 	Now func() time.Time
+	// Version is gpuwatch's version, for gpuwatch_build_info on /metrics.
+	Version string
 }
 
 // Daemon is a running gpuwatch.
@@ -62,6 +65,12 @@ type Daemon struct {
 	dispatcher *notifier.Dispatcher
 	deliverers map[string]*notifier.Deliverer
 	addr       atomic.Value // string: where the HTTP API listens
+	metrics    daemonMetrics
+
+	// What the Slack app reads and acts through.
+	last    atomic.Pointer[gpu.Snapshot] // the latest snapshot
+	history *histories                   // the last day of every GPU, for /gpu history
+	app     *slackbot.App                // nil without slack.signing_secret and slack.app_token
 }
 
 // New opens the store, restores what the last run left (alert states,
@@ -78,7 +87,7 @@ func New(cfg *config.Config, opts Options) (*Daemon, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open the state store (storage.path): %w", err)
 	}
-	d := &Daemon{opts: opts, logger: opts.Logger, db: db, cfg: cfg}
+	d := &Daemon{opts: opts, logger: opts.Logger, db: db, cfg: cfg, history: newHistories()}
 	if err := d.start(cfg); err != nil {
 		db.Close()
 		return nil, err
@@ -108,6 +117,9 @@ func (d *Daemon) start(cfg *config.Config) error {
 	if err := d.dispatcher.Restore(groups, sent); err != nil {
 		return err
 	}
+	if err := d.restoreAcks(); err != nil {
+		return err
+	}
 	d.engine = d.newEngine(cfg)
 	records, err := d.loadAlerts()
 	if err != nil {
@@ -115,6 +127,10 @@ func (d *Daemon) start(cfg *config.Config) error {
 	}
 	d.engine.Restore(records)
 	d.deliverers, err = d.buildDeliverers(cfg)
+	if err != nil {
+		return err
+	}
+	d.app, err = d.newSlackApp(cfg)
 	return err
 }
 
@@ -154,6 +170,7 @@ func (d *Daemon) Run(ctx context.Context, src gpu.Source, reload <-chan *config.
 	for _, dl := range d.deliverers {
 		wg.Go(func() { dl.Run(ctx) })
 	}
+	d.startSocketMode(ctx, &wg)
 	srv, err := d.serve(ctx)
 	if err != nil {
 		return err
@@ -176,7 +193,9 @@ func (d *Daemon) Run(ctx context.Context, src gpu.Source, reload <-chan *config.
 			d.Reload(cfg)
 		default:
 		}
+		began := time.Now()
 		d.Step(snap)
+		d.observeStep(time.Since(began))
 	}
 }
 
@@ -185,6 +204,8 @@ func (d *Daemon) Run(ctx context.Context, src gpu.Source, reload <-chan *config.
 func (d *Daemon) Step(snap *gpu.Snapshot) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	d.last.Store(snap)
+	d.history.Record(snap)
 	LogEvents(d.logger, snap)
 	ts := d.engine.Eval(snap)
 	c := d.dispatcher.Dispatch(snap.Time, ts)

@@ -42,11 +42,46 @@ func (b Backoff) Wait(attempt int, random float64) time.Duration {
 	return time.Duration(float64(d) * (1 + b.Jitter*(2*random-1)))
 }
 
-// Stats counts what a deliverer did, for logs and /metrics.
+// Stats counts what a deliverer did, for logs and /metrics. Every field
+// and method is safe to use from any goroutine.
 type Stats struct {
 	Sent    atomic.Int64 // notifications the receiver accepted
 	Retried atomic.Int64 // failed tries that will be tried again
 	Dead    atomic.Int64 // notifications refused for good (dead letters)
+	// failed counts failed tries, retried or not, by FailureReason.
+	failed [numFailureReasons]atomic.Int64
+}
+
+// AddFailure counts one failed try for its reason.
+func (s *Stats) AddFailure(r FailureReason) {
+	if r < 0 || r >= numFailureReasons {
+		r = FailureOther
+	}
+	s.failed[r].Add(1)
+}
+
+// Failed returns the failed tries so far by reason name ("timeout",
+// "http_5xx", …), every reason present, zero or not. The map is the
+// caller's.
+func (s *Stats) Failed() map[string]int64 {
+	out := make(map[string]int64, numFailureReasons)
+	for r := range numFailureReasons {
+		out[r.String()] = s.failed[r].Load()
+	}
+	return out
+}
+
+// Snapshot reads every counter at once into a plain value.
+func (s *Stats) Snapshot() DeliveryStats {
+	return DeliveryStats{Sent: s.Sent.Load(), Retried: s.Retried.Load(), Dead: s.Dead.Load(), Failed: s.Failed()}
+}
+
+// DeliveryStats is a copy of a deliverer's Stats at one moment.
+type DeliveryStats struct {
+	Sent    int64
+	Retried int64
+	Dead    int64
+	Failed  map[string]int64 // by FailureReason name, every reason present
 }
 
 // Deliverer delivers one receiver's outbox, oldest first, one notification
@@ -141,6 +176,7 @@ func (d *Deliverer) deliver(ctx context.Context, e store.Entry, delivered *[]uin
 		if ctx.Err() != nil {
 			return false
 		}
+		d.Stats.AddFailure(ClassifyFailure(err))
 		if !retry {
 			d.logger.Error("the receiver refused a notification for good; it is kept with the dead letters (gpuwatch outbox list)",
 				"id", e.ID, "alert", alertName(&n), "attempts", attempt, "err", err)

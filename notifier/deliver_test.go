@@ -244,6 +244,10 @@ func TestDelivererDeadLetter(t *testing.T) {
 		if got := d.Stats.Dead.Load(); got != 2 {
 			t.Errorf("Stats.Dead: got %d, want 2", got)
 		}
+		// The unreadable entry was never tried: two failed tries, by reason.
+		if got := d.Stats.Failed(); got["http_5xx"] != 1 || got["http_4xx"] != 1 || got["other"] != 0 {
+			t.Errorf("Stats.Failed: got %v, want http_5xx 1, http_4xx 1, other 0", got)
+		}
 		dead, err := db.DeadLetters(0)
 		if err != nil {
 			t.Fatal(err)

@@ -18,6 +18,9 @@ const (
 	// BucketSent holds, per receiver and alert, when the receiver was last
 	// told the alert fires; present means the receiver knows it fires.
 	BucketSent = "sent"
+	// BucketAcks holds, per alert key, who acknowledged the firing alert
+	// and when; the record goes when the alert resolves.
+	BucketAcks = "acks"
 )
 
 // Commit is what one snapshot changed: notifications to put in receivers'
@@ -77,12 +80,22 @@ type Dispatcher struct {
 	groups   map[string]*Notification // by group key, waiting for group_wait
 	due      map[string]time.Time     // group key → when it goes out
 	sent     map[string]time.Time     // receiver/alert key → last told it fires
+	firing   map[string]bool          // alert key → fires, as the transitions said
+	acks     map[string]Ack           // alert key → who acknowledged it
+}
+
+// Ack records who acknowledged a firing alert, and when. An acknowledged
+// alert gets no more reminders, for any receiver, until it resolves.
+type Ack struct {
+	By string    `json:"by"`
+	At time.Time `json:"at"`
 }
 
 // NewDispatcher makes a dispatcher for a route tree.
 func NewDispatcher(route *Route, silences Muter, logger *slog.Logger) *Dispatcher {
 	return &Dispatcher{route: route, silences: silences, logger: logger,
-		groups: map[string]*Notification{}, due: map[string]time.Time{}, sent: map[string]time.Time{}}
+		groups: map[string]*Notification{}, due: map[string]time.Time{}, sent: map[string]time.Time{},
+		firing: map[string]bool{}, acks: map[string]Ack{}}
 }
 
 // SetRoute replaces the route tree (a config reload).
@@ -109,6 +122,72 @@ func (d *Dispatcher) Restore(groups, sent map[string][]byte) error {
 		d.sent[key] = at
 	}
 	return nil
+}
+
+// RestoreAcks takes back the acknowledgements a previous run left in the
+// store (bucket BucketAcks).
+func (d *Dispatcher) RestoreAcks(acks map[string][]byte) error {
+	for key, raw := range acks {
+		var a Ack
+		if err := json.Unmarshal(raw, &a); err != nil {
+			return fmt.Errorf("restore acknowledgement %q: %w", key, err)
+		}
+		d.acks[key] = a
+	}
+	return nil
+}
+
+// Acknowledge records that by acknowledged the firing alert alertKey at
+// time at: it gets no more reminders (those waiting for their group_wait
+// are dropped) until it resolves. The returned commit makes that durable.
+// It is an error to acknowledge an alert that is not firing.
+func (d *Dispatcher) Acknowledge(alertKey, by string, at time.Time) (*Commit, error) {
+	if !d.fires(alertKey) {
+		return nil, fmt.Errorf("alert %s is not firing: only a firing alert can be acknowledged (see /gpu alerts)", alertKey)
+	}
+	c := &Commit{}
+	ack := Ack{By: by, At: at}
+	raw, err := json.Marshal(ack)
+	if err != nil {
+		return nil, fmt.Errorf("encode the acknowledgement of %s: %w", alertKey, err)
+	}
+	d.acks[alertKey] = ack
+	c.PutRecord(BucketAcks, alertKey, raw)
+	for key, g := range d.groups {
+		if !strings.HasSuffix(key, "/repeat") {
+			continue
+		}
+		g.Alerts = slices.DeleteFunc(g.Alerts, func(a Alert) bool { return a.Key == alertKey })
+		if len(g.Alerts) > 0 {
+			d.saveGroup(c, key)
+			continue
+		}
+		delete(d.groups, key)
+		delete(d.due, key)
+		c.DeleteRecord(BucketGroups, key)
+	}
+	return c, nil
+}
+
+// Acknowledged reports who acknowledged the alert, if anyone did.
+func (d *Dispatcher) Acknowledged(alertKey string) (by string, ok bool) {
+	a, ok := d.acks[alertKey]
+	return a.By, ok
+}
+
+// fires reports whether the alert fires, as far as the dispatcher knows:
+// a firing transition went through it, or (after a restart) a receiver
+// was told so.
+func (d *Dispatcher) fires(alertKey string) bool {
+	if d.firing[alertKey] {
+		return true
+	}
+	for key := range d.sent {
+		if strings.HasSuffix(key, "/"+alertKey) {
+			return true
+		}
+	}
+	return false
 }
 
 // target is where one alert goes: a receiver with its route's timing.
@@ -187,6 +266,16 @@ func (d *Dispatcher) Dispatch(at time.Time, ts []rules.Transition) *Commit {
 		targets := d.targets(t)
 		if alert.Status == StatusResolved {
 			targets = d.told(alert.Key, targets)
+			delete(d.firing, alert.Key)
+			if _, acked := d.acks[alert.Key]; acked {
+				delete(d.acks, alert.Key)
+				c.DeleteRecord(BucketAcks, alert.Key)
+			}
+		} else {
+			d.firing[alert.Key] = true
+			if _, acked := d.acks[alert.Key]; acked && alert.Repeat {
+				continue // acknowledged: no more reminders, for anyone
+			}
 		}
 		for _, tg := range targets {
 			d.route1(c, at, &alert, tg)

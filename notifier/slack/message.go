@@ -14,7 +14,7 @@ import (
 
 // Slack's limits on a message, with room to spare.
 const (
-	maxAlertsInFull = 11  // 4 blocks each, plus a header and a tail, under Slack's 50
+	maxAlertsInFull = 9   // 5 blocks each (with buttons and a divider), plus a header and a tail, under Slack's 50
 	maxProcesses    = 3   // per GPU
 	maxTextRunes    = 600 // a summary or description
 	maxHeaderRunes  = 150 // Slack's limit on a header
@@ -66,6 +66,9 @@ func render(alerts []notifier.Alert, now time.Time) ([]goslack.Block, string) {
 			blocks = append(blocks, goslack.NewDividerBlock())
 		}
 		blocks = append(blocks, alertBlocks(&alerts[i], now)...)
+		if alerts[i].Status != notifier.StatusResolved {
+			blocks = append(blocks, actionsBlock(&alerts[i], i))
+		}
 	}
 	return blocks, fallback(alerts, now)
 }

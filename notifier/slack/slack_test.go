@@ -634,7 +634,7 @@ func TestManyGPUsFitSlackLimits(t *testing.T) {
 			t.Errorf("a %s block has %d characters, want at most 3000", blk["type"], n)
 		}
 	}
-	if !strings.Contains(allText(decoded), "… and 5 more") {
+	if !strings.Contains(allText(decoded), "… and 7 more") {
 		t.Errorf("want the GPUs beyond the limit summed up")
 	}
 	if !strings.Contains(text, "… and 11 more") {

@@ -1,0 +1,126 @@
+package daemon
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/gpuwatch/gpuwatch/gpu"
+	"github.com/gpuwatch/gpuwatch/notifier"
+	"github.com/gpuwatch/gpuwatch/rules"
+	"github.com/gpuwatch/gpuwatch/slackbot"
+)
+
+// The daemon is what the Slack app asks and acts through.
+var _ slackbot.Backend = (*Daemon)(nil)
+
+// Snapshot is the latest sample of the GPUs; nil before the first.
+func (d *Daemon) Snapshot() *gpu.Snapshot { return d.last.Load() }
+
+// Alerts are the pending and firing alerts: firing first, then by GPU and
+// rule.
+func (d *Daemon) Alerts() []slackbot.ActiveAlert {
+	host := ""
+	if s := d.last.Load(); s != nil {
+		host = s.Host
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	active := d.engine.Active()
+	out := make([]slackbot.ActiveAlert, 0, len(active))
+	for i := range active {
+		a := &active[i]
+		al := slackbot.ActiveAlert{
+			Key: notifier.AlertKey(host, a.Rule.Name, a.UUID), Name: a.Rule.Name, Severity: string(a.Rule.Severity),
+			State: a.State.String(), GPU: a.GPU, UUID: a.UUID, Since: a.ActiveAt, Summary: a.Summary,
+		}
+		if a.Rule.When != nil {
+			al.ValueText = a.Rule.When.ValueDimension().Format(a.Value)
+		}
+		if a.State == rules.StateFiring {
+			al.Since = a.FiredAt
+			al.Acknowledged, _ = d.dispatcher.Acknowledged(al.Key)
+		}
+		out = append(out, al)
+	}
+	slices.SortStableFunc(out, func(a, b slackbot.ActiveAlert) int {
+		return cmp.Or(cmp.Compare(stateRank(a.State), stateRank(b.State)), cmp.Compare(a.GPU, b.GPU), cmp.Compare(a.Name, b.Name))
+	})
+	return out
+}
+
+// stateRank puts firing alerts before pending ones.
+func stateRank(state string) int {
+	if state == rules.StateFiring.String() {
+		return 0
+	}
+	return 1
+}
+
+// History is GPU index's memory and utilization over the window, one
+// point a minute, capped at a day; false for a GPU never sampled.
+func (d *Daemon) History(index int, window time.Duration) (slackbot.History, bool) {
+	return d.history.History(index, window)
+}
+
+// Silences lists every silence: active, pending, expired.
+func (d *Daemon) Silences() []notifier.Silence { return d.silences.List(d.opts.Now()) }
+
+// AddSilence adds and persists a silence, giving it an ID.
+func (d *Daemon) AddSilence(s notifier.Silence) (notifier.Silence, error) {
+	added, err := d.silences.Add(s)
+	if err != nil {
+		return notifier.Silence{}, err
+	}
+	d.logger.Info("silence added", "id", added.ID, "matchers", added.Matchers.String(), "until", added.EndsAt, "by", added.CreatedBy)
+	return added, nil
+}
+
+// ExpireSilence ends a silence now.
+func (d *Daemon) ExpireSilence(id string) error {
+	if err := d.silences.Expire(id, d.opts.Now()); err != nil {
+		return err
+	}
+	d.logger.Info("silence expired", "id", id)
+	return nil
+}
+
+// Acknowledge stops the reminders of a firing alert, recording who
+// acknowledged it, durably; the acknowledgement ends when the alert
+// resolves.
+func (d *Daemon) Acknowledge(alertKey, by string) error {
+	host := ""
+	if s := d.last.Load(); s != nil {
+		host = s.Host
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	firing := slices.ContainsFunc(d.engine.Active(), func(a rules.AlertState) bool {
+		return a.State == rules.StateFiring && notifier.AlertKey(host, a.Rule.Name, a.UUID) == alertKey
+	})
+	if !firing {
+		return fmt.Errorf("alert %s is not firing: only a firing alert can be acknowledged (see /gpu alerts)", alertKey)
+	}
+	c, err := d.dispatcher.Acknowledge(alertKey, by, d.opts.Now())
+	if err != nil {
+		return err
+	}
+	if err := d.db.Commit(c.Outbox, c.Put, c.Delete); err != nil {
+		return fmt.Errorf("save the acknowledgement of %s: %w", alertKey, err)
+	}
+	d.logger.Info("alert acknowledged", "alert", alertKey, "by", by)
+	return nil
+}
+
+// Now is the wall clock.
+func (d *Daemon) Now() time.Time { return d.opts.Now() }
+
+// restoreAcks gives the dispatcher the acknowledgements the last run left.
+func (d *Daemon) restoreAcks() error {
+	acks, err := d.db.All(notifier.BucketAcks)
+	if err != nil {
+		return fmt.Errorf("load acknowledgements: %w", err)
+	}
+	return d.dispatcher.RestoreAcks(acks)
+}

@@ -1,0 +1,98 @@
+package daemon
+
+import (
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/gpuwatch/gpuwatch/gpu"
+	"github.com/gpuwatch/gpuwatch/metrics"
+	"github.com/gpuwatch/gpuwatch/notifier"
+)
+
+// daemonMetrics is the daemon's Prometheus registry and the histogram Run
+// observes each Step into. Its zero value is ready: the registry is made
+// on first use.
+type daemonMetrics struct {
+	once           sync.Once
+	registry       *prometheus.Registry
+	sampleDuration prometheus.Histogram
+}
+
+// init makes the registry, once.
+func (m *daemonMetrics) init(d *Daemon) {
+	m.once.Do(func() {
+		m.sampleDuration = metrics.NewSampleDuration()
+		m.registry = metrics.NewRegistry(metricsSource{d}, d.opts.Version, m.sampleDuration)
+	})
+}
+
+// Registry is the daemon's Prometheus registry, the one GET /metrics
+// serves; callers may register collectors of their own.
+func (d *Daemon) Registry() *prometheus.Registry {
+	d.metrics.init(d)
+	return d.metrics.registry
+}
+
+// observeStep records how long one Step took; Run measures it.
+func (d *Daemon) observeStep(took time.Duration) {
+	d.metrics.init(d)
+	d.metrics.sampleDuration.Observe(took.Seconds())
+}
+
+// metricsHandler serves GET /metrics in the Prometheus text (or
+// OpenMetrics) format. A collector's error is logged and the rest is
+// served.
+func (d *Daemon) metricsHandler() http.Handler {
+	return promhttp.HandlerFor(d.Registry(), promhttp.HandlerOpts{
+		ErrorLog:      slogPrinter{d},
+		ErrorHandling: promhttp.ContinueOnError,
+	})
+}
+
+// slogPrinter lets promhttp log through the daemon's logger.
+type slogPrinter struct{ d *Daemon }
+
+func (p slogPrinter) Println(v ...any) {
+	p.d.logger.Error("serving /metrics", "err", v)
+}
+
+// metricsSource is the daemon as the metrics Collector reads it.
+type metricsSource struct{ d *Daemon }
+
+func (s metricsSource) Snapshot() *gpu.Snapshot { return s.d.Snapshot() }
+
+func (s metricsSource) Alerts() []metrics.Alert {
+	active := s.d.Alerts()
+	out := make([]metrics.Alert, len(active))
+	for i, a := range active {
+		out[i] = metrics.Alert{Name: a.Name, Severity: a.Severity, State: a.State}
+	}
+	return out
+}
+
+// OutboxDepth reads each receiver's waiting count from the store; a
+// receiver whose count cannot be read is left out (and logged).
+func (s metricsSource) OutboxDepth() map[string]int {
+	out := make(map[string]int, len(s.d.deliverers))
+	for name := range s.d.deliverers {
+		n, err := s.d.db.PendingCount(name)
+		if err != nil {
+			s.d.logger.Error("cannot read the outbox for /metrics", "receiver", name, "err", err)
+			continue
+		}
+		out[name] = n
+	}
+	return out
+}
+
+func (s metricsSource) DeliveryStats() map[string]notifier.DeliveryStats {
+	out := make(map[string]notifier.DeliveryStats, len(s.d.deliverers))
+	for name, dl := range s.d.deliverers {
+		out[name] = dl.Stats.Snapshot()
+	}
+	return out
+}

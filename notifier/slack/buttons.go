@@ -1,0 +1,40 @@
+package slack
+
+import (
+	"strconv"
+
+	goslack "github.com/slack-go/slack"
+
+	"github.com/gpuwatch/gpuwatch/notifier"
+)
+
+// The action IDs of the buttons on a firing alert's message. Each button's
+// value is the alert's key (notifier.Alert.Key); the Slack app
+// (package slackbot) answers the click. They live here, not in slackbot,
+// so this package does not depend on the app.
+const (
+	ActionSilence1h   = "gpuwatch_silence_1h"
+	ActionSilence24h  = "gpuwatch_silence_24h"
+	ActionAcknowledge = "gpuwatch_ack"
+)
+
+// ActionsBlockPrefix starts the block ID of each alert's buttons; the
+// alert's position in the message follows ("gpuwatch_actions_0").
+const ActionsBlockPrefix = "gpuwatch_actions_"
+
+// maxButtonValue is Slack's limit on a button's value.
+const maxButtonValue = 2000
+
+// actionsBlock is the row of buttons under a firing alert: silence it for
+// an hour or a day, or acknowledge it (no more reminders). i is the alert's
+// position in the message, which keeps block IDs unique.
+func actionsBlock(a *notifier.Alert, i int) goslack.Block {
+	value := a.Key
+	if len(value) > maxButtonValue {
+		value = "" // an absurd key: the app answers "unknown alert" rather than act on a cut one
+	}
+	silence1h := goslack.NewButtonBlockElement(ActionSilence1h, value, plain("Silence 1h"))
+	silence24h := goslack.NewButtonBlockElement(ActionSilence24h, value, plain("Silence 24h"))
+	ack := goslack.NewButtonBlockElement(ActionAcknowledge, value, plain("Acknowledge")).WithStyle(goslack.StylePrimary)
+	return goslack.NewActionBlock(ActionsBlockPrefix+strconv.Itoa(i), silence1h, silence24h, ack)
+}

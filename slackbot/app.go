@@ -1,0 +1,351 @@
+package slackbot
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	goslack "github.com/slack-go/slack"
+)
+
+// MaxBodyBytes is the largest request body the handlers read; larger ones
+// get 413. Slack's own payloads are a few kilobytes.
+const MaxBodyBytes = 1 << 20
+
+// The response types of a slash command answer.
+const (
+	inChannel = "in_channel"
+	ephemeral = "ephemeral"
+)
+
+// Config says who may use the app and how it reaches Slack.
+type Config struct {
+	// SigningSecret verifies HTTP requests (the app's Signing Secret).
+	// Without it every HTTP request is refused; Socket Mode needs none.
+	SigningSecret string
+	// AllowedChannels are channel IDs (C…) or names without '#' where the
+	// app answers commands and buttons; empty means every channel.
+	AllowedChannels []string
+	// Admins are Slack user IDs (U…) or user names who may silence and
+	// acknowledge; empty means everyone may.
+	Admins []string
+	// Logger gets the refused requests and failed posts; nil discards.
+	Logger *slog.Logger
+	// HTTPClient posts to response_url and talks to Slack in Socket Mode;
+	// nil means a client with a 10-second timeout.
+	HTTPClient *http.Client
+	// Now is the clock that checks request timestamps; nil means time.Now.
+	Now func() time.Time
+}
+
+// App is the Slack app: an http.Handler for slash commands and buttons,
+// and a Socket Mode client that feeds the same functions.
+type App struct {
+	backend  Backend
+	secret   string
+	channels map[string]bool
+	admins   []string
+	isAdmin  map[string]bool
+	log      *slog.Logger
+	client   *http.Client
+	now      func() time.Time
+
+	// slowAfter is how long a command may take before the answer becomes
+	// "working on it" and the result goes to response_url (Slack gives up
+	// after 3 seconds).
+	slowAfter time.Duration
+	// posts are the response_url posts still in flight.
+	posts sync.WaitGroup
+}
+
+// New returns the app answering from b.
+func New(b Backend, c Config) (*App, error) {
+	if b == nil {
+		return nil, errors.New("slackbot: no backend")
+	}
+	a := &App{
+		backend:   b,
+		secret:    c.SigningSecret,
+		channels:  map[string]bool{},
+		isAdmin:   map[string]bool{},
+		log:       c.Logger,
+		client:    c.HTTPClient,
+		now:       c.Now,
+		slowAfter: 2 * time.Second,
+	}
+	for _, ch := range c.AllowedChannels {
+		ch = strings.TrimPrefix(strings.TrimSpace(ch), "#")
+		if ch == "" {
+			return nil, errors.New("slackbot: an allowed channel is empty: list channel IDs or names without '#'")
+		}
+		a.channels[ch] = true
+	}
+	for _, u := range c.Admins {
+		u = strings.TrimPrefix(strings.TrimSpace(u), "@")
+		if u == "" {
+			return nil, errors.New("slackbot: an admin is empty: list Slack user IDs (U…) or user names")
+		}
+		a.admins = append(a.admins, u)
+		a.isAdmin[u] = true
+	}
+	if a.log == nil {
+		a.log = slog.New(slog.DiscardHandler)
+	}
+	if a.client == nil {
+		a.client = &http.Client{Timeout: 10 * time.Second}
+	}
+	if a.now == nil {
+		a.now = time.Now
+	}
+	return a, nil
+}
+
+// Handler serves POST /slack/commands (slash commands) and POST
+// /slack/actions (buttons). Every request is verified before anything is
+// done: a missing, wrong or stale signature gets 401; another method 405;
+// a body over MaxBodyBytes 413.
+func (a *App) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/slack/commands", a.serveCommand)
+	mux.HandleFunc("/slack/actions", a.serveAction)
+	return mux
+}
+
+// readSigned reads and verifies a request's body; on false it has answered.
+func (a *App) readSigned(w http.ResponseWriter, r *http.Request) (url.Values, bool) {
+	if r.Method != http.MethodPost {
+		w.Header().Set("Allow", http.MethodPost)
+		http.Error(w, "use POST: this is Slack's request URL", http.StatusMethodNotAllowed)
+		return nil, false
+	}
+	if r.ContentLength > MaxBodyBytes {
+		http.Error(w, "request body too large", http.StatusRequestEntityTooLarge)
+		return nil, false
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			http.Error(w, "request body too large", http.StatusRequestEntityTooLarge)
+			return nil, false
+		}
+		http.Error(w, "could not read the request body", http.StatusBadRequest)
+		return nil, false
+	}
+	if err := Verify(a.secret, r.Header, body, a.now()); err != nil {
+		a.log.Warn("slack request refused", "path", r.URL.Path, "remote", r.RemoteAddr, "reason", err.Error())
+		http.Error(w, "invalid Slack request signature", http.StatusUnauthorized)
+		return nil, false
+	}
+	form, err := url.ParseQuery(string(body))
+	if err != nil {
+		http.Error(w, "the body is not a form (application/x-www-form-urlencoded)", http.StatusBadRequest)
+		return nil, false
+	}
+	return form, true
+}
+
+func (a *App) serveCommand(w http.ResponseWriter, r *http.Request) {
+	form, ok := a.readSigned(w, r)
+	if !ok {
+		return
+	}
+	sc := goslack.SlashCommand{
+		TeamID: form.Get("team_id"), ChannelID: form.Get("channel_id"), ChannelName: form.Get("channel_name"),
+		UserID: form.Get("user_id"), UserName: form.Get("user_name"), Command: form.Get("command"),
+		Text: form.Get("text"), ResponseURL: form.Get("response_url"), TriggerID: form.Get("trigger_id"),
+	}
+	writeJSON(w, a.command(r.Context(), sc))
+}
+
+func (a *App) serveAction(w http.ResponseWriter, r *http.Request) {
+	form, ok := a.readSigned(w, r)
+	if !ok {
+		return
+	}
+	raw := []byte(form.Get("payload"))
+	var cb goslack.InteractionCallback
+	if err := json.Unmarshal(raw, &cb); err != nil {
+		http.Error(w, "the payload field is not an interaction payload (JSON)", http.StatusBadRequest)
+		return
+	}
+	a.action(r.Context(), &cb, raw)
+	w.WriteHeader(http.StatusOK)
+}
+
+// reply is a message as Slack takes it in a command's response, an
+// acknowledgement, or a post to response_url.
+type reply struct {
+	ResponseType    string `json:"response_type,omitempty"`
+	ReplaceOriginal bool   `json:"replace_original"`
+	Text            string `json:"text"`
+	Blocks          any    `json:"blocks,omitempty"`
+}
+
+func writeJSON(w http.ResponseWriter, v any) {
+	b, err := json.Marshal(v)
+	if err != nil { // only plain data is encoded: cannot happen
+		http.Error(w, "could not encode the answer", http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Write(b)
+}
+
+// user is who sent a command or clicked a button.
+type user struct{ ID, Name string }
+
+// String names the user for records (silences, acknowledgements) that are
+// read outside Slack too: "alice (U2CERLKJA)".
+func (u user) String() string {
+	switch {
+	case u.Name == "":
+		return u.ID
+	case u.ID == "":
+		return u.Name
+	}
+	return u.Name + " (" + u.ID + ")"
+}
+
+// mention is the user as Slack shows them in a message.
+func (u user) mention() string {
+	if u.ID == "" {
+		return "@" + esc(u.Name, 80)
+	}
+	return "<@" + u.ID + ">"
+}
+
+// mayChange reports whether the user may silence and acknowledge.
+func (a *App) mayChange(u user) bool {
+	return len(a.admins) == 0 || a.isAdmin[u.ID] || (u.Name != "" && a.isAdmin[u.Name])
+}
+
+// answersIn reports whether the app answers in the channel.
+func (a *App) answersIn(id, name string) bool {
+	return len(a.channels) == 0 || a.channels[id] || (name != "" && a.channels[name])
+}
+
+// refusal is the polite ephemeral answer to an unauthorised user.
+func (a *App) refusal(what string) *reply {
+	names := make([]string, len(a.admins))
+	for i, ad := range a.admins {
+		if looksLikeUserID(ad) {
+			names[i] = "<@" + ad + ">"
+		} else {
+			names[i] = "@" + esc(ad, 80)
+		}
+	}
+	text := fmt.Sprintf("🙏 Sorry, only gpuwatch admins can %s; ask one of %s.", what, strings.Join(names, ", "))
+	return private(text)
+}
+
+// notHere is the answer in a channel the app does not serve.
+func notHere() *reply {
+	text := "🙏 Sorry, gpuwatch does not answer in this channel; ask in one of the channels it serves."
+	return private(text)
+}
+
+func looksLikeUserID(s string) bool {
+	if len(s) < 2 || (s[0] != 'U' && s[0] != 'W') {
+		return false
+	}
+	for i := 1; i < len(s); i++ {
+		if !('A' <= s[i] && s[i] <= 'Z') && !('0' <= s[i] && s[i] <= '9') {
+			return false
+		}
+	}
+	return true
+}
+
+// withDeadline runs work and returns its reply if it is ready within
+// slowAfter; otherwise it returns "working on it" and posts the reply to
+// responseURL once work is done. A panic in work becomes an error reply.
+func (a *App) withDeadline(ctx context.Context, responseURL string, work func() *reply) *reply {
+	done := make(chan *reply, 1)
+	go func() {
+		defer func() {
+			if p := recover(); p != nil {
+				a.log.Error("slack command panicked", "panic", fmt.Sprint(p))
+				done <- errorReply("gpuwatch hit an internal error answering this; the log has the details")
+			}
+		}()
+		done <- work()
+	}()
+	t := time.NewTimer(a.slowAfter)
+	defer t.Stop()
+	select {
+	case r := <-done:
+		return r
+	case <-t.C:
+	}
+	a.posts.Add(1)
+	go func() {
+		defer a.posts.Done()
+		a.post(context.WithoutCancel(ctx), responseURL, <-done)
+	}()
+	return private("⏳ Working on it…")
+}
+
+// postLater posts r to responseURL in the background.
+func (a *App) postLater(ctx context.Context, responseURL string, r *reply) {
+	a.posts.Add(1)
+	go func() {
+		defer a.posts.Done()
+		a.post(context.WithoutCancel(ctx), responseURL, r)
+	}()
+}
+
+// post sends r to a response_url. Failures are logged, with the URL's host
+// only: the URL itself lets anyone post to the channel.
+func (a *App) post(ctx context.Context, responseURL string, r *reply) {
+	u, err := url.Parse(responseURL)
+	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+		a.log.Warn("slack response_url is missing or not an http(s) URL; the answer is dropped")
+		return
+	}
+	body, err := json.Marshal(r)
+	if err != nil {
+		a.log.Error("encode slack response", "err", err)
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, responseURL, bytes.NewReader(body))
+	if err != nil {
+		a.log.Warn("slack response_url request", "host", u.Host, "err", "bad request")
+		return
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := a.client.Do(req)
+	if err != nil {
+		a.log.Warn("post to slack response_url failed", "host", u.Host, "err", redactURL(err, responseURL))
+		return
+	}
+	defer resp.Body.Close()
+	io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+	if resp.StatusCode/100 != 2 {
+		a.log.Warn("slack response_url refused the post", "host", u.Host, "status", resp.StatusCode)
+	}
+}
+
+// redactURL keeps the cause of a failed request and drops the URL, which
+// *url.Error quotes.
+func redactURL(err error, raw string) string {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		err = ue.Err
+	}
+	return strings.ReplaceAll(err.Error(), raw, "[response_url]")
+}
+
+// wait blocks until the background posts are done (for tests).
+func (a *App) wait() { a.posts.Wait() }

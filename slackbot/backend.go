@@ -1,0 +1,59 @@
+// Package slackbot is gpuwatch's Slack app: the /gpu slash command, the
+// buttons on alert messages, request signing, and Socket Mode for servers
+// without a public URL. It asks the running gpuwatch for what it shows and
+// does through the Backend interface; the daemon implements it.
+package slackbot
+
+import (
+	"time"
+
+	"github.com/gpuwatch/gpuwatch/gpu"
+	"github.com/gpuwatch/gpuwatch/notifier"
+)
+
+// Backend is what the Slack app needs from the running gpuwatch. Every
+// method is safe to call from any goroutine and returns quickly (no I/O
+// beyond the local store).
+type Backend interface {
+	// Snapshot is the latest sample of the GPUs; nil before the first.
+	Snapshot() *gpu.Snapshot
+	// Alerts are the pending and firing alerts, firing first, then by GPU.
+	Alerts() []ActiveAlert
+	// History is GPU index's memory and utilization over the window
+	// (capped at what is kept, 24h), one point a minute, oldest first;
+	// false when the GPU is unknown.
+	History(gpu int, window time.Duration) (History, bool)
+	// Silences lists the silences: active, pending, expired.
+	Silences() []notifier.Silence
+	// AddSilence adds a silence (the ID is assigned).
+	AddSilence(s notifier.Silence) (notifier.Silence, error)
+	// ExpireSilence ends a silence now.
+	ExpireSilence(id string) error
+	// Acknowledge stops the reminders of a firing alert (its key, as in
+	// notifier.Alert.Key), recording who acknowledged it.
+	Acknowledge(alertKey, by string) error
+	// Now is the wall clock (silences start now; "since" durations).
+	Now() time.Time
+}
+
+// ActiveAlert is a pending or firing alert, as /gpu alerts shows it.
+type ActiveAlert struct {
+	Key          string // notifier.AlertKey: host/rule/uuid
+	Name         string
+	Severity     string
+	State        string // "pending" or "firing"
+	GPU          int
+	UUID         string
+	Since        time.Time // pending since, or firing since
+	ValueText    string
+	Summary      string
+	Acknowledged string // who acknowledged it; "" if nobody
+}
+
+// History is one GPU's recent memory and utilization, one point a minute.
+type History struct {
+	Step        time.Duration // time between points (a minute)
+	End         time.Time     // the time of the last point
+	MemoryUsed  []float64     // percent of memory in use; NaN where unknown
+	Utilization []float64     // percent; NaN where unknown
+}

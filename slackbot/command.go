@@ -1,0 +1,318 @@
+package slackbot
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// Command is what the text after /gpu asks for, as ParseCommand reads it.
+type Command struct {
+	Kind   CommandKind
+	Public bool // "public" was given: answer in the channel, not only to the user
+
+	GPU    int           // history: the GPU index
+	Window time.Duration // history: how far back
+
+	Target   SilenceTarget // silence: what to silence
+	Duration time.Duration // silence: how long
+	Reason   string        // silence: why (optional)
+
+	SilenceID string // unsilence: the silence to end
+}
+
+// CommandKind names a /gpu subcommand.
+type CommandKind int
+
+// The /gpu subcommands.
+const (
+	CmdHelp CommandKind = iota
+	CmdStatus
+	CmdTop
+	CmdAlerts
+	CmdHistory
+	CmdSilence
+	CmdSilences
+	CmdUnsilence
+)
+
+// String returns the subcommand as typed.
+func (k CommandKind) String() string {
+	switch k {
+	case CmdStatus:
+		return "status"
+	case CmdTop:
+		return "top"
+	case CmdAlerts:
+		return "alerts"
+	case CmdHistory:
+		return "history"
+	case CmdSilence:
+		return "silence"
+	case CmdSilences:
+		return "silences"
+	case CmdUnsilence:
+		return "unsilence"
+	}
+	return "help"
+}
+
+// SilenceTarget is what /gpu silence mutes: one alert by name, one GPU, or
+// everything.
+type SilenceTarget struct {
+	All   bool
+	GPU   int    // when Alert == "" and !All
+	Alert string // an alert (rule) name
+}
+
+// String returns the target as the user would type it.
+func (t SilenceTarget) String() string {
+	switch {
+	case t.All:
+		return "all"
+	case t.Alert != "":
+		return t.Alert
+	}
+	return "gpu " + strconv.Itoa(t.GPU)
+}
+
+// Limits of the commands' arguments.
+const (
+	DefaultHistoryWindow = time.Hour
+	MaxHistoryWindow     = 24 * time.Hour
+	MaxSilenceDuration   = 365 * 24 * time.Hour
+	maxCommandText       = 4000 // Slack's own limit on a slash command's text
+	maxReason            = 500
+)
+
+// ParseCommand reads the text after /gpu. An empty text is status. The
+// word "public" anywhere (any case) makes the answer public and is
+// otherwise ignored. On an error the returned Command is help and the error
+// says what was not understood and how to write it.
+func ParseCommand(text string) (Command, error) {
+	if !utf8.ValidString(text) {
+		return Command{}, fmt.Errorf("the command is not valid UTF-8 text")
+	}
+	if len(text) > maxCommandText {
+		return Command{}, fmt.Errorf("the command is %d bytes long; the longest /gpu takes is %d", len(text), maxCommandText)
+	}
+	var c Command
+	var words []string
+	for _, w := range strings.Fields(text) {
+		if strings.EqualFold(w, "public") {
+			c.Public = true
+			continue
+		}
+		words = append(words, w)
+	}
+	if len(words) == 0 {
+		c.Kind = CmdStatus
+		return c, nil
+	}
+	verb, args := strings.ToLower(words[0]), words[1:]
+	var err error
+	switch verb {
+	case "status":
+		c.Kind, err = CmdStatus, noArgs(verb, args)
+	case "top":
+		c.Kind, err = CmdTop, noArgs(verb, args)
+	case "alerts":
+		c.Kind, err = CmdAlerts, noArgs(verb, args)
+	case "silences":
+		c.Kind, err = CmdSilences, noArgs(verb, args)
+	case "help":
+		c.Kind = CmdHelp
+	case "history":
+		c.Kind = CmdHistory
+		err = parseHistory(&c, args)
+	case "silence":
+		c.Kind = CmdSilence
+		err = parseSilence(&c, args)
+	case "unsilence":
+		c.Kind = CmdUnsilence
+		err = parseUnsilence(&c, args)
+	default:
+		err = fmt.Errorf("%q is not a /gpu command", clipWord(words[0]))
+	}
+	if err != nil {
+		return Command{Kind: CmdHelp, Public: c.Public}, err
+	}
+	return c, nil
+}
+
+func noArgs(verb string, args []string) error {
+	if len(args) > 0 {
+		return fmt.Errorf("/gpu %s takes nothing after it, got %q", verb, clipWord(strings.Join(args, " ")))
+	}
+	return nil
+}
+
+func parseHistory(c *Command, args []string) error {
+	const usage = "write /gpu history <gpu> [window], e.g. /gpu history 0 6h"
+	if len(args) == 0 || len(args) > 2 {
+		return fmt.Errorf("/gpu history needs a GPU and at most a window: %s", usage)
+	}
+	gpu, err := parseGPU(args[0])
+	if err != nil {
+		return fmt.Errorf("%w: %s", err, usage)
+	}
+	c.GPU, c.Window = gpu, DefaultHistoryWindow
+	if len(args) == 2 {
+		w, err := ParseDuration(args[1])
+		if err != nil {
+			return fmt.Errorf("history window: %w", err)
+		}
+		if w < time.Minute || w > MaxHistoryWindow {
+			return fmt.Errorf("history window %s is out of range: use 1m to 24h", args[1])
+		}
+		c.Window = w
+	}
+	return nil
+}
+
+func parseSilence(c *Command, args []string) error {
+	const usage = "write /gpu silence <alert|gpu N|all> <duration> [reason], e.g. /gpu silence GPUHot 2h fan repair"
+	if len(args) == 0 {
+		return fmt.Errorf("/gpu silence needs what to silence and for how long: %s", usage)
+	}
+	switch first := strings.ToLower(args[0]); {
+	case first == "all":
+		c.Target.All = true
+		args = args[1:]
+	case first == "gpu":
+		if len(args) < 2 {
+			return fmt.Errorf("gpu needs its index: %s", usage)
+		}
+		gpu, err := parseGPU(args[1])
+		if err != nil {
+			return fmt.Errorf("%w: %s", err, usage)
+		}
+		c.Target.GPU = gpu
+		args = args[2:]
+	case strings.HasPrefix(first, "gpu") && isDigits(first[3:]):
+		gpu, err := parseGPU(first)
+		if err != nil {
+			return fmt.Errorf("%w: %s", err, usage)
+		}
+		c.Target.GPU = gpu
+		args = args[1:]
+	default:
+		if _, err := ParseDuration(args[0]); err == nil {
+			return fmt.Errorf("say what to silence before the duration: %s", usage)
+		}
+		if !validAlertName(args[0]) {
+			return fmt.Errorf("%q is not an alert name (letters, digits, _ and -): %s", clipWord(args[0]), usage)
+		}
+		c.Target.Alert = args[0]
+		args = args[1:]
+	}
+	if len(args) == 0 {
+		return fmt.Errorf("/gpu silence needs a duration after %s: %s", c.Target, usage)
+	}
+	d, err := ParseDuration(args[0])
+	if err != nil {
+		return fmt.Errorf("silence duration: %w", err)
+	}
+	if d > MaxSilenceDuration {
+		return fmt.Errorf("silence duration %s is too long: at most 365d", args[0])
+	}
+	c.Duration = d
+	c.Reason = strings.Join(args[1:], " ")
+	if utf8.RuneCountInString(c.Reason) > maxReason {
+		return fmt.Errorf("the reason is longer than %d characters: shorten it", maxReason)
+	}
+	return nil
+}
+
+func parseUnsilence(c *Command, args []string) error {
+	if len(args) != 1 {
+		return fmt.Errorf("/gpu unsilence needs one silence ID: write /gpu unsilence <id>; /gpu silences lists them")
+	}
+	if len(args[0]) > 64 {
+		return fmt.Errorf("%q is not a silence ID: /gpu silences lists them", clipWord(args[0]))
+	}
+	c.SilenceID = args[0]
+	return nil
+}
+
+// parseGPU reads a GPU index: "3", "gpu3" or "GPU3".
+func parseGPU(s string) (int, error) {
+	digits := s
+	if len(s) > 3 && strings.EqualFold(s[:3], "gpu") {
+		digits = s[3:]
+	}
+	if !isDigits(digits) || len(digits) > 4 {
+		return 0, fmt.Errorf("%q is not a GPU index (0, 1, …)", clipWord(s))
+	}
+	n, _ := strconv.Atoi(digits) // at most 4 digits: cannot fail
+	return n, nil
+}
+
+func isDigits(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+func validAlertName(s string) bool {
+	if s == "" || len(s) > 128 {
+		return false
+	}
+	for _, r := range s {
+		if r != '_' && r != '-' && r != ':' && r != '.' && !('a' <= r && r <= 'z') && !('A' <= r && r <= 'Z') && !('0' <= r && r <= '9') {
+			return false
+		}
+	}
+	return true
+}
+
+// ParseDuration reads a positive duration as Go writes it ("90m",
+// "1h30m") or with days and weeks ("2d", "1w", "1d12h").
+func ParseDuration(s string) (time.Duration, error) {
+	const hint = "write a duration like 30m, 2h, 1d12h or 1w"
+	rest := strings.ToLower(s)
+	var total time.Duration
+	for _, unit := range []struct {
+		suffix byte
+		d      time.Duration
+	}{{'w', 7 * 24 * time.Hour}, {'d', 24 * time.Hour}} {
+		i := strings.IndexByte(rest, unit.suffix)
+		if i < 0 {
+			continue
+		}
+		if i == 0 || !isDigits(rest[:i]) || i > 4 {
+			return 0, fmt.Errorf("%q is not a duration: %s", clipWord(s), hint)
+		}
+		n, _ := strconv.Atoi(rest[:i])
+		total += time.Duration(n) * unit.d
+		rest = rest[i+1:]
+	}
+	if rest != "" {
+		d, err := time.ParseDuration(rest)
+		if err != nil || d < 0 || d > math.MaxInt64-total {
+			return 0, fmt.Errorf("%q is not a duration: %s", clipWord(s), hint)
+		}
+		total += d
+	}
+	if total <= 0 {
+		return 0, fmt.Errorf("%q is not a positive duration: %s", clipWord(s), hint)
+	}
+	return total, nil
+}
+
+// clipWord shortens user text quoted in an error.
+func clipWord(s string) string {
+	if utf8.RuneCountInString(s) > 40 {
+		return string([]rune(s)[:40]) + "…"
+	}
+	return s
+}

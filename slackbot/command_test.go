@@ -1,0 +1,113 @@
+package slackbot
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestParseCommand(t *testing.T) {
+	cases := []struct {
+		text string
+		want Command
+	}{
+		{"", Command{Kind: CmdStatus}},
+		{"   ", Command{Kind: CmdStatus}},
+		{"status", Command{Kind: CmdStatus}},
+		{"STATUS public", Command{Kind: CmdStatus, Public: true}},
+		{"public", Command{Kind: CmdStatus, Public: true}},
+		{"top", Command{Kind: CmdTop}},
+		{"Public top", Command{Kind: CmdTop, Public: true}},
+		{"alerts", Command{Kind: CmdAlerts}},
+		{"help", Command{Kind: CmdHelp}},
+		{"help me please", Command{Kind: CmdHelp}},
+		{"history 0", Command{Kind: CmdHistory, GPU: 0, Window: time.Hour}},
+		{"history gpu3 6h", Command{Kind: CmdHistory, GPU: 3, Window: 6 * time.Hour}},
+		{"history 1 24h public", Command{Kind: CmdHistory, GPU: 1, Window: 24 * time.Hour, Public: true}},
+		{"history 1 1d", Command{Kind: CmdHistory, GPU: 1, Window: 24 * time.Hour}},
+		{"silence GPUHot 2h fan repair", Command{Kind: CmdSilence, Target: SilenceTarget{Alert: "GPUHot"}, Duration: 2 * time.Hour, Reason: "fan repair"}},
+		{"silence gpu 3 30m", Command{Kind: CmdSilence, Target: SilenceTarget{GPU: 3}, Duration: 30 * time.Minute}},
+		{"silence GPU2 1d12h", Command{Kind: CmdSilence, Target: SilenceTarget{GPU: 2}, Duration: 36 * time.Hour}},
+		{"silence all 1w maintenance window", Command{Kind: CmdSilence, Target: SilenceTarget{All: true}, Duration: 7 * 24 * time.Hour, Reason: "maintenance window"}},
+		{"silences", Command{Kind: CmdSilences}},
+		{"unsilence abc123", Command{Kind: CmdUnsilence, SilenceID: "abc123"}},
+	}
+	for _, c := range cases {
+		got, err := ParseCommand(c.text)
+		if err != nil {
+			t.Errorf("ParseCommand(%q): got error %v, want %+v", c.text, err, c.want)
+			continue
+		}
+		if got != c.want {
+			t.Errorf("ParseCommand(%q): got %+v, want %+v", c.text, got, c.want)
+		}
+	}
+}
+
+func TestParseCommandErrors(t *testing.T) {
+	cases := []struct{ text, want string }{
+		{"dance", `"dance" is not a /gpu command`},
+		{"status now", "takes nothing after it"},
+		{"history", "needs a GPU"},
+		{"history x", `"x" is not a GPU index`},
+		{"history 0 48h", "out of range"},
+		{"history 0 10s", "out of range"},
+		{"history 0 soon", `"soon" is not a duration`},
+		{"history 0 1h extra", "at most a window"},
+		{"silence", "needs what to silence"},
+		{"silence 2h", "say what to silence before the duration"},
+		{"silence GPUHot", "needs a duration after GPUHot"},
+		{"silence gpu", "gpu needs its index"},
+		{"silence gpu x 1h", `"x" is not a GPU index`},
+		{"silence GPUHot forever", `"forever" is not a duration`},
+		{"silence GPUHot -1h", "is not a duration"},
+		{"silence GPUHot 0s", "not a positive duration"},
+		{"silence GPUHot 400d", "too long"},
+		{`silence a"b 1h`, "not an alert name"},
+		{"unsilence", "needs one silence ID"},
+		{"unsilence a b", "needs one silence ID"},
+		{"status \xff", "not valid UTF-8"},
+		{strings.Repeat("x", 5000), "the longest /gpu takes is 4000"},
+	}
+	for _, c := range cases {
+		got, err := ParseCommand(c.text)
+		if err == nil {
+			t.Errorf("ParseCommand(%q): got %+v, want an error containing %q", c.text, got, c.want)
+			continue
+		}
+		if !strings.Contains(err.Error(), c.want) {
+			t.Errorf("ParseCommand(%q): got error %q, want it to contain %q", c.text, err, c.want)
+		}
+		if got.Kind != CmdHelp {
+			t.Errorf("ParseCommand(%q): got kind %s on error, want help", c.text, got.Kind)
+		}
+	}
+}
+
+func TestParseCommandPublicSurvivesErrors(t *testing.T) {
+	got, err := ParseCommand("public dance")
+	if err == nil || !got.Public {
+		t.Errorf(`ParseCommand("public dance"): got %+v, %v; want public help and an error`, got, err)
+	}
+}
+
+func TestParseDuration(t *testing.T) {
+	cases := []struct {
+		in   string
+		want time.Duration
+	}{
+		{"30m", 30 * time.Minute}, {"2h", 2 * time.Hour}, {"1h30m", 90 * time.Minute},
+		{"2d", 48 * time.Hour}, {"1w", 168 * time.Hour}, {"1w1d", 192 * time.Hour}, {"1D", 24 * time.Hour},
+	}
+	for _, c := range cases {
+		got, err := ParseDuration(c.in)
+		if err != nil || got != c.want {
+			t.Errorf("ParseDuration(%q): got %v, %v; want %v", c.in, got, err, c.want)
+		}
+	}
+	for _, bad := range []string{"", "d", "1x", "-2h", "2d1w", "h1", "99999999999h", "9999w9999d2562047h"} {
+		if got, err := ParseDuration(bad); err == nil {
+			t.Errorf("ParseDuration(%q): got %v, want an error", bad, got)
+		}
+	}
+}

@@ -1,0 +1,51 @@
+package slackbot
+
+import (
+	"strings"
+	"testing"
+	"unicode/utf8"
+)
+
+// FuzzParseCommand checks that no text panics the parser and that what it
+// accepts is within the documented limits.
+func FuzzParseCommand(f *testing.F) {
+	for _, s := range []string{
+		"", "status", "top public", "alerts", "history 0 6h", "history gpu3 1d", "silence GPUHot 2h fan",
+		"silence gpu 2 30m", "silence all 1w", "silences", "unsilence abc", "help", "dance", "silence 2h",
+		"history 0 48h", "\xff", "silence GPUHot 9999w9999d2562047h",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, text string) {
+		c, err := ParseCommand(text)
+		if err != nil {
+			if c.Kind != CmdHelp {
+				t.Fatalf("ParseCommand(%q): got kind %s with error %v, want help", text, c.Kind, err)
+			}
+			if err.Error() == "" {
+				t.Fatalf("ParseCommand(%q): empty error", text)
+			}
+			return
+		}
+		switch c.Kind {
+		case CmdHistory:
+			if c.Window < 60e9 || c.Window > MaxHistoryWindow || c.GPU < 0 {
+				t.Fatalf("ParseCommand(%q): got history %+v out of range", text, c)
+			}
+		case CmdSilence:
+			if c.Duration <= 0 || c.Duration > MaxSilenceDuration || c.Target.GPU < 0 {
+				t.Fatalf("ParseCommand(%q): got silence %+v out of range", text, c)
+			}
+			if _, err := targetMatchers(c.Target); err != nil {
+				t.Fatalf("ParseCommand(%q): accepted a target that makes no matcher: %v", text, err)
+			}
+			if !utf8.ValidString(c.Reason) {
+				t.Fatalf("ParseCommand(%q): invalid UTF-8 reason", text)
+			}
+		case CmdUnsilence:
+			if c.SilenceID == "" || strings.ContainsAny(c.SilenceID, " \t\n") {
+				t.Fatalf("ParseCommand(%q): got silence ID %q", text, c.SilenceID)
+			}
+		}
+	})
+}
