@@ -42,6 +42,22 @@ type Notification struct {
 	Status    Status    `json:"status"`
 	Alerts    []Alert   `json:"alerts"`
 	CreatedAt time.Time `json:"created_at"`
+	// Digest, when set, makes this a scheduled usage report instead of
+	// alerts (Status is StatusDigest and Alerts is empty).
+	Digest *Digest `json:"digest,omitempty"`
+}
+
+// StatusDigest marks a notification that carries a usage digest.
+const StatusDigest Status = "digest"
+
+// Digest is a usage report, already rendered in each form receivers take.
+type Digest struct {
+	Name     string          `json:"name"`             // the digest's name in the config
+	Title    string          `json:"title"`            // "GPU usage on node1, Mon 30 Nov 09:00 – Tue 1 Dec 09:00"
+	Text     string          `json:"text"`             // plain text, for the console and fallbacks
+	Markdown string          `json:"markdown"`         // for chat webhooks (Discord, Teams, Feishu, …)
+	Blocks   json.RawMessage `json:"blocks,omitempty"` // Slack Block Kit blocks
+	Data     json.RawMessage `json:"data,omitempty"`   // the report as JSON, for the generic webhook
 }
 
 // Alert is one alert (a rule on a GPU) as receivers see it: what is wrong,

@@ -1,0 +1,72 @@
+// Package digest turns every snapshot into hourly usage rollups — per GPU
+// and per user — and, on a cron schedule, into a digest people read in 20
+// seconds: how each GPU was used, by whom, where GPUs sat held but idle,
+// which alerts fired, and what the energy cost.
+//
+// Rollups are updated in O(1) per GPU per sample and persisted by the
+// daemon; a digest is built from the rollups of its window and rendered as
+// plain text, markdown and Slack Block Kit.
+package digest
+
+import "time"
+
+// GPUHour is one GPU's usage in one clock hour (UTC).
+type GPUHour struct {
+	Hour    time.Time `json:"hour"` // the start of the hour, UTC
+	GPU     int       `json:"gpu"`
+	UUID    string    `json:"uuid"`
+	Name    string    `json:"name"`
+	Host    string    `json:"host"`
+	Samples int       `json:"samples"`
+	// Seconds is the time the samples cover (between consecutive samples,
+	// gaps over a few intervals not bridged).
+	Seconds float64 `json:"seconds"`
+	// UtilSeconds integrates utilization (0–1) over time: average
+	// utilization is UtilSeconds/Seconds.
+	UtilSeconds float64 `json:"util_seconds"`
+	UtilMax     float64 `json:"util_max"` // percent
+	MemMax      uint64  `json:"mem_max_bytes"`
+	MemTotal    uint64  `json:"mem_total_bytes"`
+	// BusySeconds: utilization at or above BusyPercent.
+	BusySeconds float64 `json:"busy_seconds"`
+	// IdleHeldSeconds: memory held (at least HeldBytes) while utilization
+	// was below BusyPercent.
+	IdleHeldSeconds float64 `json:"idle_held_seconds"`
+	TempMax         float64 `json:"temp_max_c"`
+	// EnergyJoules integrates power over time (trapezoids).
+	EnergyJoules float64 `json:"energy_joules"`
+}
+
+// UserHour is one user's use of one GPU in one clock hour.
+type UserHour struct {
+	Hour time.Time `json:"hour"`
+	User string    `json:"user"`
+	GPU  int       `json:"gpu"`
+	UUID string    `json:"uuid"`
+	// GPUSeconds is the time the user held the GPU, shared between the
+	// users on it by their share of its process memory.
+	GPUSeconds float64 `json:"gpu_seconds"`
+	// ByteSeconds integrates the user's GPU memory over time: GiB-hours is
+	// ByteSeconds / 2^30 / 3600.
+	ByteSeconds float64 `json:"byte_seconds"`
+	// IdleHeldSeconds is the time the user held at least HeldBytes on the
+	// GPU while it was idle; IdleHeldMax the most memory held then.
+	IdleHeldSeconds float64 `json:"idle_held_seconds"`
+	IdleHeldMax     uint64  `json:"idle_held_max_bytes"`
+}
+
+// AlertHour counts one rule's alerts that fired in one clock hour.
+type AlertHour struct {
+	Hour  time.Time `json:"hour"`
+	Alert string    `json:"alert"`
+	Fired int       `json:"fired"`
+	// LongestSeconds is the longest of those alerts, from firing to
+	// resolving (or to the end of the data while still firing).
+	LongestSeconds float64 `json:"longest_seconds"`
+}
+
+// Thresholds of "busy" and "held but idle".
+const (
+	BusyPercent = 5       // utilization at or above this is busy
+	HeldBytes   = 1 << 30 // memory at or above this is held
+)
