@@ -40,6 +40,8 @@ type Config struct {
 	RuleFiles []string
 	// Rules are the inline rules and those of every rule file, in order.
 	Rules []*rules.Rule
+	// Digests are the scheduled usage digests.
+	Digests []Digest
 }
 
 // Source says where snapshots come from.
@@ -66,6 +68,8 @@ type ReplaySource struct {
 // Storage says where gpuwatch keeps its state.
 type Storage struct {
 	Path string `yaml:"path"`
+	// Retention is how long hourly usage rollups are kept.
+	Retention time.Duration `yaml:"retention"`
 }
 
 // Server configures the HTTP listener.
@@ -115,6 +119,7 @@ type fileYAML struct {
 	Route     notifier.RouteConfig `yaml:"route"`
 	RuleFiles []string             `yaml:"rule_files"`
 	Rules     yaml.Node            `yaml:"rules"`
+	Digests   []Digest             `yaml:"digests"`
 }
 
 // Load reads, expands, decodes and validates the config file at path;
@@ -143,6 +148,7 @@ func Parse(file string, data []byte, lookup func(string) (string, bool)) (*Confi
 	c := &Config{
 		File: file, Host: y.Host, Source: y.Source, Storage: y.Storage, Server: y.Server,
 		Slack: y.Slack, Receivers: y.Receivers, Route: y.Route, RuleFiles: y.RuleFiles,
+		Digests: y.Digests,
 	}
 	c.applyDefaults()
 	if f := c.Source.Replay.File; f != "" && !filepath.IsAbs(f) {
@@ -174,6 +180,10 @@ func (c *Config) applyDefaults() {
 	if c.Storage.Path == "" {
 		c.Storage.Path = DefaultStoragePath
 	}
+	if c.Storage.Retention == 0 {
+		c.Storage.Retention = DefaultRetention
+	}
+	c.digestDefaults()
 	if c.Server.Listen == "" {
 		c.Server.Listen = DefaultListen
 	}
@@ -305,6 +315,7 @@ func (c *Config) validate(root *yaml.Node) strictyaml.Errors {
 		fail(routeNode(at("route"), p.Path), "%s", p.Error())
 	}
 	c.checkRouteReceivers(at("route"), "route", &c.Route, names, fail)
+	c.checkDigests(root, names, fail)
 	for _, r := range c.Rules {
 		for _, name := range r.Receivers {
 			if !names[name] {

@@ -43,7 +43,7 @@ var configFailures = map[string][]string{
 		"5:13: invalid YAML: alias *console refers to no anchor: define &console before it",
 	},
 	"unknown_field.bad.yaml": {
-		`1:1: unknown field "sorce" in the file (did you mean "source"?); valid fields: host, source, storage, server, slack, receivers, route, rule_files, rules`,
+		`1:1: unknown field "sorce" in the file (did you mean "source"?); valid fields: host, source, storage, server, slack, receivers, route, rule_files, rules, digests`,
 		`5:3: unknown field "listn" in server (did you mean "listen"?); valid fields: listen`,
 	},
 	"unknown_rule_field.bad.yaml": {

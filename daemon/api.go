@@ -57,6 +57,7 @@ func (d *Daemon) Addr() string {
 //	POST   /api/v1/silences          {"matchers":["alert=\"GPUHot\""],"duration":"2h","created_by":"alice","comment":"fan repair"}
 //	DELETE /api/v1/silences/{id}     expire a silence now
 //	GET    /api/v1/outbox            notifications waiting per receiver, and the dead letters
+//	GET    /api/v1/digest            the usage digest as text; ?window=24h&name=daily
 //	POST   /slack/commands, /slack/actions   the Slack app, when slack.signing_secret is set
 //
 // A known path asked with another method gets 405.
@@ -73,6 +74,7 @@ func (d *Daemon) Handler() http.Handler {
 	mux.HandleFunc("POST /api/v1/silences", d.addSilence)
 	mux.HandleFunc("DELETE /api/v1/silences/{id}", d.expireSilence)
 	mux.HandleFunc("GET /api/v1/outbox", d.outbox)
+	mux.HandleFunc("GET /api/v1/digest", d.digestText)
 	return http.MaxBytesHandler(mux, maxBody)
 }
 

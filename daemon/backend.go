@@ -15,6 +15,20 @@ import (
 // The daemon is what the Slack app asks and acts through.
 var _ slackbot.Backend = (*Daemon)(nil)
 
+// Digest is the usage digest of the window that ends now, for /gpu
+// digest: its title and its Slack blocks.
+func (d *Daemon) Digest(window time.Duration) (string, []byte, error) {
+	r, err := d.UsageReport("", window)
+	if err != nil {
+		return "", nil, err
+	}
+	blocks, err := r.Blocks()
+	if err != nil {
+		return "", nil, fmt.Errorf("render the digest's blocks: %w", err)
+	}
+	return r.Title(), blocks, nil
+}
+
 // Snapshot is the latest sample of the GPUs; nil before the first.
 func (d *Daemon) Snapshot() *gpu.Snapshot { return d.last.Load() }
 

@@ -71,6 +71,8 @@ type Daemon struct {
 	last    atomic.Pointer[gpu.Snapshot] // the latest snapshot
 	history *histories                   // the last day of every GPU, for /gpu history
 	app     *slackbot.App                // nil without slack.signing_secret and slack.app_token
+
+	digests *digests // usage rollups and the digest schedule
 }
 
 // New opens the store, restores what the last run left (alert states,
@@ -131,6 +133,10 @@ func (d *Daemon) start(cfg *config.Config) error {
 		return err
 	}
 	d.app, err = d.newSlackApp(cfg)
+	if err != nil {
+		return err
+	}
+	d.digests, err = d.startDigests(cfg)
 	return err
 }
 
@@ -171,6 +177,8 @@ func (d *Daemon) Run(ctx context.Context, src gpu.Source, reload <-chan *config.
 		wg.Go(func() { dl.Run(ctx) })
 	}
 	d.startSocketMode(ctx, &wg)
+	defer d.flushRollups()
+	wg.Go(func() { d.digests.scheduler.Run(ctx, d.opts.Now, d.fireDigest) })
 	srv, err := d.serve(ctx)
 	if err != nil {
 		return err
@@ -222,6 +230,7 @@ func (d *Daemon) Step(snap *gpu.Snapshot) {
 		}
 		c.PutRecord(BucketAlerts, alertRecordKey(t), b.Bytes())
 	}
+	d.stepDigests(snap, ts, c)
 	if c.Empty() {
 		return
 	}

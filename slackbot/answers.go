@@ -54,6 +54,8 @@ func (a *App) answer(cmd Command, perr error, u user) *reply {
 		return a.silences()
 	case CmdUnsilence:
 		return a.unsilence(cmd.SilenceID, u)
+	case CmdDigest:
+		return a.digest(cmd.Window)
 	}
 	return help(perr)
 }
@@ -296,6 +298,7 @@ const helpText = "*gpuwatch* answers `/gpu` with the GPUs of this host:\n" +
 	"• `/gpu history &lt;gpu&gt; [window]`: sparklines of memory and utilization (window 1h by default, up to 24h)\n" +
 	"• `/gpu silence &lt;alert|gpu N|all&gt; &lt;duration&gt; [reason]`: mute alerts, e.g. `/gpu silence GPUHot 2h fan repair`\n" +
 	"• `/gpu silences`: the silences; `/gpu unsilence &lt;id&gt;` ends one\n" +
+	"• `/gpu digest [window]`: the usage digest: per GPU and per user, idle holders, alerts, energy (window 24h by default, up to 35d)\n" +
 	"Add `public` to any command to answer in the channel instead of only to you."
 
 // help is the list of commands, after a line saying what was not

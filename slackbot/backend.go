@@ -32,6 +32,9 @@ type Backend interface {
 	// Acknowledge stops the reminders of a firing alert (its key, as in
 	// notifier.Alert.Key), recording who acknowledged it.
 	Acknowledge(alertKey, by string) error
+	// Digest is the usage digest of the window that ends now: its title
+	// and its Slack Block Kit blocks, as a JSON array.
+	Digest(window time.Duration) (title string, blocks []byte, err error)
 	// Now is the wall clock (silences start now; "since" durations).
 	Now() time.Time
 }

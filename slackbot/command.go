@@ -15,7 +15,7 @@ type Command struct {
 	Public bool // "public" was given: answer in the channel, not only to the user
 
 	GPU    int           // history: the GPU index
-	Window time.Duration // history: how far back
+	Window time.Duration // history and digest: how far back
 
 	Target   SilenceTarget // silence: what to silence
 	Duration time.Duration // silence: how long
@@ -37,6 +37,7 @@ const (
 	CmdSilence
 	CmdSilences
 	CmdUnsilence
+	CmdDigest
 )
 
 // String returns the subcommand as typed.
@@ -56,6 +57,8 @@ func (k CommandKind) String() string {
 		return "silences"
 	case CmdUnsilence:
 		return "unsilence"
+	case CmdDigest:
+		return "digest"
 	}
 	return "help"
 }
@@ -83,6 +86,8 @@ func (t SilenceTarget) String() string {
 const (
 	DefaultHistoryWindow = time.Hour
 	MaxHistoryWindow     = 24 * time.Hour
+	DefaultDigestWindow  = 24 * time.Hour
+	MaxDigestWindow      = 35 * 24 * time.Hour // the rollups' default retention
 	MaxSilenceDuration   = 365 * 24 * time.Hour
 	maxCommandText       = 4000 // Slack's own limit on a slash command's text
 	maxReason            = 500
@@ -134,6 +139,9 @@ func ParseCommand(text string) (Command, error) {
 	case "unsilence":
 		c.Kind = CmdUnsilence
 		err = parseUnsilence(&c, args)
+	case "digest":
+		c.Kind = CmdDigest
+		err = parseDigest(&c, args)
 	default:
 		err = fmt.Errorf("%q is not a /gpu command", clipWord(words[0]))
 	}
@@ -167,6 +175,25 @@ func parseHistory(c *Command, args []string) error {
 		}
 		if w < time.Minute || w > MaxHistoryWindow {
 			return fmt.Errorf("history window %s is out of range: use 1m to 24h", args[1])
+		}
+		c.Window = w
+	}
+	return nil
+}
+
+func parseDigest(c *Command, args []string) error {
+	const usage = "write /gpu digest [window], e.g. /gpu digest 7d"
+	if len(args) > 1 {
+		return fmt.Errorf("/gpu digest takes at most a window: %s", usage)
+	}
+	c.Window = DefaultDigestWindow
+	if len(args) == 1 {
+		w, err := ParseDuration(args[0])
+		if err != nil {
+			return fmt.Errorf("digest window: %w", err)
+		}
+		if w < time.Hour || w > MaxDigestWindow {
+			return fmt.Errorf("digest window %s is out of range: use 1h to 35d", args[0])
 		}
 		c.Window = w
 	}

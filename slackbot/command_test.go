@@ -31,6 +31,10 @@ func TestParseCommand(t *testing.T) {
 		{"silence all 1w maintenance window", Command{Kind: CmdSilence, Target: SilenceTarget{All: true}, Duration: 7 * 24 * time.Hour, Reason: "maintenance window"}},
 		{"silences", Command{Kind: CmdSilences}},
 		{"unsilence abc123", Command{Kind: CmdUnsilence, SilenceID: "abc123"}},
+		{"digest", Command{Kind: CmdDigest, Window: 24 * time.Hour}},
+		{"DIGEST 7d public", Command{Kind: CmdDigest, Window: 7 * 24 * time.Hour, Public: true}},
+		{"digest 1h", Command{Kind: CmdDigest, Window: time.Hour}},
+		{"digest 35d", Command{Kind: CmdDigest, Window: 35 * 24 * time.Hour}},
 	}
 	for _, c := range cases {
 		got, err := ParseCommand(c.text)
@@ -55,6 +59,10 @@ func TestParseCommandErrors(t *testing.T) {
 		{"history 0 soon", `"soon" is not a duration`},
 		{"history 0 1h extra", "at most a window"},
 		{"silence", "needs what to silence"},
+		{"digest 30m", "digest window 30m is out of range"},
+		{"digest 36d", "out of range: use 1h to 35d"},
+		{"digest soon", `"soon" is not a duration`},
+		{"digest 1d 2d", "at most a window"},
 		{"silence 2h", "say what to silence before the duration"},
 		{"silence GPUHot", "needs a duration after GPUHot"},
 		{"silence gpu", "gpu needs its index"},

@@ -37,6 +37,10 @@ type fakeBackend struct {
 	expired  []string
 	acks     [][2]string
 	calls    int
+	// windows are the windows Digest was asked for; digest, when set,
+	// answers instead of the default digest.
+	windows []time.Duration
+	digest  func(window time.Duration) (string, []byte, error)
 	// block, when set, is waited on by Snapshot (a slow backend).
 	block chan struct{}
 }
@@ -147,6 +151,22 @@ func (f *fakeBackend) Acknowledge(key, by string) error {
 	f.calls++
 	f.acks = append(f.acks, [2]string{key, by})
 	return nil
+}
+
+// Digest answers a header and a section naming the window, or f.digest.
+func (f *fakeBackend) Digest(window time.Duration) (string, []byte, error) {
+	f.mu.Lock()
+	f.calls++
+	f.windows = append(f.windows, window)
+	answer := f.digest
+	f.mu.Unlock()
+	if answer != nil {
+		return answer(window)
+	}
+	title := fmt.Sprintf("GPU usage on node1, last %v", window)
+	blocks := fmt.Sprintf(`[{"type":"header","text":{"type":"plain_text","text":%q}},`+
+		`{"type":"section","text":{"type":"mrkdwn","text":"*GPU 0* avg 61%%\n*alice* 20.5 GPU-hours"}}]`, title)
+	return title, []byte(blocks), nil
 }
 
 func (f *fakeBackend) Now() time.Time { return testNow }

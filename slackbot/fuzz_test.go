@@ -3,6 +3,7 @@ package slackbot
 import (
 	"strings"
 	"testing"
+	"time"
 	"unicode/utf8"
 )
 
@@ -12,7 +13,7 @@ func FuzzParseCommand(f *testing.F) {
 	for _, s := range []string{
 		"", "status", "top public", "alerts", "history 0 6h", "history gpu3 1d", "silence GPUHot 2h fan",
 		"silence gpu 2 30m", "silence all 1w", "silences", "unsilence abc", "help", "dance", "silence 2h",
-		"history 0 48h", "\xff", "silence GPUHot 9999w9999d2562047h",
+		"history 0 48h", "\xff", "silence GPUHot 9999w9999d2562047h", "digest", "digest 7d public", "digest 36d",
 	} {
 		f.Add(s)
 	}
@@ -41,6 +42,10 @@ func FuzzParseCommand(f *testing.F) {
 			}
 			if !utf8.ValidString(c.Reason) {
 				t.Fatalf("ParseCommand(%q): invalid UTF-8 reason", text)
+			}
+		case CmdDigest:
+			if c.Window < time.Hour || c.Window > MaxDigestWindow {
+				t.Fatalf("ParseCommand(%q): got digest window %v out of range", text, c.Window)
 			}
 		case CmdUnsilence:
 			if c.SilenceID == "" || strings.ContainsAny(c.SilenceID, " \t\n") {

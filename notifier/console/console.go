@@ -1,15 +1,18 @@
 // Package console is the notifier that prints alerts for a person reading a
 // terminal: one block per alert with what is wrong, where, how bad, the
-// trend, and the processes and users behind it.
+// trend, and the processes and users behind it. A usage digest prints as
+// its title, underlined, and its plain text.
 package console
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/gpuwatch/gpuwatch/notifier"
 	"github.com/gpuwatch/gpuwatch/rules"
@@ -30,10 +33,35 @@ func New(w io.Writer, loc *time.Location) *Notifier {
 	return &Notifier{w: w, location: loc}
 }
 
-// Notify prints each alert of the notification. Writing to a terminal is
-// never worth a retry, so retry is always false.
+// Notify prints each alert of the notification, or its digest. Writing to
+// a terminal is never worth a retry, so retry is always false.
 func (n *Notifier) Notify(_ context.Context, m *notifier.Notification) (bool, error) {
+	if m.Digest != nil || m.Status == notifier.StatusDigest {
+		return false, n.PrintDigest(m.Digest)
+	}
 	return false, n.Print(m.Alerts...)
+}
+
+// PrintDigest writes a digest: its title, a rule under it, its text and a
+// blank line.
+func (n *Notifier) PrintDigest(d *notifier.Digest) error {
+	if d == nil {
+		return errors.New("console: a digest notification without its digest (a gpuwatch bug: please report it)")
+	}
+	var b strings.Builder
+	title := d.Title
+	if title == "" {
+		title = "gpuwatch digest " + d.Name
+	}
+	fmt.Fprintf(&b, "%s\n%s\n", title, strings.Repeat("=", utf8.RuneCountInString(title)))
+	if text := strings.TrimRight(d.Text, "\n"); text != "" {
+		b.WriteString(text + "\n")
+	}
+	b.WriteByte('\n')
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	_, err := io.WriteString(n.w, b.String())
+	return err
 }
 
 // Print writes alerts in the console's layout.

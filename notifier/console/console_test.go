@@ -75,3 +75,32 @@ func TestNotifyReportsWriteErrorsWithoutRetry(t *testing.T) {
 		t.Errorf("got retry %v err %v, want the write error and no retry", retry, err)
 	}
 }
+
+func TestNotifyDigest(t *testing.T) {
+	tests := []struct {
+		name    string
+		m       *notifier.Notification
+		want    string
+		wantErr bool
+	}{
+		{"title and text", &notifier.Notification{Status: notifier.StatusDigest, Digest: &notifier.Digest{
+			Name: "daily", Title: "GPU usage on node1", Markdown: "*not this*",
+			Text: "GPU 0  avg 61%\nalice 20.5 GPU-hours\n"}},
+			"GPU usage on node1\n==================\nGPU 0  avg 61%\nalice 20.5 GPU-hours\n\n", false},
+		{"no title", &notifier.Notification{Status: notifier.StatusDigest, Digest: &notifier.Digest{Name: "daily", Text: "x"}},
+			"gpuwatch digest daily\n=====================\nx\n\n", false},
+		{"no digest", &notifier.Notification{Status: notifier.StatusDigest}, "", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var buf bytes.Buffer
+			retry, err := New(&buf, nil).Notify(context.Background(), tt.m)
+			if retry || (err != nil) != tt.wantErr {
+				t.Fatalf("got retry=%v err %v, want retry=false and error %v", retry, err, tt.wantErr)
+			}
+			if got := buf.String(); got != tt.want {
+				t.Errorf("got\n%q\nwant\n%q", got, tt.want)
+			}
+		})
+	}
+}

@@ -165,7 +165,12 @@ func New(name string, c Config, opts Options) (*Notifier, error) {
 // of the message that announced the alert; with a webhook a new message.
 // It stops at the first failed call. Calls already made are recorded, so
 // the outbox's retry of the same notification does not post them twice.
+// A digest (Status notifier.StatusDigest) is always one new message: its
+// Digest.Blocks, or its markdown in a section, with the title as text.
 func (n *Notifier) Notify(ctx context.Context, m *notifier.Notification) (retry bool, err error) {
+	if m != nil && (m.Digest != nil || m.Status == notifier.StatusDigest) {
+		return n.notifyDigest(ctx, m.Digest)
+	}
 	if m == nil || len(m.Alerts) == 0 {
 		return false, nil
 	}

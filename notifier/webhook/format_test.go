@@ -363,19 +363,7 @@ func FuzzEncode(f *testing.F) {
 			}
 			n := newNotifier(t, fc.config("http://h"))
 			_, body, err := n.encode(m)
-			if err != nil {
-				t.Fatalf("%s: %v", fc.format, err)
-			}
-			if !json.Valid(body) {
-				t.Fatalf("%s: body is not JSON: %s", fc.format, body)
-			}
-			if fc.format == FormatWeCom {
-				var msg weComMessage
-				json.Unmarshal(body, &msg)
-				if len(msg.Markdown.Content) > weComMaxContent {
-					t.Errorf("wecom: got %d bytes, want at most %d", len(msg.Markdown.Content), weComMaxContent)
-				}
-			}
+			checkEncoded(t, fc.format, body, err)
 		}
 	})
 }

@@ -42,6 +42,28 @@
 //	                   "container": "docker:3f2a9c1b7e4d", "memory_bytes": 65498251264}]
 //	  }]
 //	}
+//
+// A scheduled usage digest posts, in the same version:
+//
+//	{
+//	  "version": "1",
+//	  "receiver": "ops",
+//	  "status": "digest",
+//	  "digest": {
+//	    "name": "daily",                      // the digest's name in the config
+//	    "title": "GPU usage on node1, …",
+//	    "text": "…",                          // plain text
+//	    "markdown": "…",
+//	    "data": {…}                           // the report as JSON
+//	  }
+//	}
+//
+// # Digests in the other formats
+//
+// The chat formats post a digest's title and markdown; template executes
+// with the notification, whose .Digest is then set and .Alerts empty
+// (test {{if .Digest}}); alertmanager and pagerduty take alerts only and
+// refuse a digest with a permanent error.
 package webhook
 
 import (
@@ -284,8 +306,14 @@ func secretsOf(c *Config) []string {
 }
 
 // Notify makes one attempt to deliver m: one request, or for pagerduty one
-// per alert. retry says whether a failure is worth trying again.
+// per alert. retry says whether a failure is worth trying again. A usage
+// digest is one request; alertmanager and pagerduty refuse it for good.
 func (n *Notifier) Notify(ctx context.Context, m *notifier.Notification) (retry bool, err error) {
+	if isDigest(m) {
+		ctx, cancel := context.WithTimeout(ctx, n.timeout)
+		defer cancel()
+		return n.notifyDigest(ctx, m)
+	}
 	if m == nil || len(m.Alerts) == 0 {
 		return false, errors.New("webhook: notification has no alerts")
 	}

@@ -1,0 +1,124 @@
+package cli_test
+
+import (
+	"encoding/json"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/gpuwatch/gpuwatch/cli"
+	"github.com/gpuwatch/gpuwatch/digest"
+)
+
+const idleHog = "testdata/traces/idle-hog.csv"
+
+func TestDigestTraceIdleHog(t *testing.T) {
+	var truth struct {
+		GPU   int     `json:"gpu"`
+		FromS float64 `json:"from_s"`
+		StepS float64 `json:"step_s"`
+	}
+	raw, err := os.ReadFile(strings.TrimSuffix(idleHog, ".csv") + ".truth.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(raw, &truth); err != nil {
+		t.Fatalf("truth: %v", err)
+	}
+	got := gpuwatch(t, "digest", "--trace", idleHog, "--format", "json", "--price-per-kwh", "0.30", "--currency", "EUR")
+	if got.code != cli.ExitOK {
+		t.Fatalf("digest --trace: got exit %d, want %d\nstderr:\n%s", got.code, cli.ExitOK, got.stderr)
+	}
+	var r digest.Report
+	if err := json.Unmarshal([]byte(got.stdout), &r); err != nil {
+		t.Fatalf("digest --format json: %v\n%s", err, got.stdout)
+	}
+	if len(r.GPUs) != 2 {
+		t.Fatalf("got %d GPUs, want 2", len(r.GPUs))
+	}
+	// The log is two hours; GPU 1 is held idle from from_s to its end.
+	wantIdle := (r.To.Sub(r.From).Seconds() - truth.FromS) / 3600
+	tolerance := 5.0 / 60 // the rule of "idle" and the log's noise blur the start by minutes
+	g := r.GPUs[truth.GPU]
+	if math.Abs(g.IdleHeldHours-wantIdle) > tolerance {
+		t.Errorf("GPU %d: got %.2f hours held idle, want %.2f ± %.2f", truth.GPU, g.IdleHeldHours, wantIdle, tolerance)
+	}
+	if other := r.GPUs[1-truth.GPU]; other.IdleHeldHours > tolerance {
+		t.Errorf("GPU %d: got %.2f hours held idle, want about 0 (it trains)", other.GPU, other.IdleHeldHours)
+	}
+	if r.EnergyKWh <= 0 || !r.Priced || math.Abs(r.Cost-0.30*r.EnergyKWh) > 1e-9 {
+		t.Errorf("got %v kWh costing %v (priced %v), want energy > 0 at 0.30 per kWh", r.EnergyKWh, r.Cost, r.Priced)
+	}
+	if r.AlertsFired == 0 {
+		t.Errorf("got no alerts in the digest, want the held-idle alert the example rules fire")
+	}
+
+	text := gpuwatch(t, "digest", "--trace", idleHog)
+	if text.code != cli.ExitOK {
+		t.Fatalf("digest (text): got exit %d, want 0\nstderr:\n%s", text.code, text.stderr)
+	}
+	for _, want := range []string{"GPU usage on", "held idle 1.7h", "Top users", "Alerts (1 fired)"} {
+		if !strings.Contains(text.stdout, want) {
+			t.Errorf("digest (text): want %q in\n%s", want, text.stdout)
+		}
+	}
+}
+
+func TestDigestFormats(t *testing.T) {
+	tests := []struct {
+		format string
+		want   string // a prefix of stdout
+	}{
+		{"markdown", "## GPU usage on"},
+		{"blocks", `[{"type":"header"`},
+		{"text", "GPU usage on"},
+	}
+	for _, tt := range tests {
+		got := gpuwatch(t, "digest", "--trace", idleHog, "--window", "1h", "--format", tt.format)
+		if got.code != cli.ExitOK || !strings.HasPrefix(got.stdout, tt.want) {
+			t.Errorf("--format %s: got exit %d and\n%s\nwant exit 0 and output starting %q", tt.format, got.code, got.stdout, tt.want)
+		}
+	}
+}
+
+func TestDigestBadFlags(t *testing.T) {
+	empty := filepath.Join(t.TempDir(), "empty.csv")
+	header, _, _ := strings.Cut(mustRead(t, idleHog), "\n")
+	if err := os.WriteFile(empty, []byte(header+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name       string
+		args       []string
+		wantStderr string
+	}{
+		{"no trace", nil, "--trace LOG.csv"},
+		{"missing file", []string{"--trace", "testdata/nope.csv"}, "nope.csv"},
+		{"negative window", []string{"--trace", idleHog, "--window", "-1h"}, "negative"},
+		{"bad window", []string{"--trace", idleHog, "--window", "tomorrow"}, "--help"},
+		{"no users", []string{"--trace", idleHog, "--top-users", "0"}, "at least 1"},
+		{"negative price", []string{"--trace", idleHog, "--price-per-kwh", "-1"}, "negative"},
+		{"currency alone", []string{"--trace", idleHog, "--currency", "EUR"}, "--price-per-kwh"},
+		{"bad format", []string{"--trace", idleHog, "--format", "pdf"}, "text, markdown"},
+		{"stray argument", []string{"--trace", idleHog, "now"}, `"now"`},
+		{"bad row", []string{"--trace", "testdata/bad-row.csv"}, "bad-row.csv"},
+		{"no samples", []string{"--trace", empty}, "no samples"},
+	}
+	for _, tt := range tests {
+		got := gpuwatch(t, append([]string{"digest"}, tt.args...)...)
+		if got.code != cli.ExitUser || !strings.Contains(got.stderr, tt.wantStderr) {
+			t.Errorf("%s: got exit %d, stderr %q; want exit %d and %q in stderr", tt.name, got.code, got.stderr, cli.ExitUser, tt.wantStderr)
+		}
+	}
+}
+
+func mustRead(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}

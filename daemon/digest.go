@@ -1,0 +1,282 @@
+package daemon
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/gpuwatch/gpuwatch/config"
+	"github.com/gpuwatch/gpuwatch/digest"
+	"github.com/gpuwatch/gpuwatch/gpu"
+	"github.com/gpuwatch/gpuwatch/internal/strictyaml"
+	"github.com/gpuwatch/gpuwatch/notifier"
+	"github.com/gpuwatch/gpuwatch/rules"
+)
+
+// Buckets of the usage digests: the hourly rollups, and when each digest
+// was last sent (its scheduled time, RFC 3339).
+const (
+	BucketRollups = "rollups"
+	BucketDigests = "digests"
+)
+
+// checkpointEvery is how much sample time passes between writes of the
+// rollups to the store: a crash loses at most this much usage.
+const checkpointEvery = 5 * time.Minute
+
+// digests is the daemon's usage accounting and digest schedule.
+type digests struct {
+	rollups    *digest.Rollups
+	scheduler  *digest.Scheduler
+	checkpoint time.Time // sample time of the last checkpoint; zero before the first sample
+}
+
+// startDigests restores the rollups and the digests' last-sent times from
+// the store and builds the scheduler; a digest never sent before first
+// runs at its first scheduled time from now.
+func (d *Daemon) startDigests(cfg *config.Config) (*digests, error) {
+	g := &digests{rollups: digest.NewRollups()}
+	records, err := d.db.All(BucketRollups)
+	if err != nil {
+		return nil, fmt.Errorf("load usage rollups: %w", err)
+	}
+	if err := g.rollups.Load(records); err != nil {
+		d.logger.Warn("some saved usage rollups are unreadable; digests miss those hours", "err", err)
+	}
+	sent, err := d.db.All(BucketDigests)
+	if err != nil {
+		return nil, fmt.Errorf("load when digests were last sent: %w", err)
+	}
+	last := make(map[string]time.Time, len(sent))
+	for name, b := range sent {
+		t, err := time.Parse(time.RFC3339Nano, string(b))
+		if err != nil {
+			d.logger.Warn("dropping an unreadable digest send time", "digest", name, "err", err)
+			continue
+		}
+		last[name] = t
+	}
+	list := make([]digest.Digest, 0, len(cfg.Digests))
+	for _, c := range cfg.Digests {
+		s, err := digest.ParseSchedule(c.Schedule)
+		if err != nil { // config.Parse checked it; a config built in code may not be
+			return nil, fmt.Errorf("digest %q: %w", c.Name, err)
+		}
+		list = append(list, digest.Digest{Name: c.Name, Schedule: s, Window: c.Window, CatchUp: c.CatchUp})
+	}
+	g.scheduler = digest.NewScheduler(list, last, d.opts.Now())
+	return g, nil
+}
+
+// stepDigests adds a snapshot and its transitions to the rollups and, every
+// checkpointEvery of sample time, adds the changed rollups, and the keys of
+// the hours past storage.retention, to the snapshot's commit. The caller
+// holds d.mu.
+func (d *Daemon) stepDigests(snap *gpu.Snapshot, ts []rules.Transition, c *notifier.Commit) {
+	g := d.digests
+	g.rollups.Update(snap)
+	for i := range ts {
+		if t := &ts[i]; t.Resolved() && !t.StartsAt.IsZero() {
+			g.rollups.RecordAlert(t.Alert, t.StartsAt, t.EndsAt.Sub(t.StartsAt))
+		}
+	}
+	switch {
+	case g.checkpoint.IsZero():
+		g.checkpoint = snap.Time
+	case snap.Time.Sub(g.checkpoint) >= checkpointEvery:
+		g.checkpoint = snap.Time
+		d.checkpointRollups(snap.Time, c)
+	}
+}
+
+// checkpointRollups adds the rollups changed since the last checkpoint and
+// the hours to prune at time now to c.
+func (d *Daemon) checkpointRollups(now time.Time, c *notifier.Commit) {
+	for k, v := range d.digests.rollups.Dirty() {
+		c.PutRecord(BucketRollups, k, v)
+	}
+	for _, k := range d.digests.rollups.Prune(now.Add(-d.cfg.Storage.Retention)) {
+		c.DeleteRecord(BucketRollups, k)
+	}
+}
+
+// flushRollups writes the rollups changed since the last checkpoint: on a
+// clean stop nothing is lost.
+func (d *Daemon) flushRollups() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var c notifier.Commit
+	for k, v := range d.digests.rollups.Dirty() {
+		c.PutRecord(BucketRollups, k, v)
+	}
+	if c.Empty() {
+		return
+	}
+	if err := d.db.Commit(nil, c.Put, nil); err != nil {
+		d.logger.Error("cannot save the usage rollups; digests miss the last minutes", "err", err)
+	}
+}
+
+// SendDigests sends every digest due at now (the wall clock): one
+// notification per receiver, written to the outbox together with the
+// digest's send time. Run calls it as digests come due; it is exported for
+// tests, which pass fixed times.
+func (d *Daemon) SendDigests(now time.Time) {
+	d.digests.scheduler.Fire(now, d.fireDigest)
+}
+
+func (d *Daemon) fireDigest(r digest.Run) {
+	stamp := map[string]map[string][]byte{BucketDigests: {r.Name: []byte(r.At.UTC().Format(time.RFC3339Nano))}}
+	if r.Skipped {
+		d.logger.Warn("a digest was missed by more than its catch_up while gpuwatch was down; skipped", "digest", r.Name, "scheduled", r.At)
+		if err := d.db.Commit(nil, stamp, nil); err != nil {
+			d.logger.Error("cannot record a skipped digest", "digest", r.Name, "err", err)
+		}
+		return
+	}
+	if r.Missed {
+		d.logger.Warn("older runs of a digest were missed while gpuwatch was down; sending the newest only", "digest", r.Name, "scheduled", r.At)
+	}
+	d.mu.Lock()
+	cfg := d.cfg
+	d.mu.Unlock()
+	c := findDigest(cfg, r.Name)
+	if c == nil {
+		d.logger.Warn("a digest is no longer in the config; it takes effect on restart", "digest", r.Name)
+		return
+	}
+	report := d.report(c, r.From, r.To)
+	outbox := map[string][][]byte{}
+	for _, receiver := range c.Receivers {
+		n, err := report.Notification(receiver, r.At)
+		if err != nil {
+			d.logger.Error("cannot render a digest", "digest", r.Name, "receiver", receiver, "err", err)
+			continue
+		}
+		raw, err := json.Marshal(n)
+		if err != nil {
+			d.logger.Error("cannot encode a digest", "digest", r.Name, "receiver", receiver, "err", err)
+			continue
+		}
+		outbox[receiver] = append(outbox[receiver], raw)
+	}
+	if err := d.db.Commit(outbox, stamp, nil); err != nil {
+		d.logger.Error("cannot write a digest to the store; it is not sent", "digest", r.Name, "err", err)
+		return
+	}
+	d.logger.Info("digest queued", "digest", r.Name, "scheduled", r.At, "from", r.From, "to", r.To, "receivers", len(outbox))
+	for receiver := range outbox {
+		if dl, ok := d.deliverers[receiver]; ok {
+			dl.Wake()
+		}
+	}
+}
+
+// findDigest returns the digest named name in cfg, or nil.
+func findDigest(cfg *config.Config, name string) *config.Digest {
+	for i := range cfg.Digests {
+		if cfg.Digests[i].Name == name {
+			return &cfg.Digests[i]
+		}
+	}
+	return nil
+}
+
+// report builds digest c's report of [from, to) from the rollups.
+func (d *Daemon) report(c *config.Digest, from, to time.Time) *digest.Report {
+	d.mu.Lock()
+	gpus, users, alerts := d.digests.rollups.Window(from, to)
+	host := d.cfg.Host
+	d.mu.Unlock()
+	if s := d.last.Load(); s != nil && s.Host != "" {
+		host = s.Host
+	}
+	return digest.Build(gpus, users, alerts, digest.Options{
+		Name: c.Name, Host: host, From: from, To: to, TopUsers: c.TopUsers,
+		PricePerKWh: c.PricePerKWh, Currency: c.Currency, Location: d.zone(c.Schedule),
+	})
+}
+
+// zone is the time zone a digest shows times in: its schedule's CRON_TZ,
+// else the daemon's.
+func (d *Daemon) zone(schedule string) *time.Location {
+	spec := strings.TrimSpace(schedule)
+	for _, prefix := range []string{"CRON_TZ=", "TZ="} {
+		if rest, ok := strings.CutPrefix(spec, prefix); ok {
+			name, _, _ := strings.Cut(rest, " ")
+			if loc, err := time.LoadLocation(name); err == nil {
+				return loc
+			}
+		}
+	}
+	return d.opts.Location
+}
+
+// UsageReport is the usage digest of the window that ends now (the latest
+// sample's time, or the wall clock before any). With name, the digest of
+// that name shapes it (top users, price, zone) and a zero window takes its
+// window or, without one, the time since its previous scheduled run;
+// without name, a zero window is 24h.
+func (d *Daemon) UsageReport(name string, window time.Duration) (*digest.Report, error) {
+	to := d.opts.Now()
+	if s := d.last.Load(); s != nil {
+		to = s.Time
+	}
+	d.mu.Lock()
+	cfg := d.cfg
+	d.mu.Unlock()
+	c := &config.Digest{Name: "usage", TopUsers: config.DefaultTopUsers}
+	if name != "" {
+		if c = findDigest(cfg, name); c == nil {
+			return nil, fmt.Errorf("no digest is named %q; the config has %s", name, digestNames(cfg))
+		}
+		if window == 0 {
+			window = c.Window
+		}
+		if window == 0 {
+			s, err := digest.ParseSchedule(c.Schedule)
+			if err != nil {
+				return nil, fmt.Errorf("digest %q: %w", name, err)
+			}
+			window = to.Sub(digest.Previous(s, s.Next(to)))
+		}
+	}
+	if window <= 0 {
+		window = 24 * time.Hour
+	}
+	return d.report(c, to.Add(-window), to), nil
+}
+
+// digestNames lists the digests of cfg for an error message.
+func digestNames(cfg *config.Config) string {
+	if len(cfg.Digests) == 0 {
+		return "none (add them under digests:)"
+	}
+	names := make([]string, len(cfg.Digests))
+	for i, c := range cfg.Digests {
+		names[i] = c.Name
+	}
+	return strings.Join(names, ", ")
+}
+
+// digestText serves GET /api/v1/digest?window=24h&name=daily: the usage
+// digest as plain text.
+func (d *Daemon) digestText(w http.ResponseWriter, r *http.Request) {
+	var window time.Duration
+	if v := r.URL.Query().Get("window"); v != "" {
+		var err error
+		if window, err = strictyaml.ParseDuration(v); err != nil || window <= 0 {
+			http.Error(w, fmt.Sprintf("window %q is not a positive duration: write it like 24h, 90m or 7d", v), http.StatusBadRequest)
+			return
+		}
+	}
+	report, err := d.UsageReport(r.URL.Query().Get("name"), window)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusNotFound)
+		return
+	}
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	fmt.Fprint(w, report.Text())
+}

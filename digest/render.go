@@ -1,0 +1,312 @@
+package digest
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	goslack "github.com/slack-go/slack"
+)
+
+// Slack's limits on blocks.
+const (
+	maxBlocks      = 50
+	maxSectionText = 3000
+	maxHeaderText  = 150
+)
+
+// style is how one output form marks up a line: bold headings, bullets and
+// monospace.
+type style struct {
+	bold   func(string) string
+	code   func(string) string
+	bullet string
+}
+
+// plainStyle is for the console, markdownStyle for chat webhooks and
+// mrkdwnStyle for Slack.
+func plainStyle() style {
+	same := func(s string) string { return s }
+	return style{bold: same, code: same, bullet: "  "}
+}
+
+func markdownStyle() style { return style{bold: wrap("**"), code: wrap("`"), bullet: "- "} }
+
+func mrkdwnStyle() style { return style{bold: wrap("*"), code: wrap("`"), bullet: "• "} }
+
+func wrap(mark string) func(string) string {
+	return func(s string) string { return mark + s + mark }
+}
+
+// section is one titled part of a report: its heading and its lines.
+type section struct {
+	heading string
+	lines   []string
+}
+
+// sections lays out the report in reading order: host one-liners, GPUs,
+// top users, idle holders, alerts.
+func (r *Report) sections(st style) []section {
+	host := []string{r.hostLine()}
+	if e := r.energyLine(); e != "" {
+		host = append(host, e)
+	}
+	out := []section{{lines: host}}
+
+	gpus := make([]string, len(r.GPUs))
+	for i := range r.GPUs {
+		gpus[i] = r.gpuLine(&r.GPUs[i], st)
+	}
+	users := make([]string, len(r.Users))
+	for i := range r.Users {
+		users[i] = userLine(&r.Users[i], st)
+	}
+	idle := make([]string, len(r.IdleHolders))
+	for i := range r.IdleHolders {
+		idle[i] = idleLine(&r.IdleHolders[i], st)
+	}
+	alerts := make([]string, len(r.Alerts))
+	for i := range r.Alerts {
+		alerts[i] = alertLine(&r.Alerts[i], st)
+	}
+	alertsHeading := "Alerts"
+	if r.AlertsFired > 0 {
+		alertsHeading = fmt.Sprintf("Alerts (%d fired)", r.AlertsFired)
+	}
+	return append(out,
+		list("GPUs", gpus, 0, "No GPU data in this window."),
+		list("Top users", users, r.OtherUsers, "No processes attributed to users in this window."),
+		list("Held idle", idle, r.OtherIdle, "Nobody held a GPU idle for "+duration(MinIdleHeld.Seconds())+" or more."),
+		list(alertsHeading, alerts, 0, "No alerts fired."))
+}
+
+// list is a titled section of lines, counting the others left out, or
+// saying none when there is nothing to list.
+func list(heading string, lines []string, others int, none string) section {
+	switch {
+	case len(lines) == 0:
+		lines = []string{none}
+	case others > 0:
+		lines = append(lines, fmt.Sprintf("and %d more", others))
+	}
+	return section{heading: heading, lines: lines}
+}
+
+func (r *Report) hostLine() string {
+	return fmt.Sprintf("%s, %s GPU-hours covered: average utilization %s, busy %s of the time, held idle %s (%s GPU-hours)",
+		plural(len(r.GPUs), "GPU"), hours(r.CoveredHours), percent(r.AvgUtil), percent(100*r.BusyShare),
+		percent(100*r.IdleShare), hours(r.IdleHeldHours))
+}
+
+func (r *Report) energyLine() string {
+	if r.EnergyKWh <= 0 {
+		return ""
+	}
+	line := "Energy " + kwh(r.EnergyKWh)
+	if r.Priced {
+		line += ", cost " + r.money(r.Cost)
+	}
+	return line
+}
+
+func (r *Report) gpuLine(g *GPUReport, st style) string {
+	var b strings.Builder
+	b.WriteString(st.bold("GPU " + strconv.Itoa(g.GPU)))
+	if g.Name != "" {
+		b.WriteString(" " + g.Name)
+	}
+	if g.Sparkline != "" {
+		b.WriteString(" " + st.code(g.Sparkline))
+	}
+	fmt.Fprintf(&b, " avg %s, peak %s; memory peak %s", percent(g.AvgUtil), percent(g.PeakUtil), formatBytes(g.PeakMem))
+	if g.MemTotal > 0 {
+		b.WriteString(" of " + formatBytes(g.MemTotal))
+	}
+	fmt.Fprintf(&b, "; busy %sh, held idle %sh; peak %.0f°C", hours(g.BusyHours), hours(g.IdleHeldHours), g.PeakTemp)
+	if g.EnergyKWh > 0 {
+		b.WriteString("; " + kwh(g.EnergyKWh))
+		if r.Priced {
+			b.WriteString(" (" + r.money(g.Cost) + ")")
+		}
+	}
+	return b.String()
+}
+
+func userLine(u *UserReport, st style) string {
+	gpus := make([]string, len(u.GPUs))
+	for i, g := range u.GPUs {
+		gpus[i] = strconv.Itoa(g)
+	}
+	label := "GPU "
+	if len(gpus) > 1 {
+		label = "GPUs "
+	}
+	return fmt.Sprintf("%s %s GPU-hours, %s GiB-hours on %s%s", st.bold(u.User), hours(u.GPUHours), hours(u.GiBHours),
+		label, strings.Join(gpus, ", "))
+}
+
+func idleLine(h *IdleHolder, st style) string {
+	return fmt.Sprintf("%s held %s on GPU %d idle for %s", st.bold(h.User), formatBytes(h.MaxBytes), h.GPU, duration(h.Seconds))
+}
+
+func alertLine(a *AlertReport, st style) string {
+	return fmt.Sprintf("%s fired %s, the longest for %s", st.bold(a.Alert), plural(a.Fired, "time"), duration(a.LongestSeconds))
+}
+
+// Text renders the report as plain text for the console.
+func (r *Report) Text() string {
+	return r.render(plainStyle(), r.Title()+"\n")
+}
+
+// Markdown renders the report as markdown for chat webhooks.
+func (r *Report) Markdown() string {
+	return r.render(markdownStyle(), "## "+r.Title()+"\n")
+}
+
+func (r *Report) render(st style, title string) string {
+	var b strings.Builder
+	b.Grow(2048)
+	b.WriteString(title)
+	for i, s := range r.sections(st) {
+		if i > 0 {
+			b.WriteString("\n" + st.bold(s.heading) + "\n")
+		}
+		for _, l := range s.lines {
+			if i > 0 {
+				b.WriteString(st.bullet)
+			}
+			b.WriteString(l + "\n")
+		}
+	}
+	return b.String()
+}
+
+// Blocks renders the report as Slack Block Kit blocks (at most 50), as the
+// JSON array of a message's "blocks".
+func (r *Report) Blocks() ([]byte, error) {
+	blocks := []goslack.Block{
+		goslack.NewHeaderBlock(goslack.NewTextBlockObject(goslack.PlainTextType, cut(r.Title(), maxHeaderText), false, false)),
+	}
+	for i, s := range r.sections(mrkdwnStyle()) {
+		if i == 1 {
+			blocks = append(blocks, goslack.NewDividerBlock())
+		}
+		for _, text := range chunks(s, i > 0) {
+			blocks = append(blocks, mrkdwn(text))
+		}
+	}
+	if len(blocks) > maxBlocks {
+		blocks = append(blocks[:maxBlocks-1], mrkdwn("_The rest does not fit in one message._"))
+	}
+	out, err := json.Marshal(blocks)
+	if err != nil {
+		return nil, fmt.Errorf("encode digest %q as Slack blocks: %w", r.Name, err)
+	}
+	return out, nil
+}
+
+func mrkdwn(text string) goslack.Block {
+	return goslack.NewSectionBlock(goslack.NewTextBlockObject(goslack.MarkdownType, text, false, false), nil, nil)
+}
+
+// chunks splits a section into texts that each fit in one section block,
+// the heading leading the first.
+func chunks(s section, titled bool) []string {
+	var out []string
+	var b strings.Builder
+	if titled {
+		b.WriteString(mrkdwnStyle().bold(s.heading))
+	}
+	for _, l := range s.lines {
+		if titled {
+			l = mrkdwnStyle().bullet + l
+		}
+		l = cut(l, maxSectionText-1)
+		if b.Len() > 0 && b.Len()+1+len(l) > maxSectionText {
+			out = append(out, b.String())
+			b.Reset()
+		}
+		if b.Len() > 0 {
+			b.WriteByte('\n')
+		}
+		b.WriteString(l)
+	}
+	return append(out, b.String())
+}
+
+// cut shortens s to at most n bytes on a rune boundary, marking the cut.
+func cut(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	const more = "…"
+	end := n - len(more)
+	for end > 0 && !utf8.RuneStart(s[end]) {
+		end--
+	}
+	return s[:end] + more
+}
+
+func plural(n int, what string) string {
+	if n == 1 {
+		return "1 " + what
+	}
+	return strconv.Itoa(n) + " " + what + "s"
+}
+
+func percent(p float64) string { return strconv.FormatFloat(math.Round(p), 'f', 0, 64) + "%" }
+
+// hours writes a number of hours with one decimal, or none from 100 on.
+func hours(h float64) string {
+	if h >= 100 {
+		return strconv.FormatFloat(h, 'f', 0, 64)
+	}
+	return strconv.FormatFloat(h, 'f', 1, 64)
+}
+
+func kwh(e float64) string {
+	if e < 10 {
+		return strconv.FormatFloat(e, 'f', 2, 64) + " kWh"
+	}
+	return strconv.FormatFloat(e, 'f', 1, 64) + " kWh"
+}
+
+func (r *Report) money(v float64) string {
+	s := strconv.FormatFloat(v, 'f', 2, 64)
+	if r.Currency != "" {
+		s += " " + r.Currency
+	}
+	return s
+}
+
+// formatBytes writes a size in binary units: "20 GiB", "1.5 GiB", "512 MiB".
+func formatBytes(v uint64) string {
+	const gib, mib = 1 << 30, 1 << 20
+	switch {
+	case v >= 10*gib:
+		return strconv.FormatFloat(float64(v)/gib, 'f', 0, 64) + " GiB"
+	case v >= gib:
+		return strconv.FormatFloat(float64(v)/gib, 'f', 1, 64) + " GiB"
+	default:
+		return strconv.FormatFloat(float64(v)/mib, 'f', 0, 64) + " MiB"
+	}
+}
+
+// duration writes seconds as "45s", "12m", "5h12m" or "2d5h".
+func duration(secs float64) string {
+	d := time.Duration(math.Round(secs)) * time.Second
+	switch {
+	case d < time.Minute:
+		return fmt.Sprintf("%ds", int(d.Seconds()))
+	case d < time.Hour:
+		return fmt.Sprintf("%dm", int(d.Minutes()))
+	case d < 24*time.Hour:
+		return fmt.Sprintf("%dh%02dm", int(d.Hours()), int(d.Minutes())%60)
+	default:
+		return fmt.Sprintf("%dd%dh", int(d.Hours())/24, int(d.Hours())%24)
+	}
+}

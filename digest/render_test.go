@@ -1,0 +1,157 @@
+package digest
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata/golden")
+
+// goldenReport is the fixed report the golden files show: a day of two
+// GPUs and four users, priced, in Berlin winter time.
+func goldenReport() *Report {
+	h := sampleHours(24, 2, 4)
+	return Build(h.gpus, h.users, h.alerts, Options{Name: "daily", Host: "node1", From: hour(0), To: hour(24),
+		TopUsers: 3, PricePerKWh: 0.30, Currency: "EUR", Location: time.FixedZone("CET", 3600)})
+}
+
+func TestGolden(t *testing.T) {
+	r := goldenReport()
+	blocks, err := r.Blocks()
+	if err != nil {
+		t.Fatalf("Blocks: %v", err)
+	}
+	var indented bytes.Buffer
+	if err := json.Indent(&indented, blocks, "", "  "); err != nil {
+		t.Fatalf("blocks are not JSON: %v", err)
+	}
+	indented.WriteByte('\n')
+	tests := []struct {
+		file string
+		got  []byte
+	}{
+		{"report.txt", []byte(r.Text())},
+		{"report.md", []byte(r.Markdown())},
+		{"blocks.json", indented.Bytes()},
+	}
+	for _, tt := range tests {
+		path := filepath.Join("testdata", "golden", tt.file)
+		if *update {
+			if err := os.WriteFile(path, tt.got, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		want, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatalf("%v (run go test ./digest -run TestGolden -update to write it)", err)
+		}
+		if !bytes.Equal(tt.got, want) {
+			t.Errorf("%s: got\n%s\nwant\n%s\n(if the change is intended, rerun with -update)", tt.file, tt.got, want)
+		}
+	}
+}
+
+func TestReadingOrder(t *testing.T) {
+	r := goldenReport()
+	for name, out := range map[string]string{"text": r.Text(), "markdown": r.Markdown()} {
+		last := -1
+		for _, part := range []string{r.Title(), "average utilization", "GPU 0", "Top users", "Held idle", "Alerts"} {
+			i := strings.Index(out, part)
+			if i <= last {
+				t.Errorf("%s: %q at %d, want it after the previous part (at %d)", name, part, i, last)
+			}
+			last = i
+		}
+		if !strings.Contains(out, "held 20 GiB on GPU 1 idle for 13h00m") {
+			t.Errorf("%s: want an idle-holder line %q in\n%s", name, "… held 20 GiB on GPU 1 idle for 13h00m", out)
+		}
+	}
+}
+
+func TestBlocksFitSlack(t *testing.T) {
+	tests := []struct {
+		name  string
+		gpus  int
+		users int
+	}{
+		{"a day, 2 GPUs", 2, 4},
+		{"a huge host", 400, 20},
+		{"nothing", 0, 0},
+	}
+	for _, tt := range tests {
+		h := sampleHours(24, tt.gpus, tt.users)
+		raw, err := Build(h.gpus, h.users, h.alerts, Options{Host: strings.Repeat("very-long-host-name-", 10)}).Blocks()
+		if err != nil {
+			t.Fatalf("%s: Blocks: %v", tt.name, err)
+		}
+		var blocks []struct {
+			Type string `json:"type"`
+			Text struct {
+				Text string `json:"text"`
+			} `json:"text"`
+		}
+		if err := json.Unmarshal(raw, &blocks); err != nil {
+			t.Fatalf("%s: blocks are not a JSON array: %v", tt.name, err)
+		}
+		if len(blocks) > maxBlocks || len(blocks) < 3 {
+			t.Errorf("%s: got %d blocks, want 3 to %d", tt.name, len(blocks), maxBlocks)
+		}
+		for i, b := range blocks {
+			limit := maxSectionText
+			if b.Type == "header" {
+				limit = maxHeaderText
+			}
+			if n := len(b.Text.Text); n > limit {
+				t.Errorf("%s: block %d (%s) has %d bytes of text, want at most %d", tt.name, i, b.Type, n, limit)
+			}
+		}
+	}
+}
+
+func TestFormats(t *testing.T) {
+	durations := []struct {
+		secs float64
+		want string
+	}{
+		{0, "0s"}, {45, "45s"}, {12 * 60, "12m"}, {5*3600 + 12*60, "5h12m"}, {3600, "1h00m"}, {2*86400 + 5*3600 + 59, "2d5h"},
+	}
+	for _, tt := range durations {
+		if got := duration(tt.secs); got != tt.want {
+			t.Errorf("duration(%v): got %q, want %q", tt.secs, got, tt.want)
+		}
+	}
+	sizes := []struct {
+		v    uint64
+		want string
+	}{
+		{20 * gib, "20 GiB"}, {gib + gib/2, "1.5 GiB"}, {512 << 20, "512 MiB"}, {0, "0 MiB"},
+	}
+	for _, tt := range sizes {
+		if got := formatBytes(tt.v); got != tt.want {
+			t.Errorf("bytes(%d): got %q, want %q", tt.v, got, tt.want)
+		}
+	}
+	if got, want := cut("ab▁▂▃", 7), "ab…"; got != want {
+		t.Errorf("cut: got %q, want %q (never half a rune)", got, want)
+	}
+}
+
+func BenchmarkRender30Days8GPUs20Users(b *testing.B) {
+	h := sampleHours(30*24, 8, 20)
+	o := Options{Name: "monthly", Host: "node1", From: hour(0), To: hour(30 * 24), PricePerKWh: 0.3, Currency: "EUR"}
+	b.ReportAllocs()
+	for b.Loop() {
+		r := Build(h.gpus, h.users, h.alerts, o)
+		_, _ = r.Text(), r.Markdown()
+		if _, err := r.Blocks(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -1,0 +1,397 @@
+package digest
+
+import (
+	"cmp"
+	"encoding/json"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/gpuwatch/gpuwatch/notifier"
+)
+
+// Report layout limits: a digest is read in 20 seconds, so long lists are
+// cut and the rest counted.
+const (
+	// DefaultTopUsers is how many users a report lists when Options.TopUsers
+	// is not set.
+	DefaultTopUsers = 5
+	// MaxIdleHolders is how many idle holders a report lists.
+	MaxIdleHolders = 10
+	// MinIdleHeld is the shortest idle hold worth naming: shorter holds are
+	// jobs starting or finishing, not waste.
+	MinIdleHeld = 5 * time.Minute
+	// SparkWidth is the most characters a utilization sparkline has; longer
+	// windows average several hours into one character.
+	SparkWidth = 48
+)
+
+// Options says what a report covers and how it is shown.
+type Options struct {
+	Name string // the digest's name in the config
+	Host string
+	// From and To bound the window; zero values take the span of the hours
+	// given.
+	From, To time.Time
+	TopUsers int // how many users to list; 0 means DefaultTopUsers
+	// PricePerKWh, when above 0, prices energy in Currency.
+	PricePerKWh float64
+	Currency    string
+	// Location is the zone times are shown in; nil means UTC.
+	Location *time.Location
+}
+
+// Report is a digest built from the hourly rollups of a window, ready to
+// render. Utilizations are percentages; shares are fractions (0–1).
+type Report struct {
+	Name     string         `json:"name"`
+	Host     string         `json:"host"`
+	From     time.Time      `json:"from"`
+	To       time.Time      `json:"to"`
+	Location *time.Location `json:"-"`
+	Currency string         `json:"currency,omitempty"`
+	Priced   bool           `json:"priced"` // a price per kWh was set
+
+	// Host totals over every GPU.
+	CoveredHours  float64 `json:"covered_hours"`   // GPU-hours the samples cover
+	AvgUtil       float64 `json:"avg_util"`        // weighted by time
+	BusyShare     float64 `json:"busy_share"`      // busy time / covered time
+	IdleShare     float64 `json:"idle_share"`      // idle-held time / covered time
+	IdleHeldHours float64 `json:"idle_held_hours"` // GPU-hours held idle
+	EnergyKWh     float64 `json:"energy_kwh"`
+	Cost          float64 `json:"cost,omitempty"`
+
+	GPUs []GPUReport `json:"gpus"`
+	// Users are the top users by GPU-hours; OtherUsers counts the rest.
+	Users      []UserReport `json:"users"`
+	OtherUsers int          `json:"other_users"`
+	// IdleHolders are the longest idle holds, longest first; OtherIdle
+	// counts the rest.
+	IdleHolders []IdleHolder  `json:"idle_holders"`
+	OtherIdle   int           `json:"other_idle"`
+	Alerts      []AlertReport `json:"alerts"`
+	AlertsFired int           `json:"alerts_fired"`
+}
+
+// GPUReport is one GPU over the window.
+type GPUReport struct {
+	GPU           int     `json:"gpu"`
+	UUID          string  `json:"uuid"`
+	Name          string  `json:"name"`
+	CoveredHours  float64 `json:"covered_hours"`
+	AvgUtil       float64 `json:"avg_util"`
+	PeakUtil      float64 `json:"peak_util"`
+	PeakMem       uint64  `json:"peak_mem_bytes"`
+	MemTotal      uint64  `json:"mem_total_bytes"`
+	BusyHours     float64 `json:"busy_hours"`
+	IdleHeldHours float64 `json:"idle_held_hours"`
+	PeakTemp      float64 `json:"peak_temp_c"`
+	EnergyKWh     float64 `json:"energy_kwh"`
+	Cost          float64 `json:"cost,omitempty"`
+	// Sparkline draws the hourly average utilization over the window on a
+	// fixed 0–100% scale; a space is an hour without data.
+	Sparkline string `json:"sparkline"`
+}
+
+// UserReport is one user's use of the GPUs over the window.
+type UserReport struct {
+	User     string  `json:"user"`
+	GPUHours float64 `json:"gpu_hours"`
+	GiBHours float64 `json:"gib_hours"`
+	GPUs     []int   `json:"gpus"` // the GPUs used, ascending
+}
+
+// IdleHolder is a user who held memory on a GPU that computed nothing.
+type IdleHolder struct {
+	User     string  `json:"user"`
+	GPU      int     `json:"gpu"`
+	UUID     string  `json:"uuid"`
+	Seconds  float64 `json:"seconds"`
+	MaxBytes uint64  `json:"max_bytes"`
+}
+
+// AlertReport is one rule's alerts in the window.
+type AlertReport struct {
+	Alert          string  `json:"alert"`
+	Fired          int     `json:"fired"`
+	LongestSeconds float64 `json:"longest_seconds"`
+}
+
+// unknownUser names processes whose owner could not be attributed.
+const unknownUser = "(unknown)"
+
+// Build sums the hours of a window into a report. The hours may come in any
+// order; hours outside [o.From, o.To) still count (the caller chose them),
+// but the sparkline only draws the window.
+func Build(gpus []GPUHour, users []UserHour, alerts []AlertHour, o Options) *Report {
+	if o.TopUsers <= 0 {
+		o.TopUsers = DefaultTopUsers
+	}
+	if o.Location == nil {
+		o.Location = time.UTC
+	}
+	if o.From.IsZero() || o.To.IsZero() {
+		from, to := span(gpus)
+		if o.From.IsZero() {
+			o.From = from
+		}
+		if o.To.IsZero() {
+			o.To = to
+		}
+	}
+	r := &Report{Name: o.Name, Host: o.Host, From: o.From, To: o.To, Location: o.Location,
+		Currency: o.Currency, Priced: o.PricePerKWh > 0}
+	r.buildGPUs(gpus, o)
+	r.buildUsers(users, o.TopUsers)
+	r.buildAlerts(alerts)
+	return r
+}
+
+// span is the smallest hour and the end of the largest one.
+func span(gpus []GPUHour) (from, to time.Time) {
+	for i := range gpus {
+		h := gpus[i].Hour
+		if from.IsZero() || h.Before(from) {
+			from = h
+		}
+		if end := h.Add(time.Hour); end.After(to) {
+			to = end
+		}
+	}
+	return from, to
+}
+
+// gpuAcc sums one GPU's hours.
+type gpuAcc struct {
+	GPUHour           // sums and maxima; Hour unused
+	spark   []float64 // util seconds and seconds per sparkline cell, interleaved
+}
+
+func (r *Report) buildGPUs(gpus []GPUHour, o Options) {
+	start := o.From.UTC().Truncate(time.Hour)
+	hours := max(1, int(math.Ceil(o.To.Sub(start).Hours())))
+	perCell := (hours + SparkWidth - 1) / SparkWidth
+	cells := (hours + perCell - 1) / perCell
+
+	var accs []*gpuAcc
+	index := map[int]int{} // GPU index → place in accs
+	var util, busy, seconds, idle, joules float64
+	for i := range gpus {
+		h := &gpus[i]
+		k, ok := index[h.GPU]
+		if !ok {
+			k = len(accs)
+			index[h.GPU] = k
+			accs = append(accs, &gpuAcc{GPUHour: GPUHour{GPU: h.GPU}, spark: make([]float64, 2*cells)})
+		}
+		a := accs[k]
+		if h.UUID != "" {
+			a.UUID = h.UUID
+		}
+		if h.Name != "" {
+			a.Name = h.Name
+		}
+		a.Samples += h.Samples
+		a.Seconds += h.Seconds
+		a.UtilSeconds += h.UtilSeconds
+		a.BusySeconds += h.BusySeconds
+		a.IdleHeldSeconds += h.IdleHeldSeconds
+		a.EnergyJoules += h.EnergyJoules
+		a.UtilMax = maxKnown(a.UtilMax, h.UtilMax)
+		a.MemMax = max(a.MemMax, h.MemMax)
+		a.MemTotal = max(a.MemTotal, h.MemTotal)
+		a.TempMax = maxKnown(a.TempMax, h.TempMax)
+		if c := int(math.Floor(h.Hour.Sub(start).Hours())) / perCell; c >= 0 && c < cells {
+			a.spark[2*c] += h.UtilSeconds
+			a.spark[2*c+1] += h.Seconds
+		}
+		util, busy, seconds, idle, joules = util+h.UtilSeconds, busy+h.BusySeconds, seconds+h.Seconds, idle+h.IdleHeldSeconds, joules+h.EnergyJoules
+	}
+	slices.SortFunc(accs, func(a, b *gpuAcc) int { return cmp.Compare(a.GPU, b.GPU) })
+	r.GPUs = make([]GPUReport, len(accs))
+	for i, a := range accs {
+		g := &r.GPUs[i]
+		*g = GPUReport{GPU: a.GPU, UUID: a.UUID, Name: a.Name, CoveredHours: a.Seconds / 3600,
+			AvgUtil: 100 * ratio(a.UtilSeconds, a.Seconds), PeakUtil: a.UtilMax, PeakMem: a.MemMax, MemTotal: a.MemTotal,
+			BusyHours: a.BusySeconds / 3600, IdleHeldHours: a.IdleHeldSeconds / 3600, PeakTemp: a.TempMax,
+			EnergyKWh: a.EnergyJoules / 3.6e6, Sparkline: sparkline(a.spark)}
+		g.Cost = o.PricePerKWh * g.EnergyKWh
+	}
+	r.CoveredHours = seconds / 3600
+	r.AvgUtil = 100 * ratio(util, seconds)
+	r.BusyShare = ratio(busy, seconds)
+	r.IdleShare = ratio(idle, seconds)
+	r.IdleHeldHours = idle / 3600
+	r.EnergyKWh = joules / 3.6e6
+	r.Cost = o.PricePerKWh * r.EnergyKWh
+}
+
+// maxKnown is the larger of a and b, ignoring a b that is not a number, so
+// one bad sample cannot spoil a peak (or the report's JSON).
+func maxKnown(a, b float64) float64 {
+	if math.IsNaN(b) || math.IsInf(b, 0) {
+		return a
+	}
+	return max(a, b)
+}
+
+// ratio is a/b, or 0 when b is 0.
+func ratio(a, b float64) float64 {
+	if b <= 0 {
+		return 0
+	}
+	return a / b
+}
+
+// sparkLevels are a sparkline's eight heights, lowest first, three bytes
+// each.
+const sparkLevels = "▁▂▃▄▅▆▇█"
+
+// sparkline draws interleaved (util seconds, seconds) cells as bars on a
+// fixed 0–100% scale, so the GPUs' lines compare at a glance.
+func sparkline(cells []float64) string {
+	const n, width = 8, 3
+	var b strings.Builder
+	b.Grow(len(cells) / 2 * width)
+	for c := 0; c+1 < len(cells); c += 2 {
+		if cells[c+1] <= 0 {
+			b.WriteByte(' ')
+			continue
+		}
+		level := max(0, min(n-1, int(cells[c]/cells[c+1]*n)))
+		b.WriteString(sparkLevels[level*width : (level+1)*width])
+	}
+	return b.String()
+}
+
+// userAcc sums one user's hours.
+type userAcc struct {
+	UserReport
+	idle map[int]*IdleHolder // by GPU
+}
+
+func (r *Report) buildUsers(users []UserHour, top int) {
+	var accs []*userAcc
+	index := map[string]int{}
+	for i := range users {
+		h := &users[i]
+		name := h.User
+		if name == "" {
+			name = unknownUser
+		}
+		k, ok := index[name]
+		if !ok {
+			k = len(accs)
+			index[name] = k
+			accs = append(accs, &userAcc{UserReport: UserReport{User: name}})
+		}
+		a := accs[k]
+		a.GPUHours += h.GPUSeconds / 3600
+		a.GiBHours += h.ByteSeconds / (1 << 30) / 3600
+		if !slices.Contains(a.GPUs, h.GPU) {
+			a.GPUs = append(a.GPUs, h.GPU)
+		}
+		if h.IdleHeldSeconds > 0 {
+			if a.idle == nil {
+				a.idle = map[int]*IdleHolder{}
+			}
+			ih := a.idle[h.GPU]
+			if ih == nil {
+				ih = &IdleHolder{User: name, GPU: h.GPU, UUID: h.UUID}
+				a.idle[h.GPU] = ih
+			}
+			ih.Seconds += h.IdleHeldSeconds
+			ih.MaxBytes = max(ih.MaxBytes, h.IdleHeldMax)
+		}
+	}
+	var holders []IdleHolder
+	for _, a := range accs {
+		slices.Sort(a.GPUs)
+		for _, ih := range a.idle {
+			if ih.Seconds >= MinIdleHeld.Seconds() {
+				holders = append(holders, *ih)
+			}
+		}
+	}
+	slices.SortFunc(accs, func(a, b *userAcc) int {
+		return cmp.Or(cmp.Compare(b.GPUHours, a.GPUHours), cmp.Compare(b.GiBHours, a.GiBHours), cmp.Compare(a.User, b.User))
+	})
+	r.Users = make([]UserReport, 0, min(top, len(accs)))
+	for _, a := range accs[:min(top, len(accs))] {
+		r.Users = append(r.Users, a.UserReport)
+	}
+	r.OtherUsers = len(accs) - len(r.Users)
+	slices.SortFunc(holders, func(a, b IdleHolder) int {
+		return cmp.Or(cmp.Compare(b.Seconds, a.Seconds), cmp.Compare(a.User, b.User), cmp.Compare(a.GPU, b.GPU))
+	})
+	r.IdleHolders = holders[:min(MaxIdleHolders, len(holders))]
+	r.OtherIdle = len(holders) - len(r.IdleHolders)
+	if r.IdleHolders == nil {
+		r.IdleHolders = []IdleHolder{}
+	}
+}
+
+func (r *Report) buildAlerts(alerts []AlertHour) {
+	r.Alerts = []AlertReport{}
+	index := map[string]int{}
+	for i := range alerts {
+		h := &alerts[i]
+		if h.Fired <= 0 {
+			continue
+		}
+		k, ok := index[h.Alert]
+		if !ok {
+			k = len(r.Alerts)
+			index[h.Alert] = k
+			r.Alerts = append(r.Alerts, AlertReport{Alert: h.Alert})
+		}
+		a := &r.Alerts[k]
+		a.Fired += h.Fired
+		a.LongestSeconds = max(a.LongestSeconds, h.LongestSeconds)
+		r.AlertsFired += h.Fired
+	}
+	slices.SortFunc(r.Alerts, func(a, b AlertReport) int {
+		return cmp.Or(cmp.Compare(b.Fired, a.Fired), cmp.Compare(a.Alert, b.Alert))
+	})
+}
+
+// Title names the report: "GPU usage on node1, Mon 30 Nov 09:00 – Tue 1 Dec
+// 09:00", in the report's zone.
+func (r *Report) Title() string {
+	const layout = "Mon 2 Jan 15:04"
+	on := ""
+	if r.Host != "" {
+		on = " on " + r.Host
+	}
+	return fmt.Sprintf("GPU usage%s, %s – %s", on, r.From.In(r.loc()).Format(layout), r.To.In(r.loc()).Format(layout))
+}
+
+func (r *Report) loc() *time.Location {
+	if r.Location == nil {
+		return time.UTC
+	}
+	return r.Location
+}
+
+// Notification wraps the report, rendered in every form, as a digest
+// notification for a receiver.
+func (r *Report) Notification(receiver string, at time.Time) (*notifier.Notification, error) {
+	blocks, err := r.Blocks()
+	if err != nil {
+		return nil, err
+	}
+	data, err := json.Marshal(r)
+	if err != nil {
+		return nil, fmt.Errorf("encode digest %q as JSON: %w", r.Name, err)
+	}
+	return &notifier.Notification{
+		Receiver:  receiver,
+		GroupKey:  receiver + "/digest/" + r.Name,
+		Status:    notifier.StatusDigest,
+		CreatedAt: at,
+		Digest: &notifier.Digest{Name: r.Name, Title: r.Title(), Text: r.Text(), Markdown: r.Markdown(),
+			Blocks: blocks, Data: data},
+	}, nil
+}

@@ -1,0 +1,99 @@
+package slack
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	goslack "github.com/slack-go/slack"
+
+	"github.com/gpuwatch/gpuwatch/notifier"
+)
+
+// notifyDigest posts a usage digest as one new message, in bot mode and
+// with a webhook alike. Digests are never updated, so no record is kept.
+func (n *Notifier) notifyDigest(ctx context.Context, d *notifier.Digest) (bool, error) {
+	if d == nil {
+		return false, errors.New("slack: a digest notification without its digest (a gpuwatch bug: please report it)")
+	}
+	blocks, err := digestBlocks(d)
+	if err != nil {
+		return false, fmt.Errorf("slack: digest %q: %w", d.Name, err)
+	}
+	text := d.Title
+	if text == "" {
+		text = "gpuwatch digest " + d.Name
+	}
+	if n.api == nil {
+		msg := &goslack.WebhookMessage{Username: n.cfg.Username, Text: escape(text), Blocks: &goslack.Blocks{BlockSet: blocks}}
+		ctx, cancel := context.WithTimeout(ctx, n.opts.Timeout)
+		defer cancel()
+		return n.fail("webhook", goslack.PostWebhookCustomHTTPContext(ctx, strings.TrimSpace(n.cfg.WebhookURL), n.opts.HTTPClient, msg))
+	}
+	if _, _, err := n.post(ctx, "", blocks, escape(text)); err != nil {
+		return n.fail("chat.postMessage", err)
+	}
+	return false, nil
+}
+
+// digestBlocks is the digest's Block Kit: its own blocks when it has them
+// (a JSON array, or an object with a "blocks" array), else a header with
+// the title and its markdown in sections.
+func digestBlocks(d *notifier.Digest) ([]goslack.Block, error) {
+	if raw := bytes.TrimSpace(d.Blocks); len(raw) > 0 && string(raw) != "null" {
+		if raw[0] == '{' {
+			var wrapped struct {
+				Blocks json.RawMessage `json:"blocks"`
+			}
+			if err := json.Unmarshal(raw, &wrapped); err != nil {
+				return nil, fmt.Errorf("blocks are not Block Kit JSON: %w (a gpuwatch bug: please report it)", err)
+			}
+			raw = wrapped.Blocks
+		}
+		var blocks goslack.Blocks
+		if err := json.Unmarshal(raw, &blocks); err != nil {
+			return nil, fmt.Errorf("blocks are not Block Kit JSON: %w (a gpuwatch bug: please report it)", err)
+		}
+		if len(blocks.BlockSet) > 0 {
+			return blocks.BlockSet, nil
+		}
+	}
+	var blocks []goslack.Block
+	if d.Title != "" {
+		blocks = append(blocks, goslack.NewHeaderBlock(plain(clip(d.Title, maxHeaderRunes))))
+	}
+	body := d.Markdown
+	if body == "" {
+		body = d.Text
+	}
+	for _, part := range splitRunes(body, maxSectionRunes) {
+		blocks = append(blocks, goslack.NewSectionBlock(mrkdwn(part), nil, nil))
+	}
+	if len(blocks) == 0 {
+		return nil, fmt.Errorf("the digest is empty: it has no title, blocks, markdown or text (a gpuwatch bug: please report it)")
+	}
+	return blocks, nil
+}
+
+// splitRunes cuts s into pieces of at most limit runes, at line ends where
+// it can; "" gives none.
+func splitRunes(s string, limit int) []string {
+	var parts []string
+	for s != "" {
+		r := []rune(s)
+		if len(r) <= limit {
+			parts = append(parts, s)
+			break
+		}
+		cut := string(r[:limit])
+		if i := strings.LastIndexByte(cut, '\n'); i > 0 {
+			cut = cut[:i]
+		}
+		parts = append(parts, cut)
+		s = strings.TrimPrefix(s[len(cut):], "\n")
+	}
+	return parts
+}
