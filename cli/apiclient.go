@@ -85,3 +85,24 @@ func (c *apiClient) do(ctx context.Context, method, path string, body, out any) 
 	}
 	return json.NewDecoder(resp.Body).Decode(out)
 }
+
+// getText fetches a plain-text answer.
+func (c *apiClient) getText(ctx context.Context, path string) (string, error) {
+	req, err := http.NewRequestWithContext(ctx, "GET", c.base+path, nil)
+	if err != nil {
+		return "", userErrf("--server %q is not a valid address: %v", c.base, err)
+	}
+	resp, err := c.client.Do(req)
+	if err != nil {
+		return "", fmt.Errorf("cannot reach gpuwatch at %s: is `gpuwatch run` running there? (set --server or --config)", c.base)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if err != nil {
+		return "", err
+	}
+	if resp.StatusCode >= 300 {
+		return "", fmt.Errorf("gpuwatch at %s: %s: %s", c.base, resp.Status, strings.TrimSpace(string(body)))
+	}
+	return string(body), nil
+}

@@ -2,8 +2,15 @@ package cli
 
 import (
 	"context"
+	"errors"
+	"flag"
 	"fmt"
+	"net/url"
 	"time"
+
+	"github.com/gpuwatch/gpuwatch/config"
+	"github.com/gpuwatch/gpuwatch/daemon"
+	"github.com/gpuwatch/gpuwatch/store"
 
 	"github.com/gpuwatch/gpuwatch/digest"
 	"github.com/gpuwatch/gpuwatch/gpu"
@@ -12,18 +19,20 @@ import (
 )
 
 func digestCommand(ctx context.Context, env *Env, args []string) error {
-	fs := newFlags(env, "digest", "--trace LOG.csv [--window 24h] [--top-users N] [--price-per-kwh X --currency EUR]", `
+	fs := newFlags(env, "digest", "--config FILE | --trace LOG.csv [--window 24h] [--top-users N] [--price-per-kwh X --currency EUR]", `
 Prints a usage digest now: per GPU utilization, memory, busy and idle-held
 hours, temperature and energy; the top users; who held a GPU idle; and the
-alerts the rules would have fired. With --trace it is computed from an
-nvidia-smi CSV log, no store or daemon needed; the window ends at the log's
-last sample.`)
-	trace := fs.String("trace", "", "the nvidia-smi CSV log to digest (required)")
-	configPath := fs.String("config", "", "config whose host name and rules to use (default: the built-in example rules)")
-	window := fs.Duration("window", 0, "how far back from the log's last sample to look, e.g. 24h (default: the whole log)")
+alerts that fired. With --config it reads what gpuwatch run recorded (from
+the running daemon, or from storage.path when it is stopped); the window
+ends now. With --trace it is computed from an nvidia-smi CSV log, no store
+or daemon needed; the window ends at the log's last sample.`)
+	trace := fs.String("trace", "", "the nvidia-smi CSV log to digest")
+	configPath := fs.String("config", "", "the config of gpuwatch run, whose recorded usage to digest; with --trace: whose host name and rules to use")
+	window := fs.Duration("window", 0, "how far back to look, e.g. 24h (default: 24h with --config, the whole log with --trace)")
 	topUsers := fs.Int("top-users", digest.DefaultTopUsers, "how many users to list")
 	price := fs.Float64("price-per-kwh", 0, "energy price per kWh, to show what the energy cost (default: no cost shown)")
 	currency := fs.String("currency", "", "the price's currency, e.g. EUR")
+	name := fs.String("name", "", "with --config: the digest of the config whose settings (top_users, price) to use (default: the first)")
 	format := fs.String("format", "text", "output: text, markdown, blocks (Slack Block Kit JSON) or json (the report's data)")
 	skipBad := fs.Bool("skip-bad", false, "skip malformed rows instead of stopping at the first")
 	logLevel := fs.String("log-level", "warn", "log level: debug, info, warn, error")
@@ -33,8 +42,8 @@ last sample.`)
 	switch {
 	case fs.NArg() > 0:
 		return userErrf("digest: unexpected argument %q: flags only (see gpuwatch digest --help)", fs.Arg(0))
-	case *trace == "":
-		return userErrf("digest: name the log to digest: gpuwatch digest --trace LOG.csv")
+	case *trace == "" && *configPath == "":
+		return userErrf("digest: say what to digest: gpuwatch digest --config FILE (what gpuwatch run recorded) or --trace LOG.csv")
 	case *window < 0:
 		return userErrf("digest: --window %s is negative: give how far back to look, e.g. --window 24h", *window)
 	case *topUsers < 1:
@@ -55,7 +64,14 @@ last sample.`)
 	if err != nil {
 		return err
 	}
-	host := hostName(cfg)
+	opts := digest.Options{Name: "usage", Host: hostName(cfg), TopUsers: *topUsers, PricePerKWh: *price, Currency: *currency, Location: env.Location}
+	if *trace == "" {
+		if err := digestSettings(cfg, *name, fs, &opts); err != nil {
+			return err
+		}
+		return digestFromStore(ctx, env, cfg, *window, *format, opts)
+	}
+	host := opts.Host
 	r, err := replay.Open(*trace, replay.Options{Host: host, Location: env.Location, SkipBad: *skipBad, Logger: logger})
 	if err != nil {
 		return replayErr(err)
@@ -103,15 +119,91 @@ last sample.`)
 	if *window > 0 {
 		from = last.Add(-*window)
 	}
-	gpus, users, alerts := rollups.Window(from, last)
-	rep := digest.Build(gpus, users, alerts, digest.Options{Name: "trace", Host: host, From: from, To: last,
-		TopUsers: *topUsers, PricePerKWh: *price, Currency: *currency, Location: env.Location})
-	out, err := renderDigest(rep, *format)
+	opts.Name, opts.From, opts.To = "trace", from, last
+	return printDigest(env, rollups, opts, *format)
+}
+
+// printDigest builds the report of opts' window from rollups and prints it.
+func printDigest(env *Env, rollups *digest.Rollups, opts digest.Options, format string) error {
+	gpus, users, alerts := rollups.Window(opts.From, opts.To)
+	out, err := renderDigest(digest.Build(gpus, users, alerts, opts), format)
 	if err != nil {
 		return err
 	}
 	_, err = fmt.Fprint(env.Stdout, out)
 	return err
+}
+
+// digestSettings takes top_users and the price from the config's digest
+// (named, or the first), where the flags do not set them.
+func digestSettings(cfg *config.Config, name string, fs *flag.FlagSet, opts *digest.Options) error {
+	var d *config.Digest
+	for i := range cfg.Digests {
+		if cfg.Digests[i].Name == name || name == "" {
+			d = &cfg.Digests[i]
+			break
+		}
+	}
+	switch {
+	case d == nil && name != "":
+		return userErrf("digest: --name %q: %s has no digest of that name", name, cfg.File)
+	case d == nil:
+		return nil
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	opts.Name = d.Name
+	if !set["top-users"] {
+		opts.TopUsers = d.TopUsers
+	}
+	if !set["price-per-kwh"] && !set["currency"] {
+		opts.PricePerKWh, opts.Currency = d.PricePerKWh, d.Currency
+	}
+	return nil
+}
+
+// digestFromStore digests the usage gpuwatch run recorded: from the store
+// when the daemon is stopped, else (the store is locked) from its API,
+// which answers in text.
+func digestFromStore(ctx context.Context, env *Env, cfg *config.Config, window time.Duration, format string, opts digest.Options) error {
+	if window == 0 {
+		window = 24 * time.Hour
+	}
+	db, err := store.Open(cfg.Storage.Path, store.Options{Timeout: 200 * time.Millisecond})
+	if errors.Is(err, store.ErrInUse) {
+		if format != "text" {
+			return userErrf("digest: gpuwatch run is using %s; while it runs, digests come as text only (--format text)", cfg.Storage.Path)
+		}
+		c, err := newAPIClient(env, "", cfg.File)
+		if err != nil {
+			return err
+		}
+		query := url.Values{"window": {window.String()}}
+		if opts.Name != "usage" {
+			query.Set("name", opts.Name)
+		}
+		text, err := c.getText(ctx, "/api/v1/digest?"+query.Encode())
+		if err != nil {
+			return err
+		}
+		_, err = fmt.Fprint(env.Stdout, text)
+		return err
+	}
+	if err != nil {
+		return fmt.Errorf("digest: %w", err)
+	}
+	defer db.Close()
+	records, err := db.All(daemon.BucketRollups)
+	if err != nil {
+		return fmt.Errorf("digest: %w", err)
+	}
+	rollups := digest.NewRollups()
+	if err := rollups.Load(records); err != nil {
+		return fmt.Errorf("digest: %s: %w", cfg.Storage.Path, err)
+	}
+	opts.To = time.Now()
+	opts.From = opts.To.Add(-window)
+	return printDigest(env, rollups, opts, format)
 }
 
 // renderDigest renders a report in the form --format names.

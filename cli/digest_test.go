@@ -1,15 +1,18 @@
 package cli_test
 
 import (
+	"bytes"
 	"encoding/json"
 	"math"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gpuwatch/gpuwatch/cli"
 	"github.com/gpuwatch/gpuwatch/digest"
+	"github.com/gpuwatch/gpuwatch/gpu/sim"
 )
 
 const idleHog = "testdata/traces/idle-hog.csv"
@@ -121,4 +124,37 @@ func mustRead(t *testing.T, path string) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// TestDigestFromStore runs the daemon over a log of the last hour, then
+// digests what it recorded from its store, as after a stop.
+func TestDigestFromStore(t *testing.T) {
+	dir := t.TempDir()
+	src, err := sim.New(sim.Config{Scenario: "idle-hog", Seed: 3, Start: time.Now().Add(-2 * time.Hour).Truncate(time.Second)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var csv bytes.Buffer
+	if err := sim.WriteCSV(&csv, src); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(dir, "gpu.csv"), csv.String())
+	path := filepath.Join(dir, "gpuwatch.yaml")
+	writeFile(t, path, daemonSettings+"\nsource: {type: replay, replay: {file: gpu.csv}}\n"+
+		"digests:\n  - {name: daily, schedule: '@daily', receivers: [console], price_per_kwh: 0.5, currency: CHF}\nrules:\n"+hotRule)
+	if got := gpuwatch(t, "run", "--config", path); got.code != cli.ExitOK {
+		t.Fatalf("run: exit %d\n%s", got.code, got.stderr)
+	}
+	got := gpuwatch(t, "digest", "--config", path, "--window", "3h")
+	if got.code != cli.ExitOK {
+		t.Fatalf("digest --config: exit %d\n%s", got.code, got.stderr)
+	}
+	for _, want := range []string{"GPU 0", "GPU 1", "held idle", "CHF"} {
+		if !strings.Contains(got.stdout, want) {
+			t.Errorf("digest --config: want %q in\n%s", want, got.stdout)
+		}
+	}
+	if got := gpuwatch(t, "digest", "--config", path, "--name", "weekly"); got.code != cli.ExitUser {
+		t.Errorf("digest --name of a digest the config lacks: exit %d, want %d", got.code, cli.ExitUser)
+	}
 }
