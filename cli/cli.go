@@ -68,7 +68,7 @@ func commands() []command {
 		{"run", "sample the GPUs, evaluate the rules and notify (the daemon)", runCommand},
 		{"demo", "simulated GPUs in accelerated time: see gpuwatch work without a GPU", demoCommand},
 		{"check", "validate a config and its rules; print every problem as FILE:LINE:COL", checkCommand},
-		{"digest", "print a usage digest (per GPU, per user, idle holders, alerts) from an nvidia-smi CSV log", digestCommand},
+		{"digest", "print a usage digest (per GPU, per user, idle holders, alerts) of what run recorded, or of an nvidia-smi log", digestCommand},
 		{"replay", "evaluate the rules over an nvidia-smi CSV log and print each transition", replayCommand},
 		{"test", "run rule unit tests (YAML files with input series and expected alerts)", testCommand},
 		{"status", "one look at the GPUs now: memory, utilization, temperature, power, processes", statusCommand},
