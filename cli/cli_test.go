@@ -1,35 +1,15 @@
 package cli_test
 
 import (
-	"bytes"
 	"context"
+	"github.com/gpuwatch/gpuwatch/notifier/notifiertest"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/gpuwatch/gpuwatch/cli"
 )
-
-// syncBuffer is a bytes.Buffer safe for a command writing in one goroutine
-// while the test reads in another.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
 
 // result is what one in-process run of gpuwatch left behind.
 type result struct {
@@ -41,7 +21,7 @@ type result struct {
 // cmd/gpuwatch does, and returns the exit code and the output.
 func gpuwatch(t testing.TB, args ...string) result {
 	t.Helper()
-	var stdout, stderr syncBuffer
+	var stdout, stderr notifiertest.Buffer
 	code := cli.Main(t.Context(), args, &cli.Env{Stdout: &stdout, Stderr: &stderr, LookupEnv: noEnv})
 	return result{code: code, stdout: stdout.String(), stderr: stderr.String()}
 }
@@ -50,7 +30,7 @@ func noEnv(string) (string, bool) { return "", false }
 
 // waitFor polls w until it contains want, failing the test after a generous
 // deadline: it waits on a daemon's progress, never asserts how fast it is.
-func waitFor(t *testing.T, w *syncBuffer, want string) {
+func waitFor(t *testing.T, w *notifiertest.Buffer, want string) {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for !strings.Contains(w.String(), want) {
@@ -147,7 +127,7 @@ func TestCommandHelp(t *testing.T) {
 func TestCancelledContextExitsZero(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
-	var stdout, stderr syncBuffer
+	var stdout, stderr notifiertest.Buffer
 	code := cli.Main(ctx, []string{"demo", "--speed", "0"}, &cli.Env{Stdout: &stdout, Stderr: &stderr, LookupEnv: noEnv})
 	if code != cli.ExitOK {
 		t.Errorf("demo with a cancelled context: got exit %d, want %d\nstderr:\n%s", code, cli.ExitOK, stderr.String())

@@ -2,6 +2,7 @@ package cli_test
 
 import (
 	"context"
+	"github.com/gpuwatch/gpuwatch/notifier/notifiertest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -82,7 +83,7 @@ func TestRunReload(t *testing.T) {
 	writeFile(t, path, simConfig)
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
-	var stdout, stderr syncBuffer
+	var stdout, stderr notifiertest.Buffer
 	reloads := make(chan struct{})
 	done := make(chan int, 1)
 	go func() {
@@ -124,7 +125,7 @@ func TestRunReload(t *testing.T) {
 }
 
 // waitForGrowth waits until w holds more than n bytes.
-func waitForGrowth(t *testing.T, w *syncBuffer, n int) {
+func waitForGrowth(t *testing.T, w *notifiertest.Buffer, n int) {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for len(w.String()) <= n {

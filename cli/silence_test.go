@@ -2,6 +2,7 @@ package cli_test
 
 import (
 	"context"
+	"github.com/gpuwatch/gpuwatch/notifier/notifiertest"
 	"net"
 	"path/filepath"
 	"strings"
@@ -29,7 +30,7 @@ func TestSilenceAndOutboxCommands(t *testing.T) {
 	writeFile(t, path, "storage: {path: @DIR@/state.db}\nserver: {listen: \""+addr+"\"}\n"+
 		"source: {type: sim, interval: 5s, sim: {scenario: thermal, seed: 1, speed: 1}}\nrules:\n"+hotRule)
 	ctx, cancel := context.WithCancel(t.Context())
-	var stdout, stderr syncBuffer
+	var stdout, stderr notifiertest.Buffer
 	done := make(chan int, 1)
 	go func() {
 		done <- cli.Main(ctx, []string{"run", "--config", path}, &cli.Env{Stdout: &stdout, Stderr: &stderr, LookupEnv: noEnv})

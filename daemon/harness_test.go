@@ -1,7 +1,6 @@
 package daemon_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -40,25 +39,6 @@ rules:
     severity: critical
     summary: "GPU {{ .GPU }} is hot"
 `
-
-// syncBuffer is a bytes.Buffer safe for the daemon's goroutines to write
-// while a test reads it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // parseConfig builds a config from YAML text, as config.Load would from a
 // file, with env resolving ${VAR}. storage.path and server.listen are
@@ -121,8 +101,8 @@ func (idleSource) Close() error { return nil }
 type running struct {
 	t       testing.TB
 	D       *daemon.Daemon
-	Logs    *syncBuffer
-	Console *syncBuffer
+	Logs    *notifiertest.Buffer
+	Console *notifiertest.Buffer
 	cancel  context.CancelFunc
 	done    chan error
 	closed  bool
@@ -144,7 +124,7 @@ func options(logs, console io.Writer, now func() time.Time) daemon.Options {
 // and closes it when the test ends unless the test did.
 func start(t testing.TB, cfg *config.Config, now func() time.Time) *running {
 	t.Helper()
-	logs, console := &syncBuffer{}, &syncBuffer{}
+	logs, console := &notifiertest.Buffer{}, &notifiertest.Buffer{}
 	d, err := daemon.New(cfg, options(logs, console, now))
 	if err != nil {
 		t.Fatalf("daemon.New: %v", err)

@@ -179,7 +179,7 @@ func (s *sliceSource) Close() error { return nil }
 // TestSampleDurationObserved: Run observes every Step it makes.
 func TestSampleDurationObserved(t *testing.T) {
 	h := newHook(t, nil)
-	logs := &syncBuffer{}
+	logs := &notifiertest.Buffer{}
 	opts := options(logs, io.Discard, nil)
 	opts.Version = "v9.9.9"
 	d, err := daemon.New(webhookConfig(t, t.TempDir(), h.URL, "1ns"), opts)

@@ -1,9 +1,9 @@
 package slackbot
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
+	"github.com/gpuwatch/gpuwatch/notifier/notifiertest"
 	"log/slog"
 	"math"
 	"net/http"
@@ -181,29 +181,12 @@ func (f *fakeBackend) callCount() int {
 type testApp struct {
 	*App
 	b   *fakeBackend
-	log *syncBuffer
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
+	log *notifiertest.Buffer
 }
 
 func newTestApp(t testing.TB, gpus int, mod func(*Config)) *testApp {
 	t.Helper()
-	logs := &syncBuffer{}
+	logs := &notifiertest.Buffer{}
 	c := Config{
 		SigningSecret: testSecret,
 		Admins:        []string{"U0ADMIN", "root"},

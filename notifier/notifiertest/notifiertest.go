@@ -5,6 +5,7 @@
 package notifiertest
 
 import (
+	"bytes"
 	"context"
 	"io"
 	"math"
@@ -193,4 +194,24 @@ func AssertNoSecrets(t testing.TB, where, text string, secrets ...string) {
 			t.Errorf("%s leaks a secret %q…: %s", where, s[:min(6, len(s))], text)
 		}
 	}
+}
+
+// Buffer is a bytes.Buffer that goroutines may write (a daemon's log, a
+// console receiver) while a test reads it.
+type Buffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *Buffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+// String returns what was written so far.
+func (b *Buffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
