@@ -10,12 +10,11 @@ import (
 
 	"github.com/gpuwatch/gpuwatch/config"
 	"github.com/gpuwatch/gpuwatch/daemon"
-	"github.com/gpuwatch/gpuwatch/store"
-
 	"github.com/gpuwatch/gpuwatch/digest"
 	"github.com/gpuwatch/gpuwatch/gpu"
 	"github.com/gpuwatch/gpuwatch/gpu/replay"
 	"github.com/gpuwatch/gpuwatch/rules"
+	"github.com/gpuwatch/gpuwatch/store"
 )
 
 func digestCommand(ctx context.Context, env *Env, args []string) error {
