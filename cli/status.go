@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gpuwatch/gpuwatch/daemon"
 	"github.com/gpuwatch/gpuwatch/gpu"
 	"github.com/gpuwatch/gpuwatch/rules"
 )
@@ -16,9 +17,10 @@ import (
 func statusCommand(ctx context.Context, env *Env, args []string) error {
 	fs := newFlags(env, "status", "[--config FILE]", `
 One look at the GPUs now: memory (with a bar), utilization, temperature,
-power, and the processes on each GPU with their users and commands. Reads
-NVML, or the source of the config given (a sim source works without a GPU).`)
-	path := fs.String("config", "", "config file whose source to read (default: NVML on this machine)")
+power, and the processes on each GPU with their users and commands, and the
+active alerts when gpuwatch run is running here. Reads NVML, or the source
+of the config given (a sim source works without a GPU).`)
+	path := fs.String("config", "", "config file whose source to read, and whose server.listen to ask for alerts (default: NVML on this machine)")
 	if err := parseFlags(env, fs, args); err != nil {
 		return err
 	}
@@ -27,6 +29,7 @@ NVML, or the source of the config given (a sim source works without a GPU).`)
 		return err
 	}
 	var snap *gpu.Snapshot
+	server := ""
 	if *path == "" {
 		s, err := openNVML(hostName(nil), logger)
 		if err != nil {
@@ -41,6 +44,7 @@ NVML, or the source of the config given (a sim source works without a GPU).`)
 		if err != nil {
 			return err
 		}
+		server = cfg.Server.Listen
 		cfg.Source.Sim.Speed, cfg.Source.Replay.Speed = 0, 0
 		src, err := openSource(cfg, env, logger)
 		if err != nil {
@@ -52,7 +56,31 @@ NVML, or the source of the config given (a sim source works without a GPU).`)
 		}
 	}
 	printStatus(env.Stdout, snap, env.Location)
+	printDaemonAlerts(ctx, env, server)
 	return nil
+}
+
+// printDaemonAlerts lists the running daemon's pending and firing alerts;
+// without a daemon to ask, it prints nothing: status works on its own.
+func printDaemonAlerts(ctx context.Context, env *Env, server string) {
+	c, err := newAPIClient(env, server, "")
+	if err != nil {
+		return
+	}
+	c.client.Timeout = time.Second
+	var alerts []daemon.AlertJSON
+	if err := c.do(ctx, "GET", "/api/v1/alerts", nil, &alerts); err != nil {
+		return
+	}
+	if len(alerts) == 0 {
+		fmt.Fprintln(env.Stdout, "\nno active alerts")
+		return
+	}
+	fmt.Fprintln(env.Stdout, "\nactive alerts:")
+	for _, a := range alerts {
+		fmt.Fprintf(env.Stdout, "  %-8s %s [%s] gpu%d since %s: %s\n", strings.ToUpper(a.State), a.Alert, a.Severity, a.GPU,
+			a.Since.In(env.Location).Format(time.DateTime), a.ValueText)
+	}
 }
 
 // printStatus writes the status view of a snapshot.
