@@ -253,15 +253,6 @@ type message struct {
 	} `json:"alerts"`
 }
 
-func decodeMessage(t testing.TB, body []byte) message {
-	t.Helper()
-	var m message
-	if err := json.Unmarshal(body, &m); err != nil {
-		t.Fatalf("webhook body is not the generic format: %v: %s", err, body)
-	}
-	return m
-}
-
 // String writes a message as "firing[0,1]" for readable comparisons.
 func (m message) String() string {
 	gpus := make([]string, len(m.Alerts))
