@@ -4,9 +4,9 @@ import (
 	"cmp"
 	"encoding/json"
 	"fmt"
+	spark "github.com/gpuwatch/gpuwatch/internal/sparkline"
 	"math"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/gpuwatch/gpuwatch/notifier"
@@ -245,25 +245,18 @@ func ratio(a, b float64) float64 {
 	return a / b
 }
 
-// sparkLevels are a sparkline's eight heights, lowest first, three bytes
-// each.
-const sparkLevels = "▁▂▃▄▅▆▇█"
-
 // sparkline draws interleaved (util seconds, seconds) cells as bars on a
-// fixed 0–100% scale, so the GPUs' lines compare at a glance.
+// fixed 0–100% scale, so the GPUs' lines compare at a glance; a cell without
+// covered time is a gap.
 func sparkline(cells []float64) string {
-	const n, width = 8, 3
-	var b strings.Builder
-	b.Grow(len(cells) / 2 * width)
-	for c := 0; c+1 < len(cells); c += 2 {
-		if cells[c+1] <= 0 {
-			b.WriteByte(' ')
-			continue
+	percents := make([]float64, len(cells)/2)
+	for c := range percents {
+		percents[c] = math.NaN()
+		if secs := cells[2*c+1]; secs > 0 {
+			percents[c] = cells[2*c] / secs * 100
 		}
-		level := max(0, min(n-1, int(cells[c]/cells[c+1]*n)))
-		b.WriteString(sparkLevels[level*width : (level+1)*width])
 	}
-	return b.String()
+	return spark.Draw(percents, 0, 100)
 }
 
 // userAcc sums one user's hours.

@@ -2,31 +2,16 @@ package slackbot
 
 import (
 	"fmt"
+	"github.com/gpuwatch/gpuwatch/internal/sparkline"
 	"math"
 	"strings"
 	"time"
 	"unicode/utf8"
 )
 
-// sparkLevels are the sparkline's eight heights, lowest first.
-const sparkLevels = "▁▂▃▄▅▆▇█"
-
 // spark draws percentages (0 to 100) as one bar each on a fixed scale, so
 // that two sparklines compare at a glance; NaN is a gap.
-func spark(percents []float64) string {
-	levels := []rune(sparkLevels)
-	var b strings.Builder
-	b.Grow(3 * len(percents))
-	for _, p := range percents {
-		if math.IsNaN(p) {
-			b.WriteRune(' ')
-			continue
-		}
-		i := int(math.Floor(p / 100 * float64(len(levels))))
-		b.WriteRune(levels[max(0, min(len(levels)-1, i))])
-	}
-	return b.String()
-}
+func spark(percents []float64) string { return sparkline.Draw(percents, 0, 100) }
 
 // downsample averages values into at most n buckets, ignoring NaN (a bucket
 // of NaN only stays NaN). Slack shows about 60 characters on a line.

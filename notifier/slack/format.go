@@ -7,51 +7,32 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/gpuwatch/gpuwatch/internal/sparkline"
 	"github.com/gpuwatch/gpuwatch/notifier"
 )
 
-// sparkBars are the eight levels of a sparkline, lowest first.
-const sparkBars = "▁▂▃▄▅▆▇█"
-
-// Sparkline draws values as unicode bars scaled between their smallest and
-// largest known value; an unknown value (NaN, ±Inf) is a space. A flat
-// series sits at mid height. It returns "" when no value is known.
+// Sparkline draws values as bars scaled between their smallest and largest
+// known value; an unknown value (NaN, ±Inf) is a space. A flat series sits
+// at mid height. It returns "" when no value is known.
 func Sparkline(values []notifier.Float) string {
-	lo, hi, known := math.Inf(1), math.Inf(-1), false
-	for _, v := range values {
-		if v.Known() {
-			lo, hi, known = math.Min(lo, float64(v)), math.Max(hi, float64(v)), true
-		}
-	}
-	if !known {
+	lo, hi, ok := historyRange(values)
+	if !ok {
 		return ""
 	}
-	bars := []rune(sparkBars)
-	var b strings.Builder
-	b.Grow(len(values) * 3)
-	for _, v := range values {
-		switch {
-		case !v.Known():
-			b.WriteByte(' ')
-		case hi == lo:
-			b.WriteRune(bars[len(bars)/2-1])
-		default:
-			i := int(math.Round((float64(v) - lo) / (hi - lo) * float64(len(bars)-1)))
-			b.WriteRune(bars[max(0, min(len(bars)-1, i))])
-		}
-	}
-	return b.String()
+	return sparkline.Draw(floats(values), lo, hi)
 }
 
 // historyRange returns the smallest and largest known value of a series.
 func historyRange(values []notifier.Float) (lo, hi float64, ok bool) {
-	lo, hi = math.Inf(1), math.Inf(-1)
-	for _, v := range values {
-		if v.Known() {
-			lo, hi, ok = math.Min(lo, float64(v)), math.Max(hi, float64(v)), true
-		}
+	return sparkline.Range(floats(values))
+}
+
+func floats(values []notifier.Float) []float64 {
+	out := make([]float64, len(values))
+	for i, v := range values {
+		out[i] = float64(v)
 	}
-	return lo, hi, ok
+	return out
 }
 
 // formatValue writes v in unit ("bytes", "percent", "C", "W", "seconds",
