@@ -9,6 +9,7 @@ import (
 
 	"github.com/gpuwatch/gpuwatch/internal/sparkline"
 	"github.com/gpuwatch/gpuwatch/notifier"
+	"github.com/gpuwatch/gpuwatch/rules"
 )
 
 // Sparkline draws values as bars scaled between their smallest and largest
@@ -58,19 +59,8 @@ func formatValue(v float64, unit string) string {
 	return fmt.Sprintf("%.4g %s", v, unit)
 }
 
-// formatBytes writes a byte count in binary units: "61 GiB", "1.5 GiB".
-func formatBytes(v float64) string {
-	units := []string{"B", "KiB", "MiB", "GiB", "TiB", "PiB"}
-	i := 0
-	for math.Abs(v) >= 1024 && i < len(units)-1 {
-		v /= 1024
-		i++
-	}
-	if v == math.Trunc(v) || i == 0 {
-		return fmt.Sprintf("%.0f %s", v, units[i])
-	}
-	return fmt.Sprintf("%.1f %s", v, units[i])
-}
+// formatBytes writes a byte count as every gpuwatch message does: "61 GiB".
+func formatBytes(v float64) string { return rules.Dimension{Base: rules.Bytes}.Format(v) }
 
 // shortDuration writes a duration to the second, without the zero parts a
 // person does not need: "45s", "12m", "18m5s", "4h", "4h5m", "2d3h".

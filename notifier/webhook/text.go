@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/gpuwatch/gpuwatch/notifier"
+	"github.com/gpuwatch/gpuwatch/rules"
 )
 
 // The text people read in chat formats (discord, teams, feishu, dingtalk,
@@ -233,26 +234,13 @@ func formatDuration(secs float64) string {
 	return b.String()
 }
 
-// formatBytes shows a size in binary units: "61 GiB", "1.5 MiB".
-func formatBytes(v float64) string {
-	if math.IsNaN(v) || math.IsInf(v, 0) {
-		return "n/a"
-	}
-	units := []string{"B", "KiB", "MiB", "GiB", "TiB", "PiB"}
-	i := 0
-	for math.Abs(v) >= 1024 && i < len(units)-1 {
-		v /= 1024
-		i++
-	}
-	return trimZero(strconv.FormatFloat(v, 'f', 1, 64)) + " " + units[i]
-}
+// formatBytes writes a size as every gpuwatch message does: "61 GiB".
+func formatBytes(v float64) string { return rules.Dimension{Base: rules.Bytes}.Format(v) }
 
-// formatPercent shows a percentage: "95.3%".
+// formatPercent shows a percentage to one decimal: "95.3%".
 func formatPercent(v float64) string {
 	if math.IsNaN(v) || math.IsInf(v, 0) {
 		return "n/a"
 	}
-	return trimZero(strconv.FormatFloat(v, 'f', 1, 64)) + "%"
+	return strings.TrimSuffix(strconv.FormatFloat(v, 'f', 1, 64), ".0") + "%"
 }
-
-func trimZero(s string) string { return strings.TrimSuffix(s, ".0") }
