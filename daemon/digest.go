@@ -127,14 +127,17 @@ func (d *Daemon) SendDigests(now time.Time) {
 	d.digests.scheduler.Fire(now, d.fireDigest)
 }
 
-func (d *Daemon) fireDigest(r digest.Run) {
+// fireDigest queues a due digest for its receivers. It returns an error
+// only when the store could not take it, so the scheduler tries again.
+func (d *Daemon) fireDigest(r digest.Run) error {
 	stamp := map[string]map[string][]byte{BucketDigests: {r.Name: []byte(r.At.UTC().Format(time.RFC3339Nano))}}
 	if r.Skipped {
 		d.logger.Warn("a digest was missed by more than its catch_up while gpuwatch was down; skipped", "digest", r.Name, "scheduled", r.At)
 		if err := d.db.Commit(nil, stamp, nil); err != nil {
 			d.logger.Error("cannot record a skipped digest", "digest", r.Name, "err", err)
+			return err
 		}
-		return
+		return nil
 	}
 	if r.Missed {
 		d.logger.Warn("older runs of a digest were missed while gpuwatch was down; sending the newest only", "digest", r.Name, "scheduled", r.At)
@@ -145,7 +148,7 @@ func (d *Daemon) fireDigest(r digest.Run) {
 	c := findDigest(cfg, r.Name)
 	if c == nil {
 		d.logger.Warn("a digest is no longer in the config; it takes effect on restart", "digest", r.Name)
-		return
+		return nil
 	}
 	report := d.report(c, r.From, r.To)
 	outbox := map[string][][]byte{}
@@ -163,8 +166,8 @@ func (d *Daemon) fireDigest(r digest.Run) {
 		outbox[receiver] = append(outbox[receiver], raw)
 	}
 	if err := d.db.Commit(outbox, stamp, nil); err != nil {
-		d.logger.Error("cannot write a digest to the store; it is not sent", "digest", r.Name, "err", err)
-		return
+		d.logger.Error("cannot write a digest to the store; trying again in a minute", "digest", r.Name, "err", err)
+		return err
 	}
 	d.logger.Info("digest queued", "digest", r.Name, "scheduled", r.At, "from", r.From, "to", r.To, "receivers", len(outbox))
 	for receiver := range outbox {
@@ -172,6 +175,7 @@ func (d *Daemon) fireDigest(r digest.Run) {
 			dl.Wake()
 		}
 	}
+	return nil
 }
 
 // findDigest returns the digest named name in cfg, or nil.

@@ -299,15 +299,22 @@ func (s *Scheduler) LastSent(name string) (time.Time, bool) {
 	return t, ok
 }
 
-// Fire calls fire for every run due at now and then marks it sent, so a
-// run whose delivery failed is not tried again and again.
-func (s *Scheduler) Fire(now time.Time, fire func(Run)) {
+// Fire calls fire for every run due at now and marks each run sent once
+// fire made it durable (returned nil), so a run is never sent twice and a
+// run that could not be written is tried again. It reports whether every
+// run was made durable.
+func (s *Scheduler) Fire(now time.Time, fire func(Run) error) bool {
 	s.fire.Lock()
 	defer s.fire.Unlock()
+	ok := true
 	for _, r := range s.Due(now) {
-		fire(r)
+		if err := fire(r); err != nil {
+			ok = false
+			continue
+		}
 		s.MarkSent(r.Name, r.At)
 	}
+	return ok
 }
 
 // NextAt returns the earliest scheduled time after now, zero without
@@ -322,15 +329,21 @@ func (s *Scheduler) NextAt(now time.Time) time.Time {
 	return next
 }
 
+// RetryFailed is how soon Run tries again a run that could not be written.
+const RetryFailed = time.Minute
+
 // Run fires the digests as they come due until ctx ends: it checks at
 // once (a digest missed while gpuwatch was down), then sleeps on a timer
 // until the next scheduled time. clock is the wall clock (time.Now; a test's
 // clock); fire runs on Run's goroutine.
-func (s *Scheduler) Run(ctx context.Context, clock func() time.Time, fire func(Run)) {
+func (s *Scheduler) Run(ctx context.Context, clock func() time.Time, fire func(Run) error) {
 	for {
 		now := clock()
-		s.Fire(now, fire)
+		durable := s.Fire(now, fire)
 		next := s.NextAt(now)
+		if !durable && (next.IsZero() || next.Sub(now) > RetryFailed) {
+			next = now.Add(RetryFailed) // the store failed: try again soon
+		}
 		if next.IsZero() {
 			<-ctx.Done()
 			return

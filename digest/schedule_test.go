@@ -2,6 +2,7 @@ package digest
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"sync"
 	"testing"
@@ -133,11 +134,12 @@ func TestSchedulerDSTStepping(t *testing.T) {
 		s := NewScheduler([]Digest{{Name: "night", Schedule: mustSchedule(t, "CRON_TZ=Europe/Berlin 30 2 * * *")}}, nil, start)
 		perDay := map[string]int{}
 		for now := start; now.Before(start.Add(96 * time.Hour)); now = now.Add(10 * time.Minute) {
-			s.Fire(now, func(r Run) {
+			s.Fire(now, func(r Run) error {
 				if r.Skipped {
 					t.Errorf("at %v: got a skipped run %+v, want none", now, r)
 				}
 				perDay[r.At.In(berlin).Format("2006-01-02")]++
+				return nil
 			})
 		}
 		if len(perDay) != 4 {
@@ -245,10 +247,11 @@ func TestSchedulerRun(t *testing.T) {
 		done := make(chan struct{})
 		go func() {
 			defer close(done)
-			s.Run(ctx, time.Now, func(r Run) {
+			s.Run(ctx, time.Now, func(r Run) error {
 				mu.Lock()
 				defer mu.Unlock()
 				got = append(got, r.Name+"@"+r.At.Sub(start).String()+"/fired@"+time.Since(start).String())
+				return nil
 			})
 		}()
 		time.Sleep(2*time.Hour + time.Minute)
@@ -294,5 +297,33 @@ func BenchmarkSchedulerDue(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		s.Due(now)
+	}
+}
+
+// TestFireRetriesARunThatWasNotWritten: a run whose fire failed (the store
+// did not take it) is not marked sent and comes again; once written, never.
+func TestFireRetriesARunThatWasNotWritten(t *testing.T) {
+	start := utc("2026-11-30T08:00:00Z")
+	s := NewScheduler([]Digest{{Name: "daily", Schedule: mustSchedule(t, "0 9 * * *")}}, nil, start)
+	fail := true
+	var tries []time.Time
+	fire := func(r Run) error {
+		tries = append(tries, r.At)
+		if fail {
+			return errors.New("disk full")
+		}
+		return nil
+	}
+	now := utc("2026-11-30T09:00:30Z")
+	if s.Fire(now, fire) {
+		t.Fatal("Fire reported every run written, want a failure")
+	}
+	fail = false
+	if !s.Fire(now.Add(time.Minute), fire) {
+		t.Fatal("Fire reported a failure on the retry")
+	}
+	s.Fire(now.Add(2*time.Minute), fire)
+	if want := utc("2026-11-30T09:00:00Z"); len(tries) != 2 || !tries[0].Equal(want) || !tries[1].Equal(want) {
+		t.Errorf("tries %v, want the 09:00 run twice (failed, then written) and not again", tries)
 	}
 }
