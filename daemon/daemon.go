@@ -65,7 +65,10 @@ type Daemon struct {
 	dispatcher *notifier.Dispatcher
 	deliverers map[string]*notifier.Deliverer
 	addr       atomic.Value // string: where the HTTP API listens
-	metrics    daemonMetrics
+	// unwritten is a snapshot's commit the store refused; the next Step
+	// writes it first, so a failing disk delays notifications, never drops them.
+	unwritten *notifier.Commit
+	metrics   daemonMetrics
 
 	// What the Slack app reads and acts through.
 	last    atomic.Pointer[gpu.Snapshot] // the latest snapshot
@@ -231,11 +234,16 @@ func (d *Daemon) Step(snap *gpu.Snapshot) {
 		c.PutRecord(BucketAlerts, alertRecordKey(t), b.Bytes())
 	}
 	d.stepDigests(snap, ts, c)
+	if d.unwritten != nil {
+		c.Absorb(d.unwritten)
+		d.unwritten = nil
+	}
 	if c.Empty() {
 		return
 	}
 	if err := d.db.Commit(c.Outbox, c.Put, c.Delete); err != nil {
-		d.logger.Error("cannot write notifications to the store; they are lost if gpuwatch stops now", "err", err)
+		d.logger.Error("cannot write to the store; keeping this sample's notifications to write with the next one", "err", err)
+		d.unwritten = c
 		return
 	}
 	for receiver := range c.Outbox {

@@ -60,6 +60,32 @@ func (c *Commit) DeleteRecord(bucket, key string) {
 	delete(c.Put[bucket], key)
 }
 
+// Absorb takes an earlier commit that could not be written into c, so both
+// are written together: the earlier notifications go first in each outbox,
+// and where both commits touch a record, c's (the later) change wins.
+func (c *Commit) Absorb(earlier *Commit) {
+	for receiver, payloads := range earlier.Outbox {
+		if c.Outbox == nil {
+			c.Outbox = map[string][][]byte{}
+		}
+		c.Outbox[receiver] = append(slices.Clone(payloads), c.Outbox[receiver]...)
+	}
+	for bucket, kv := range earlier.Put {
+		for key, value := range kv {
+			if _, put := c.Put[bucket][key]; !put && !slices.Contains(c.Delete[bucket], key) {
+				c.PutRecord(bucket, key, value)
+			}
+		}
+	}
+	for bucket, keys := range earlier.Delete {
+		for _, key := range keys {
+			if _, put := c.Put[bucket][key]; !put && !slices.Contains(c.Delete[bucket], key) {
+				c.DeleteRecord(bucket, key)
+			}
+		}
+	}
+}
+
 // Muter says whether silences mute an alert at a time.
 type Muter interface {
 	Mutes(labels map[string]string, at time.Time) (id string, muted bool)

@@ -523,3 +523,37 @@ func BenchmarkDispatch(b *testing.B) {
 }
 
 func ptr(d time.Duration) *time.Duration { return &d }
+
+// TestCommitAbsorb: a commit the store refused is written with the next
+// one; its notifications come first and the later commit's records win.
+func TestCommitAbsorb(t *testing.T) {
+	earlier := &notifier.Commit{Outbox: map[string][][]byte{"team": {[]byte("1")}, "ops": {[]byte("a")}}}
+	earlier.PutRecord("sent", "kept", []byte("old"))
+	earlier.PutRecord("sent", "replaced", []byte("old"))
+	earlier.PutRecord("sent", "deleted-later", []byte("old"))
+	earlier.DeleteRecord("groups", "gone")
+	earlier.DeleteRecord("groups", "put-later")
+	later := &notifier.Commit{Outbox: map[string][][]byte{"team": {[]byte("2")}}}
+	later.PutRecord("sent", "replaced", []byte("new"))
+	later.DeleteRecord("sent", "deleted-later")
+	later.PutRecord("groups", "put-later", []byte("new"))
+	later.Absorb(earlier)
+
+	if got := fmt.Sprintf("%s %s", later.Outbox["team"], later.Outbox["ops"]); got != "[1 2] [a]" {
+		t.Errorf("outboxes %s, want [1 2] [a]: the earlier notifications first", got)
+	}
+	for key, want := range map[string]string{"kept": "old", "replaced": "new"} {
+		if got := string(later.Put["sent"][key]); got != want {
+			t.Errorf("sent/%s = %q, want %q", key, got, want)
+		}
+	}
+	if _, put := later.Put["sent"]["deleted-later"]; put || !slices.Contains(later.Delete["sent"], "deleted-later") {
+		t.Errorf("sent/deleted-later: put %v, deletes %v; want it deleted", put, later.Delete["sent"])
+	}
+	if string(later.Put["groups"]["put-later"]) != "new" || slices.Contains(later.Delete["groups"], "put-later") {
+		t.Errorf("groups/put-later: want the later put to win, got puts %v deletes %v", later.Put["groups"], later.Delete["groups"])
+	}
+	if !slices.Contains(later.Delete["groups"], "gone") {
+		t.Errorf("groups/gone: deletes %v, want the earlier delete kept", later.Delete["groups"])
+	}
+}
