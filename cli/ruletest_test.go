@@ -20,7 +20,7 @@ func TestTestCommand(t *testing.T) {
 			name:       "the example tests pass",
 			args:       []string{"test", "../examples/rules_test.yaml"},
 			want:       cli.ExitOK,
-			wantStdout: []string{"PASS ../examples/rules_test.yaml: a steady leak is caught", "6 passed, 0 failed\n"},
+			wantStdout: []string{"PASS ../examples/rules_test.yaml: a steady leak is caught", "11 passed, 0 failed\n"},
 		},
 		{
 			name: "a failing test",
@@ -28,8 +28,8 @@ func TestTestCommand(t *testing.T) {
 			want: cli.ExitUser,
 			wantStdout: []string{
 				"FAIL testdata/failing_test.yaml: near-full fires at once\n",
-				"    at 0s: GPUMemoryNearFull on gpu 0: want firing, got pending (active since 0s)\n",
-				"PASS testdata/failing_test.yaml: near-full fires after a minute\n",
+				"    at 15m0s: GPUMemoryNearFull on gpu 0: want firing, got pending (active since 15m0s)\n",
+				"PASS testdata/failing_test.yaml: near-full fires after 90 seconds\n",
 				"1 passed, 1 failed\n",
 			},
 			wantStderr: []string{"1 of 2 tests failed"},
@@ -49,7 +49,7 @@ func TestTestCommand(t *testing.T) {
 			name:       "several files",
 			args:       []string{"test", "../examples/rules_test.yaml", "testdata/failing_test.yaml"},
 			want:       cli.ExitUser,
-			wantStdout: []string{"7 passed, 1 failed\n"},
+			wantStdout: []string{"12 passed, 1 failed\n"},
 		},
 		{
 			name:       "a missing file",

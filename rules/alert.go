@@ -82,12 +82,15 @@ type Alert struct {
 // Step advances the alert to time at, given the truth of the rule's
 // `when` and of its `clear_when` (ignored without one).
 //
-// A pending alert needs `when` to hold; anything else sends it back to
-// inactive without anyone being told. A firing alert resolves when `when`
-// is known not to hold — or, with clear_when, when clear_when holds and
-// `when` does not (hysteresis) — and that has lasted keep_firing_for. An
-// unknown condition never resolves a firing alert: a missing reading, or
-// windows refilling after a restart, say nothing about the problem.
+// A pending alert needs `when` to hold — or, with clear_when, `when` and
+// clear_when both to be known not to hold (the hysteresis band: a GPU at
+// 83 C after 86 C is not cool yet) — and fires once that has lasted `for`;
+// anything else sends it back to inactive without anyone being told. A
+// firing alert resolves when `when` is known not to hold — or, with
+// clear_when, when clear_when holds and `when` does not — and that has
+// lasted keep_firing_for. An unknown condition never resolves a firing
+// alert: a missing reading, or windows refilling after a restart, say
+// nothing about the problem; nor does it keep a pending one.
 func (a *Alert) Step(at time.Time, when, clear Truth, t Timing) Change {
 	switch a.State {
 	case StateInactive:
@@ -97,7 +100,8 @@ func (a *Alert) Step(at time.Time, when, clear Truth, t Timing) Change {
 		a.State, a.ActiveAt = StatePending, at
 		return a.fireIfHeld(at, t)
 	case StatePending:
-		if when != TruthTrue {
+		inBand := t.HasClear && when == TruthFalse && clear == TruthFalse
+		if when != TruthTrue && !inBand {
 			a.State, a.ActiveAt = StateInactive, time.Time{}
 			return NoChange
 		}

@@ -21,6 +21,7 @@ type Cond struct {
 	root    node
 	first   *leaf // the first comparison, whose left side is the alert's value
 	windows []WindowSpec
+	trends  []WindowSpec
 	metrics []Metric
 }
 
@@ -41,8 +42,14 @@ type EvalContext struct {
 	// XIDs are the XID codes this GPU reported in this snapshot.
 	XIDs []uint64
 	// Windows holds one window per Cond.Windows entry, in the same order,
-	// each fed with its metric by the engine.
+	// each fed with its metric by the engine; Trends one per Cond.Trends
+	// entry.
 	Windows []*Window
+	Trends  []*Trend
+	// HeldFor is how long, in seconds, the GPU has been held by its job (0
+	// while it is free); MissingFor how long it has not reported while
+	// other GPUs of its host did (0 while it reports). NaN when unknown.
+	HeldFor, MissingFor float64
 }
 
 // CondError is a problem in a condition's text, at a 1-based column
@@ -61,6 +68,10 @@ func (c *Cond) String() string { return c.src }
 // Windows returns the windows the condition needs, in order of first use;
 // one metric and span appear once however many functions use them.
 func (c *Cond) Windows() []WindowSpec { return slices.Clone(c.windows) }
+
+// Trends returns the trend windows the condition needs, in order of first
+// use: trend() keeps slice floors, not samples, so it has windows of its own.
+func (c *Cond) Trends() []WindowSpec { return slices.Clone(c.trends) }
 
 // Metrics returns the metrics the condition reads, directly or through a
 // window, each once, in order of first use.
@@ -117,6 +128,25 @@ func (c *Cond) ValueDimension() Dimension {
 		return Dimension{Base: Count}
 	}
 	return c.first.val.dimension()
+}
+
+// ValueIsSlope reports whether Value is a least-squares slope.
+func (c *Cond) ValueIsSlope() bool {
+	return c != nil && c.first != nil && c.first.val.fn == fnSlope
+}
+
+// ValueTrend returns the window of the trend Value is computed from, for a
+// trend or a time_to_full.
+func (c *Cond) ValueTrend() (time.Duration, bool) {
+	if c == nil || c.first == nil || (c.first.val.fn != fnTrend && c.first.val.fn != fnTimeToFull) {
+		return 0, false
+	}
+	return c.first.val.span, true
+}
+
+// ValueIsTimeToFull reports whether Value is a time_to_full.
+func (c *Cond) ValueIsTimeToFull() bool {
+	return c != nil && c.first != nil && c.first.val.fn == fnTimeToFull
 }
 
 // ValueMetric returns the metric Value reads, directly or through a window.
@@ -323,6 +353,7 @@ const (
 	fnMax
 	fnSlope
 	fnTimeToFull
+	fnTrend
 )
 
 // String returns the function's name.
@@ -338,13 +369,15 @@ func (f fn) String() string {
 		return "slope"
 	case fnTimeToFull:
 		return "time_to_full"
+	case fnTrend:
+		return "trend"
 	}
 	return ""
 }
 
 // lookupFn finds the window function called name.
 func lookupFn(name string) (fn, bool) {
-	for f := fnAvg; f <= fnTimeToFull; f++ {
+	for f := fnAvg; f <= fnTrend; f++ {
 		if f.String() == name {
 			return f, true
 		}
@@ -357,7 +390,7 @@ func lookupFn(name string) (fn, bool) {
 type valueNode struct {
 	metric Metric
 	fn     fn
-	window int           // index into EvalContext.Windows, for a function
+	window int           // index into EvalContext.Windows (EvalContext.Trends for trend), for a function
 	span   time.Duration // the window's span, for a function
 }
 
@@ -365,8 +398,22 @@ func (v *valueNode) isXID() bool { return v.metric == MetricXID }
 
 // value computes the value, NaN when unknown.
 func (v *valueNode) value(ctx *EvalContext) float64 {
-	if v.fn == fnNone {
+	switch {
+	case v.fn == fnNone && v.metric == MetricHeldFor:
+		return ctx.HeldFor
+	case v.fn == fnNone && v.metric == MetricMissingFor:
+		return ctx.MissingFor
+	case v.fn == fnNone:
 		return v.metric.Value(ctx.Device)
+	case v.fn == fnTrend || v.fn == fnTimeToFull:
+		if v.window >= len(ctx.Trends) || ctx.Trends[v.window] == nil {
+			return math.NaN()
+		}
+		tr := ctx.Trends[v.window]
+		if v.fn == fnTrend {
+			return tr.Value()
+		}
+		return secondsToFull(tr.Last(), v.full(ctx.Device), tr.Value())
 	}
 	if v.window >= len(ctx.Windows) || ctx.Windows[v.window] == nil {
 		return math.NaN()
@@ -380,10 +427,8 @@ func (v *valueNode) value(ctx *EvalContext) float64 {
 		return w.Min()
 	case fnMax:
 		return w.Max()
-	case fnSlope:
-		return w.Slope()
 	}
-	return secondsToFull(w, v.full(ctx.Device))
+	return w.Slope()
 }
 
 // full is the value at which time_to_full's metric is full.
@@ -394,24 +439,22 @@ func (v *valueNode) full(d *gpu.Device) float64 {
 	return MetricMemoryTotal.Value(d)
 }
 
-// secondsToFull returns the seconds until w's regression line reaches full:
-// +Inf when it does not rise, 0 when it is already there.
-func secondsToFull(w *Window, full float64) float64 {
-	slope := w.Slope()
-	if math.IsNaN(slope) || math.IsNaN(full) {
+// secondsToFull returns the seconds until now reaches full, rising at
+// perSecond: +Inf when it does not rise, 0 when it is already there.
+func secondsToFull(now, full, perSecond float64) float64 {
+	if math.IsNaN(perSecond) || math.IsNaN(full) || math.IsNaN(now) {
 		return math.NaN()
 	}
-	if slope <= 0 {
+	if perSecond <= 0 {
 		return math.Inf(1)
 	}
-	last, _ := w.Last()
-	return max(0, (full-w.Predict(last))/slope)
+	return max(0, (full-now)/perSecond)
 }
 
 // dimension returns the dimension of the value.
 func (v *valueNode) dimension() Dimension {
 	switch v.fn {
-	case fnSlope:
+	case fnSlope, fnTrend:
 		return Dimension{Base: v.metric.Dimension().Base, PerSecond: true}
 	case fnTimeToFull:
 		return Dimension{Base: Seconds}
@@ -713,6 +756,8 @@ func (p *parser) parseValue() (valueNode, error) {
 	switch {
 	case m == MetricXID:
 		return valueNode{}, p.errAt(p.tok.off, "%s does not apply to xid: xid is an event, not a series; test it directly, e.g. xid in (79)", name)
+	case m.observed():
+		return valueNode{}, p.errAt(p.tok.off, "%s does not apply to %s: it already is a duration gpuwatch keeps; compare it directly, e.g. %s > 30m", name, m, m)
 	case f == fnTimeToFull && m != MetricMemoryUsed && m != MetricMemoryUsedPercent:
 		return valueNode{}, p.errAt(p.tok.off, "time_to_full works only on memory.used and memory.used_percent, not %s", m)
 	}
@@ -736,7 +781,10 @@ func (p *parser) parseValue() (valueNode, error) {
 		return valueNode{}, err
 	}
 	p.useMetric(m)
-	return valueNode{metric: m, fn: f, span: span, window: p.useWindow(name, m, span)}, nil
+	if f == fnTrend || f == fnTimeToFull {
+		return valueNode{metric: m, fn: f, span: span, window: useSpec(&p.c.trends, name, m, span)}, nil
+	}
+	return valueNode{metric: m, fn: f, span: span, window: useSpec(&p.c.windows, name, m, span)}, nil
 }
 
 // window parses the duration argument of a window function.
@@ -780,15 +828,15 @@ func (p *parser) useMetric(m Metric) {
 	}
 }
 
-// useWindow returns the index of the window of m over span, adding it.
-func (p *parser) useWindow(name string, m Metric, span time.Duration) int {
-	for i, w := range p.c.windows {
+// useSpec returns the index in specs of the window of m over span, adding it.
+func useSpec(specs *[]WindowSpec, name string, m Metric, span time.Duration) int {
+	for i, w := range *specs {
 		if w.Metric == m && w.Span == span {
 			return i
 		}
 	}
-	p.c.windows = append(p.c.windows, WindowSpec{Fn: name, Metric: m, Span: span})
-	return len(p.c.windows) - 1
+	*specs = append(*specs, WindowSpec{Fn: name, Metric: m, Span: span})
+	return len(*specs) - 1
 }
 
 // metric looks up the metric called name at off.
@@ -833,7 +881,7 @@ func (v *valueNode) text() string {
 }
 
 // fnList lists the window functions for messages.
-const fnList = "avg, min, max, slope, time_to_full"
+const fnList = "avg, min, max, slope, time_to_full, trend"
 
 // describe names the current token for messages.
 func (p *parser) describe() string {

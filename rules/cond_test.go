@@ -45,6 +45,14 @@ func condContext(c *Cond, d *gpu.Device, xids ...uint64) *EvalContext {
 		}
 		ctx.Windows = append(ctx.Windows, w)
 	}
+	for _, spec := range c.Trends() {
+		tr := NewTrend(spec.Span)
+		step := spec.Span / 20
+		for ago := spec.Span; ago >= 0; ago -= step {
+			tr.Add(condEnd.Add(-ago), spec.Metric.Value(d)-condRate(spec.Metric)*ago.Seconds())
+		}
+		ctx.Trends = append(ctx.Trends, tr)
+	}
 	return ctx
 }
 
@@ -123,12 +131,12 @@ func TestParseCondInvalid(t *testing.T) {
 		msg string
 	}{
 		{"", 1, "empty condition; write a comparison such as memory.used_percent > 95"},
-		{"memory.use > 5", 1, `unknown metric "memory.use" (did you mean "memory.used"?); metrics are memory.used, memory.free, memory.total, memory.used_percent, utilization.gpu, utilization.memory, temperature, power, power.percent, process.memory, process.count, xid`},
-		{"memroy.used > 5", 1, `unknown metric "memroy.used" (did you mean "memory.used"?); metrics are memory.used, memory.free, memory.total, memory.used_percent, utilization.gpu, utilization.memory, temperature, power, power.percent, process.memory, process.count, xid`},
-		{"temp > 85", 1, `unknown metric "temp" (did you mean "temperature"?); metrics are memory.used, memory.free, memory.total, memory.used_percent, utilization.gpu, utilization.memory, temperature, power, power.percent, process.memory, process.count, xid`},
-		{"gpu_util > 5", 1, `unknown metric "gpu_util"; metrics are memory.used, memory.free, memory.total, memory.used_percent, utilization.gpu, utilization.memory, temperature, power, power.percent, process.memory, process.count, xid`},
-		{"average(memory.used, 5m) > 3", 1, `unknown function "average"; functions are avg, min, max, slope, time_to_full`},
-		{"slop(memory.used, 5m) > 3", 1, `unknown function "slop" (did you mean "slope"?); functions are avg, min, max, slope, time_to_full`},
+		{"memory.use > 5", 1, `unknown metric "memory.use" (did you mean "memory.used"?); metrics are memory.used, memory.free, memory.total, memory.used_percent, utilization.gpu, utilization.memory, temperature, power, power.percent, process.memory, process.count, xid, held_for, missing_for`},
+		{"memroy.used > 5", 1, `unknown metric "memroy.used" (did you mean "memory.used"?); metrics are memory.used, memory.free, memory.total, memory.used_percent, utilization.gpu, utilization.memory, temperature, power, power.percent, process.memory, process.count, xid, held_for, missing_for`},
+		{"temp > 85", 1, `unknown metric "temp" (did you mean "temperature"?); metrics are memory.used, memory.free, memory.total, memory.used_percent, utilization.gpu, utilization.memory, temperature, power, power.percent, process.memory, process.count, xid, held_for, missing_for`},
+		{"gpu_util > 5", 1, `unknown metric "gpu_util"; metrics are memory.used, memory.free, memory.total, memory.used_percent, utilization.gpu, utilization.memory, temperature, power, power.percent, process.memory, process.count, xid, held_for, missing_for`},
+		{"average(memory.used, 5m) > 3", 1, `unknown function "average"; functions are avg, min, max, slope, time_to_full, trend`},
+		{"slop(memory.used, 5m) > 3", 1, `unknown function "slop" (did you mean "slope"?); functions are avg, min, max, slope, time_to_full, trend`},
 		{"memory.used >", 14, `expected a number after ">", found the end`},
 		{"temperature > 85 temperature < 80", 18, `unexpected "temperature" after a complete condition; join conditions with and/or`},
 		{"(temperature > 85", 18, `missing ")" to close "(" at column 1`},
@@ -160,7 +168,7 @@ func TestParseCondInvalid(t *testing.T) {
 		{"avg(, 5m) > 1", 5, `expected a metric as the first argument of avg, found ","`},
 		{"avg(avg(memory.used, 5m), 5m) > 1", 5, "functions cannot be nested; avg takes a metric, e.g. avg(memory.used, 10m)"},
 		{"avg utilization.gpu < 5", 1, "avg is a function; write avg(metric, window), e.g. avg(utilization.gpu, 30m)"},
-		{"memory.used(5) > 3", 1, "memory.used is a metric, not a function; functions are avg, min, max, slope, time_to_full"},
+		{"memory.used(5) > 3", 1, "memory.used is a metric, not a function; functions are avg, min, max, slope, time_to_full, trend"},
 		{"memory.used", 12, `expected a comparison (> >= < <= == !=) or "in" after memory.used, found the end`},
 		{"xid in 48", 8, `expected "(" after "in", found "48"; write e.g. xid in (48, 79)`},
 		{"xid in (48MiB)", 11, `"in" takes plain numbers, not units such as "MiB"; use comparisons for quantities with units`},
@@ -311,8 +319,8 @@ func TestXID(t *testing.T) {
 
 func TestTimeToFull(t *testing.T) {
 	const span = 10 * time.Minute
-	feed := func(start, perSecond float64, n int) *Window {
-		w := NewWindow(span)
+	feed := func(start, perSecond float64, n int) *Trend {
+		w := NewTrend(span)
 		for i := range n {
 			ago := span - time.Duration(i+1)*span/20
 			w.Add(condEnd.Add(-ago), start+perSecond*(span-ago).Seconds())
@@ -325,7 +333,7 @@ func TestTimeToFull(t *testing.T) {
 		name string
 		src  string
 		d    *gpu.Device
-		w    *Window
+		w    *Trend
 		want float64
 	}{
 		// Rising 1 GiB/min for 10 min to 60 GiB leaves 20 min to 80 GiB.
@@ -340,7 +348,7 @@ func TestTimeToFull(t *testing.T) {
 	}
 	for _, tt := range tests {
 		c := mustParseCond(t, tt.src)
-		ctx := &EvalContext{Device: tt.d, Windows: []*Window{tt.w}}
+		ctx := &EvalContext{Device: tt.d, Trends: []*Trend{tt.w}}
 		got := c.Value(ctx)
 		if !sameFloat(got, tt.want, 1e-6) {
 			t.Errorf("%s: got %v seconds, want %v", tt.name, got, tt.want)
@@ -395,29 +403,42 @@ func TestCondWindowsAndMetrics(t *testing.T) {
 	tests := []struct {
 		src     string
 		windows []WindowSpec
+		trends  []WindowSpec
 		metrics []Metric
 	}{
-		{"temperature > 85", nil, []Metric{MetricTemperature}},
+		{"temperature > 85", nil, nil, []Metric{MetricTemperature}},
 		{
 			"slope(memory.used, 10m) > 200MiB/min and memory.used_percent > 50",
 			[]WindowSpec{{"slope", MetricMemoryUsed, 10 * time.Minute}},
+			nil,
 			[]Metric{MetricMemoryUsed, MetricMemoryUsedPercent},
 		},
 		{
 			"avg(memory.used, 10m) > 1 and slope(memory.used, 600s) > 0 or max(memory.used, 5m) > 0 and memory.used > 0",
 			[]WindowSpec{{"avg", MetricMemoryUsed, 10 * time.Minute}, {"max", MetricMemoryUsed, 5 * time.Minute}},
+			nil,
 			[]Metric{MetricMemoryUsed},
 		},
 		{
 			"xid in (79) or not (avg(utilization.gpu, 30m) < 5 and time_to_full(memory.used_percent, 1.5h) < 20m)",
-			[]WindowSpec{{"avg", MetricUtilizationGPU, 30 * time.Minute}, {"time_to_full", MetricMemoryUsedPercent, 90 * time.Minute}},
+			[]WindowSpec{{"avg", MetricUtilizationGPU, 30 * time.Minute}},
+			[]WindowSpec{{"time_to_full", MetricMemoryUsedPercent, 90 * time.Minute}},
 			[]Metric{MetricXID, MetricUtilizationGPU, MetricMemoryUsedPercent},
+		},
+		{
+			"trend(memory.used, 40m) > 10MiB/min and time_to_full(memory.used, 40m) < 30m and held_for > 10m",
+			nil,
+			[]WindowSpec{{"trend", MetricMemoryUsed, 40 * time.Minute}},
+			[]Metric{MetricMemoryUsed, MetricHeldFor},
 		},
 	}
 	for _, tt := range tests {
 		c := mustParseCond(t, tt.src)
 		if got := c.Windows(); !slices.Equal(got, tt.windows) {
 			t.Errorf("%q: got windows %v, want %v", tt.src, got, tt.windows)
+		}
+		if got := c.Trends(); !slices.Equal(got, tt.trends) {
+			t.Errorf("%q: got trends %v, want %v", tt.src, got, tt.trends)
 		}
 		if got := c.Metrics(); !slices.Equal(got, tt.metrics) {
 			t.Errorf("%q: got metrics %v, want %v", tt.src, got, tt.metrics)

@@ -12,9 +12,13 @@ import (
 	"github.com/gpuwatch/gpuwatch/gpu"
 )
 
-// trendSpan is the window over which a transition's trend (rate of change of
-// the alert's metric) is measured.
-const trendSpan = 10 * time.Minute
+// trendSpan is the window over which a transition's trend (the steady rate
+// of change of the alert's metric, see Trend) is measured.
+const trendSpan = 30 * time.Minute
+
+// maxTimeToFull is the longest time to full a transition reports: further
+// out, "full in 3 days" says nothing about this alert.
+const maxTimeToFull = 24 * time.Hour
 
 // historySteps is how many minutes a transition's History covers.
 const historySteps = 30
@@ -37,13 +41,14 @@ type Transition struct {
 	// its base unit; ValueText formats it with its unit.
 	Value     float64
 	ValueText string
-	// Trend is how fast the alert's metric changes, per second, over the last
-	// ten minutes (NaN until known); TrendText formats it ("+328 MiB/min").
+	// Trend is how fast the alert's metric rises steadily, per second, over
+	// the last half hour (see Trend; NaN until known); TrendText formats it
+	// ("+328 MiB/min").
 	Trend     float64
 	TrendText string
-	// TimeToFull is the time until memory is full at the current trend, for
-	// memory alerts; NaN when unknown or not a memory alert, +Inf when memory
-	// is not growing.
+	// TimeToFull is the time until memory is full at that trend, for memory
+	// alerts whose memory grows and would be full within a day; for a rule
+	// whose value is a time_to_full, it is that value. See HasTimeToFull.
 	TimeToFull  time.Duration
 	StartsAt    time.Time // when the alert fired
 	EndsAt      time.Time // when it resolved; zero while firing
@@ -59,7 +64,12 @@ type Transition struct {
 	// AlertState is the alert's state after this transition, to persist so
 	// a restart neither repeats nor forgets it.
 	AlertState Alert
-	Processes  []gpu.Process // the GPU's processes at the time, largest first
+	// Processes are the GPU's processes at the time, largest first; for a
+	// GPU that stopped reporting, the last ones it reported.
+	Processes []gpu.Process
+	// Exit, on a resolve, is the job that left the GPU while the alert
+	// fired; nil when none did.
+	Exit *Exit
 }
 
 // Resolved reports whether the transition announces the alert's end.
@@ -88,14 +98,17 @@ type Options struct {
 // alert (rule × GPU). It is not safe for concurrent use; one sampling loop
 // drives it.
 type Engine struct {
-	rules []*Rule
-	opts  Options
-	specs []windowKey // the windows kept on each GPU: one per metric and span
+	rules  []*Rule
+	opts   Options
+	specs  []windowKey // the windows kept on each GPU: one per metric and span
+	trends []windowKey // the trends kept on each GPU
 	// histories are the metrics whose last half hour each GPU keeps.
 	histories []Metric
 	layout    []compiled // per rule
 	gpus      map[string]*gpuState
 	byIdx     map[int]*gpuState // GPUs without a UUID
+	order     []*gpuState       // every GPU, in the order they first reported
+	eval      uint64            // the number of the current Eval
 	out       []Transition
 	xids      []uint64
 	ctx       EvalContext
@@ -112,21 +125,33 @@ type windowKey struct {
 
 // compiled tells which of a GPU's windows a rule reads.
 type compiled struct {
-	when, clear []int // slots of the conditions' windows, in the conditions' order
-	trend       int   // slot of the trend window; -1 for none
-	history     int   // index into Engine.histories; -1 for none
+	when, clear             []int // slots of the conditions' windows, in the conditions' order
+	whenTrends, clearTrends []int // slots of their trends
+	trend                   int   // slot of the transition's trend; -1 for none
+	history                 int   // index into Engine.histories; -1 for none
 }
 
 type gpuState struct {
 	index   int
 	stale   bool      // applies must be recomputed (after Inherit)
 	windows []*Window // per slot
+	trends  []*Trend  // per trend slot
 	history []history // per Engine.histories
 	// when and clear are, per rule, the windows its conditions read.
-	when, clear [][]*Window
-	alerts      []Alert
-	applies     []bool
-	repeat      []time.Duration // per rule: how often to repeat a firing alert
+	when, clear             [][]*Window
+	whenTrends, clearTrends [][]*Trend
+	alerts                  []Alert
+	applies                 []bool
+	repeat                  []time.Duration // per rule: how often to repeat a firing alert
+	seen
+}
+
+// seen is what the engine knows of a GPU from the samples it reported.
+type seen struct {
+	holder holder
+	eval   uint64     // the Eval that last saw the GPU
+	last   time.Time  // when it last reported
+	device gpu.Device // its last reading, for evaluating it while it is missing
 }
 
 // NewEngine makes an engine for the rules.
@@ -135,13 +160,19 @@ func NewEngine(rules []*Rule, opts Options) *Engine {
 	e.layout = make([]compiled, len(rules))
 	for i, r := range rules {
 		c := &e.layout[i]
-		c.when = e.slots(r.When.Windows())
+		c.when = slots(&e.specs, r.When.Windows())
+		c.whenTrends = slots(&e.trends, r.When.Trends())
 		if r.ClearWhen != nil {
-			c.clear = e.slots(r.ClearWhen.Windows())
+			c.clear = slots(&e.specs, r.ClearWhen.Windows())
+			c.clearTrends = slots(&e.trends, r.ClearWhen.Trends())
 		}
 		c.trend, c.history = -1, -1
-		if m := r.When.ValueMetric(); m != MetricXID && m.Dimension().Base != Count {
-			c.trend = e.slot(windowKey{m, trendSpan})
+		if m := r.When.ValueMetric(); m != MetricXID && !m.observed() && m.Dimension().Base != Count {
+			span := trendSpan
+			if w, ok := r.When.ValueTrend(); ok {
+				span = w // the trend the alert's value is about: one rate, not two
+			}
+			c.trend = slot(&e.trends, windowKey{m, span})
 			if c.history = slices.Index(e.histories, m); c.history < 0 {
 				e.histories, c.history = append(e.histories, m), len(e.histories)
 			}
@@ -153,21 +184,22 @@ func NewEngine(rules []*Rule, opts Options) *Engine {
 // Rules returns the engine's rules.
 func (e *Engine) Rules() []*Rule { return e.rules }
 
-func (e *Engine) slots(specs []WindowSpec) []int {
+// slots returns the slots in keys of the windows specs, adding them.
+func slots(keys *[]windowKey, specs []WindowSpec) []int {
 	out := make([]int, len(specs))
 	for i, s := range specs {
-		out[i] = e.slot(windowKey{s.Metric, s.Span})
+		out[i] = slot(keys, windowKey{s.Metric, s.Span})
 	}
 	return out
 }
 
-// slot returns the index of the window k, adding it if needed.
-func (e *Engine) slot(k windowKey) int {
-	if i := slices.Index(e.specs, k); i >= 0 {
+// slot returns the index of the window k in keys, adding it if needed.
+func slot(keys *[]windowKey, k windowKey) int {
+	if i := slices.Index(*keys, k); i >= 0 {
 		return i
 	}
-	e.specs = append(e.specs, k)
-	return len(e.specs) - 1
+	*keys = append(*keys, k)
+	return len(*keys) - 1
 }
 
 func (e *Engine) state(host string, d *gpu.Device) *gpuState {
@@ -178,68 +210,122 @@ func (e *Engine) state(host string, d *gpu.Device) *gpuState {
 		gs = e.byIdx[d.Index]
 	}
 	if gs == nil {
-		gs = e.newState(func(k windowKey) *Window { return NewWindow(k.span) })
+		gs = e.newState(func(k windowKey) *Window { return NewWindow(k.span) }, func(k windowKey) *Trend { return NewTrend(k.span) })
 		if d.UUID != "" {
 			e.gpus[d.UUID] = gs
 		} else {
 			e.byIdx[d.Index] = gs
 		}
+		e.order = append(e.order, gs)
 	}
-	if gs.stale {
-		for i, r := range e.rules {
-			gs.applies[i] = r.AppliesTo(d.Index, d.UUID, d.Name)
-			gs.repeat[i] = e.repeatInterval(r, host, d)
-		}
-		e.restore(gs, d)
-		gs.stale = false
-	}
+	e.refresh(gs, host, d)
 	return gs
 }
 
-// newState makes a GPU's state, taking each window from window.
-func (e *Engine) newState(window func(windowKey) *Window) *gpuState {
+// refresh works out which rules apply to a GPU that is new, or whose state
+// was taken over from the engine before a reload.
+func (e *Engine) refresh(gs *gpuState, host string, d *gpu.Device) {
+	if !gs.stale {
+		return
+	}
+	for i, r := range e.rules {
+		gs.applies[i] = r.AppliesTo(d.Index, d.UUID, d.Name)
+		gs.repeat[i] = e.repeatInterval(r, host, d)
+	}
+	e.restore(gs, d)
+	gs.stale = false
+}
+
+// newState makes a GPU's state, taking each window from window and each
+// trend from trend.
+func (e *Engine) newState(window func(windowKey) *Window, trend func(windowKey) *Trend) *gpuState {
 	gs := &gpuState{
-		stale:   true,
-		windows: make([]*Window, len(e.specs)),
-		when:    make([][]*Window, len(e.rules)),
-		clear:   make([][]*Window, len(e.rules)),
-		alerts:  make([]Alert, len(e.rules)),
-		applies: make([]bool, len(e.rules)),
-		repeat:  make([]time.Duration, len(e.rules)),
-		history: make([]history, len(e.histories)),
+		stale:       true,
+		windows:     make([]*Window, len(e.specs)),
+		trends:      make([]*Trend, len(e.trends)),
+		when:        make([][]*Window, len(e.rules)),
+		clear:       make([][]*Window, len(e.rules)),
+		whenTrends:  make([][]*Trend, len(e.rules)),
+		clearTrends: make([][]*Trend, len(e.rules)),
+		alerts:      make([]Alert, len(e.rules)),
+		applies:     make([]bool, len(e.rules)),
+		repeat:      make([]time.Duration, len(e.rules)),
+		history:     make([]history, len(e.histories)),
 	}
 	for i, k := range e.specs {
 		gs.windows[i] = window(k)
 	}
-	pick := func(slots []int) []*Window {
-		ws := make([]*Window, len(slots))
-		for i, s := range slots {
-			ws[i] = gs.windows[s]
-		}
-		return ws
+	for i, k := range e.trends {
+		gs.trends[i] = trend(k)
 	}
 	for j, c := range e.layout {
-		gs.when[j], gs.clear[j] = pick(c.when), pick(c.clear)
+		gs.when[j], gs.clear[j] = pick(gs.windows, c.when), pick(gs.windows, c.clear)
+		gs.whenTrends[j], gs.clearTrends[j] = pick(gs.trends, c.whenTrends), pick(gs.trends, c.clearTrends)
 	}
 	return gs
+}
+
+// pick returns the elements of all at slots.
+func pick[T any](all []T, slots []int) []T {
+	out := make([]T, len(slots))
+	for i, s := range slots {
+		out[i] = all[s]
+	}
+	return out
 }
 
 // Eval evaluates every rule on every GPU of the snapshot, at the snapshot's
 // time, and returns the transitions people must hear about. The returned
 // slice is reused by the next call.
+//
+// A GPU that reported before but is not in the snapshot (NVML lost it, its
+// handle stopped answering, its rows stopped in a log) is evaluated too,
+// with unknown readings and missing_for counting from its last report.
 func (e *Engine) Eval(s *gpu.Snapshot) []Transition {
 	e.out = e.out[:0]
+	e.eval++
 	for i := range s.Devices {
-		e.evalDevice(s, &s.Devices[i])
+		d := &s.Devices[i]
+		gs := e.state(s.Host, d)
+		gs.index = d.Index
+		gs.eval, gs.last, gs.device = e.eval, s.Time, *d
+		if gs.holder.observe(s.Time, d) {
+			// A trend is the growth of one job: the next starts afresh.
+			for _, tr := range gs.trends {
+				tr.Reset()
+			}
+		}
+		e.ctx.HeldFor, e.ctx.MissingFor = gs.holder.heldFor(s.Time), 0
+		e.evalDevice(s, d, gs, d.Processes)
+	}
+	for _, gs := range e.order {
+		if gs.eval == e.eval {
+			continue
+		}
+		e.refresh(gs, s.Host, &gs.device)
+		missing := missingDevice(&gs.device)
+		e.ctx.HeldFor, e.ctx.MissingFor = math.NaN(), s.Time.Sub(gs.last).Seconds()
+		e.evalDevice(s, &missing, gs, gs.device.Processes)
 	}
 	return e.out
 }
 
-func (e *Engine) evalDevice(s *gpu.Snapshot, d *gpu.Device) {
-	gs := e.state(s.Host, d)
-	gs.index = d.Index
+// missingDevice is d as a GPU that does not report: who it is, with every
+// reading unknown.
+func missingDevice(d *gpu.Device) gpu.Device {
+	nan := math.NaN()
+	return gpu.Device{Index: d.Index, UUID: d.UUID, Name: d.Name,
+		UtilGPU: nan, UtilMem: nan, TempC: nan, PowerW: nan, PowerLimitW: nan}
+}
+
+// evalDevice feeds the GPU's windows with d and steps each of its alerts;
+// procs are the processes its transitions name.
+func (e *Engine) evalDevice(s *gpu.Snapshot, d *gpu.Device, gs *gpuState, procs []gpu.Process) {
 	for i, w := range gs.windows {
 		w.Add(s.Time, e.specs[i].metric.Value(d))
+	}
+	for i, tr := range gs.trends {
+		tr.Add(s.Time, e.trends[i].metric.Value(d))
 	}
 	for i := range gs.history {
 		gs.history[i].add(s.Time, e.histories[i].Value(d))
@@ -256,17 +342,17 @@ func (e *Engine) evalDevice(s *gpu.Snapshot, d *gpu.Device) {
 		if !gs.applies[j] {
 			continue
 		}
-		ctx.Windows = gs.when[j]
+		ctx.Windows, ctx.Trends = gs.when[j], gs.whenTrends[j]
 		when := r.When.Truth(ctx)
 		clear := TruthUnknown
 		a := &gs.alerts[j]
-		if r.ClearWhen != nil && a.State == StateFiring {
-			ctx.Windows = gs.clear[j]
+		if r.ClearWhen != nil && a.State != StateInactive {
+			ctx.Windows, ctx.Trends = gs.clear[j], gs.clearTrends[j]
 			clear = r.ClearWhen.Truth(ctx)
 		}
 		change := a.Step(s.Time, when, clear, r.Timing)
 		if a.State != StateInactive || change != NoChange {
-			ctx.Windows = gs.when[j]
+			ctx.Windows, ctx.Trends = gs.when[j], gs.whenTrends[j]
 			if v := r.When.Value(ctx); !math.IsNaN(v) || change == NoChange {
 				a.Value = v
 			}
@@ -274,12 +360,12 @@ func (e *Engine) evalDevice(s *gpu.Snapshot, d *gpu.Device) {
 		switch {
 		case change == Fired:
 			a.LastSentAt = s.Time
-			e.emit(s, d, gs, j, false)
+			e.emit(s, d, gs, j, procs, false)
 		case change == Resolved:
-			e.emit(s, d, gs, j, false)
+			e.emit(s, d, gs, j, procs, false)
 		case a.RepeatDue(s.Time, gs.repeat[j]):
 			a.LastSentAt = s.Time
-			e.emit(s, d, gs, j, true)
+			e.emit(s, d, gs, j, procs, true)
 		}
 	}
 }
@@ -308,7 +394,7 @@ func alertLabels(r *Rule, host string, d *gpu.Device) map[string]string {
 
 // emit builds the transition of rule j on device d. It runs only when
 // something changes, so it may allocate.
-func (e *Engine) emit(s *gpu.Snapshot, d *gpu.Device, gs *gpuState, j int, repeat bool) {
+func (e *Engine) emit(s *gpu.Snapshot, d *gpu.Device, gs *gpuState, j int, procs []gpu.Process, repeat bool) {
 	r, a := e.rules[j], &gs.alerts[j]
 	dim := r.When.ValueDimension()
 	t := Transition{
@@ -317,23 +403,36 @@ func (e *Engine) emit(s *gpu.Snapshot, d *gpu.Device, gs *gpuState, j int, repea
 		Value: a.Value, ValueText: dim.Format(a.Value),
 		Trend: math.NaN(), TimeToFull: time.Duration(math.MinInt64),
 		StartsAt: a.FiredAt, Labels: alertLabels(r, s.Host, d),
-		Processes: sortedProcesses(d.Processes),
+		Processes: sortedProcesses(procs),
 	}
 	if a.State == StateInactive {
 		t.EndsAt = a.ResolvedAt
+		if x := gs.holder.exit; !x.At.IsZero() && !x.At.Before(a.FiredAt) {
+			t.Exit = &x
+		}
 	}
 	if c := e.layout[j]; c.trend >= 0 {
-		w, m := gs.windows[c.trend], e.specs[c.trend].metric
+		tr, m := gs.trends[c.trend], e.trends[c.trend].metric
 		t.History, t.HistoryDim = gs.history[c.history].series(s.Time), m.Dimension()
-		t.Trend = w.Slope()
-		t.TrendText = trendText(m.Dimension(), t.Trend)
-		if m == MetricMemoryUsed && w.Ready() && d.MemKnown() {
-			t.TimeToFull = timeToFull(w, float64(d.MemTotal))
+		t.Trend = tr.Value()
+		if r.When.ValueIsSlope() {
+			t.Trend = a.Value // the alert's value is the rate: say one number, not two
 		}
+		t.TrendText = trendText(m.Dimension(), t.Trend)
+		if m == MetricMemoryUsed && d.MemKnown() {
+			t.TimeToFull = timeToFull(float64(d.MemTotal-min(d.MemUsed, d.MemTotal)), t.Trend)
+		}
+	}
+	if r.When.ValueIsTimeToFull() && !math.IsNaN(a.Value) && !math.IsInf(a.Value, 0) {
+		// The alert's value is a time to full: say one number, not two.
+		t.TimeToFull = time.Duration(a.Value * float64(time.Second))
 	}
 	data := TemplateData{Alert: r.Name, GPU: d.Index, UUID: d.UUID, Name: d.Name, Host: s.Host,
 		Value: a.Value, ValueText: t.ValueText, Severity: string(r.Severity), Labels: r.Labels,
 		Processes: t.Processes, StartsAt: a.FiredAt}
+	if t.HasTimeToFull() {
+		data.TimeToFull = t.TimeToFull
+	}
 	t.Summary = a.Summary
 	if a.State == StateFiring || t.Summary == "" {
 		t.Summary = render(r.Summary, &data)
@@ -350,13 +449,13 @@ func (e *Engine) emit(s *gpu.Snapshot, d *gpu.Device, gs *gpuState, j int, repea
 // HasTimeToFull reports whether TimeToFull holds a value.
 func (t *Transition) HasTimeToFull() bool { return t.TimeToFull != time.Duration(math.MinInt64) }
 
-// timeToFull is secondsToFull as a duration, saturating at MaxInt64 (never).
-func timeToFull(w *Window, full float64) time.Duration {
-	secs := secondsToFull(w, full)
-	if math.IsNaN(secs) || secs > float64(math.MaxInt64/int64(time.Second)) {
-		return time.Duration(math.MaxInt64)
+// timeToFull is the time until free bytes are used up at perSecond; unknown
+// (math.MinInt64) when memory does not grow or would last more than a day.
+func timeToFull(free, perSecond float64) time.Duration {
+	if !(perSecond > 0) || free/perSecond > maxTimeToFull.Seconds() {
+		return time.Duration(math.MinInt64)
 	}
-	return time.Duration(secs * float64(time.Second))
+	return time.Duration(free / perSecond * float64(time.Second))
 }
 
 func trendText(dim Dimension, perSecond float64) string {
@@ -417,8 +516,13 @@ func (e *Engine) Inherit(old *Engine) {
 				return ogs.windows[i]
 			}
 			return NewWindow(k.span)
+		}, func(k windowKey) *Trend {
+			if i := slices.Index(old.trends, k); i >= 0 {
+				return ogs.trends[i]
+			}
+			return NewTrend(k.span)
 		})
-		gs.index = ogs.index
+		gs.index, gs.seen = ogs.index, ogs.seen
 		for i, m := range e.histories {
 			if k := slices.Index(old.histories, m); k >= 0 {
 				gs.history[i] = ogs.history[k]
@@ -431,12 +535,16 @@ func (e *Engine) Inherit(old *Engine) {
 		}
 		return gs
 	}
-	for uuid, ogs := range old.gpus {
-		e.gpus[uuid] = adopt(ogs)
+	for _, ogs := range old.order {
+		gs := adopt(ogs)
+		if uuid := ogs.device.UUID; uuid != "" {
+			e.gpus[uuid] = gs
+		} else {
+			e.byIdx[ogs.index] = gs
+		}
+		e.order = append(e.order, gs)
 	}
-	for idx, ogs := range old.byIdx {
-		e.byIdx[idx] = adopt(ogs)
-	}
+	e.eval = old.eval
 }
 
 // AlertRecord is an alert's state as saved across restarts.

@@ -98,10 +98,12 @@ func TestEngineTrendAndTimeToFull(t *testing.T) {
 rules:
   - alert: Leak
     when: slope(memory.used, 10m) > 100MiB/min
+    for: 15m
 `), Options{})
 	var fired *Transition
-	// 1 GiB/min from 10 GiB, sampled every 30 s.
-	for i := 0; i <= 40 && fired == nil; i++ {
+	// 1 GiB/min from 10 GiB, sampled every 30 s; the trend is known once
+	// half of its 30 minutes are in.
+	for i := 0; i <= 60 && fired == nil; i++ {
 		at := time.Duration(i) * 30 * time.Second
 		for _, tr := range e.Eval(snapshot(at, device(0, 10+at.Minutes(), 90, 60))) {
 			fired = &tr

@@ -12,7 +12,11 @@ type history struct {
 	minute [historySteps]int64 // the minute (Unix time / 60s) each bucket holds
 	sum    [historySteps]float64
 	count  [historySteps]int32
+	newest int64 // the latest minute with a sample
 }
+
+// latest returns the start of the latest minute with a sample.
+func (h *history) latest() time.Time { return time.Unix(h.newest*60, 0) }
 
 func (h *history) add(t time.Time, v float64) {
 	if math.IsNaN(v) || math.IsInf(v, 0) {
@@ -25,6 +29,7 @@ func (h *history) add(t time.Time, v float64) {
 	}
 	h.sum[i] += v
 	h.count[i]++
+	h.newest = max(h.newest, m)
 }
 
 // series returns the averages of the historySteps minutes up to and

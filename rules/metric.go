@@ -24,6 +24,8 @@ const (
 	MetricProcessMemory                       // process.memory, bytes held by the largest process
 	MetricProcessCount                        // process.count, compute processes on the GPU
 	MetricXID                                 // xid, the XID codes of this snapshot's events
+	MetricHeldFor                             // held_for, seconds the GPU has been held by its job
+	MetricMissingFor                          // missing_for, seconds since the GPU last reported
 
 	metricEnd // one past the last metric
 )
@@ -65,9 +67,28 @@ func (m Metric) String() string {
 		return "process.count"
 	case MetricXID:
 		return "xid"
+	case MetricHeldFor:
+		return "held_for"
+	case MetricMissingFor:
+		return "missing_for"
 	}
 	return "unknown"
 }
+
+// heldBytes is how much memory in use makes a GPU held when its source
+// does not say which processes run on it: more than a CUDA context takes.
+const heldBytes = 1 << 30
+
+// Held reports whether a job holds d: a compute process runs on it, or more
+// than 1 GiB of its memory is in use.
+func Held(d *gpu.Device) bool {
+	return len(d.Processes) > 0 || d.MemKnown() && d.MemUsed > heldBytes
+}
+
+// observed reports whether the metric is kept by the engine from the GPU's
+// past (how long it has been held, how long it has been missing) rather than
+// read from the snapshot.
+func (m Metric) observed() bool { return m == MetricHeldFor || m == MetricMissingFor }
 
 // Dimension returns what the metric measures, which decides the units a
 // condition may compare it with.
@@ -81,6 +102,8 @@ func (m Metric) Dimension() Dimension {
 		return Dimension{Base: Celsius}
 	case MetricPower:
 		return Dimension{Base: Watts}
+	case MetricHeldFor, MetricMissingFor:
+		return Dimension{Base: Seconds}
 	}
 	return Dimension{Base: Count}
 }
@@ -88,7 +111,8 @@ func (m Metric) Dimension() Dimension {
 // Value reads the metric from d. It is NaN when d does not know the reading:
 // memory metrics when d.MemTotal is 0, power.percent without a power limit,
 // and always for xid, whose values come from the snapshot's events (see
-// EvalContext.XIDs). process.memory is the largest process's memory, 0 when
+// EvalContext.XIDs), held_for and missing_for, which the engine keeps
+// (EvalContext.HeldFor and MissingFor). process.memory is the largest process's memory, 0 when
 // the GPU runs no process.
 func (m Metric) Value(d *gpu.Device) float64 {
 	if d == nil {

@@ -89,6 +89,8 @@ func TestMetricNamesAndDimensions(t *testing.T) {
 		{"process.memory", Dimension{Base: Bytes}},
 		{"process.count", Dimension{Base: Count}},
 		{"xid", Dimension{Base: Count}},
+		{"held_for", Dimension{Base: Seconds}},
+		{"missing_for", Dimension{Base: Seconds}},
 	}
 	ms := Metrics()
 	if len(ms) != len(want) {

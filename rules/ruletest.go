@@ -378,7 +378,10 @@ func testGPUs(tc *testYAML, input []inputSeries) []gpu.Device {
 }
 
 // testSnapshot builds the snapshot of sample i: readings not given are
-// unknown, memory.total defaults to 80 GiB.
+// unknown, memory.total defaults to 80 GiB. A GPU whose every reading at
+// sample i is missing ("_") is left out of it, as a GPU that stopped
+// reporting is; series that have ended, and xid series ("_" there means no
+// event), do not count.
 func testSnapshot(at time.Time, gpus []gpu.Device, input []inputSeries, i int) *gpu.Snapshot {
 	s := &gpu.Snapshot{Time: at, Host: "test", Devices: make([]gpu.Device, len(gpus))}
 	nan := math.NaN()
@@ -425,7 +428,24 @@ func testSnapshot(at time.Time, gpus []gpu.Device, input []inputSeries, i int) *
 			s.Devices[j].MemTotal, s.Devices[j].MemUsed = 0, 0
 		}
 	}
+	s.Devices = slices.DeleteFunc(s.Devices, func(d gpu.Device) bool { return notReporting(input, d.Index, i) })
 	return s
+}
+
+// notReporting reports whether the reading series of GPU g that reach
+// sample i (at least one does) all have "_" there.
+func notReporting(input []inputSeries, g, i int) bool {
+	readings := 0
+	for _, ser := range input {
+		if ser.gpu != g || ser.metric == "xid" || i >= len(ser.values) {
+			continue
+		}
+		readings++
+		if !math.IsNaN(ser.values[i]) {
+			return false
+		}
+	}
+	return readings > 0
 }
 
 func compareFiring(e *Engine, ex *expectYAML) []string {

@@ -27,6 +27,9 @@ type TemplateData struct {
 	Labels    map[string]string
 	Processes []gpu.Process
 	StartsAt  time.Time
+	// TimeToFull is how long until the GPU's memory is full at its steady
+	// growth; 0 when it is not growing or would last more than a day.
+	TimeToFull time.Duration
 }
 
 // templateFuncs are the helpers a template may call:

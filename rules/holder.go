@@ -1,0 +1,152 @@
+package rules
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/gpuwatch/gpuwatch/gpu"
+)
+
+// oomLikelyPercent is how full a GPU must have been when its job exited for
+// the exit to look like a CUDA out-of-memory: the allocation that would have
+// taken the rest failed.
+const oomLikelyPercent = 95
+
+// Exit is a job leaving a GPU: its processes vanished and its memory was
+// freed, or other processes took the GPU over. A resolve notice carries it,
+// so people hear that the job is gone and whether it likely ran out of
+// memory.
+type Exit struct {
+	At time.Time
+	// Processes are the job's processes at its last sample, largest first;
+	// empty when the source does not say which processes run (a log).
+	Processes []gpu.Process
+	// MemPercent is memory.used_percent at the job's last sample.
+	MemPercent float64
+	// OOMLikely says the job probably died of CUDA out-of-memory: it exited
+	// with the GPU at least 95 % full, after its memory rose in its last
+	// half hour (a job that mapped the GPU at start and stayed flat, as
+	// TensorFlow does, exits at 99 % without running out of anything).
+	OOMLikely bool
+}
+
+// Text says what happened, for people: "pid 4242 (alice, python train.py)
+// exited with the GPU at 99% — a CUDA out-of-memory is likely".
+func (x *Exit) Text(gpuIndex int) string {
+	var who string
+	switch len(x.Processes) {
+	case 0:
+		who = fmt.Sprintf("the job on GPU %d", gpuIndex)
+	default:
+		parts := make([]string, 0, len(x.Processes))
+		for i, p := range x.Processes {
+			if i == 2 {
+				parts = append(parts, fmt.Sprintf("and %d more", len(x.Processes)-2))
+				break
+			}
+			parts = append(parts, describeProcess(p))
+		}
+		who = strings.Join(parts, ", ")
+	}
+	if math.IsNaN(x.MemPercent) {
+		return who + " exited"
+	}
+	text := fmt.Sprintf("%s exited with the GPU at %s", who, Dimension{Base: Percent}.Format(x.MemPercent))
+	if x.OOMLikely {
+		text += " — a CUDA out-of-memory is likely"
+	}
+	return text
+}
+
+// describeProcess is "pid 4242 (alice, python train.py)".
+func describeProcess(p gpu.Process) string {
+	var about []string
+	if p.User != "" {
+		about = append(about, p.User)
+	}
+	if p.Command != "" {
+		about = append(about, p.Command)
+	}
+	if len(about) == 0 {
+		return fmt.Sprintf("pid %d", p.PID)
+	}
+	return fmt.Sprintf("pid %d (%s)", p.PID, strings.Join(about, ", "))
+}
+
+// holder follows who holds one GPU: since when, with which processes, and
+// how its last job ended. The engine feeds it every sample of the GPU.
+type holder struct {
+	since time.Time // when the current job took the GPU; zero while it is free
+	procs []gpu.Process
+	// lastPercent is memory.used_percent at the last sample while held.
+	lastPercent float64
+	// memory is memory.used_percent over the last half hour, for judging an
+	// exit: did the job die just after its memory rose?
+	memory history
+	exit   Exit // the last job's exit; zero At when none yet
+}
+
+// observe records sample d at at and returns whether the GPU changed
+// hands with it: a job took it, or left it (then h.exit says how).
+func (h *holder) observe(at time.Time, d *gpu.Device) (changed bool) {
+	pct := d.MemUsedPercent()
+	held := Held(d)
+	exited := false
+	switch {
+	case !h.since.IsZero() && !held:
+		exited = true
+	case !h.since.IsZero() && len(h.procs) > 0 && len(d.Processes) > 0 && !sharesProcess(h.procs, d.Processes):
+		exited = true // another job took the GPU over within one sample
+	}
+	if exited {
+		h.exit = Exit{At: at, Processes: sortedProcesses(h.procs), MemPercent: h.lastPercent, OOMLikely: h.rose()}
+		h.since = time.Time{}
+	}
+	if held {
+		if h.since.IsZero() {
+			h.since, changed = at, true
+		}
+		h.procs, h.lastPercent = d.Processes, pct
+	} else {
+		h.procs, h.lastPercent = nil, math.NaN()
+	}
+	h.memory.add(at, pct)
+	return changed || exited
+}
+
+// rose reports whether the GPU was nearly full at the job's last sample and
+// its memory had risen by at least a point over the half hour before.
+func (h *holder) rose() bool {
+	if !(h.lastPercent >= oomLikelyPercent) {
+		return false
+	}
+	low := math.Inf(1)
+	for _, v := range h.memory.series(h.memory.latest()) {
+		if !math.IsNaN(v) {
+			low = min(low, v)
+		}
+	}
+	return h.lastPercent-low >= 1
+}
+
+// heldFor returns how long the current job has held the GPU at at, in
+// seconds; 0 while it is free.
+func (h *holder) heldFor(at time.Time) float64 {
+	if h.since.IsZero() {
+		return 0
+	}
+	return at.Sub(h.since).Seconds()
+}
+
+// sharesProcess reports whether two process lists have a PID in common.
+func sharesProcess(a, b []gpu.Process) bool {
+	for i := range a {
+		if slices.ContainsFunc(b, func(p gpu.Process) bool { return p.PID == a[i].PID }) {
+			return true
+		}
+	}
+	return false
+}
