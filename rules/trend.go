@@ -50,11 +50,11 @@ type Trend struct {
 	// for a slice without samples.
 	floors  [trendSlices]float64
 	floorAt [trendSlices]int64
-	newest int64 // the slice number of the latest Add
-	hasAny bool  // a sample has been stored since Reset
-	now    int64   // time of the latest Add
-	hasNow bool
-	last   float64 // the latest sample stored
+	newest  int64 // the slice number of the latest Add
+	hasAny  bool  // a sample has been stored since Reset
+	now     int64 // time of the latest Add
+	hasNow  bool
+	last    float64 // the latest sample stored
 
 	cached float64
 	valid  bool // cached is up to date
