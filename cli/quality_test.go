@@ -160,8 +160,25 @@ func TestAlertQualityTraces(t *testing.T) {
 			for _, problem := range q.check(ts, at, in) {
 				t.Error(problem)
 			}
+			if lead, ok := leakLead(ts, at, in); ok {
+				t.Logf("%s: the leak on gpu %d was warned %.1f min before its OOM", q.scenario, in.gpu, lead.Minutes())
+			}
 		})
 	}
+}
+
+// leakLead returns how long before the incident's OOM its GPU's first
+// alert fired.
+func leakLead(ts []transition, at func(transition) time.Duration, in incident) (time.Duration, bool) {
+	if in.oomAt == 0 {
+		return 0, false
+	}
+	for _, tr := range ts {
+		if tr.GPU == in.gpu && tr.State == "firing" {
+			return in.oomAt - at(tr), true
+		}
+	}
+	return 0, false
 }
 
 // simStart is the time of the first snapshot of the simulated traces.
@@ -183,6 +200,9 @@ func TestAlertQualitySim(t *testing.T) {
 				problems := q.check(ts, at, in)
 				for _, p := range problems {
 					t.Error(p)
+				}
+				if lead, ok := leakLead(ts, at, in); ok {
+					t.Logf("%s seed %d: the leak on gpu %d was warned %.1f min before its OOM", q.scenario, seed, in.gpu, lead.Minutes())
 				}
 				if len(problems) > 0 {
 					t.Logf("transitions:\n%s", describe(ts, at))

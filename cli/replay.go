@@ -23,7 +23,7 @@ Without --config the rules of config.example.yaml are used. Make a log with:
   nvidia-smi --query-gpu=timestamp,index,name,uuid,temperature.gpu,utilization.gpu,utilization.memory,memory.used,memory.total,power.draw --format=csv -l 5 > gpu.csv`)
 	configPath := fs.String("config", "", "config file whose rules to evaluate (default: the built-in example rules)")
 	trace := fs.String("trace", "", "the nvidia-smi CSV log to replay (required)")
-	asJSON := fs.Bool("json", false, `print one JSON object per transition: {"at","alert","gpu","uuid","state","value"}`)
+	asJSON := fs.Bool("json", false, `print one JSON object per transition: {"at","alert","gpu","uuid","state","severity","repeat","value"}`)
 	skipBad := fs.Bool("skip-bad", false, "skip malformed rows with a warning count instead of stopping at the first")
 	logLevel := fs.String("log-level", "warn", "log level: debug, info, warn, error")
 	if err := parseFlags(env, fs, args); err != nil {
@@ -91,12 +91,14 @@ func textPrinter(env *Env) func([]rules.Transition) error {
 
 // transitionJSON is one line of `replay --json`.
 type transitionJSON struct {
-	At    string   `json:"at"`
-	Alert string   `json:"alert"`
-	GPU   int      `json:"gpu"`
-	UUID  string   `json:"uuid"`
-	State string   `json:"state"`
-	Value *float64 `json:"value"` // null when unknown
+	At       string   `json:"at"`
+	Alert    string   `json:"alert"`
+	GPU      int      `json:"gpu"`
+	UUID     string   `json:"uuid"`
+	State    string   `json:"state"`
+	Severity string   `json:"severity"`
+	Repeat   bool     `json:"repeat"` // a reminder of an alert already announced
+	Value    *float64 `json:"value"`  // null when unknown
 }
 
 func jsonPrinter(w io.Writer) func([]rules.Transition) error {
@@ -104,7 +106,8 @@ func jsonPrinter(w io.Writer) func([]rules.Transition) error {
 	return func(ts []rules.Transition) error {
 		for i := range ts {
 			t := &ts[i]
-			line := transitionJSON{At: t.At.Format(time.RFC3339), Alert: t.Alert, GPU: t.GPU, UUID: t.UUID, State: t.StateName()}
+			line := transitionJSON{At: t.At.Format(time.RFC3339), Alert: t.Alert, GPU: t.GPU, UUID: t.UUID,
+				State: t.StateName(), Severity: string(t.Severity), Repeat: t.Repeat}
 			if !math.IsNaN(t.Value) && !math.IsInf(t.Value, 0) {
 				line.Value = &t.Value
 			}

@@ -15,12 +15,14 @@ import (
 
 // transition is one line of `gpuwatch replay --json`.
 type transition struct {
-	At    time.Time
-	Alert string
-	GPU   int
-	UUID  string
-	State string
-	Value *float64
+	At       time.Time
+	Alert    string
+	GPU      int
+	UUID     string
+	State    string
+	Severity string
+	Repeat   bool
+	Value    *float64
 }
 
 // replayJSON replays a trace with the built-in example rules and returns
@@ -37,7 +39,7 @@ func replayJSON(t testing.TB, trace string) []transition {
 
 func parseTransitions(t testing.TB, out string) []transition {
 	t.Helper()
-	wantKeys := []string{"alert", "at", "gpu", "state", "uuid", "value"}
+	wantKeys := []string{"alert", "at", "gpu", "repeat", "severity", "state", "uuid", "value"}
 	var ts []transition
 	for line := range strings.Lines(out) {
 		var raw map[string]json.RawMessage
@@ -52,8 +54,10 @@ func parseTransitions(t testing.TB, out string) []transition {
 			Alert string   `json:"alert"`
 			GPU   int      `json:"gpu"`
 			UUID  string   `json:"uuid"`
-			State string   `json:"state"`
-			Value *float64 `json:"value"`
+			State    string   `json:"state"`
+			Severity string   `json:"severity"`
+			Repeat   bool     `json:"repeat"`
+			Value    *float64 `json:"value"`
 		}
 		dec := json.NewDecoder(bytes.NewReader([]byte(line)))
 		dec.DisallowUnknownFields()
@@ -70,7 +74,11 @@ func parseTransitions(t testing.TB, out string) []transition {
 		if v.Alert == "" || !strings.HasPrefix(v.UUID, "GPU-") {
 			t.Errorf("replay --json: line %q: want an alert name and a GPU UUID", line)
 		}
-		ts = append(ts, transition{At: at, Alert: v.Alert, GPU: v.GPU, UUID: v.UUID, State: v.State, Value: v.Value})
+		if !slices.Contains([]string{"info", "warning", "critical"}, v.Severity) {
+			t.Errorf("replay --json: line %q: got severity %q, want info, warning or critical", line, v.Severity)
+		}
+		ts = append(ts, transition{At: at, Alert: v.Alert, GPU: v.GPU, UUID: v.UUID, State: v.State,
+			Severity: v.Severity, Repeat: v.Repeat, Value: v.Value})
 	}
 	return ts
 }

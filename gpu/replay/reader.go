@@ -161,14 +161,19 @@ func NewReader(r io.Reader, name string, opts Options) (*Reader, error) {
 	}
 }
 
-// Open opens the nvidia-smi CSV log at path and reads its header. Close
-// closes the file.
+// Open opens the nvidia-smi CSV log at path, gzip-compressed or not, and
+// reads its header. Close closes the file.
 func Open(path string, opts Options) (*Reader, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("open nvidia-smi log: %w", err)
 	}
-	r, err := NewReader(f, path, opts)
+	in, err := maybeGunzip(f, path)
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	r, err := NewReader(in, path, opts)
 	if err != nil {
 		f.Close()
 		return nil, err

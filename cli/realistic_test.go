@@ -1,0 +1,105 @@
+package cli_test
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/gpuwatch/gpuwatch/internal/tracescore"
+)
+
+// realisticTraces lists the truths of testdata/traces/v2: logs of what shared
+// GPU servers really do (warm-ups, evaluation spikes, TensorFlow pools,
+// throttling, lost GPUs, logger gaps), each NAME.csv.gz with NAME.truth.json.
+func realisticTraces(t *testing.T) []string {
+	t.Helper()
+	truths, err := filepath.Glob("testdata/traces/v2/*.truth.json")
+	if err != nil || len(truths) == 0 {
+		t.Fatalf("no truths in testdata/traces/v2 (%v)", err)
+	}
+	return truths
+}
+
+// TestAlertQualityRealisticTraces replays every realistic trace with the
+// example rules and scores the alerts against its truth: every incident
+// caught in time (a leak at least 30 minutes before its OOM), no alert
+// outside an incident, no rule firing twice for one incident, and the
+// resolves a dead job needs. It logs each incident's first alert and each
+// leak's lead time (go test -v -run AlertQualityRealistic ./cli).
+func TestAlertQualityRealisticTraces(t *testing.T) {
+	for _, truthFile := range realisticTraces(t) {
+		name := strings.TrimSuffix(filepath.Base(truthFile), ".truth.json")
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			data, err := os.ReadFile(truthFile)
+			if err != nil {
+				t.Fatal(err)
+			}
+			truth, err := tracescore.ParseTruth(data)
+			if err != nil {
+				t.Fatal(err)
+			}
+			events := scoreEvents(replayJSON(t, filepath.Join(filepath.Dir(truthFile), name+".csv.gz")))
+			res, err := tracescore.Score(truth, events)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("%s: %s", name, res.Summary())
+			for _, line := range res.Details() {
+				t.Logf("  %s", line)
+			}
+			if !res.OK {
+				t.Errorf("the example rules are wrong on %s: %s", name, res.Summary())
+			}
+		})
+	}
+}
+
+// scoreEvents turns replay transitions into the events a truth is scored on.
+func scoreEvents(ts []transition) []tracescore.Event {
+	events := make([]tracescore.Event, len(ts))
+	for i, tr := range ts {
+		events[i] = tracescore.Event{At: tr.At, Alert: tr.Alert, GPU: tr.GPU, Firing: tr.State == "firing", Repeat: tr.Repeat}
+	}
+	return events
+}
+
+// TestScoreMatchesScorePy checks the in-process scorer against score.py, the
+// scoring contract itself, on every realistic trace: both must give the
+// same verdict. It needs python3; without it the test is skipped.
+func TestScoreMatchesScorePy(t *testing.T) {
+	python, err := exec.LookPath("python3")
+	if err != nil {
+		t.Skip("python3 is not installed: the in-process scorer is not compared with score.py")
+	}
+	for _, truthFile := range realisticTraces(t) {
+		name := strings.TrimSuffix(filepath.Base(truthFile), ".truth.json")
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			got := gpuwatch(t, "replay", "--json", "--trace", filepath.Join("testdata/traces/v2", name+".csv.gz"))
+			events := filepath.Join(t.TempDir(), name+".jsonl")
+			if err := os.WriteFile(events, []byte(got.stdout), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			out, err := exec.Command(python, "testdata/traces/v2/score.py", truthFile, events, "-q").CombinedOutput()
+			pyOK := err == nil
+			data, err := os.ReadFile(truthFile)
+			if err != nil {
+				t.Fatal(err)
+			}
+			truth, err := tracescore.ParseTruth(data)
+			if err != nil {
+				t.Fatal(err)
+			}
+			res, err := tracescore.Score(truth, scoreEvents(parseTransitions(t, got.stdout)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.OK != pyOK {
+				t.Errorf("%s: the in-process scorer says ok=%v (%s), score.py says %s", name, res.OK, res.Summary(), out)
+			}
+		})
+	}
+}

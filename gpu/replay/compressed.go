@@ -1,0 +1,43 @@
+package replay
+
+import (
+	"bufio"
+	"compress/gzip"
+	"errors"
+	"fmt"
+	"io"
+)
+
+// gzipMagic starts every gzip file.
+var gzipMagic = []byte{0x1f, 0x8b}
+
+// maybeGunzip returns r decompressed when it is gzip data, as rotated
+// nvidia-smi logs often are (gpu.csv.gz), and r itself otherwise. name
+// names the file in errors.
+func maybeGunzip(r io.Reader, name string) (io.Reader, error) {
+	br := bufio.NewReader(r)
+	head, err := br.Peek(len(gzipMagic))
+	if err != nil || string(head) != string(gzipMagic) {
+		return br, nil // too short to be gzip, or plain text: the CSV reader says what is wrong
+	}
+	zr, err := gzip.NewReader(br)
+	if err != nil {
+		return nil, fmt.Errorf("%s: starts like a gzip file but its gzip header is damaged: %w; decompress it by hand (gunzip) to see what is left", name, err)
+	}
+	return &gzipErrors{r: zr, name: name}, nil
+}
+
+// gzipErrors says, when a gzip stream fails mid-way, that the file is a
+// damaged gzip file rather than reporting a bare decompressor error.
+type gzipErrors struct {
+	r    io.Reader
+	name string
+}
+
+func (g *gzipErrors) Read(p []byte) (int, error) {
+	n, err := g.r.Read(p)
+	if err != nil && !errors.Is(err, io.EOF) {
+		err = fmt.Errorf("%s: the gzip data is damaged or cut short: %w; the rows before this point were read", g.name, err)
+	}
+	return n, err
+}
