@@ -50,10 +50,10 @@ func parseTransitions(t testing.TB, out string) []transition {
 			t.Fatalf("replay --json: line %q: got keys %v, want exactly %v", line, keys, wantKeys)
 		}
 		var v struct {
-			At    string   `json:"at"`
-			Alert string   `json:"alert"`
-			GPU   int      `json:"gpu"`
-			UUID  string   `json:"uuid"`
+			At       string   `json:"at"`
+			Alert    string   `json:"alert"`
+			GPU      int      `json:"gpu"`
+			UUID     string   `json:"uuid"`
 			State    string   `json:"state"`
 			Severity string   `json:"severity"`
 			Repeat   bool     `json:"repeat"`
