@@ -96,7 +96,9 @@ func TestReplayJSON(t *testing.T) {
 	states := map[string]bool{}
 	for _, tr := range ts {
 		states[tr.State] = true
-		if tr.Value == nil {
+		// A resolve says the value now, null when it is unknown (the job
+		// that leaked is gone, and with it the growth).
+		if tr.Value == nil && tr.State == "firing" {
 			t.Errorf("replay --json: %s %s on gpu %d: got value null, want the condition's value", tr.Alert, tr.State, tr.GPU)
 		}
 	}

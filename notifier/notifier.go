@@ -99,6 +99,22 @@ type Alert struct {
 	History []Float `json:"history,omitempty"`
 	// HistoryUnit names History's dimension ("bytes", "percent", …).
 	HistoryUnit string `json:"history_unit,omitempty"`
+	// Exit, on a resolve, is the job that left the GPU while the alert
+	// fired: its memory freed or the GPU taken over.
+	Exit *Exit `json:"exit,omitempty"`
+	// LastReport is when a GPU that stopped reporting last did (Processes
+	// are then the ones it reported last); zero while it reports.
+	LastReport time.Time `json:"last_report,omitzero"`
+}
+
+// Exit is a job leaving a GPU, as a resolve notice tells it.
+type Exit struct {
+	At            time.Time `json:"at"`
+	MemoryPercent Float     `json:"memory_percent"` // the GPU's memory in use at the job's last sample
+	OOMLikely     bool      `json:"oom_likely"`     // it probably died of CUDA out-of-memory
+	// Text says it for people: "pid 4242 (alice, python train.py) exited
+	// with the GPU at 99% — a CUDA out-of-memory is likely".
+	Text string `json:"text"`
 }
 
 // Float is a float64 that encodes NaN and ±Inf as JSON null.

@@ -18,7 +18,10 @@ func FromTransition(t *rules.Transition) Alert {
 		Labels: t.Labels, Summary: t.Summary, Description: t.Description,
 		Value: Float(t.Value), ValueText: t.ValueText, Trend: Float(t.Trend), TrendText: t.TrendText,
 		TimeToFull: Float(math.NaN()), StartsAt: t.StartsAt, EndsAt: t.EndsAt, At: t.At,
-		Processes: t.Processes, HistoryUnit: t.HistoryDim.String(),
+		Processes: t.Processes, HistoryUnit: t.HistoryDim.String(), LastReport: t.LastReport,
+	}
+	if x := t.Exit; x != nil {
+		a.Exit = &Exit{At: x.At, MemoryPercent: Float(x.MemPercent), OOMLikely: x.OOMLikely, Text: x.Text(t.GPU)}
 	}
 	if t.Resolved() {
 		a.Status = StatusResolved

@@ -109,7 +109,7 @@ func (c *Cond) Value(ctx *EvalContext) float64 {
 		return math.NaN()
 	}
 	if !c.first.val.isXID() {
-		return c.first.val.value(ctx)
+		return c.first.val.report(ctx)
 	}
 	for _, x := range ctx.XIDs {
 		if c.first.test(float64(x)) {
@@ -413,7 +413,10 @@ func (v *valueNode) value(ctx *EvalContext) float64 {
 		if v.fn == fnTrend {
 			return tr.Value()
 		}
-		return secondsToFull(tr.Last(), v.full(ctx.Device), tr.Value())
+		if !(tr.Value() > 0) {
+			return secondsToFull(tr.Last(), v.full(ctx.Device), tr.Value())
+		}
+		return secondsToFull(tr.Last(), v.full(ctx.Device), tr.Rate())
 	}
 	if v.window >= len(ctx.Windows) || ctx.Windows[v.window] == nil {
 		return math.NaN()
@@ -429,6 +432,16 @@ func (v *valueNode) value(ctx *EvalContext) float64 {
 		return w.Max()
 	}
 	return w.Slope()
+}
+
+// report computes the value an alert reports: value, except that a trend
+// reports how fast the metric rises (Trend.Rate) rather than the rate
+// two-thirds of its window reach, which is what it is compared by.
+func (v *valueNode) report(ctx *EvalContext) float64 {
+	if v.fn == fnTrend && v.window < len(ctx.Trends) && ctx.Trends[v.window] != nil {
+		return ctx.Trends[v.window].Rate()
+	}
+	return v.value(ctx)
 }
 
 // full is the value at which time_to_full's metric is full.

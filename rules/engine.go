@@ -38,7 +38,8 @@ type Transition struct {
 	UUID     string // GPU UUID
 	GPUName  string // GPU model
 	// Value is the condition's value (its first comparison's left side), in
-	// its base unit; ValueText formats it with its unit.
+	// its base unit, at the transition: on a resolve, the value now, NaN
+	// when unknown; ValueText formats it with its unit.
 	Value     float64
 	ValueText string
 	// Trend is how fast the alert's metric rises steadily, per second, over
@@ -70,6 +71,9 @@ type Transition struct {
 	// Exit, on a resolve, is the job that left the GPU while the alert
 	// fired; nil when none did.
 	Exit *Exit
+	// LastReport is when a GPU that stopped reporting last did; zero while
+	// it reports.
+	LastReport time.Time
 }
 
 // Resolved reports whether the transition announces the alert's end.
@@ -352,8 +356,10 @@ func (e *Engine) evalDevice(s *gpu.Snapshot, d *gpu.Device, gs *gpuState, procs 
 		}
 		change := a.Step(s.Time, when, clear, r.Timing)
 		if a.State != StateInactive || change != NoChange {
+			// The value now; a firing keeps the last known one when a part
+			// of the condition that is not its value decided it.
 			ctx.Windows, ctx.Trends = gs.when[j], gs.whenTrends[j]
-			if v := r.When.Value(ctx); !math.IsNaN(v) || change == NoChange {
+			if v := r.When.Value(ctx); !math.IsNaN(v) || change != Fired {
 				a.Value = v
 			}
 		}
@@ -405,6 +411,9 @@ func (e *Engine) emit(s *gpu.Snapshot, d *gpu.Device, gs *gpuState, j int, procs
 		StartsAt: a.FiredAt, Labels: alertLabels(r, s.Host, d),
 		Processes: sortedProcesses(procs),
 	}
+	if gs.eval != e.eval {
+		t.LastReport = gs.last
+	}
 	if a.State == StateInactive {
 		t.EndsAt = a.ResolvedAt
 		if x := gs.holder.exit; !x.At.IsZero() && !x.At.Before(a.FiredAt) {
@@ -414,7 +423,7 @@ func (e *Engine) emit(s *gpu.Snapshot, d *gpu.Device, gs *gpuState, j int, procs
 	if c := e.layout[j]; c.trend >= 0 {
 		tr, m := gs.trends[c.trend], e.trends[c.trend].metric
 		t.History, t.HistoryDim = gs.history[c.history].series(s.Time), m.Dimension()
-		t.Trend = tr.Value()
+		t.Trend = tr.Rate()
 		if r.When.ValueIsSlope() {
 			t.Trend = a.Value // the alert's value is the rate: say one number, not two
 		}

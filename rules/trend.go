@@ -6,12 +6,13 @@ import (
 )
 
 // trendSlices is how many slices a Trend cuts its window into. Of the
-// trendSlices−1 rates from one slice to the next, it reports the one that
-// at least two-thirds of them reach: the (steadyRank+1)-th smallest, the
-// 4th of 11.
+// trendSlices−1 rates from one slice to the next, the (steadyRank+1)-th
+// smallest (the 4th of 11) is the rate at least two-thirds of them reach,
+// and medianRank is the median's rank.
 const (
 	trendSlices = 12
 	steadyRank  = 3
+	medianRank  = (trendSlices - 1) / 2
 )
 
 // Trend answers trend(m, W): how fast a series rises steadily, robustly
@@ -21,8 +22,10 @@ const (
 // multiples of W/12 since the Unix epoch so that every replay cuts them
 // alike. Each slice's floor is its smallest sample, and each pair of
 // neighbouring slices gives a rate: the change of floor per second between
-// the times the floors were sampled. The trend is the rate that at least
-// two-thirds of the eleven reach:
+// the times the floors were sampled. The trend (Value) is the rate that at
+// least two-thirds of the eleven reach, so it is positive only when memory
+// rose in at least two-thirds of the window; when it is, Rate says how fast,
+// as the median of the rates:
 //   - a short spike (an evaluation pass lifting memory for a minute) leaves
 //     every floor where it was;
 //   - a few large steps (a caching allocator warming up in ever rarer
@@ -56,8 +59,8 @@ type Trend struct {
 	hasNow  bool
 	last    float64 // the latest sample stored
 
-	cached float64
-	valid  bool // cached is up to date
+	value, rate float64 // cached results
+	valid       bool    // value and rate are up to date
 }
 
 // NewTrend returns an empty trend over a window of span. A span shorter
@@ -166,11 +169,25 @@ func (t *Trend) filledRange() (oldest, newest int64, ok bool) {
 
 // Value returns the trend per second, or NaN when !Ready.
 func (t *Trend) Value() float64 {
+	t.compute()
+	return t.value
+}
+
+// Rate returns how fast the series rises, per second, when it rises
+// steadily (Value > 0): the median rate. Otherwise it is Value.
+func (t *Trend) Rate() float64 {
+	t.compute()
+	return t.rate
+}
+
+// compute brings value and rate up to date.
+func (t *Trend) compute() {
 	if !t.Ready() {
-		return math.NaN()
+		t.value, t.rate = math.NaN(), math.NaN()
+		return
 	}
 	if t.valid {
-		return t.cached
+		return
 	}
 	var rates [trendSlices - 1]float64 // per second; zero: no change
 	lo := t.newest - trendSlices + 1
@@ -194,16 +211,8 @@ func (t *Trend) Value() float64 {
 		}
 		prev, prevAt, prevK = f, at, k
 	}
-	t.cached = steadyRate(rates[:])
-	t.valid = true
-	return t.cached
-}
-
-// steadyRate returns the rate that at least two-thirds of rates reach. It
-// reorders rates.
-func steadyRate(rates []float64) float64 {
-	// A selection sort up to the rank: eleven numbers, no allocation.
-	for i := 0; i <= steadyRank; i++ {
+	// A selection sort up to the median: eleven numbers, no allocation.
+	for i := 0; i <= medianRank; i++ {
 		m := i
 		for j := i + 1; j < len(rates); j++ {
 			if rates[j] < rates[m] {
@@ -212,5 +221,9 @@ func steadyRate(rates []float64) float64 {
 		}
 		rates[i], rates[m] = rates[m], rates[i]
 	}
-	return rates[steadyRank]
+	t.value, t.rate = rates[steadyRank], rates[steadyRank]
+	if t.value > 0 {
+		t.rate = rates[medianRank]
+	}
+	t.valid = true
 }

@@ -80,7 +80,7 @@ func (n *Notifier) Print(alerts ...notifier.Alert) error {
 //
 //	2026-11-29 09:41:05  FIRING   GPUMemoryLeak [critical] host gpu0 (NVIDIA H100 80GB HBM3)
 //	    GPU 0 memory keeps growing: 1.5 GiB/min over the last 30 minutes
-//	    value 1.5 GiB/min · trend +1.5 GiB/min · full in 12m0s
+//	    value 1.5 GiB/min · trend +1.5 GiB/min · full in 12m0s (around 09:53)
 //	    pid 4242 alice  60.1 GiB  python train.py --model llama-7b  (docker:3f2a9c1b7e4d)
 func Format(b *strings.Builder, a *notifier.Alert, loc *time.Location) {
 	head := "FIRING  "
@@ -96,7 +96,14 @@ func Format(b *strings.Builder, a *notifier.Alert, loc *time.Location) {
 		fmt.Fprintf(b, "    %s\n", a.Summary)
 	}
 	if a.Status == notifier.StatusResolved {
-		fmt.Fprintf(b, "    resolved after %s · last value %s\n", a.EndsAt.Sub(a.StartsAt).Round(time.Second), a.ValueText)
+		if a.Exit != nil {
+			fmt.Fprintf(b, "    %s\n", a.Exit.Text)
+		}
+		line := "resolved after " + a.EndsAt.Sub(a.StartsAt).Round(time.Second).String()
+		if a.Value.Known() {
+			line += " · now " + a.ValueText
+		}
+		fmt.Fprintf(b, "    %s\n", line)
 		return
 	}
 	facts := []string{"value " + a.ValueText}
@@ -104,9 +111,16 @@ func Format(b *strings.Builder, a *notifier.Alert, loc *time.Location) {
 		facts = append(facts, "trend "+a.TrendText)
 	}
 	if a.TimeToFull.Known() {
-		facts = append(facts, "full in "+(time.Duration(float64(a.TimeToFull)*float64(time.Second))).Round(time.Second).String())
+		full := time.Duration(float64(a.TimeToFull) * float64(time.Second))
+		facts = append(facts, fmt.Sprintf("full in %s (around %s)", full.Round(time.Second), a.At.Add(full).In(loc).Format("15:04")))
+	}
+	if !a.LastReport.IsZero() {
+		facts = append(facts, "no report since "+a.LastReport.In(loc).Format("15:04:05"))
 	}
 	fmt.Fprintf(b, "    %s\n", strings.Join(facts, " · "))
+	if !a.LastReport.IsZero() && len(a.Processes) > 0 {
+		fmt.Fprintf(b, "    last known processes:\n")
+	}
 	for i, p := range a.Processes {
 		if i == 3 {
 			fmt.Fprintf(b, "    … and %d more processes\n", len(a.Processes)-3)

@@ -34,24 +34,39 @@ func leak() notifier.Alert {
 func TestNotifyFormats(t *testing.T) {
 	resolved := leak()
 	resolved.Status, resolved.EndsAt, resolved.At = notifier.StatusResolved, at.Add(18*time.Minute+5*time.Second), at.Add(18*time.Minute+5*time.Second)
+	resolved.Value, resolved.ValueText = notifier.Float(math.NaN()), "n/a"
+	resolved.Exit = &notifier.Exit{At: resolved.At, MemoryPercent: 99.2, OOMLikely: true,
+		Text: "pid 4242 (alice, python train.py) exited with the GPU at 99.2% — a CUDA out-of-memory is likely"}
+	cooled := hot()
+	cooled.Status, cooled.EndsAt, cooled.At = notifier.StatusResolved, at.Add(20*time.Minute), at.Add(20*time.Minute)
+	cooled.Value, cooled.ValueText = 79, "79 C"
 	repeat := leak()
 	repeat.Repeat, repeat.TimeToFull = true, notifier.Float(math.NaN())
+	lost := notifier.Alert{At: at, Name: "GPULost", Status: notifier.StatusFiring, Severity: "critical",
+		Host: "node1", GPU: 3, GPUName: "NVIDIA H100 80GB HBM3", Value: 65, ValueText: "1m5s",
+		TimeToFull: notifier.Float(math.NaN()), Trend: notifier.Float(math.NaN()), StartsAt: at,
+		Summary: "GPU 3 on node1 stopped reporting", LastReport: at.Add(-65 * time.Second),
+		Processes: []gpu.Process{{PID: 5150, User: "carol", Command: "python eval.py", MemUsed: 30 << 30}}}
 	var buf bytes.Buffer
 	n := New(&buf, nil)
-	retry, err := n.Notify(context.Background(), &notifier.Notification{Alerts: []notifier.Alert{leak(), resolved, repeat}})
+	retry, err := n.Notify(context.Background(), &notifier.Notification{Alerts: []notifier.Alert{leak(), resolved, cooled, repeat, lost}})
 	if err != nil || retry {
 		t.Fatalf("Notify: retry %v err %v", retry, err)
 	}
 	want := `2026-11-29 09:41:05  FIRING   GPUMemoryLeak [warning] node1 gpu0 (NVIDIA H100 80GB HBM3)
     GPU 0 memory keeps growing
-    value 21.8 MiB/s · trend +1.31 GiB/min · full in 12m0s
+    value 21.8 MiB/s · trend +1.31 GiB/min · full in 12m0s (around 09:53)
     pid 4242 alice  60 GiB  python train.py  (docker:3f2a9c1b7e4d)
     pid 7 bob  1 GiB  jupyter
     pid 8 -  1 MiB  -
     … and 1 more processes
 2026-11-29 09:59:10  RESOLVED GPUMemoryLeak [warning] node1 gpu0 (NVIDIA H100 80GB HBM3)
     GPU 0 memory keeps growing
-    resolved after 18m5s · last value 21.8 MiB/s
+    pid 4242 (alice, python train.py) exited with the GPU at 99.2% — a CUDA out-of-memory is likely
+    resolved after 18m5s
+2026-11-29 10:01:05  RESOLVED GPUHot [critical] node1 gpu1 (NVIDIA H100 80GB HBM3)
+    GPU 1 at 88 C on node1
+    resolved after 20m0s · now 79 C
 2026-11-29 09:41:05  STILL FIRING GPUMemoryLeak [warning] node1 gpu0 (NVIDIA H100 80GB HBM3)
     GPU 0 memory keeps growing
     value 21.8 MiB/s · trend +1.31 GiB/min
@@ -59,10 +74,22 @@ func TestNotifyFormats(t *testing.T) {
     pid 7 bob  1 GiB  jupyter
     pid 8 -  1 MiB  -
     … and 1 more processes
+2026-11-29 09:41:05  FIRING   GPULost [critical] node1 gpu3 (NVIDIA H100 80GB HBM3)
+    GPU 3 on node1 stopped reporting
+    value 1m5s · no report since 09:40:00
+    last known processes:
+    pid 5150 carol  30 GiB  python eval.py
 `
 	if got := buf.String(); got != want {
 		t.Errorf("got:\n%s\nwant:\n%s", got, want)
 	}
+}
+
+func hot() notifier.Alert {
+	return notifier.Alert{At: at, Name: "GPUHot", Status: notifier.StatusFiring, Severity: "critical",
+		Host: "node1", GPU: 1, GPUName: "NVIDIA H100 80GB HBM3", Value: 88, ValueText: "88 C",
+		Trend: notifier.Float(math.NaN()), TimeToFull: notifier.Float(math.NaN()), StartsAt: at,
+		Summary: "GPU 1 at 88 C on node1"}
 }
 
 type failingWriter struct{}

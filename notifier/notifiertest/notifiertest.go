@@ -153,7 +153,8 @@ var Start = time.Date(2026, 11, 29, 9, 41, 5, 0, time.UTC)
 
 // Notification returns a realistic notification: GPU 0 of node1 is leaking
 // memory and will be full in 12 minutes; alice's training job holds most of
-// it. A resolved one carries the same alert, ended 18 minutes later.
+// it. A resolved one carries the same alert, ended 18 minutes later when
+// alice's job died with the GPU full.
 func Notification(status notifier.Status) *notifier.Notification {
 	a := notifier.Alert{
 		Key: "node1/GPUMemoryLeak/GPU-cd613e30-d8f1-6adf-91b7-584a2265b1f5", Name: "GPUMemoryLeak",
@@ -180,6 +181,9 @@ func Notification(status notifier.Status) *notifier.Notification {
 		a.EndsAt = Start.Add(18 * time.Minute)
 		a.At = a.EndsAt
 		a.TimeToFull = notifier.Float(math.NaN())
+		a.Value, a.ValueText = notifier.Float(math.NaN()), "n/a"
+		a.Exit = &notifier.Exit{At: a.EndsAt, MemoryPercent: 99.6, OOMLikely: true,
+			Text: "pid 4242 (alice, python train.py --model llama-7b) exited with the GPU at 99.6% — a CUDA out-of-memory is likely"}
 	}
 	return &notifier.Notification{ID: 1, Receiver: "test", GroupKey: "test/GPUMemoryLeak/" + string(status),
 		Status: status, Alerts: []notifier.Alert{a}, CreatedAt: a.At}

@@ -131,6 +131,9 @@ func alertBlocks(a *notifier.Alert, now time.Time) []goslack.Block {
 	if a.Description != "" {
 		fmt.Fprintf(&text, "\n_%s_", escape(clip(a.Description, maxTextRunes)))
 	}
+	if a.Status == notifier.StatusResolved && a.Exit != nil {
+		fmt.Fprintf(&text, "\n%s", escape(clip(a.Exit.Text, maxTextRunes)))
+	}
 	blocks := []goslack.Block{goslack.NewSectionBlock(mrkdwn(text.String()), facts(a, now), nil)}
 	if p := processes(a); p != "" {
 		blocks = append(blocks, goslack.NewSectionBlock(mrkdwn(p), nil, nil))
@@ -181,14 +184,19 @@ func facts(a *notifier.Alert, now time.Time) []*goslack.TextBlockObject {
 			fields = append(fields, mrkdwn(fmt.Sprintf("*%s*\n%s", label, escape(clip(value, 200)))))
 		}
 	}
-	valueLabel := "Value"
-	if a.Status == notifier.StatusResolved {
-		valueLabel = "Last value"
+	switch {
+	case a.Status != notifier.StatusResolved:
+		add("Value", a.ValueText)
+	case a.Value.Known():
+		add("Now", a.ValueText)
 	}
-	add(valueLabel, a.ValueText)
 	add("Trend", a.TrendText)
 	if a.Status != notifier.StatusResolved && a.TimeToFull.Known() && a.TimeToFull >= 0 {
-		add("Full in", shortDuration(time.Duration(float64(a.TimeToFull)*float64(time.Second))))
+		full := time.Duration(float64(a.TimeToFull) * float64(time.Second))
+		fields = append(fields, mrkdwn(fmt.Sprintf("*Full in*\n%s (%s)", shortDuration(full), slackDate(a.At.Add(full)))))
+	}
+	if !a.LastReport.IsZero() {
+		fields = append(fields, mrkdwn("*Last report*\n"+slackDate(a.LastReport)))
 	}
 	if !a.StartsAt.IsZero() {
 		since := slackDate(a.StartsAt)
@@ -317,7 +325,7 @@ func repeatReply(alerts []notifier.Alert, now time.Time) string {
 }
 
 // resolvedReply is the thread reply for alerts that resolved: "✅ resolved
-// after 18m5s: GPU 0 … last value …".
+// after 18m5s: GPU 0 … now …", and the job that exited if one did.
 func resolvedReply(alerts []notifier.Alert, now time.Time) string {
 	lines := make([]string, 0, len(alerts))
 	for i := range alerts {
@@ -326,7 +334,13 @@ func resolvedReply(alerts []notifier.Alert, now time.Time) string {
 		if d, ok := resolvedAfter(a, now); ok {
 			line += " after " + shortDuration(d)
 		}
-		line += fmt.Sprintf(": GPU %d (%s) on %s · %s · last value %s", a.GPU, a.GPUName, a.Host, a.Name, a.ValueText)
+		line += fmt.Sprintf(": GPU %d (%s) on %s · %s", a.GPU, a.GPUName, a.Host, a.Name)
+		if a.Value.Known() {
+			line += " · now " + a.ValueText
+		}
+		if a.Exit != nil {
+			line += " · " + a.Exit.Text
+		}
 		lines = append(lines, escape(line))
 	}
 	return strings.Join(lines, "\n")

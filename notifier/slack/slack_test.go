@@ -74,8 +74,9 @@ func TestFiringMessage(t *testing.T) {
 		t.Errorf("got GPU 0 section %q, want GPU name, host and summary", text)
 	}
 	wantFields := map[string]string{
-		"Value": "1.5 GiB/min", "Trend": "+1.5 GiB/min", "Full in": "12m",
-		"Since": fmt.Sprintf("<!date^%d^{date_short_pretty} {time}|2026-11-29 09:41 UTC>", notifiertest.Start.Unix()),
+		"Value": "1.5 GiB/min", "Trend": "+1.5 GiB/min",
+		"Full in": fmt.Sprintf("12m (<!date^%d^{date_short_pretty} {time}|2026-11-29 09:53 UTC>)", notifiertest.Start.Add(12*time.Minute).Unix()),
+		"Since":   fmt.Sprintf("<!date^%d^{date_short_pretty} {time}|2026-11-29 09:41 UTC>", notifiertest.Start.Unix()),
 	}
 	if !reflect.DeepEqual(fields, wantFields) {
 		t.Errorf("got fields %v, want %v", fields, wantFields)
@@ -181,8 +182,11 @@ func TestFlowFiringRepeatResolved(t *testing.T) {
 	if !strings.Contains(text, "✅ *resolved* after 18m5s") {
 		t.Errorf("resolve: got GPU 0 section %q, want ✅ resolved after 18m5s", text)
 	}
-	if fields["Last value"] != "1.5 GiB/min" || fields["Full in"] != "" {
-		t.Errorf("resolve: got fields %v, want a last value and no time to full", fields)
+	if _, ok := fields["Now"]; ok || fields["Full in"] != "" {
+		t.Errorf("resolve: got fields %v, want no value now (the job is gone) and no time to full", fields)
+	}
+	if !strings.Contains(text, "pid 4242 (alice, python train.py --model llama-7b) exited with the GPU at 99.6% — a CUDA out-of-memory is likely") {
+		t.Errorf("resolve: got GPU 0 section %q, want the job that exited and its likely OOM", text)
 	}
 
 	done := got[3]
@@ -190,8 +194,8 @@ func TestFlowFiringRepeatResolved(t *testing.T) {
 		t.Errorf("resolve: got %s thread_ts %q, want a reply in thread %s", done.Method, done.Form.Get("thread_ts"), first)
 	}
 	if text := done.Form.Get("text"); !strings.HasPrefix(text, "✅ resolved after 18m5s: GPU 0 (NVIDIA H100 80GB HBM3) on node1") ||
-		!strings.Contains(text, "last value 1.5 GiB/min") {
-		t.Errorf("resolve: got reply %q, want ✅ resolved after 18m5s, the GPU and the last value", text)
+		!strings.Contains(text, "a CUDA out-of-memory is likely") {
+		t.Errorf("resolve: got reply %q, want ✅ resolved after 18m5s, the GPU and the job that exited", text)
 	}
 
 	// The alert fires again: a new message, not the old thread.

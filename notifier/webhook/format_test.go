@@ -270,7 +270,7 @@ func TestAlertText(t *testing.T) {
 	}
 	resolved := notifiertest.Notification(notifier.StatusResolved)
 	text = alertText(&resolved.Alerts[0], style{br: "\n"})
-	for _, want := range []string{"**Resolved** after 18m", "**Last value:** 1.5 GiB/min"} {
+	for _, want := range []string{"**Resolved** after 18m", "exited with the GPU at 99.6% — a CUDA out-of-memory is likely"} {
 		if !strings.Contains(text, want) {
 			t.Errorf("resolved text lacks %q:\n%s", want, text)
 		}

@@ -44,6 +44,8 @@ type genericAlert struct {
 	EndsAt      *time.Time        `json:"ends_at"`
 	At          time.Time         `json:"at"`
 	Processes   []genericProcess  `json:"processes"`
+	Exit        *notifier.Exit    `json:"exit,omitempty"`
+	LastReport  *time.Time        `json:"last_report,omitempty"`
 }
 
 type genericProcess struct {
@@ -71,6 +73,11 @@ func encodeGeneric(receiver string, m *notifier.Notification) ([]byte, error) {
 			ends := a.EndsAt.UTC()
 			g.EndsAt = &ends
 		}
+		if !a.LastReport.IsZero() {
+			last := a.LastReport.UTC()
+			g.LastReport = &last
+		}
+		g.Exit = a.Exit
 		for _, p := range a.Processes {
 			g.Processes = append(g.Processes, genericProcess{PID: p.PID, User: p.User, Command: p.Command,
 				Container: p.Container, MemoryBytes: p.MemUsed})

@@ -92,8 +92,11 @@ func alertText(a *notifier.Alert, s style) string {
 	if a.Status == notifier.StatusResolved {
 		add("**Resolved** after %s (fired %s, resolved %s)", formatDuration(a.EndsAt.Sub(a.StartsAt).Seconds()),
 			formatTime(a.StartsAt), formatTime(a.EndsAt))
-		if a.ValueText != "" {
-			add("**Last value:** %s", s.esc(a.ValueText))
+		if a.Exit != nil {
+			add("%s", s.esc(a.Exit.Text))
+		}
+		if a.Value.Known() {
+			add("**Now:** %s", s.esc(a.ValueText))
 		}
 	} else {
 		facts := []string{"**Value:** " + s.esc(orNA(a.ValueText))}
@@ -101,7 +104,11 @@ func alertText(a *notifier.Alert, s style) string {
 			facts = append(facts, "**Trend:** "+s.esc(a.TrendText))
 		}
 		if a.TimeToFull.Known() {
-			facts = append(facts, "**Full in:** "+formatDuration(float64(a.TimeToFull)))
+			facts = append(facts, fmt.Sprintf("**Full in:** %s (around %s)", formatDuration(float64(a.TimeToFull)),
+				formatTime(a.At.Add(time.Duration(float64(a.TimeToFull)*float64(time.Second))))))
+		}
+		if !a.LastReport.IsZero() {
+			facts = append(facts, "**Last report:** "+formatTime(a.LastReport))
 		}
 		add("%s", strings.Join(facts, " · "))
 		since := "**Since:** " + formatTime(a.StartsAt)
