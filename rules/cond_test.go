@@ -482,8 +482,13 @@ func TestCondValue(t *testing.T) {
 	}
 }
 
-// benchConds are the conditions of DESIGN.md's example rules.
+// benchConds are the conditions of DESIGN.md's example rules and of the
+// defaults in config.example.yaml.
 var benchConds = []string{
+	"memory.used_percent > 95 and held_for > 10m and min(memory.used_percent, 5m) < 90",
+	"trend(memory.used, 40m) > 10MiB/min",
+	"time_to_full(memory.used, 40m) < 30m",
+	"missing_for > 1m",
 	"memory.used_percent > 95",
 	"slope(memory.used, 10m) > 200MiB/min and memory.used_percent > 50",
 	"time_to_full(memory.used, 15m) < 20m",

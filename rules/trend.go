@@ -182,11 +182,12 @@ func (t *Trend) Rate() float64 {
 
 // compute brings value and rate up to date.
 func (t *Trend) compute() {
-	if !t.Ready() {
-		t.value, t.rate = math.NaN(), math.NaN()
+	if t.valid {
 		return
 	}
-	if t.valid {
+	t.valid = true
+	if !t.Ready() {
+		t.value, t.rate = math.NaN(), math.NaN()
 		return
 	}
 	var rates [trendSlices - 1]float64 // per second; zero: no change
@@ -225,5 +226,4 @@ func (t *Trend) compute() {
 	if t.value > 0 {
 		t.rate = rates[medianRank]
 	}
-	t.valid = true
 }
