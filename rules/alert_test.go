@@ -168,3 +168,43 @@ func TestAlertUnknownConditionHoldsFiring(t *testing.T) {
 		t.Errorf("a pending alert whose condition became unknown is %v, want inactive", p.State)
 	}
 }
+
+// TestAlertHysteresisHoldsWhilePending steps an alert with clear_when through
+// the band between its two conditions while it is pending: the band keeps
+// it pending and `for` counts on; only clear_when sends it back.
+func TestAlertHysteresisHoldsWhilePending(t *testing.T) {
+	timing := Timing{For: time.Minute, HasClear: true}
+	runSteps(t, timing, []step{
+		{0, true, false, NoChange, StatePending},                     // 86 C
+		{20 * time.Second, false, false, NoChange, StatePending},     // 83 C: in the band
+		{59 * time.Second, false, false, NoChange, StatePending},     // 1s short of for
+		{60 * time.Second, false, false, Fired, StateFiring},         // held (in the band) for 1m
+		{80 * time.Second, false, false, NoChange, StateFiring},      // 82 C
+		{100 * time.Second, false, true, Resolved, StateInactive},    // 79 C
+		{120 * time.Second, true, false, NoChange, StatePending},     // 86 C again
+		{140 * time.Second, false, true, NoChange, StateInactive},    // 79 C: a pending alert that clears sends nothing
+		{179*time.Second + 1, false, false, NoChange, StateInactive}, // the band alone starts nothing
+		{180 * time.Second, true, false, NoChange, StatePending},
+	})
+}
+
+// TestAlertPendingUnknownDoesNotHold: an unknown condition (no reading)
+// never keeps an alert pending, band or not.
+func TestAlertPendingUnknownDoesNotHold(t *testing.T) {
+	var a Alert
+	timing := Timing{For: time.Minute, HasClear: true}
+	a.Step(t0, TruthTrue, TruthFalse, timing)
+	if a.State != StatePending {
+		t.Fatalf("got %v, want pending", a.State)
+	}
+	for _, tc := range []struct{ when, clear Truth }{
+		{TruthUnknown, TruthFalse},
+		{TruthFalse, TruthUnknown},
+	} {
+		b := a
+		b.Step(t0.Add(30*time.Second), tc.when, tc.clear, timing)
+		if b.State != StateInactive {
+			t.Errorf("pending, then when %v and clear_when %v: got %v, want inactive", tc.when, tc.clear, b.State)
+		}
+	}
+}

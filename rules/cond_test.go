@@ -539,6 +539,7 @@ func FuzzParseCond(f *testing.F) {
 	for _, src := range []string{
 		"slope(temperature, 5m) > 1C/min", "memory.used > 5 GiB", "power > 300W", "temperature > 85 AND (xid > 0 or not utilization.gpu < 5%)",
 		"memory.used > 1e400", "((((temperature > 1))))", "xid in (48,", "avg(utilization.gpu, 0.5h) <= -3.5e2", "temperature = 5 && x",
+		"trend(held_for, 5m) > 0", "held_for > 10MiB", "trend(temperature, 1ms) < -1C/h", "missing_for in (1, 2)",
 	} {
 		f.Add(src)
 	}

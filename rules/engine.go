@@ -296,7 +296,7 @@ func (e *Engine) Eval(s *gpu.Snapshot) []Transition {
 		if gs.holder.observe(s.Time, d) {
 			// A trend is the growth of one job: the next starts afresh.
 			for _, tr := range gs.trends {
-				tr.Reset()
+				tr.Restart()
 			}
 		}
 		e.ctx.HeldFor, e.ctx.MissingFor = gs.holder.heldFor(s.Time), 0

@@ -87,11 +87,15 @@ type holder struct {
 	// exit: did the job die just after its memory rose?
 	memory history
 	exit   Exit // the last job's exit; zero At when none yet
+	seen   bool // a sample has been observed
 }
 
 // observe records sample d at at and returns whether the GPU changed
-// hands with it: a job took it, or left it (then h.exit says how).
+// hands with it: a job took it, or left it (then h.exit says how). The
+// first sample changes nothing: the job on it, if any, was there before.
 func (h *holder) observe(at time.Time, d *gpu.Device) (changed bool) {
+	first := !h.seen
+	h.seen = true
 	pct := d.MemUsedPercent()
 	held := Held(d)
 	exited := false
@@ -114,7 +118,7 @@ func (h *holder) observe(at time.Time, d *gpu.Device) (changed bool) {
 		h.procs, h.lastPercent = nil, math.NaN()
 	}
 	h.memory.add(at, pct)
-	return changed || exited
+	return !first && (changed || exited)
 }
 
 // rose reports whether the GPU was nearly full at the job's last sample and

@@ -61,6 +61,10 @@ type Trend struct {
 
 	value, rate float64 // cached results
 	valid       bool    // value and rate are up to date
+	// afresh says a new series started (a new job): until the trend is
+	// Ready it is known to be zero, not unknown, since nothing has grown
+	// yet.
+	afresh bool
 }
 
 // NewTrend returns an empty trend over a window of span. A span shorter
@@ -75,12 +79,20 @@ func NewTrend(span time.Duration) *Trend {
 // Span returns the window's length.
 func (t *Trend) Span() time.Duration { return time.Duration(t.span) }
 
-// Reset empties the trend.
+// Reset empties the trend: it is unknown until Ready.
 func (t *Trend) Reset() {
 	for i := range t.floors {
 		t.floors[i] = math.NaN()
 	}
-	t.newest, t.hasAny, t.now, t.hasNow, t.valid = 0, false, 0, false, false
+	t.newest, t.hasAny, t.now, t.hasNow, t.valid, t.afresh = 0, false, 0, false, false, false
+}
+
+// Restart empties the trend for a new series, such as the next job on a
+// GPU: until it is Ready its value is 0 (nothing has grown yet) rather
+// than unknown, so that an alert about the last job's growth resolves.
+func (t *Trend) Restart() {
+	t.Reset()
+	t.afresh = true
 }
 
 // sliceOf returns the number of the slice holding time ts (floor division,
@@ -167,7 +179,8 @@ func (t *Trend) filledRange() (oldest, newest int64, ok bool) {
 	return oldest, newest, ok
 }
 
-// Value returns the trend per second, or NaN when !Ready.
+// Value returns the trend per second, or NaN when !Ready (0 after
+// Restart).
 func (t *Trend) Value() float64 {
 	t.compute()
 	return t.value
@@ -188,6 +201,9 @@ func (t *Trend) compute() {
 	t.valid = true
 	if !t.Ready() {
 		t.value, t.rate = math.NaN(), math.NaN()
+		if t.afresh {
+			t.value, t.rate = 0, 0
+		}
 		return
 	}
 	var rates [trendSlices - 1]float64 // per second; zero: no change

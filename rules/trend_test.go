@@ -211,3 +211,40 @@ func BenchmarkTrendAddValue(b *testing.B) {
 		i++
 	}
 }
+
+// FuzzTrend feeds a trend any sequence of samples: it never panics, is NaN
+// exactly while not Ready (0 once restarted for a new series), and its rate
+// is at least its value when positive.
+func FuzzTrend(f *testing.F) {
+	f.Add([]byte{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16}, int64(time.Hour))
+	f.Add([]byte{200, 0, 200, 0, 255, 1}, int64(time.Minute))
+	f.Fuzz(func(t *testing.T, data []byte, span int64) {
+		tr := NewTrend(time.Duration(span))
+		at := trendBase
+		restarted := false
+		for i := 0; i+1 < len(data); i += 2 {
+			at = at.Add(time.Duration(data[i]) * time.Second * 7)
+			v := float64(data[i+1])
+			switch data[i+1] {
+			case 255:
+				v = math.NaN()
+			case 254:
+				tr.Restart()
+				restarted = true
+			}
+			tr.Add(at, v)
+			value, rate := tr.Value(), tr.Rate()
+			switch {
+			case tr.Ready() && math.IsNaN(value):
+				t.Fatalf("Value() = NaN while Ready()")
+			case !tr.Ready() && restarted && value != 0:
+				t.Fatalf("Value() = %v after Restart, before Ready(); want 0", value)
+			case !tr.Ready() && !restarted && !math.IsNaN(value):
+				t.Fatalf("Value() = %v before Ready(); want NaN", value)
+			}
+			if value > 0 && rate < value {
+				t.Fatalf("Rate() = %v below Value() = %v", rate, value)
+			}
+		}
+	})
+}

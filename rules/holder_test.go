@@ -1,0 +1,271 @@
+package rules
+
+import (
+	"math"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gpuwatch/gpuwatch/gpu"
+)
+
+// evalAt evaluates a snapshot at t0+at and returns its transitions by alert.
+func evalAt(e *Engine, at time.Duration, devs ...gpu.Device) map[string]Transition {
+	out := map[string]Transition{}
+	for _, tr := range e.Eval(snapshot(at, devs...)) {
+		out[tr.Alert+"/"+tr.StateName()] = tr
+	}
+	return out
+}
+
+// TestMissingForBoundary steps a GPU that stops reporting across the rule's
+// boundary: missing_for counts from its last report, only while another GPU
+// of the host reports, and the alert resolves when it reports again.
+func TestMissingForBoundary(t *testing.T) {
+	e := NewEngine(mustRules(t, `
+rules:
+  - alert: GPULost
+    when: missing_for > 1m
+`), Options{})
+	other := func() gpu.Device { return device(1, 10, 50, 50) }
+	procs := []gpu.Process{{PID: 4242, User: "alice", Command: "python train.py", MemUsed: 30 << 30}}
+	evalAt(e, 0, device(0, 30, 90, 60, procs...), other())
+	evalAt(e, 5*time.Second, device(0, 30, 90, 60, procs...), other()) // last report
+	for _, tc := range []struct {
+		at   time.Duration
+		want string // the transition, "" for none
+	}{
+		{10 * time.Second, ""},
+		{65 * time.Second, ""}, // missing exactly 1m: not more
+		{65*time.Second + 1, "GPULost/firing"},
+		{5 * time.Minute, ""},
+	} {
+		got := evalAt(e, tc.at, other())
+		if _, ok := got[tc.want]; tc.want != "" && !ok || tc.want == "" && len(got) > 0 {
+			t.Fatalf("at %v: got %v, want %q", tc.at, keys(got), tc.want)
+		}
+		if tr, ok := got["GPULost/firing"]; ok {
+			if tr.GPU != 0 || tr.LastReport != t0.Add(5*time.Second) {
+				t.Errorf("firing on gpu %d, last report %v; want gpu 0 and its last report", tr.GPU, tr.LastReport)
+			}
+			if len(tr.Processes) != 1 || tr.Processes[0].PID != 4242 {
+				t.Errorf("firing names processes %v, want the last known one (pid 4242)", tr.Processes)
+			}
+		}
+	}
+	if active := e.Active(); len(active) != 1 || active[0].GPU != 0 {
+		t.Errorf("Active() = %v, want GPULost on gpu 0", active)
+	}
+	got := evalAt(e, 6*time.Minute, device(0, 0, 0, 40), other())
+	if _, ok := got["GPULost/resolved"]; !ok {
+		t.Errorf("the GPU reports again: got %v, want GPULost resolved", keys(got))
+	}
+}
+
+func keys(m map[string]Transition) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}
+
+// TestHeldForBoundary: held_for counts from the sample a job took the GPU,
+// and starts again with the next job.
+func TestHeldForBoundary(t *testing.T) {
+	e := NewEngine(mustRules(t, `
+rules:
+  - alert: LongJob
+    when: held_for > 10m
+`), Options{})
+	job := func(pid int, memGiB float64) gpu.Device {
+		return device(0, memGiB, 90, 60, gpu.Process{PID: pid, User: "alice", MemUsed: uint64(memGiB * (1 << 30))})
+	}
+	evalAt(e, 0, device(0, 0, 0, 35)) // free
+	for _, tc := range []struct {
+		at   time.Duration
+		dev  gpu.Device
+		want string
+	}{
+		{time.Minute, job(1, 20), ""},      // the job takes the GPU
+		{11 * time.Minute, job(1, 20), ""}, // held exactly 10m
+		{11*time.Minute + time.Second, job(1, 20), "LongJob/firing"},
+		{12 * time.Minute, job(2, 20), "LongJob/resolved"}, // another job took over within one sample
+		{22 * time.Minute, job(2, 20), ""},
+		{22*time.Minute + time.Second, job(2, 20), "LongJob/firing"},
+		{23 * time.Minute, device(0, 0.5, 0, 35), "LongJob/resolved"}, // freed: 512 MiB and no process is not held
+	} {
+		got := evalAt(e, tc.at, tc.dev)
+		if _, ok := got[tc.want]; tc.want != "" && !ok || tc.want == "" && len(got) > 0 {
+			t.Fatalf("at %v: got %v, want %q", tc.at, keys(got), tc.want)
+		}
+	}
+}
+
+// TestHeldWithoutProcesses: a source without process lists (a log) holds a
+// GPU by its memory: more than 1 GiB in use.
+func TestHeldWithoutProcesses(t *testing.T) {
+	for _, tc := range []struct {
+		memGiB float64
+		want   bool
+	}{{0, false}, {1, false}, {1.01, true}, {70, true}} {
+		d := device(0, tc.memGiB, 0, 30)
+		if got := Held(&d); got != tc.want {
+			t.Errorf("Held(%v GiB, no processes) = %v, want %v", tc.memGiB, got, tc.want)
+		}
+	}
+	unknown := gpu.Device{MemUsed: 5 << 30}
+	if Held(&unknown) {
+		t.Errorf("Held(memory unknown, no processes) = true, want false")
+	}
+}
+
+// TestExitOnResolve: an alert that resolves because its job left says who
+// left and how full the GPU was, and whether a CUDA OOM is likely.
+func TestExitOnResolve(t *testing.T) {
+	rules := `
+rules:
+  - alert: Full
+    when: memory.used_percent > 90
+`
+	proc := func(memGiB float64) gpu.Process {
+		return gpu.Process{PID: 4242, User: "alice", Command: "python train.py", MemUsed: uint64(memGiB * (1 << 30))}
+	}
+	for _, tc := range []struct {
+		name      string
+		memory    []float64 // GiB a minute, then the job exits
+		procs     bool
+		oomLikely bool
+		text      string
+	}{
+		{"a leak that dies full", []float64{60, 66, 72, 78, 79.6}, true, true,
+			"pid 4242 (alice, python train.py) exited with the GPU at 99.5% — a CUDA out-of-memory is likely"},
+		{"a pool mapped at start, ended", []float64{79.5, 79.5, 79.5, 79.5, 79.5}, true, false,
+			"pid 4242 (alice, python train.py) exited with the GPU at 99.4%"},
+		{"a job in a log, without processes", []float64{60, 70, 79.6}, false, true,
+			"the job on GPU 0 exited with the GPU at 99.5% — a CUDA out-of-memory is likely"},
+	} {
+		e := NewEngine(mustRules(t, rules), Options{})
+		// The pool has been there for an hour before the alert.
+		start := time.Duration(0)
+		if !tc.oomLikely && tc.procs {
+			for i := range 60 {
+				evalAt(e, time.Duration(i)*time.Minute, device(0, 79.5, 0, 30, proc(79.5)))
+			}
+			start = time.Hour
+		}
+		at := start
+		for _, m := range tc.memory {
+			d := device(0, m, 90, 60)
+			if tc.procs {
+				d = device(0, m, 90, 60, proc(m))
+			}
+			evalAt(e, at, d)
+			at += time.Minute
+		}
+		got := evalAt(e, at, device(0, 0, 0, 40))
+		tr, ok := got["Full/resolved"]
+		if !ok {
+			t.Fatalf("%s: got %v at the exit, want Full resolved", tc.name, keys(got))
+		}
+		if tr.Exit == nil {
+			t.Fatalf("%s: the resolve carries no exit", tc.name)
+		}
+		if tr.Exit.OOMLikely != tc.oomLikely || tr.Exit.Text(0) != tc.text {
+			t.Errorf("%s: got exit %q (OOM likely %v), want %q (%v)", tc.name, tr.Exit.Text(0), tr.Exit.OOMLikely, tc.text, tc.oomLikely)
+		}
+		if !tr.Exit.At.Equal(t0.Add(at)) {
+			t.Errorf("%s: exit at %v, want %v", tc.name, tr.Exit.At, t0.Add(at))
+		}
+	}
+}
+
+// TestExitOnlyAfterFiring: a resolve does not claim an exit that happened
+// before its alert fired.
+func TestExitOnlyAfterFiring(t *testing.T) {
+	e := NewEngine(mustRules(t, `
+rules:
+  - alert: Hot
+    when: temperature > 85
+`), Options{})
+	evalAt(e, 0, device(0, 40, 90, 60))
+	evalAt(e, time.Minute, device(0, 0, 0, 60))            // the job exits
+	evalAt(e, 2*time.Minute, device(0, 40, 90, 88))        // another starts; hot
+	got := evalAt(e, 3*time.Minute, device(0, 40, 90, 70)) // cool again
+	if tr, ok := got["Hot/resolved"]; !ok || tr.Exit != nil {
+		t.Errorf("got %v (exit %v), want Hot resolved without an exit", keys(got), tr.Exit)
+	}
+}
+
+// TestTrendStartsAfreshWithEachJob: the growth of one job is not carried
+// into the next.
+func TestTrendStartsAfreshWithEachJob(t *testing.T) {
+	e := NewEngine(mustRules(t, `
+rules:
+  - alert: Leak
+    when: trend(memory.used, 40m) > 10MiB/min
+`), Options{})
+	var fired bool
+	at := time.Duration(0)
+	// A leak of 1 GiB/min for an hour, then the job dies.
+	for i := 0; i < 60; i++ {
+		got := evalAt(e, at, device(0, 10+float64(i), 90, 60))
+		_, ok := got["Leak/firing"]
+		fired = fired || ok
+		at += time.Minute
+	}
+	if !fired {
+		t.Fatal("the leak never fired")
+	}
+	if got := evalAt(e, at, device(0, 0, 0, 40)); len(got["Leak/resolved"].Alert) == 0 {
+		t.Fatalf("the job died: got %v, want Leak resolved", keys(got))
+	}
+	// The next job holds 40 GiB flat: its trend is unknown until half a
+	// window of it is in, and then not a leak.
+	for i := 1; i <= 60; i++ {
+		if got := evalAt(e, at+time.Duration(i)*time.Minute, device(0, 40, 90, 60)); len(got) > 0 {
+			t.Fatalf("%d min into the next job: got %v, want nothing", i, keys(got))
+		}
+	}
+}
+
+func TestExitText(t *testing.T) {
+	two := []gpu.Process{{PID: 1, User: "alice", Command: "torchrun"}, {PID: 2}, {PID: 3, Command: "worker"}}
+	for _, tc := range []struct {
+		x    Exit
+		want string
+	}{
+		{Exit{Processes: two, MemPercent: 50}, "pid 1 (alice, torchrun), pid 2, and 1 more exited with the GPU at 50%"},
+		{Exit{MemPercent: math.NaN()}, "the job on GPU 3 exited"},
+	} {
+		if got := tc.x.Text(3); got != tc.want {
+			t.Errorf("got %q, want %q", got, tc.want)
+		}
+	}
+	if !strings.Contains((&Exit{MemPercent: 99, OOMLikely: true}).Text(0), "out-of-memory") {
+		t.Error("an exit with OOMLikely does not say so")
+	}
+}
+
+// TestRestoredLeakWaitsForItsTrend: after a restart the engine has no trend
+// yet; a restored firing leak alert stays firing until its trend is known,
+// rather than taking the job it finds for a new one.
+func TestRestoredLeakWaitsForItsTrend(t *testing.T) {
+	e := NewEngine(mustRules(t, `
+rules:
+  - alert: Leak
+    when: trend(memory.used, 40m) > 10MiB/min
+    clear_when: trend(memory.used, 40m) <= 0 or memory.used < 1GiB
+`), Options{})
+	d := device(0, 40, 90, 60)
+	e.Restore([]AlertRecord{{Rule: "Leak", UUID: d.UUID, Alert: Alert{State: StateFiring, FiredAt: t0.Add(-time.Hour)}}})
+	for i := 0; i < 19; i++ {
+		d := device(0, 40+float64(i)/4, 90, 60) // still leaking, 256 MiB/min
+		if got := evalAt(e, time.Duration(i)*time.Minute, d); len(got) > 0 {
+			t.Fatalf("%d min after the restart: got %v, want the restored alert left firing", i, keys(got))
+		}
+	}
+	if a := e.Active(); len(a) != 1 || a[0].State != StateFiring {
+		t.Errorf("Active() = %v, want the restored leak firing", a)
+	}
+}
