@@ -26,6 +26,8 @@ func logCoverage(rs []*rules.Rule, first *gpu.Snapshot, logName string) []string
 		for _, m := range r.When.Metrics() {
 			column, fromLog := logColumns[m]
 			switch {
+			case m.Observed():
+				// gpuwatch keeps it from the samples, whatever the log holds.
 			case !fromLog:
 				warnings = append(warnings, fmt.Sprintf("warning: rule %s uses %s, which nvidia-smi logs do not record; it cannot fire in a replay", r.Name, m))
 			case !anyDevice(first, m):

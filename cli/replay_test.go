@@ -196,3 +196,14 @@ func TestReplayBrokenConfig(t *testing.T) {
 		t.Errorf("replay with a broken config: got stderr\n%s\nwant the config's problems as FILE:LINE:COL", got.stderr)
 	}
 }
+
+// TestReplayKnowsObservedMetrics: held_for and missing_for are kept by
+// gpuwatch from the samples, so a replay never warns that a log lacks them.
+func TestReplayKnowsObservedMetrics(t *testing.T) {
+	got := gpuwatch(t, "replay", "--trace", "testdata/traces/memory-leak.csv")
+	for _, m := range []string{"held_for", "missing_for"} {
+		if strings.Contains(got.stderr, m) {
+			t.Errorf("replay warns about %s, which gpuwatch keeps itself:\n%s", m, got.stderr)
+		}
+	}
+}

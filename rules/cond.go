@@ -769,7 +769,7 @@ func (p *parser) parseValue() (valueNode, error) {
 	switch {
 	case m == MetricXID:
 		return valueNode{}, p.errAt(p.tok.off, "%s does not apply to xid: xid is an event, not a series; test it directly, e.g. xid in (79)", name)
-	case m.observed():
+	case m.Observed():
 		return valueNode{}, p.errAt(p.tok.off, "%s does not apply to %s: it already is a duration gpuwatch keeps; compare it directly, e.g. %s > 30m", name, m, m)
 	case f == fnTimeToFull && m != MetricMemoryUsed && m != MetricMemoryUsedPercent:
 		return valueNode{}, p.errAt(p.tok.off, "time_to_full works only on memory.used and memory.used_percent, not %s", m)

@@ -171,7 +171,7 @@ func NewEngine(rules []*Rule, opts Options) *Engine {
 			c.clearTrends = slots(&e.trends, r.ClearWhen.Trends())
 		}
 		c.trend, c.history = -1, -1
-		if m := r.When.ValueMetric(); m != MetricXID && !m.observed() && m.Dimension().Base != Count {
+		if m := r.When.ValueMetric(); m != MetricXID && !m.Observed() && m.Dimension().Base != Count {
 			span := trendSpan
 			if w, ok := r.When.ValueTrend(); ok {
 				span = w // the trend the alert's value is about: one rate, not two

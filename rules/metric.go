@@ -85,10 +85,10 @@ func Held(d *gpu.Device) bool {
 	return len(d.Processes) > 0 || d.MemKnown() && d.MemUsed > heldBytes
 }
 
-// observed reports whether the metric is kept by the engine from the GPU's
+// Observed reports whether the metric is kept by the engine from the GPU's
 // past (how long it has been held, how long it has been missing) rather than
 // read from the snapshot.
-func (m Metric) observed() bool { return m == MetricHeldFor || m == MetricMissingFor }
+func (m Metric) Observed() bool { return m == MetricHeldFor || m == MetricMissingFor }
 
 // Dimension returns what the metric measures, which decides the units a
 // condition may compare it with.
