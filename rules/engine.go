@@ -153,6 +153,7 @@ type gpuState struct {
 // seen is what the engine knows of a GPU from the samples it reported.
 type seen struct {
 	holder holder
+	host   string     // the host it reported from
 	eval   uint64     // the Eval that last saw the GPU
 	last   time.Time  // when it last reported
 	device gpu.Device // its last reading, for evaluating it while it is missing
@@ -282,9 +283,12 @@ func pick[T any](all []T, slots []int) []T {
 // time, and returns the transitions people must hear about. The returned
 // slice is reused by the next call.
 //
-// A GPU that reported before but is not in the snapshot (NVML lost it, its
-// handle stopped answering, its rows stopped in a log) is evaluated too,
-// with unknown readings and missing_for counting from its last report.
+// A GPU of the snapshot's host that reported before but is not in the
+// snapshot (NVML lost it, its handle stopped answering, its rows stopped in
+// a log) is evaluated too, with unknown readings and missing_for counting
+// from its last report. One engine may evaluate the snapshots of many hosts
+// (a fleet), one host at a time; a host whose GPUs all stopped reporting
+// gets a snapshot without devices.
 func (e *Engine) Eval(s *gpu.Snapshot) []Transition {
 	e.out = e.out[:0]
 	e.eval++
@@ -292,7 +296,7 @@ func (e *Engine) Eval(s *gpu.Snapshot) []Transition {
 		d := &s.Devices[i]
 		gs := e.state(s.Host, d)
 		gs.index = d.Index
-		gs.eval, gs.last, gs.device = e.eval, s.Time, *d
+		gs.host, gs.eval, gs.last, gs.device = s.Host, e.eval, s.Time, *d
 		if gs.holder.observe(s.Time, d) {
 			// A trend is the growth of one job: the next starts afresh.
 			for _, tr := range gs.trends {
@@ -303,7 +307,7 @@ func (e *Engine) Eval(s *gpu.Snapshot) []Transition {
 		e.evalDevice(s, d, gs, d.Processes)
 	}
 	for _, gs := range e.order {
-		if gs.eval == e.eval {
+		if gs.eval == e.eval || gs.host != s.Host {
 			continue
 		}
 		e.refresh(gs, s.Host, &gs.device)

@@ -269,3 +269,32 @@ rules:
 		t.Errorf("Active() = %v, want the restored leak firing", a)
 	}
 }
+
+// TestMissingIsPerHost: one engine evaluating several hosts, one snapshot
+// each, counts a GPU missing only when its own host reports without it; a
+// host whose GPUs all stopped reporting sends a snapshot without devices.
+func TestMissingIsPerHost(t *testing.T) {
+	e := NewEngine(mustRules(t, `
+rules:
+  - alert: GPULost
+    when: missing_for > 1m
+`), Options{})
+	host := func(name string, at time.Duration, devs ...gpu.Device) []Transition {
+		return e.Eval(&gpu.Snapshot{Time: t0.Add(at), Host: name, Devices: devs})
+	}
+	a0, b0 := device(0, 10, 50, 50), device(0, 10, 50, 50)
+	b0.UUID = "GPU-other-host"
+	for at := time.Duration(0); at <= 5*time.Minute; at += 15 * time.Second {
+		if ts := append(host("a", at, a0), host("b", at, b0)...); len(ts) > 0 {
+			t.Fatalf("at %v: got %v, want nothing while both hosts report", at, ts[0].Alert)
+		}
+	}
+	var lost []Transition
+	for at := 5*time.Minute + 15*time.Second; at <= 8*time.Minute; at += 15 * time.Second {
+		host("a", at, a0)
+		lost = append(lost, host("b", at)...) // host b reports no GPU
+	}
+	if len(lost) != 1 || lost[0].Host != "b" || lost[0].UUID != "GPU-other-host" {
+		t.Fatalf("got %v, want GPULost once, for host b's GPU", lost)
+	}
+}
