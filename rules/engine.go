@@ -491,6 +491,7 @@ func sortedProcesses(ps []gpu.Process) []gpu.Process {
 // AlertState is one alert's state, for the CLI, the API and tests.
 type AlertState struct {
 	Rule *Rule
+	Host string
 	GPU  int
 	UUID string
 	Alert
@@ -502,7 +503,7 @@ func (e *Engine) Active() []AlertState {
 	visit := func(index int, uuid string, gs *gpuState) {
 		for j, a := range gs.alerts {
 			if a.State != StateInactive {
-				out = append(out, AlertState{Rule: e.rules[j], GPU: index, UUID: uuid, Alert: a})
+				out = append(out, AlertState{Rule: e.rules[j], Host: gs.host, GPU: index, UUID: uuid, Alert: a})
 			}
 		}
 	}
@@ -513,7 +514,7 @@ func (e *Engine) Active() []AlertState {
 		visit(idx, "", gs)
 	}
 	slices.SortFunc(out, func(a, b AlertState) int {
-		return cmp.Or(cmp.Compare(a.GPU, b.GPU), cmp.Compare(a.Rule.Name, b.Rule.Name))
+		return cmp.Or(cmp.Compare(a.Host, b.Host), cmp.Compare(a.GPU, b.GPU), cmp.Compare(a.Rule.Name, b.Rule.Name))
 	})
 	return out
 }
