@@ -24,11 +24,15 @@ or SLACK_BOT_TOKEN (with SLACK_CHANNEL, default #gpuwatch-demo), is set.`)
 	seed := fs.Uint64("seed", 1, "random seed: the same seed gives the same run")
 	forever := fs.Bool("forever", false, "loop the scenario instead of ending after one run")
 	logLevel := fs.String("log-level", "warn", "log level: debug, info, warn, error")
-	if err := parseFlags(env, fs, args); err != nil {
+	args, err := parseFlags(env, fs, args)
+	if err != nil {
+		return err
+	}
+	if err := noArgs("demo", args); err != nil {
 		return err
 	}
 	if *speed < 0 {
-		return userErrf("demo: --speed must be 0 or more, not %v", *speed)
+		return usageErrf("demo: --speed must be 0 or more, not %v", *speed)
 	}
 	logger, err := newLogger(env.Stderr, *logLevel)
 	if err != nil {
@@ -41,7 +45,7 @@ or SLACK_BOT_TOKEN (with SLACK_CHANNEL, default #gpuwatch-demo), is set.`)
 	src, err := sim.New(sim.Config{Scenario: *scenario, Seed: *seed, Start: simStart(),
 		Step: cfg.Source.Interval, Host: "demo-host", Loop: *forever})
 	if err != nil {
-		return userErr(err)
+		return usageErrf("demo: --scenario: %v", err)
 	}
 	defer src.Close()
 	pace := "unpaced"

@@ -35,22 +35,23 @@ or daemon needed; the window ends at the log's last sample.`)
 	format := fs.String("format", "text", "output: text, markdown, blocks (Slack Block Kit JSON) or json (the report's data)")
 	skipBad := fs.Bool("skip-bad", false, "skip malformed rows instead of stopping at the first")
 	logLevel := fs.String("log-level", "warn", "log level: debug, info, warn, error")
-	if err := parseFlags(env, fs, args); err != nil {
+	args, err := parseFlags(env, fs, args)
+	if err != nil {
 		return err
 	}
 	switch {
-	case fs.NArg() > 0:
-		return userErrf("digest: unexpected argument %q: flags only (see gpuwatch digest --help)", fs.Arg(0))
+	case len(args) > 0:
+		return noArgs("digest", args)
 	case *trace == "" && *configPath == "":
-		return userErrf("digest: say what to digest: gpuwatch digest --config FILE (what gpuwatch run recorded) or --trace LOG.csv")
+		return usageErrf("digest: say what to digest: gpuwatch digest --config FILE (what gpuwatch run recorded) or --trace LOG.csv")
 	case *window < 0:
-		return userErrf("digest: --window %s is negative: give how far back to look, e.g. --window 24h", *window)
+		return usageErrf("digest: --window %s is negative: give how far back to look, e.g. --window 24h", *window)
 	case *topUsers < 1:
-		return userErrf("digest: --top-users %d: list at least 1 user", *topUsers)
+		return usageErrf("digest: --top-users %d: list at least 1 user", *topUsers)
 	case *price < 0:
-		return userErrf("digest: --price-per-kwh %g is negative: give the price of one kWh, e.g. 0.30", *price)
+		return usageErrf("digest: --price-per-kwh %g is negative: give the price of one kWh, e.g. 0.30", *price)
 	case *currency != "" && *price == 0:
-		return userErrf("digest: --currency %s needs --price-per-kwh", *currency)
+		return usageErrf("digest: --currency %s needs --price-per-kwh", *currency)
 	}
 	if _, err := renderDigest(&digest.Report{}, *format); err != nil {
 		return err
@@ -222,5 +223,5 @@ func renderDigest(r *digest.Report, format string) (string, error) {
 		}
 		return string(n.Digest.Data) + "\n", nil
 	}
-	return "", userErrf("digest: --format %q: use text, markdown, blocks or json", format)
+	return "", usageErrf("digest: --format %q: use text, markdown, blocks or json", format)
 }

@@ -95,24 +95,25 @@ func TestDigestBadFlags(t *testing.T) {
 	tests := []struct {
 		name       string
 		args       []string
+		want       int
 		wantStderr string
 	}{
-		{"no trace", nil, "--trace LOG.csv"},
-		{"missing file", []string{"--trace", "testdata/nope.csv"}, "nope.csv"},
-		{"negative window", []string{"--trace", idleHog, "--window", "-1h"}, "negative"},
-		{"bad window", []string{"--trace", idleHog, "--window", "tomorrow"}, "--help"},
-		{"no users", []string{"--trace", idleHog, "--top-users", "0"}, "at least 1"},
-		{"negative price", []string{"--trace", idleHog, "--price-per-kwh", "-1"}, "negative"},
-		{"currency alone", []string{"--trace", idleHog, "--currency", "EUR"}, "--price-per-kwh"},
-		{"bad format", []string{"--trace", idleHog, "--format", "pdf"}, "text, markdown"},
-		{"stray argument", []string{"--trace", idleHog, "now"}, `"now"`},
-		{"bad row", []string{"--trace", "testdata/bad-row.csv"}, "bad-row.csv"},
-		{"no samples", []string{"--trace", empty}, "no samples"},
+		{"no trace", nil, cli.ExitUsage, "--trace LOG.csv"},
+		{"missing file", []string{"--trace", "testdata/nope.csv"}, cli.ExitUser, "nope.csv"},
+		{"negative window", []string{"--trace", idleHog, "--window", "-1h"}, cli.ExitUsage, "negative"},
+		{"bad window", []string{"--trace", idleHog, "--window", "tomorrow"}, cli.ExitUsage, "--help"},
+		{"no users", []string{"--trace", idleHog, "--top-users", "0"}, cli.ExitUsage, "at least 1"},
+		{"negative price", []string{"--trace", idleHog, "--price-per-kwh", "-1"}, cli.ExitUsage, "negative"},
+		{"currency alone", []string{"--trace", idleHog, "--currency", "EUR"}, cli.ExitUsage, "--price-per-kwh"},
+		{"bad format", []string{"--trace", idleHog, "--format", "pdf"}, cli.ExitUsage, "text, markdown"},
+		{"stray argument", []string{"--trace", idleHog, "now"}, cli.ExitUsage, `"now"`},
+		{"bad row", []string{"--trace", "testdata/bad-row.csv"}, cli.ExitUser, "bad-row.csv"},
+		{"no samples", []string{"--trace", empty}, cli.ExitUser, "no samples"},
 	}
 	for _, tt := range tests {
 		got := gpuwatch(t, append([]string{"digest"}, tt.args...)...)
-		if got.code != cli.ExitUser || !strings.Contains(got.stderr, tt.wantStderr) {
-			t.Errorf("%s: got exit %d, stderr %q; want exit %d and %q in stderr", tt.name, got.code, got.stderr, cli.ExitUser, tt.wantStderr)
+		if got.code != tt.want || !strings.Contains(got.stderr, tt.wantStderr) {
+			t.Errorf("%s: got exit %d, stderr %q; want exit %d and %q in stderr", tt.name, got.code, got.stderr, tt.want, tt.wantStderr)
 		}
 	}
 }

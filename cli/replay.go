@@ -26,11 +26,15 @@ Without --config the rules of config.example.yaml are used. Make a log with:
 	asJSON := fs.Bool("json", false, `print one JSON object per transition: {"at","alert","gpu","uuid","state","value"}`)
 	skipBad := fs.Bool("skip-bad", false, "skip malformed rows with a warning count instead of stopping at the first")
 	logLevel := fs.String("log-level", "warn", "log level: debug, info, warn, error")
-	if err := parseFlags(env, fs, args); err != nil {
+	args, err := parseFlags(env, fs, args)
+	if err != nil {
+		return err
+	}
+	if err := noArgs("replay", args); err != nil {
 		return err
 	}
 	if *trace == "" {
-		return userErrf("replay: name the log to replay: gpuwatch replay --trace LOG.csv")
+		return usageErrf("replay: name the log to replay: gpuwatch replay --trace LOG.csv")
 	}
 	logger, err := newLogger(env.Stderr, *logLevel)
 	if err != nil {

@@ -37,7 +37,8 @@ func TestSilenceAndOutboxCommands(t *testing.T) {
 	}()
 	waitFor(t, &stderr, "HTTP API listening")
 
-	got := gpuwatch(t, "silence", "add", "--server", addr, "--reason", "fan repair", "--by", "alice", "alert=GPUHot", "gpu=0")
+	// Flags after the matchers, as the README writes it.
+	got := gpuwatch(t, "silence", "add", "alert=GPUHot", "gpu=0", "--server", addr, "--duration", "4h", "--reason", "fan repair", "--by", "alice")
 	if got.code != cli.ExitOK || !strings.Contains(got.stdout, `alert="GPUHot" gpu="0" until`) {
 		t.Fatalf("silence add: exit %d\nstdout: %s\nstderr: %s", got.code, got.stdout, got.stderr)
 	}

@@ -21,7 +21,11 @@ power, and the processes on each GPU with their users and commands, and the
 active alerts when gpuwatch run is running here. Reads NVML, or the source
 of the config given (a sim source works without a GPU).`)
 	path := fs.String("config", "", "config file whose source to read, and whose server.listen to ask for alerts (default: NVML on this machine)")
-	if err := parseFlags(env, fs, args); err != nil {
+	args, err := parseFlags(env, fs, args)
+	if err != nil {
+		return err
+	}
+	if err := noArgs("status", args); err != nil {
 		return err
 	}
 	logger, err := newLogger(env.Stderr, "warn")
