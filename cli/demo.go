@@ -8,6 +8,7 @@ import (
 
 	"github.com/gpuwatch/gpuwatch/gpu"
 	"github.com/gpuwatch/gpuwatch/gpu/sim"
+	"github.com/gpuwatch/gpuwatch/internal/plural"
 	"github.com/gpuwatch/gpuwatch/rules"
 )
 
@@ -59,8 +60,8 @@ or SLACK_BOT_TOKEN (with SLACK_CHANNEL, default #gpuwatch-demo), is set.`)
 			length += fmt.Sprintf(", about %s here", (time.Duration(float64(src.Duration()) / *speed)).Round(time.Second))
 		}
 	}
-	fmt.Fprintf(env.Stdout, "gpuwatch demo: scenario %q, seed %d, %d rules from config.example.yaml, %s (%s).\n\n",
-		*scenario, *seed, len(cfg.Rules), pace, length)
+	fmt.Fprintf(env.Stdout, "gpuwatch demo: scenario %q, seed %d, %s from config.example.yaml, %s (%s).\n\n",
+		*scenario, *seed, plural.Count(len(cfg.Rules), "rule"), pace, length)
 	toSlack, err := newDemoSlack(env, logger)
 	if err != nil {
 		return err
@@ -88,7 +89,7 @@ or SLACK_BOT_TOKEN (with SLACK_CHANNEL, default #gpuwatch-demo), is set.`)
 	if err := w.run(ctx); err != nil {
 		return err
 	}
-	fmt.Fprintf(env.Stdout, "\ndemo finished: %d alerts fired, %d resolved.\n"+
-		"Next: gpuwatch replay --trace your-nvidia-smi-log.csv, or on a GPU server: gpuwatch run --config config.yaml\n", fired, resolved)
+	fmt.Fprintf(env.Stdout, "\ndemo finished: %s fired, %d resolved.\n"+
+		"Next: gpuwatch replay --trace your-nvidia-smi-log.csv, or on a GPU server: gpuwatch run --config config.yaml\n", plural.Count(fired, "alert"), resolved)
 	return nil
 }

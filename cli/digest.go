@@ -72,7 +72,7 @@ or daemon needed; the window ends at the log's last sample.`)
 		return digestFromStore(ctx, env, cfg, *window, *format, opts)
 	}
 	host := opts.Host
-	r, err := replay.Open(*trace, replay.Options{Host: host, Location: env.Location, SkipBad: *skipBad, Logger: logger})
+	r, err := replay.Open(*trace, replay.Options{Host: host, Location: env.Location, SkipBad: *skipBad, Logger: logger, Warnings: env.Stderr})
 	if err != nil {
 		return replayErr(err)
 	}
@@ -110,7 +110,7 @@ or daemon needed; the window ends at the log's last sample.`)
 		return replayErr(err)
 	}
 	if last.IsZero() {
-		return userErrf("digest: %s has no samples", *trace)
+		return noSamples(*trace, r.Skipped())
 	}
 	for _, t := range firing {
 		rollups.RecordAlert(t.Alert, t.StartsAt, last.Sub(t.StartsAt))

@@ -13,6 +13,7 @@ import (
 	"github.com/gpuwatch/gpuwatch/gpu/proc"
 	"github.com/gpuwatch/gpuwatch/gpu/replay"
 	"github.com/gpuwatch/gpuwatch/gpu/sim"
+	"github.com/gpuwatch/gpuwatch/internal/plural"
 )
 
 // hostName is the config's host or, by default, the machine's name.
@@ -63,6 +64,15 @@ func openNVML(host string, logger *slog.Logger) (*nvml.Sampler, error) {
 // simStart is when simulated time begins: a fixed instant, so a demo with a
 // seed prints the same times on every run.
 func simStart() time.Time { return time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC) }
+
+// noSamples is the error of a log without a single sample to read: only a
+// header, or every row malformed and skipped.
+func noSamples(path string, skipped int) error {
+	if skipped > 0 {
+		return userErrf("%s has no samples: all %s were malformed and skipped", path, plural.Count(skipped, "row"))
+	}
+	return userErrf("%s has no samples: it holds no rows below its header; log with nvidia-smi --query-gpu=… --format=csv -l 5 for a while first", path)
+}
 
 // replayErr marks CSV problems as the user's (exit 1) and I/O failures as
 // runtime ones.

@@ -11,6 +11,7 @@ import (
 
 	"github.com/gpuwatch/gpuwatch/daemon"
 	"github.com/gpuwatch/gpuwatch/gpu"
+	"github.com/gpuwatch/gpuwatch/internal/plural"
 	"github.com/gpuwatch/gpuwatch/rules"
 )
 
@@ -89,7 +90,7 @@ func printDaemonAlerts(ctx context.Context, env *Env, server string) {
 
 // printStatus writes the status view of a snapshot.
 func printStatus(w io.Writer, s *gpu.Snapshot, loc *time.Location) {
-	fmt.Fprintf(w, "%s · %s · %d GPUs\n", s.Host, s.Time.In(loc).Format("2006-01-02 15:04:05 MST"), len(s.Devices))
+	fmt.Fprintf(w, "%s · %s · %s\n", s.Host, s.Time.In(loc).Format("2006-01-02 15:04:05 MST"), plural.Count(len(s.Devices), "GPU"))
 	for i := range s.Devices {
 		d := &s.Devices[i]
 		fmt.Fprintf(w, "\nGPU %d  %s  %s\n", d.Index, d.Name, d.UUID)

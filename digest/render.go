@@ -10,6 +10,8 @@ import (
 	"unicode/utf8"
 
 	goslack "github.com/slack-go/slack"
+
+	"github.com/gpuwatch/gpuwatch/internal/plural"
 )
 
 // Slack's limits on blocks.
@@ -98,7 +100,7 @@ func list(heading string, lines []string, others int, none string) section {
 
 func (r *Report) hostLine() string {
 	return fmt.Sprintf("%s, %s GPU-hours covered: average utilization %s, busy %s of the time, held idle %s (%s GPU-hours)",
-		plural(len(r.GPUs), "GPU"), hours(r.CoveredHours), percent(r.AvgUtil), percent(100*r.BusyShare),
+		plural.Count(len(r.GPUs), "GPU"), hours(r.CoveredHours), percent(r.AvgUtil), percent(100*r.BusyShare),
 		percent(100*r.IdleShare), hours(r.IdleHeldHours))
 }
 
@@ -126,7 +128,7 @@ func (r *Report) gpuLine(g *GPUReport, st style) string {
 	if g.MemTotal > 0 {
 		b.WriteString(" of " + formatBytes(g.MemTotal))
 	}
-	fmt.Fprintf(&b, "; busy %sh, held idle %sh; peak %.0f°C", hours(g.BusyHours), hours(g.IdleHeldHours), g.PeakTemp)
+	fmt.Fprintf(&b, "; busy %sh, held idle %sh; peak %.0f C", hours(g.BusyHours), hours(g.IdleHeldHours), g.PeakTemp)
 	if g.EnergyKWh > 0 {
 		b.WriteString("; " + kwh(g.EnergyKWh))
 		if r.Priced {
@@ -154,7 +156,7 @@ func idleLine(h *IdleHolder, st style) string {
 }
 
 func alertLine(a *AlertReport, st style) string {
-	return fmt.Sprintf("%s fired %s, the longest for %s", st.bold(a.Alert), plural(a.Fired, "time"), duration(a.LongestSeconds))
+	return fmt.Sprintf("%s fired %s, the longest for %s", st.bold(a.Alert), plural.Count(a.Fired, "time"), duration(a.LongestSeconds))
 }
 
 // Text renders the report as plain text for the console.
@@ -249,13 +251,6 @@ func cut(s string, n int) string {
 		end--
 	}
 	return s[:end] + more
-}
-
-func plural(n int, what string) string {
-	if n == 1 {
-		return "1 " + what
-	}
-	return strconv.Itoa(n) + " " + what + "s"
 }
 
 func percent(p float64) string { return strconv.FormatFloat(math.Round(p), 'f', 0, 64) + "%" }

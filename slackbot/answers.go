@@ -13,6 +13,7 @@ import (
 	goslack "github.com/slack-go/slack"
 
 	"github.com/gpuwatch/gpuwatch/gpu"
+	"github.com/gpuwatch/gpuwatch/internal/plural"
 )
 
 // command answers a slash command: the function behind both
@@ -74,11 +75,11 @@ func (a *App) status() *reply {
 	}
 	now := a.backend.Now()
 	alerts := a.backend.Alerts()
-	title := fmt.Sprintf("🖥 %s · %d GPUs", snap.Host, len(snap.Devices))
+	title := fmt.Sprintf("🖥 %s · %s", snap.Host, plural.Count(len(snap.Devices), "GPU"))
 	blocks := []goslack.Block{
 		header(title),
 		note(fmt.Sprintf("Sampled %s (%s ago) · %s · `/gpu top`, `/gpu alerts`, `/gpu history &lt;gpu&gt;`",
-			localTime(snap.Time), since(now, snap.Time), plural(len(alerts), "active alert"))),
+			localTime(snap.Time), since(now, snap.Time), plural.Count(len(alerts), "active alert"))),
 	}
 	room := maxBlocks - len(blocks) - 1
 	for i := range snap.Devices {
@@ -108,7 +109,7 @@ func deviceText(d *gpu.Device, alerts []ActiveAlert, now time.Time) string {
 	if !math.IsNaN(d.PowerLimitW) && d.PowerLimitW > 0 && !math.IsNaN(d.PowerW) {
 		power = fmt.Sprintf("%.0f / %.0f W", d.PowerW, d.PowerLimitW)
 	}
-	fmt.Fprintf(&b, "util %s · %s · %s\n", reading(d.UtilGPU, "%.0f%%"), reading(d.TempC, "%.0f°C"), power)
+	fmt.Fprintf(&b, "util %s · %s · %s\n", reading(d.UtilGPU, "%.0f%%"), reading(d.TempC, "%.0f C"), power)
 	if p := topProcess(d.Processes); p != nil {
 		fmt.Fprintf(&b, "👤 %s: `%s` %s", esc(p.User, 40), esc(p.Command, 60), gib(p.MemUsed))
 		if n := len(d.Processes) - 1; n > 0 {
@@ -280,14 +281,6 @@ func seriesSummary(vs []float64) string {
 		return "no data"
 	}
 	return fmt.Sprintf("now %.0f%% · max %.0f%%", last, peak)
-}
-
-// plural writes a count and a noun, with an s unless the count is 1.
-func plural(n int, noun string) string {
-	if n == 1 {
-		return "1 " + noun
-	}
-	return strconv.Itoa(n) + " " + noun + "s"
 }
 
 // helpText lists the commands.

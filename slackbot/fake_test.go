@@ -73,7 +73,7 @@ func newFakeBackend(n int) *fakeBackend {
 			{Key: "node1/GPUMemoryLeak/GPU-0000", Name: "GPUMemoryLeak", Severity: "critical", State: "firing", GPU: 0, UUID: "GPU-0000",
 				Since: testNow.Add(-12 * time.Minute), ValueText: "1.5 GiB/min", Summary: "GPU 0 memory keeps growing", Acknowledged: "dave (U0DAVE)"},
 			{Key: "node1/GPUHot/GPU-0002", Name: "GPUHot", Severity: "warning", State: "pending", GPU: 2, UUID: "GPU-0002",
-				Since: testNow.Add(-30 * time.Second), ValueText: "88°C", Summary: "GPU 2 is hot"},
+				Since: testNow.Add(-30 * time.Second), ValueText: "88 C", Summary: "GPU 2 is hot"},
 		},
 		silences: []notifier.Silence{
 			{ID: "s-active", Matchers: mustMatchers("alert=\"GPUHot\""), StartsAt: testNow.Add(-time.Hour), EndsAt: testNow.Add(time.Hour), CreatedBy: "erin (U0ERIN)", Comment: "fan repair"},

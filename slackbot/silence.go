@@ -9,6 +9,7 @@ import (
 
 	goslack "github.com/slack-go/slack"
 
+	"github.com/gpuwatch/gpuwatch/internal/plural"
 	"github.com/gpuwatch/gpuwatch/notifier"
 )
 
@@ -102,7 +103,7 @@ func (a *App) silences() *reply {
 		}
 		lines = append(lines, line)
 	}
-	title := "🔕 " + plural(len(lines), "silence")
+	title := "🔕 " + plural.Count(len(lines), "silence")
 	if len(lines) == 0 {
 		title = "🔔 No silences are active or pending"
 	}
@@ -116,7 +117,7 @@ func (a *App) silences() *reply {
 		footer = fmt.Sprintf("…and %d more. ", len(lines)-len(shown)) + footer
 	}
 	if expired > 0 {
-		footer += fmt.Sprintf(" %s not shown.", plural(expired, "expired silence"))
+		footer += fmt.Sprintf(" %s not shown.", plural.Count(expired, "expired silence"))
 	}
 	return message(title, append(blocks, note(footer))...)
 }

@@ -48,7 +48,7 @@ func formatValue(v float64, unit string) string {
 	case "percent", "%":
 		return fmt.Sprintf("%.0f%%", v)
 	case "c", "celsius":
-		return fmt.Sprintf("%.0f°C", v)
+		return fmt.Sprintf("%.0f C", v)
 	case "w", "watts":
 		return fmt.Sprintf("%.0f W", v)
 	case "seconds", "s":
