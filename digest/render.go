@@ -11,6 +11,7 @@ import (
 
 	goslack "github.com/slack-go/slack"
 
+	"github.com/gpuwatch/gpuwatch/internal/blockkit"
 	"github.com/gpuwatch/gpuwatch/internal/plural"
 )
 
@@ -22,23 +23,27 @@ const (
 )
 
 // style is how one output form marks up a line: bold headings, bullets and
-// monospace.
+// monospace, and what it does to text that comes from outside (user, GPU
+// and alert names), which must not be read as markup.
 type style struct {
 	bold   func(string) string
 	code   func(string) string
+	text   func(string) string
 	bullet string
 }
 
+func same(s string) string { return s }
+
 // plainStyle is for the console, markdownStyle for chat webhooks and
-// mrkdwnStyle for Slack.
-func plainStyle() style {
-	same := func(s string) string { return s }
-	return style{bold: same, code: same, bullet: "  "}
+// mrkdwnStyle for Slack, where a user named "<!channel>" must not ping
+// anyone.
+func plainStyle() style { return style{bold: same, code: same, text: same, bullet: "  "} }
+
+func markdownStyle() style { return style{bold: wrap("**"), code: wrap("`"), text: same, bullet: "- "} }
+
+func mrkdwnStyle() style {
+	return style{bold: wrap("*"), code: wrap("`"), text: blockkit.Escape, bullet: "• "}
 }
-
-func markdownStyle() style { return style{bold: wrap("**"), code: wrap("`"), bullet: "- "} }
-
-func mrkdwnStyle() style { return style{bold: wrap("*"), code: wrap("`"), bullet: "• "} }
 
 func wrap(mark string) func(string) string {
 	return func(s string) string { return mark + s + mark }
@@ -119,7 +124,7 @@ func (r *Report) gpuLine(g *GPUReport, st style) string {
 	var b strings.Builder
 	b.WriteString(st.bold("GPU " + strconv.Itoa(g.GPU)))
 	if g.Name != "" {
-		b.WriteString(" " + g.Name)
+		b.WriteString(" " + st.text(g.Name))
 	}
 	if g.Sparkline != "" {
 		b.WriteString(" " + st.code(g.Sparkline))
@@ -147,16 +152,16 @@ func userLine(u *UserReport, st style) string {
 	if len(gpus) > 1 {
 		label = "GPUs "
 	}
-	return fmt.Sprintf("%s %s GPU-hours, %s GiB-hours on %s%s", st.bold(u.User), hours(u.GPUHours), hours(u.GiBHours),
+	return fmt.Sprintf("%s %s GPU-hours, %s GiB-hours on %s%s", st.bold(st.text(u.User)), hours(u.GPUHours), hours(u.GiBHours),
 		label, strings.Join(gpus, ", "))
 }
 
 func idleLine(h *IdleHolder, st style) string {
-	return fmt.Sprintf("%s held %s on GPU %d idle for %s", st.bold(h.User), formatBytes(h.MaxBytes), h.GPU, duration(h.Seconds))
+	return fmt.Sprintf("%s held %s on GPU %d idle for %s", st.bold(st.text(h.User)), formatBytes(h.MaxBytes), h.GPU, duration(h.Seconds))
 }
 
 func alertLine(a *AlertReport, st style) string {
-	return fmt.Sprintf("%s fired %s, the longest for %s", st.bold(a.Alert), plural.Count(a.Fired, "time"), duration(a.LongestSeconds))
+	return fmt.Sprintf("%s fired %s, the longest for %s", st.bold(st.text(a.Alert)), plural.Count(a.Fired, "time"), duration(a.LongestSeconds))
 }
 
 // Text renders the report as plain text for the console.
@@ -227,7 +232,7 @@ func chunks(s section, titled bool) []string {
 		if titled {
 			l = mrkdwnStyle().bullet + l
 		}
-		l = cut(l, maxSectionText-1)
+		l = blockkit.ClipEscaped(l, maxSectionText-1)
 		if b.Len() > 0 && b.Len()+1+len(l) > maxSectionText {
 			out = append(out, b.String())
 			b.Reset()

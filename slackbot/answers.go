@@ -13,6 +13,7 @@ import (
 	goslack "github.com/slack-go/slack"
 
 	"github.com/gpuwatch/gpuwatch/gpu"
+	"github.com/gpuwatch/gpuwatch/internal/blockkit"
 	"github.com/gpuwatch/gpuwatch/internal/plural"
 )
 
@@ -32,7 +33,7 @@ func (a *App) command(ctx context.Context, sc goslack.SlashCommand) *reply {
 				r.ResponseType = inChannel
 			}
 		}
-		return r
+		return a.fit(r)
 	})
 }
 
@@ -98,7 +99,7 @@ func (a *App) status() *reply {
 // deviceText is one GPU's lines in /gpu status.
 func deviceText(d *gpu.Device, alerts []ActiveAlert, now time.Time) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "*GPU %d* · %s\n", d.Index, esc(d.Name, 80))
+	fmt.Fprintf(&b, "*GPU %d* · %s\n", d.Index, blockkit.EscapeClip(d.Name, 80))
 	if d.MemKnown() {
 		pct := d.MemUsedPercent()
 		fmt.Fprintf(&b, "`%s` %s / %s (%.0f%%)\n", meter(pct), gib(d.MemUsed), gib(d.MemTotal), pct)
@@ -111,7 +112,7 @@ func deviceText(d *gpu.Device, alerts []ActiveAlert, now time.Time) string {
 	}
 	fmt.Fprintf(&b, "util %s · %s · %s\n", reading(d.UtilGPU, "%.0f%%"), reading(d.TempC, "%.0f C"), power)
 	if p := topProcess(d.Processes); p != nil {
-		fmt.Fprintf(&b, "👤 %s: `%s` %s", esc(p.User, 40), esc(p.Command, 60), gib(p.MemUsed))
+		fmt.Fprintf(&b, "👤 %s: `%s` %s", blockkit.EscapeClip(p.User, 40), blockkit.EscapeClip(p.Command, 60), gib(p.MemUsed))
 		if n := len(d.Processes) - 1; n > 0 {
 			fmt.Fprintf(&b, " (+%d more)", n)
 		}
@@ -122,7 +123,7 @@ func deviceText(d *gpu.Device, alerts []ActiveAlert, now time.Time) string {
 	for i := range alerts {
 		al := &alerts[i]
 		if al.GPU == d.Index && (al.UUID == "" || d.UUID == "" || al.UUID == d.UUID) {
-			fmt.Fprintf(&b, "%s *%s* %s %s\n", stateEmoji(al.State), esc(al.Name, 80), al.State, since(now, al.Since))
+			fmt.Fprintf(&b, "%s *%s* %s %s\n", stateEmoji(al.State), blockkit.EscapeClip(al.Name, 80), al.State, since(now, al.Since))
 		}
 	}
 	return strings.TrimSuffix(b.String(), "\n")
@@ -179,9 +180,9 @@ func (a *App) top() *reply {
 	}
 	var lines []string
 	for _, p := range ps[:min(len(ps), maxTopProcesses)] {
-		line := fmt.Sprintf("`GPU %d` *%s* %s · `%s` · pid %d", p.gpu, gib(p.MemUsed), esc(p.User, 40), esc(p.Command, 80), p.PID)
+		line := fmt.Sprintf("`GPU %d` *%s* %s · `%s` · pid %d", p.gpu, gib(p.MemUsed), blockkit.EscapeClip(p.User, 40), blockkit.EscapeClip(p.Command, 80), p.PID)
 		if p.Container != "" {
-			line += " · " + esc(p.Container, 60)
+			line += " · " + blockkit.EscapeClip(p.Container, 60)
 		}
 		lines = append(lines, line)
 	}
@@ -225,19 +226,19 @@ func (a *App) alerts() *reply {
 // alertText is one alert's lines in /gpu alerts.
 func alertText(al *ActiveAlert, now time.Time) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s *%s* · GPU %d", stateEmoji(al.State), esc(al.Name, 80), al.GPU)
+	fmt.Fprintf(&b, "%s *%s* · GPU %d", stateEmoji(al.State), blockkit.EscapeClip(al.Name, 80), al.GPU)
 	if al.Severity != "" {
-		b.WriteString(" · " + esc(al.Severity, 20))
+		b.WriteString(" · " + blockkit.EscapeClip(al.Severity, 20))
 	}
 	fmt.Fprintf(&b, "\n%s since %s (%s)", al.State, localTime(al.Since), since(now, al.Since))
 	if al.ValueText != "" {
-		b.WriteString(" · value " + esc(al.ValueText, 40))
+		b.WriteString(" · value " + blockkit.EscapeClip(al.ValueText, 40))
 	}
 	if al.Summary != "" {
-		b.WriteString("\n> " + esc(al.Summary, 300))
+		b.WriteString("\n> " + blockkit.EscapeClip(al.Summary, 300))
 	}
 	if al.Acknowledged != "" {
-		b.WriteString("\n👀 acknowledged by " + esc(al.Acknowledged, 80))
+		b.WriteString("\n👀 acknowledged by " + blockkit.EscapeClip(al.Acknowledged, 80))
 	}
 	return b.String()
 }
@@ -300,7 +301,7 @@ func help(perr error) *reply {
 	blocks := []goslack.Block{section(helpText)}
 	text := "gpuwatch /gpu commands"
 	if perr != nil {
-		text = "🤔 I did not understand that: " + esc(perr.Error(), 500)
+		text = "🤔 I did not understand that: " + blockkit.EscapeClip(perr.Error(), 500)
 		blocks = append([]goslack.Block{section(text)}, blocks...)
 	}
 	r := message(text, blocks...)

@@ -15,6 +15,8 @@ import (
 	"time"
 
 	goslack "github.com/slack-go/slack"
+
+	"github.com/gpuwatch/gpuwatch/internal/blockkit"
 )
 
 // MaxBodyBytes is the largest request body the handlers read; larger ones
@@ -219,7 +221,7 @@ func (u user) String() string {
 // mention is the user as Slack shows them in a message.
 func (u user) mention() string {
 	if u.ID == "" {
-		return "@" + esc(u.Name, 80)
+		return "@" + blockkit.EscapeClip(u.Name, 80)
 	}
 	return "<@" + u.ID + ">"
 }
@@ -241,7 +243,7 @@ func (a *App) refusal(what string) *reply {
 		if looksLikeUserID(ad) {
 			names[i] = "<@" + ad + ">"
 		} else {
-			names[i] = "@" + esc(ad, 80)
+			names[i] = "@" + blockkit.EscapeClip(ad, 80)
 		}
 	}
 	text := fmt.Sprintf("🙏 Sorry, only gpuwatch admins can %s; ask one of %s.", what, strings.Join(names, ", "))
@@ -331,9 +333,15 @@ func (a *App) post(ctx context.Context, responseURL string, r *reply) {
 		return
 	}
 	defer resp.Body.Close()
-	io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
-	if resp.StatusCode/100 != 2 {
-		a.log.Warn("slack response_url refused the post", "host", u.Host, "status", resp.StatusCode)
+	answer, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	if resp.StatusCode/100 == 2 {
+		return
+	}
+	a.log.Warn("slack response_url refused the post", "host", u.Host, "status", resp.StatusCode, "answer", string(bytes.TrimSpace(answer[:min(len(answer), 200)])))
+	if resp.StatusCode == http.StatusBadRequest && r.Blocks != nil {
+		// Slack refused the blocks (invalid_blocks): the text still goes.
+		blocks, _ := replyBlocks(r)
+		a.post(ctx, responseURL, r.plain(blocks))
 	}
 }
 

@@ -3,7 +3,6 @@ package slackbot
 import (
 	"encoding/json"
 	"fmt"
-	"github.com/gpuwatch/gpuwatch/notifier/notifiertest"
 	"log/slog"
 	"math"
 	"net/http"
@@ -15,6 +14,9 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/gpuwatch/gpuwatch/internal/blockkit"
+	"github.com/gpuwatch/gpuwatch/notifier/notifiertest"
 
 	"github.com/gpuwatch/gpuwatch/gpu"
 	"github.com/gpuwatch/gpuwatch/notifier"
@@ -304,7 +306,7 @@ func assertSafeMrkdwn(t *testing.T, what, text string) {
 		text = text[i:]
 		m := slackToken.FindString(text)
 		if m == "" {
-			t.Errorf("%s: got an unescaped %q", what, cut(text, 30))
+			t.Errorf("%s: got an unescaped %q", what, blockkit.Clip(text, 30))
 			return
 		}
 		text = text[len(m):]

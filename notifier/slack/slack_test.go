@@ -602,12 +602,6 @@ func TestFormat(t *testing.T) {
 			t.Errorf("formatValue(%v, %q): got %q, want %q", c.v, c.unit, got, c.want)
 		}
 	}
-	if got := escape("a<b>&`c`"); got != "a&lt;b&gt;&amp;'c'" {
-		t.Errorf("escape: got %q", got)
-	}
-	if got := clip("abcdef", 4); got != "abc…" {
-		t.Errorf("clip: got %q, want abc…", got)
-	}
 }
 
 func TestManyGPUsFitSlackLimits(t *testing.T) {
