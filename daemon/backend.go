@@ -127,6 +127,14 @@ func (d *Daemon) Acknowledge(alertKey, by string) error {
 	return nil
 }
 
+// acknowledged tells who acknowledged a firing alert, for receivers that
+// redraw its message from another goroutine.
+func (d *Daemon) acknowledged(alertKey string) (string, bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.dispatcher.Acknowledged(alertKey)
+}
+
 // Now is the wall clock.
 func (d *Daemon) Now() time.Time { return d.opts.Now() }
 

@@ -148,10 +148,16 @@ func (n *Notifier) resolve(ctx context.Context, t *thread, now time.Time) (bool,
 			rec.Alerts = append(rec.Alerts, a)
 		}
 	}
-	// The alerts still firing in the message need the new picture too.
-	for _, a := range rec.Alerts {
-		if a.Status != notifier.StatusResolved {
-			keys = append(keys, a.Key)
+	// The alerts still firing in the message need the new picture too,
+	// with whoever acknowledged them since it was posted.
+	for i := range rec.Alerts {
+		a := &rec.Alerts[i]
+		if a.Status == notifier.StatusResolved {
+			continue
+		}
+		keys = append(keys, a.Key)
+		if n.opts.Acknowledged != nil && a.AcknowledgedBy == "" {
+			a.AcknowledgedBy, _ = n.opts.Acknowledged(a.Key)
 		}
 	}
 	blocks, text := render(rec.Alerts, now)

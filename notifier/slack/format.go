@@ -46,7 +46,7 @@ func formatValue(v float64, unit string) string {
 		return formatBytes(v)
 	case "percent", "%":
 		return fmt.Sprintf("%.0f%%", v)
-	case "c", "celsius":
+	case "c", "celsius", "degrees celsius":
 		return fmt.Sprintf("%.0f C", v)
 	case "w", "watts":
 		return fmt.Sprintf("%.0f W", v)

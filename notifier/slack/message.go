@@ -71,7 +71,10 @@ func render(alerts []notifier.Alert, now time.Time) ([]goslack.Block, string) {
 			blocks = append(blocks, goslack.NewDividerBlock())
 		}
 		blocks = append(blocks, alertBlocks(&alerts[i], now)...)
-		if alerts[i].Status != notifier.StatusResolved {
+		switch {
+		case alerts[i].AcknowledgedBy != "":
+			blocks = append(blocks, acknowledgedBlock(&alerts[i]))
+		case alerts[i].Status != notifier.StatusResolved:
 			blocks = append(blocks, actionsBlock(&alerts[i], i))
 		}
 	}
