@@ -39,6 +39,9 @@ when everything is valid.`)
 			return err
 		}
 	}
+	for _, w := range cfg.Warnings() {
+		fmt.Fprintln(env.Stderr, "warning: "+w)
+	}
 	fmt.Fprintln(env.Stdout, cfg.Summary())
 	return nil
 }

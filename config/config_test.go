@@ -516,3 +516,14 @@ func TestRouteZeroGroupWaitSendsAtOnce(t *testing.T) {
 		t.Errorf("group_wait: got root %v child %v, want an explicit 0 at the root and nothing (inherit) in the child", c.Route.GroupWait, c.Route.Routes[0].GroupWait)
 	}
 }
+
+func TestWarnings(t *testing.T) {
+	cfg, err := Parse("c.yaml", []byte("slack:\n  signing_secret: s\n  admins: [U0123ABCD, \"@root\", W0BOT]\n"), noEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := cfg.Warnings()
+	if len(got) != 1 || !strings.HasPrefix(got[0], `c.yaml: slack.admins lists "root", a user name`) {
+		t.Errorf("got warnings %q, want one about root", got)
+	}
+}

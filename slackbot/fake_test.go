@@ -45,6 +45,9 @@ type fakeBackend struct {
 	digest  func(window time.Duration) (string, []byte, error)
 	// block, when set, is waited on by Snapshot (a slow backend).
 	block chan struct{}
+	// writes, when set, is waited on by AddSilence and Acknowledge (a slow
+	// store).
+	writes chan struct{}
 }
 
 func newFakeBackend(n int) *fakeBackend {
@@ -126,6 +129,9 @@ func (f *fakeBackend) History(index int, window time.Duration) (History, bool) {
 func (f *fakeBackend) Silences() []notifier.Silence { f.touch(); return f.silences }
 
 func (f *fakeBackend) AddSilence(s notifier.Silence) (notifier.Silence, error) {
+	if f.writes != nil {
+		<-f.writes
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.calls++
@@ -148,6 +154,9 @@ func (f *fakeBackend) ExpireSilence(id string) error {
 }
 
 func (f *fakeBackend) Acknowledge(key, by string) error {
+	if f.writes != nil {
+		<-f.writes
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.calls++

@@ -56,15 +56,16 @@ func mention(by string) string {
 	if i := strings.LastIndex(by, " ("); i >= 0 && strings.HasSuffix(by, ")") {
 		id = by[i+2 : len(by)-1]
 	}
-	if isUserID(id) {
+	if IsUserID(id) {
 		return "<@" + id + ">"
 	}
 	return blockkit.EscapeClip(by, maxNameRunes)
 }
 
-// isUserID reports whether s looks like a Slack user ID: U or W, then
-// capital letters and digits.
-func isUserID(s string) bool {
+// IsUserID reports whether s looks like a Slack user ID: U or W, then
+// capital letters and digits ("U0123ABCD"). User IDs, unlike user names,
+// never change.
+func IsUserID(s string) bool {
 	if len(s) < 2 || (s[0] != 'U' && s[0] != 'W') {
 		return false
 	}
