@@ -32,8 +32,10 @@ func openSource(c *config.Config, env *Env, logger *slog.Logger) (gpu.Source, er
 	host := hostName(c)
 	switch c.Source.Type {
 	case "sim":
+		// A simulation that runs live starts now: its snapshots, and the
+		// daemon's clock (see sourceClock), agree with the wall clock.
 		s, err := sim.New(sim.Config{Scenario: c.Source.Sim.Scenario, Seed: c.Source.Sim.Seed,
-			Start: simStart(), Step: c.Source.Interval, Host: host, Loop: true})
+			Start: time.Now().Truncate(time.Second), Step: c.Source.Interval, Host: host, Loop: true})
 		if err != nil {
 			return nil, userErr(err)
 		}
@@ -61,9 +63,20 @@ func openNVML(host string, logger *slog.Logger) (*nvml.Sampler, error) {
 	return s, nil
 }
 
-// simStart is when simulated time begins: a fixed instant, so a demo with a
-// seed prints the same times on every run.
+// simStart is when the demo's simulated time begins: a fixed instant, so a
+// demo with a seed prints the same times on every run.
 func simStart() time.Time { return time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC) }
+
+// sourceClock is the clock of a source that runs in its own time, paced
+// (gpu.Pacer): the daemon stamps silences, acknowledgements, the API and
+// digests with it, so they agree with the snapshots. Nil for a source on
+// the wall clock.
+func sourceClock(src gpu.Source) func() time.Time {
+	if c, ok := src.(interface{ Now() time.Time }); ok {
+		return c.Now
+	}
+	return nil
+}
 
 // noSamples is the error of a log without a single sample to read: only a
 // header, or every row malformed and skipped.

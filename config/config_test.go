@@ -234,7 +234,7 @@ func TestExampleConfig(t *testing.T) {
 	if got := ruleNames(c.Rules); !slices.Equal(got, wantRules) {
 		t.Errorf("rules: got %v, want %v", got, wantRules)
 	}
-	want := Source{Type: "nvml", Interval: 5 * time.Second, Sim: SimSource{Scenario: "all", Seed: 1, Speed: 60}}
+	want := Source{Type: "nvml", Interval: 5 * time.Second, Sim: SimSource{Scenario: "all", Seed: 1, Speed: 1}}
 	if c.Source != want {
 		t.Errorf("source: got %+v, want %+v", c.Source, want)
 	}
