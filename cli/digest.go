@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"net/url"
+	"os"
 	"time"
 
 	"github.com/gpuwatch/gpuwatch/config"
@@ -46,6 +47,8 @@ or daemon needed; the window ends at the log's last sample.`)
 		return usageErrf("digest: say what to digest: gpuwatch digest --config FILE (what gpuwatch run recorded) or --trace LOG.csv")
 	case *window < 0:
 		return usageErrf("digest: --window %s is negative: give how far back to look, e.g. --window 24h", *window)
+	case *window > 0 && *window < time.Hour:
+		return usageErrf("digest: --window %s is shorter than an hour: usage is kept by the hour; give 1h or more", *window)
 	case *topUsers < 1:
 		return usageErrf("digest: --top-users %d: list at least 1 user", *topUsers)
 	case *price < 0:
@@ -113,7 +116,7 @@ or daemon needed; the window ends at the log's last sample.`)
 		return noSamples(*trace, r.Skipped())
 	}
 	for _, t := range firing {
-		rollups.RecordAlert(t.Alert, t.StartsAt, last.Sub(t.StartsAt))
+		opts.Firing = append(opts.Firing, digest.FiringAlert{Alert: t.Alert, Since: t.StartsAt})
 	}
 	from := first
 	if *window > 0 {
@@ -169,6 +172,11 @@ func digestFromStore(ctx context.Context, env *Env, cfg *config.Config, window t
 	if window == 0 {
 		window = 24 * time.Hour
 	}
+	// Reading a digest creates no state: without a store there is nothing
+	// recorded yet.
+	if _, err := os.Stat(cfg.Storage.Path); errors.Is(err, os.ErrNotExist) {
+		return nothingRecorded(cfg)
+	}
 	db, err := store.Open(cfg.Storage.Path, store.Options{Timeout: 200 * time.Millisecond})
 	if errors.Is(err, store.ErrInUse) {
 		if format != "text" {
@@ -197,6 +205,9 @@ func digestFromStore(ctx context.Context, env *Env, cfg *config.Config, window t
 	if err != nil {
 		return fmt.Errorf("digest: %w", err)
 	}
+	if len(records) == 0 {
+		return nothingRecorded(cfg)
+	}
 	rollups := digest.NewRollups()
 	if err := rollups.Load(records); err != nil {
 		return fmt.Errorf("digest: %s: %w", cfg.Storage.Path, err)
@@ -204,6 +215,12 @@ func digestFromStore(ctx context.Context, env *Env, cfg *config.Config, window t
 	opts.To = time.Now()
 	opts.From = opts.To.Add(-window)
 	return printDigest(env, rollups, opts, format)
+}
+
+// nothingRecorded is the answer of a digest of a store without usage.
+func nothingRecorded(cfg *config.Config) error {
+	return userErrf("digest: nothing has been recorded yet in %s (storage.path of %s): gpuwatch run records usage as it samples "+
+		"and saves it every few minutes; for an nvidia-smi log, use --trace", cfg.Storage.Path, cfg.File)
 }
 
 // renderDigest renders a report in the form --format names.

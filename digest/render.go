@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -76,13 +77,23 @@ func (r *Report) sections(st style) []section {
 	for i := range r.IdleHolders {
 		idle[i] = idleLine(&r.IdleHolders[i], st)
 	}
+	idle = append(idle, r.idleGPULines(st)...)
 	alerts := make([]string, len(r.Alerts))
 	for i := range r.Alerts {
 		alerts[i] = alertLine(&r.Alerts[i], st)
 	}
 	alertsHeading := "Alerts"
-	if r.AlertsFired > 0 {
+	still := 0
+	for _, a := range r.Alerts {
+		still += a.StillFiring
+	}
+	switch {
+	case r.AlertsFired > 0 && still > 0:
+		alertsHeading = fmt.Sprintf("Alerts (%d fired, %d still firing)", r.AlertsFired, still)
+	case r.AlertsFired > 0:
 		alertsHeading = fmt.Sprintf("Alerts (%d fired)", r.AlertsFired)
+	case still > 0:
+		alertsHeading = fmt.Sprintf("Alerts (%d still firing)", still)
 	}
 	return append(out,
 		list("GPUs", gpus, 0, "No GPU data in this window."),
@@ -160,8 +171,32 @@ func idleLine(h *IdleHolder, st style) string {
 	return fmt.Sprintf("%s held %s on GPU %d idle for %s", st.bold(st.text(h.User)), formatBytes(h.MaxBytes), h.GPU, duration(h.Seconds))
 }
 
+// idleGPULines name the GPUs held idle that no holder accounts for: the
+// data names no processes (an nvidia-smi log has none), so the GPU is all
+// a digest can name.
+func (r *Report) idleGPULines(st style) []string {
+	var lines []string
+	for i := range r.GPUs {
+		g := &r.GPUs[i]
+		named := slices.ContainsFunc(r.IdleHolders, func(h IdleHolder) bool { return h.GPU == g.GPU })
+		if named || g.IdleHeldHours*3600 < MinIdleHeld.Seconds() {
+			continue
+		}
+		lines = append(lines, fmt.Sprintf("%s was held idle for %s (memory held, utilization under %d%%); the data names no processes to say by whom",
+			st.bold("GPU "+strconv.Itoa(g.GPU)), duration(g.IdleHeldHours*3600), BusyPercent))
+	}
+	return lines
+}
+
 func alertLine(a *AlertReport, st style) string {
-	return fmt.Sprintf("%s fired %s, the longest for %s", st.bold(st.text(a.Alert)), plural.Count(a.Fired, "time"), duration(a.LongestSeconds))
+	name := st.bold(st.text(a.Alert))
+	switch {
+	case a.Fired == 0:
+		return fmt.Sprintf("%s still firing, for %s", name, duration(a.LongestSeconds))
+	case a.StillFiring > 0:
+		return fmt.Sprintf("%s fired %s, the longest for %s (%d still firing)", name, plural.Count(a.Fired, "time"), duration(a.LongestSeconds), a.StillFiring)
+	}
+	return fmt.Sprintf("%s fired %s, the longest for %s", name, plural.Count(a.Fired, "time"), duration(a.LongestSeconds))
 }
 
 // Text renders the report as plain text for the console.
