@@ -67,6 +67,9 @@ host=~"node[12]". Silences persist across restarts and expire by themselves.`)
 		return err
 	}
 	fmt.Fprintf(env.Stdout, "silence %s: %s until %s\n", out.ID, strings.Join(out.Matchers, " "), out.EndsAt.In(env.Location).Format(time.DateTime))
+	for _, w := range out.Warnings {
+		fmt.Fprintln(env.Stderr, "warning: "+w)
+	}
 	return nil
 }
 

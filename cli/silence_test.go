@@ -43,6 +43,13 @@ func TestSilenceAndOutboxCommands(t *testing.T) {
 		t.Fatalf("silence add: exit %d\nstdout: %s\nstderr: %s", got.code, got.stdout, got.stderr)
 	}
 	id := strings.TrimSuffix(strings.Fields(got.stdout)[1], ":")
+	if got.stderr != "" {
+		t.Errorf("silence add of a known alert: got stderr %q, want none", got.stderr)
+	}
+	if got := gpuwatch(t, "silence", "add", "alert=GPUHott", "--server", addr); got.code != cli.ExitOK ||
+		!strings.Contains(got.stderr, `warning: no rule is named alert="GPUHott", so the silence mutes nothing`) {
+		t.Errorf("silence add of an unknown alert: exit %d, stderr %q; want exit 0 and a warning", got.code, got.stderr)
+	}
 
 	got = gpuwatch(t, "silence", "list", "--config", path)
 	for _, want := range []string{id, "active", `alert="GPUHot"`, "alice", "fan repair"} {
