@@ -2,11 +2,12 @@ package cli_test
 
 import (
 	"context"
-	"github.com/gpuwatch/gpuwatch/notifier/notifiertest"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/gpuwatch/gpuwatch/notifier/notifiertest"
 
 	"github.com/gpuwatch/gpuwatch/cli"
 )

@@ -190,6 +190,12 @@ func (r *readmeRun) gpuwatch(t *testing.T, args ...string) output {
 	cmd := exec.CommandContext(ctx, r.bin, args...)
 	cmd.Dir = r.dir
 	cmd.Env = append(os.Environ(), "TZ=UTC", "SLACK_WEBHOOK_URL=", "SLACK_BOT_TOKEN=")
+	return run(t, cmd)
+}
+
+// run runs cmd and returns its exit code and output.
+func run(t *testing.T, cmd *exec.Cmd) output {
+	t.Helper()
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()
@@ -199,7 +205,7 @@ func (r *readmeRun) gpuwatch(t *testing.T, args ...string) output {
 	case errors.As(err, &exit):
 		out.code = exit.ExitCode()
 	case err != nil:
-		t.Fatalf("gpuwatch %s: %v", strings.Join(args, " "), err)
+		t.Fatalf("%s: %v", strings.Join(cmd.Args, " "), err)
 	}
 	return out
 }
@@ -211,18 +217,7 @@ func (r *readmeRun) shell(t *testing.T, dir, line string) output {
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "sh", "-c", line)
 	cmd.Dir = dir
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err := cmd.Run()
-	out := output{stdout: stdout.String(), stderr: stderr.String()}
-	var exit *exec.ExitError
-	switch {
-	case errors.As(err, &exit):
-		out.code = exit.ExitCode()
-	case err != nil:
-		t.Fatalf("sh -c %q: %v", line, err)
-	}
-	return out
+	return run(t, cmd)
 }
 
 // words splits a command line as sh would, for the quoting the README

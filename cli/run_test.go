@@ -2,12 +2,13 @@ package cli_test
 
 import (
 	"context"
-	"github.com/gpuwatch/gpuwatch/notifier/notifiertest"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/gpuwatch/gpuwatch/notifier/notifiertest"
 
 	"github.com/gpuwatch/gpuwatch/cli"
 )
@@ -175,15 +176,9 @@ func TestRunSimLivesInRealTime(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "gpuwatch.yaml")
 	writeFile(t, path, "host: live\nstorage: {path: @DIR@/state.db}\nserver: {listen: \""+addr+"\"}\n"+
 		"source: {type: sim, interval: 5s, sim: {scenario: thermal, seed: 1, speed: 600}}\nrules:\n"+hotRule)
-	ctx, cancel := context.WithCancel(t.Context())
-	defer cancel()
-	var stdout, stderr notifiertest.Buffer
-	done := make(chan int, 1)
 	started := time.Now()
-	go func() {
-		done <- cli.Main(ctx, []string{"run", "--config", path}, &cli.Env{Stdout: &stdout, Stderr: &stderr, LookupEnv: noEnv})
-	}()
-	waitFor(t, &stderr, "HTTP API listening")
+	d := runInProcess(t, path)
+	waitFor(t, &d.stderr, "HTTP API listening")
 	if got := gpuwatch(t, "silence", "add", "alert=GPUHot", "--duration", "4h", "--server", addr); got.code != cli.ExitOK {
 		t.Fatalf("silence add: exit %d\n%s", got.code, got.stderr)
 	}
@@ -210,9 +205,32 @@ func TestRunSimLivesInRealTime(t *testing.T) {
 	// Past the route's group_wait (10s, a few ms here), the firing would
 	// be on the console by now, were it not muted.
 	time.Sleep(500 * time.Millisecond)
-	if strings.Contains(stdout.String(), "FIRING   GPUHot") {
-		t.Errorf("the silence did not mute GPUHot: the console got\n%s", stdout.String())
+	if strings.Contains(d.stdout.String(), "FIRING   GPUHot") {
+		t.Errorf("the silence did not mute GPUHot: the console got\n%s", d.stdout.String())
 	}
-	cancel()
-	<-done
+	d.stop()
+}
+
+// inProcess is `gpuwatch run` started in-process by a test.
+type inProcess struct {
+	stdout, stderr notifiertest.Buffer
+	cancel         context.CancelFunc
+	done           chan int
+}
+
+// runInProcess starts `gpuwatch run --config path`; the test stops it.
+func runInProcess(t *testing.T, path string) *inProcess {
+	ctx, cancel := context.WithCancel(t.Context())
+	d := &inProcess{cancel: cancel, done: make(chan int, 1)}
+	go func() {
+		d.done <- cli.Main(ctx, []string{"run", "--config", path}, &cli.Env{Stdout: &d.stdout, Stderr: &d.stderr, LookupEnv: noEnv})
+	}()
+	t.Cleanup(cancel)
+	return d
+}
+
+// stop ends the daemon and returns its exit code.
+func (d *inProcess) stop() int {
+	d.cancel()
+	return <-d.done
 }

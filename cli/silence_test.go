@@ -1,8 +1,6 @@
 package cli_test
 
 import (
-	"context"
-	"github.com/gpuwatch/gpuwatch/notifier/notifiertest"
 	"net"
 	"path/filepath"
 	"strings"
@@ -29,13 +27,8 @@ func TestSilenceAndOutboxCommands(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "gpuwatch.yaml")
 	writeFile(t, path, "storage: {path: @DIR@/state.db}\nserver: {listen: \""+addr+"\"}\n"+
 		"source: {type: sim, interval: 5s, sim: {scenario: thermal, seed: 1, speed: 1}}\nrules:\n"+hotRule)
-	ctx, cancel := context.WithCancel(t.Context())
-	var stdout, stderr notifiertest.Buffer
-	done := make(chan int, 1)
-	go func() {
-		done <- cli.Main(ctx, []string{"run", "--config", path}, &cli.Env{Stdout: &stdout, Stderr: &stderr, LookupEnv: noEnv})
-	}()
-	waitFor(t, &stderr, "HTTP API listening")
+	d := runInProcess(t, path)
+	waitFor(t, &d.stderr, "HTTP API listening")
 
 	// Flags after the matchers, as the README writes it.
 	got := gpuwatch(t, "silence", "add", "alert=GPUHot", "gpu=0", "--server", addr, "--duration", "4h", "--reason", "fan repair", "--by", "alice")
@@ -73,9 +66,8 @@ func TestSilenceAndOutboxCommands(t *testing.T) {
 	if got.code != cli.ExitOK || !strings.Contains(got.stdout, "console") || !strings.Contains(got.stdout, "no dead letters") {
 		t.Errorf("outbox list: exit %d\n%s%s", got.code, got.stdout, got.stderr)
 	}
-	cancel()
-	if code := <-done; code != cli.ExitOK {
-		t.Errorf("run: exit %d after cancel\n%s", code, stderr.String())
+	if code := d.stop(); code != cli.ExitOK {
+		t.Errorf("run: exit %d after cancel\n%s", code, d.stderr.String())
 	}
 	// Without a daemon the commands say so, as a runtime failure.
 	got = gpuwatch(t, "silence", "list", "--server", addr)

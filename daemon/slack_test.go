@@ -1,9 +1,7 @@
 package daemon_test
 
 import (
-	"encoding/json"
 	"fmt"
-	"net/http/httptest"
 	"net/url"
 	"slices"
 	"strings"
@@ -197,18 +195,7 @@ route: {receiver: slack, group_wait: 1ns}
 		t.Fatalf("got %d Slack calls, want one message for both GPUs", n)
 	}
 
-	payload, err := json.Marshal(map[string]any{
-		"type": "block_actions", "user": map[string]string{"id": "U123", "name": "alice"},
-		"channel": map[string]string{"id": "C1", "name": "gpu"}, "response_url": respond.URL + "/actions/1",
-		"message": map[string]any{"text": "GPUHot", "blocks": []any{}},
-		"actions": []map[string]string{{"type": "button", "block_id": slacknotifier.ActionsBlockPrefix + "0",
-			"action_id": slacknotifier.ActionAcknowledge, "value": alertKey("GPUHot", 0)}},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	w := httptest.NewRecorder()
-	r.D.SlackHandler().ServeHTTP(w, slackRequest("/slack/actions", url.Values{"payload": {string(payload)}}.Encode(), signingSecret, base))
+	clickAcknowledge(t, r.D.SlackHandler(), respond.URL+"/actions/1", alertKey("GPUHot", 0))
 	waitFor(t, "the acknowledgement", func() bool {
 		a := r.D.Alerts()
 		return len(a) > 0 && a[0].Acknowledged != ""
