@@ -54,4 +54,3 @@ func BenchmarkSimulatedDay8GPUs(b *testing.B) {
 		b.ReportMetric(float64(ms.HeapInuse)/(1<<20), "heap-MiB")
 	}
 }
-
