@@ -7,12 +7,18 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
 	root "github.com/gpuwatch/gpuwatch"
 	"github.com/gpuwatch/gpuwatch/config"
+	"github.com/gpuwatch/gpuwatch/gpu"
 	"github.com/gpuwatch/gpuwatch/gpu/replay"
+	"github.com/gpuwatch/gpuwatch/gpu/sim"
 	"github.com/gpuwatch/gpuwatch/rules"
 )
 
@@ -124,3 +130,138 @@ func BenchmarkReplayDay8GPUs1s(b *testing.B) {
 	}
 	b.ReportMetric(b.Elapsed().Seconds()/float64(b.N), "s/day")
 }
+
+// BenchmarkRunDay8GPUs measures the resident memory of `gpuwatch run`
+// itself, the process a GPU server keeps: the built binary replays a day
+// of 8 GPUs sampled every 5 s (four two-GPU scenarios side by side, as
+// fast as it goes) through the rules, routes, store and rollups of the
+// example config, while the benchmark reads its /proc/PID/status.
+// RSS-MiB is the largest VmRSS read, peak-RSS-MiB the largest of the
+// kernel's high-water mark (VmHWM). Target: ≤ 30 MiB.
+func BenchmarkRunDay8GPUs(b *testing.B) {
+	if _, err := os.Stat("/proc/self/status"); err != nil {
+		b.Skip("no /proc to read the memory of a process from")
+	}
+	dir := b.TempDir()
+	bin := filepath.Join(dir, "gpuwatch")
+	if out, err := exec.Command("go", "build", "-o", bin, "../cmd/gpuwatch").CombinedOutput(); err != nil {
+		b.Fatalf("go build: %v\n%s", err, out)
+	}
+	trace := filepath.Join(dir, "day.csv")
+	writeDayCSV(b, trace, 24*time.Hour/(5*time.Second))
+	cfg := strings.NewReplacer("  type: nvml", "  type: replay\n  replay: {file: "+trace+"}",
+		"path: /var/lib/gpuwatch/gpuwatch.db", "path: "+filepath.Join(dir, "state.db"),
+		"listen: 127.0.0.1:9477", "listen: 127.0.0.1:0").Replace(string(root.ExampleConfig))
+	path := filepath.Join(dir, "gpuwatch.yaml")
+	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	var rss, hwm float64
+	b.ResetTimer()
+	for b.Loop() {
+		os.Remove(filepath.Join(dir, "state.db"))
+		cmd := exec.Command(bin, "run", "--config", path)
+		cmd.Stdout = io.Discard
+		if err := cmd.Start(); err != nil {
+			b.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		status := fmt.Sprintf("/proc/%d/status", cmd.Process.Pid)
+		tick := time.NewTicker(10 * time.Millisecond)
+	watch:
+		for {
+			select {
+			case err := <-done:
+				if err != nil {
+					b.Fatalf("gpuwatch run: %v", err)
+				}
+				break watch
+			case <-tick.C:
+				if now, high, ok := processMemory(status); ok {
+					rss, hwm = max(rss, now), max(hwm, high)
+				}
+			}
+		}
+		tick.Stop()
+	}
+	b.ReportMetric(rss, "RSS-MiB")
+	b.ReportMetric(hwm, "peak-RSS-MiB")
+}
+
+// processMemory reads VmRSS and VmHWM, in MiB, from a /proc/PID/status;
+// false when the process is gone.
+func processMemory(status string) (rss, hwm float64, ok bool) {
+	b, err := os.ReadFile(status)
+	if err != nil {
+		return 0, 0, false
+	}
+	mib := func(line string) float64 {
+		kb, _ := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(line), " kB"), 64)
+		return kb / 1024
+	}
+	for line := range strings.Lines(string(b)) {
+		if rest, found := strings.CutPrefix(line, "VmRSS:"); found {
+			rss = mib(rest)
+		}
+		if rest, found := strings.CutPrefix(line, "VmHWM:"); found {
+			hwm = mib(rest)
+		}
+	}
+	return rss, hwm, rss > 0
+}
+
+// writeDayCSV writes an nvidia-smi log of n samples of 8 GPUs: four
+// two-GPU scenarios side by side, looping.
+func writeDayCSV(tb testing.TB, path string, n time.Duration) {
+	tb.Helper()
+	var srcs []*sim.Source
+	for k, name := range []string{sim.ScenarioMemoryLeak, sim.ScenarioIdleHog, sim.ScenarioThermal, sim.ScenarioNormalTraining} {
+		s, err := sim.New(sim.Config{Scenario: name, Seed: uint64(k + 1), Host: "bench", Loop: true})
+		if err != nil {
+			tb.Fatal(err)
+		}
+		srcs = append(srcs, s)
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer f.Close()
+	if err := sim.WriteCSV(f, &sideBySide{srcs: srcs, left: int(n)}); err != nil {
+		tb.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		tb.Fatal(err)
+	}
+}
+
+// sideBySide is one host of the GPUs of several simulations, for left
+// snapshots.
+type sideBySide struct {
+	srcs []*sim.Source
+	left int
+}
+
+func (s *sideBySide) Next(ctx context.Context) (*gpu.Snapshot, error) {
+	if s.left == 0 {
+		return nil, io.EOF
+	}
+	s.left--
+	merged := &gpu.Snapshot{}
+	for k, src := range s.srcs {
+		snap, err := src.Next(ctx)
+		if err != nil {
+			return nil, err
+		}
+		merged.Time, merged.Host = snap.Time, snap.Host
+		for _, d := range snap.Devices {
+			d.Index += 2 * k
+			d.UUID += strconv.Itoa(k)
+			merged.Devices = append(merged.Devices, d)
+		}
+	}
+	return merged, nil
+}
+
+func (s *sideBySide) Close() error { return nil }

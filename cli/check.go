@@ -16,14 +16,19 @@ Validates the config file and every rule file it names. Prints each problem
 as FILE:LINE:COL: message and exits 1; prints a one-line summary and exits 0
 when everything is valid.`)
 	path := fs.String("config", "", "the config file to check (required)")
-	if err := parseFlags(env, fs, args); err != nil {
+	args, err := parseFlags(env, fs, args)
+	if err != nil {
 		return err
 	}
-	if *path == "" {
-		if fs.NArg() != 1 {
-			return userErrf("check: name the config file: gpuwatch check --config FILE")
-		}
-		*path = fs.Arg(0)
+	switch {
+	case *path == "" && len(args) == 0:
+		return usageErrf("check: name the config file: gpuwatch check --config FILE")
+	case *path == "" && len(args) == 1:
+		*path = args[0] // gpuwatch check FILE
+	case *path == "":
+		return usageErrf("check: one config file at a time: got %q and %q (gpuwatch check --config FILE)", args[0], args[1])
+	case len(args) > 0:
+		return usageErrf("check: unexpected argument %q: the config is --config %s (gpuwatch check --config FILE)", args[0], *path)
 	}
 	cfg, err := loadConfig(*path, env)
 	if err != nil {
@@ -33,6 +38,9 @@ when everything is valid.`)
 		if err := checkReplaySource(ctx, cfg, env); err != nil {
 			return err
 		}
+	}
+	for _, w := range cfg.Warnings() {
+		fmt.Fprintln(env.Stderr, "warning: "+w)
 	}
 	fmt.Fprintln(env.Stdout, cfg.Summary())
 	return nil
@@ -51,7 +59,7 @@ func checkReplaySource(ctx context.Context, cfg *config.Config, env *Env) error 
 	if err != nil {
 		return replayErr(fmt.Errorf("source.replay.file: %w", err))
 	}
-	for _, w := range logCoverage(cfg.Rules, first, cfg.Source.Replay.File) {
+	for _, w := range logCoverage(cfg.Rules, first, cfg.Source.Replay.File, false) {
 		fmt.Fprintln(env.Stderr, w)
 	}
 	return nil

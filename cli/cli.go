@@ -15,11 +15,14 @@ import (
 	"time"
 )
 
-// Exit codes.
+// Exit codes. A script tells "the input has problems" (1) from "the
+// command was called wrong" (2) and from "the machine failed" (3): a
+// service manager restarts after 3, not after 1 or 2.
 const (
 	ExitOK      = 0
-	ExitUser    = 1 // bad config, bad input, bad flags
-	ExitRuntime = 2 // the machine or the world failed
+	ExitUser    = 1 // problems found: a bad config, bad input, failed rule tests
+	ExitUsage   = 2 // the command line is wrong: no or unknown command, unknown flag, missing or extra arguments
+	ExitRuntime = 3 // the machine or the world failed: no NVML, I/O errors, no daemon to ask
 )
 
 // Env is what a command may use of the process around it.
@@ -57,6 +60,14 @@ func userErr(err error) error {
 
 func userErrf(format string, args ...any) error { return userError{fmt.Errorf(format, args...)} }
 
+// usageError marks a command line that is wrong (exit 2).
+type usageError struct{ err error }
+
+func (e usageError) Error() string { return e.err.Error() }
+func (e usageError) Unwrap() error { return e.err }
+
+func usageErrf(format string, args ...any) error { return usageError{fmt.Errorf(format, args...)} }
+
 type command struct {
 	name    string
 	summary string
@@ -83,16 +94,17 @@ func Main(ctx context.Context, args []string, env *Env) int {
 	if env.Location == nil {
 		env.Location = time.UTC
 	}
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+	if len(args) == 0 {
+		fmt.Fprint(env.Stderr, "gpuwatch: name a command\n\n")
+		usage(env.Stderr)
+		return ExitUsage
+	}
+	if args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
 		usage(env.Stdout)
-		if len(args) == 0 {
-			return ExitUser
-		}
 		return ExitOK
 	}
 	if args[0] == "version" || args[0] == "--version" {
-		fmt.Fprintln(env.Stdout, "gpuwatch", Version)
-		return ExitOK
+		return report(env.Stderr, versionCommand(env, args[1:]))
 	}
 	for _, c := range commands() {
 		if c.name != args[0] {
@@ -103,12 +115,8 @@ func Main(ctx context.Context, args []string, env *Env) int {
 	}
 	fmt.Fprintf(env.Stderr, "gpuwatch: unknown command %q\n\n", args[0])
 	usage(env.Stderr)
-	return ExitUser
+	return ExitUsage
 }
-
-// Version is gpuwatch's version, set at build time with
-// -ldflags "-X github.com/gpuwatch/gpuwatch/cli.Version=v1.2.3".
-var Version = "devel"
 
 func report(w io.Writer, err error) int {
 	switch {
@@ -121,7 +129,11 @@ func report(w io.Writer, err error) int {
 	}
 	fmt.Fprintf(w, "gpuwatch: %v\n", err)
 	var ue userError
-	if errors.As(err, &ue) {
+	var usage usageError
+	switch {
+	case errors.As(err, &usage):
+		return ExitUsage
+	case errors.As(err, &ue):
 		return ExitUser
 	}
 	return ExitRuntime
@@ -141,7 +153,9 @@ Commands:
 	fmt.Fprint(w, `  version  print the version
 
 Start with "gpuwatch demo" (no GPU needed). "gpuwatch <command> --help" shows
-a command's flags. Exit codes: 0 ok, 1 bad config or input, 2 runtime failure.
+a command's flags; flags may come before or after the arguments. Exit codes:
+0 ok, 1 problems found (bad config or input, failed tests), 2 usage error,
+3 runtime failure (no NVML, I/O errors, no daemon to ask).
 `)
 }
 
@@ -158,16 +172,37 @@ func newFlags(env *Env, name, args, about string) *flag.FlagSet {
 	return fs
 }
 
-// parseFlags parses args: --help prints the command's usage on stdout, a
-// flag mistake becomes a user error.
-func parseFlags(env *Env, fs *flag.FlagSet, args []string) error {
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			fs.SetOutput(env.Stdout)
-			fs.Usage()
-			return err
+// parseFlags parses args, flags and arguments in any order (`silence add
+// alert=GPUHot --duration 4h` as well as `silence add --duration 4h
+// alert=GPUHot`; after "--" everything is an argument), and returns the
+// arguments. --help prints the command's usage on stdout; a flag mistake
+// is a usage error.
+func parseFlags(env *Env, fs *flag.FlagSet, args []string) ([]string, error) {
+	var positional []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				fs.SetOutput(env.Stdout)
+				fs.Usage()
+				return nil, err
+			}
+			return nil, usageErrf("%s: %v (see gpuwatch %s --help)", fs.Name(), err, fs.Name())
 		}
-		return userErrf("%s: %v (see gpuwatch %s --help)", fs.Name(), err, fs.Name())
+		rest := fs.Args()
+		if len(rest) == 0 {
+			return positional, nil
+		}
+		if stopped := len(args) - len(rest); stopped > 0 && args[stopped-1] == "--" {
+			return append(positional, rest...), nil
+		}
+		positional, args = append(positional, rest[0]), rest[1:]
+	}
+}
+
+// noArgs refuses arguments a command that takes only flags was given.
+func noArgs(name string, args []string) error {
+	if len(args) > 0 {
+		return usageErrf("%s: unexpected argument %q: it takes flags only (see gpuwatch %s --help)", name, args[0], name)
 	}
 	return nil
 }
@@ -175,7 +210,7 @@ func parseFlags(env *Env, fs *flag.FlagSet, args []string) error {
 func newLogger(w io.Writer, level string) (*slog.Logger, error) {
 	var l slog.Level
 	if err := l.UnmarshalText([]byte(level)); err != nil {
-		return nil, userErrf("--log-level %q: use debug, info, warn or error", level)
+		return nil, usageErrf("--log-level %q: use debug, info, warn or error", level)
 	}
 	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: l})), nil
 }

@@ -2,11 +2,12 @@ package cli_test
 
 import (
 	"context"
-	"github.com/gpuwatch/gpuwatch/notifier/notifiertest"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/gpuwatch/gpuwatch/notifier/notifiertest"
 
 	"github.com/gpuwatch/gpuwatch/cli"
 )
@@ -49,22 +50,40 @@ func TestExitCodes(t *testing.T) {
 		wantStdout string // a substring of stdout
 		wantStderr string // a substring of stderr
 	}{
-		{name: "no args", args: nil, want: cli.ExitUser, wantStdout: "Usage: gpuwatch <command>"},
+		{name: "no args", args: nil, want: cli.ExitUsage, wantStderr: "Usage: gpuwatch <command>"},
 		{name: "help", args: []string{"help"}, want: cli.ExitOK, wantStdout: "Commands:"},
 		{name: "--help", args: []string{"--help"}, want: cli.ExitOK, wantStdout: "Commands:"},
 		{name: "-h", args: []string{"-h"}, want: cli.ExitOK, wantStdout: "Commands:"},
 		{name: "version", args: []string{"version"}, want: cli.ExitOK, wantStdout: "gpuwatch "},
-		{name: "unknown command", args: []string{"frobnicate"}, want: cli.ExitUser, wantStderr: `unknown command "frobnicate"`},
-		{name: "unknown flag", args: []string{"check", "--nope"}, want: cli.ExitUser, wantStderr: "see gpuwatch check --help"},
-		{name: "check without config", args: []string{"check"}, want: cli.ExitUser, wantStderr: "gpuwatch check --config FILE"},
+		{name: "version with an argument", args: []string{"version", "now"}, want: cli.ExitUsage, wantStderr: `unexpected argument "now"`},
+		{name: "unknown command", args: []string{"frobnicate"}, want: cli.ExitUsage, wantStderr: `unknown command "frobnicate"`},
+		{name: "unknown flag", args: []string{"check", "--nope"}, want: cli.ExitUsage, wantStderr: "see gpuwatch check --help"},
+		{name: "unknown flag after the argument", args: []string{"check", "testdata/valid.yaml", "--nope"}, want: cli.ExitUsage, wantStderr: "see gpuwatch check --help"},
+		{name: "check without config", args: []string{"check"}, want: cli.ExitUsage, wantStderr: "gpuwatch check --config FILE"},
+		{name: "check two files", args: []string{"check", "testdata/valid.yaml", "testdata/broken.yaml"}, want: cli.ExitUsage, wantStderr: "one config file at a time"},
+		{name: "check an extra argument", args: []string{"check", "--config", "testdata/valid.yaml", "extra"}, want: cli.ExitUsage, wantStderr: `unexpected argument "extra"`},
+		{name: "check an extra argument first", args: []string{"check", "extra", "--config", "testdata/valid.yaml"}, want: cli.ExitUsage, wantStderr: `unexpected argument "extra"`},
+		{name: "check the config after --", args: []string{"check", "--", "testdata/valid.yaml"}, want: cli.ExitOK, wantStdout: "valid.yaml: ok"},
 		{name: "check missing file", args: []string{"check", "--config", "testdata/no-such.yaml"}, want: cli.ExitUser, wantStderr: "no-such.yaml"},
-		{name: "run without config", args: []string{"run"}, want: cli.ExitUser, wantStderr: "gpuwatch run --config FILE"},
-		{name: "replay without trace", args: []string{"replay"}, want: cli.ExitUser, wantStderr: "--trace LOG.csv"},
+		{name: "check broken config", args: []string{"check", "testdata/broken.yaml"}, want: cli.ExitUser, wantStderr: "4 problems"},
+		{name: "run without config", args: []string{"run"}, want: cli.ExitUsage, wantStderr: "gpuwatch run --config FILE"},
+		{name: "run an extra argument", args: []string{"run", "--config", "testdata/valid.yaml", "now"}, want: cli.ExitUsage, wantStderr: `unexpected argument "now"`},
+		{name: "replay without trace", args: []string{"replay"}, want: cli.ExitUsage, wantStderr: "--trace LOG.csv"},
+		{name: "replay an extra argument", args: []string{"replay", "--trace", "testdata/traces/thermal.csv", "testdata/traces/idle-hog.csv"}, want: cli.ExitUsage, wantStderr: `unexpected argument "testdata/traces/idle-hog.csv"`},
 		{name: "replay missing trace", args: []string{"replay", "--trace", "testdata/traces/no-such.csv"}, want: cli.ExitUser, wantStderr: "no-such.csv"},
-		{name: "replay bad log level", args: []string{"replay", "--trace", "testdata/traces/thermal.csv", "--log-level", "loud"}, want: cli.ExitUser, wantStderr: "--log-level"},
-		{name: "test without files", args: []string{"test"}, want: cli.ExitUser, wantStderr: "name at least one test file"},
-		{name: "demo negative speed", args: []string{"demo", "--speed", "-1"}, want: cli.ExitUser, wantStderr: "--speed"},
-		{name: "demo unknown scenario", args: []string{"demo", "--scenario", "nope"}, want: cli.ExitUser, wantStderr: "unknown scenario"},
+		{name: "replay bad log level", args: []string{"replay", "--trace", "testdata/traces/thermal.csv", "--log-level", "loud"}, want: cli.ExitUsage, wantStderr: "--log-level"},
+		{name: "test without files", args: []string{"test"}, want: cli.ExitUsage, wantStderr: "name at least one test file"},
+		{name: "test with a flag after the file", args: []string{"test", "testdata/failing_test.yaml", "--nope"}, want: cli.ExitUsage, wantStderr: "see gpuwatch test --help"},
+		{name: "a failing rule test", args: []string{"test", "testdata/failing_test.yaml"}, want: cli.ExitUser, wantStderr: "1 of 2 tests failed"},
+		{name: "status an extra argument", args: []string{"status", "--config", "testdata/valid.yaml", "gpu0"}, want: cli.ExitUsage, wantStderr: `unexpected argument "gpu0"`},
+		{name: "demo negative speed", args: []string{"demo", "--speed", "-1"}, want: cli.ExitUsage, wantStderr: "--speed"},
+		{name: "demo unknown scenario", args: []string{"demo", "--scenario", "nope"}, want: cli.ExitUsage, wantStderr: "unknown scenario"},
+		{name: "demo an extra argument", args: []string{"demo", "fast"}, want: cli.ExitUsage, wantStderr: `unexpected argument "fast"`},
+		{name: "silence without an action", args: []string{"silence"}, want: cli.ExitUsage, wantStderr: "add|list|expire"},
+		{name: "silence add without matchers", args: []string{"silence", "add", "--duration", "1h"}, want: cli.ExitUsage, wantStderr: "name what to silence"},
+		{name: "silence list an extra argument", args: []string{"silence", "list", "all"}, want: cli.ExitUsage, wantStderr: `unexpected argument "all"`},
+		{name: "outbox without list", args: []string{"outbox"}, want: cli.ExitUsage, wantStderr: "gpuwatch outbox list"},
+		{name: "outbox list an extra argument", args: []string{"outbox", "list", "now"}, want: cli.ExitUsage, wantStderr: `unexpected argument "now"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

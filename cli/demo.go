@@ -8,6 +8,7 @@ import (
 
 	"github.com/gpuwatch/gpuwatch/gpu"
 	"github.com/gpuwatch/gpuwatch/gpu/sim"
+	"github.com/gpuwatch/gpuwatch/internal/plural"
 	"github.com/gpuwatch/gpuwatch/rules"
 )
 
@@ -24,11 +25,15 @@ or SLACK_BOT_TOKEN (with SLACK_CHANNEL, default #gpuwatch-demo), is set.`)
 	seed := fs.Uint64("seed", 1, "random seed: the same seed gives the same run")
 	forever := fs.Bool("forever", false, "loop the scenario instead of ending after one run")
 	logLevel := fs.String("log-level", "warn", "log level: debug, info, warn, error")
-	if err := parseFlags(env, fs, args); err != nil {
+	args, err := parseFlags(env, fs, args)
+	if err != nil {
+		return err
+	}
+	if err := noArgs("demo", args); err != nil {
 		return err
 	}
 	if *speed < 0 {
-		return userErrf("demo: --speed must be 0 or more, not %v", *speed)
+		return usageErrf("demo: --speed must be 0 or more, not %v", *speed)
 	}
 	logger, err := newLogger(env.Stderr, *logLevel)
 	if err != nil {
@@ -41,7 +46,7 @@ or SLACK_BOT_TOKEN (with SLACK_CHANNEL, default #gpuwatch-demo), is set.`)
 	src, err := sim.New(sim.Config{Scenario: *scenario, Seed: *seed, Start: simStart(),
 		Step: cfg.Source.Interval, Host: "demo-host", Loop: *forever})
 	if err != nil {
-		return userErr(err)
+		return usageErrf("demo: --scenario: %v", err)
 	}
 	defer src.Close()
 	pace := "unpaced"
@@ -55,8 +60,8 @@ or SLACK_BOT_TOKEN (with SLACK_CHANNEL, default #gpuwatch-demo), is set.`)
 			length += fmt.Sprintf(", about %s here", (time.Duration(float64(src.Duration()) / *speed)).Round(time.Second))
 		}
 	}
-	fmt.Fprintf(env.Stdout, "gpuwatch demo: scenario %q, seed %d, %d rules from config.example.yaml, %s (%s).\n\n",
-		*scenario, *seed, len(cfg.Rules), pace, length)
+	fmt.Fprintf(env.Stdout, "gpuwatch demo: scenario %q, seed %d, %s from config.example.yaml, %s (%s).\n\n",
+		*scenario, *seed, plural.Count(len(cfg.Rules), "rule"), pace, length)
 	toSlack, err := newDemoSlack(env, logger)
 	if err != nil {
 		return err
@@ -84,7 +89,7 @@ or SLACK_BOT_TOKEN (with SLACK_CHANNEL, default #gpuwatch-demo), is set.`)
 	if err := w.run(ctx); err != nil {
 		return err
 	}
-	fmt.Fprintf(env.Stdout, "\ndemo finished: %d alerts fired, %d resolved.\n"+
-		"Next: gpuwatch replay --trace your-nvidia-smi-log.csv, or on a GPU server: gpuwatch run --config config.yaml\n", fired, resolved)
+	fmt.Fprintf(env.Stdout, "\ndemo finished: %s fired, %d resolved.\n"+
+		"Next: gpuwatch replay --trace your-nvidia-smi-log.csv, or on a GPU server: gpuwatch run --config config.yaml\n", plural.Count(fired, "alert"), resolved)
 	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"net/url"
+	"os"
 	"time"
 
 	"github.com/gpuwatch/gpuwatch/config"
@@ -35,22 +36,25 @@ or daemon needed; the window ends at the log's last sample.`)
 	format := fs.String("format", "text", "output: text, markdown, blocks (Slack Block Kit JSON) or json (the report's data)")
 	skipBad := fs.Bool("skip-bad", false, "skip malformed rows instead of stopping at the first")
 	logLevel := fs.String("log-level", "warn", "log level: debug, info, warn, error")
-	if err := parseFlags(env, fs, args); err != nil {
+	args, err := parseFlags(env, fs, args)
+	if err != nil {
 		return err
 	}
 	switch {
-	case fs.NArg() > 0:
-		return userErrf("digest: unexpected argument %q: flags only (see gpuwatch digest --help)", fs.Arg(0))
+	case len(args) > 0:
+		return noArgs("digest", args)
 	case *trace == "" && *configPath == "":
-		return userErrf("digest: say what to digest: gpuwatch digest --config FILE (what gpuwatch run recorded) or --trace LOG.csv")
+		return usageErrf("digest: say what to digest: gpuwatch digest --config FILE (what gpuwatch run recorded) or --trace LOG.csv")
 	case *window < 0:
-		return userErrf("digest: --window %s is negative: give how far back to look, e.g. --window 24h", *window)
+		return usageErrf("digest: --window %s is negative: give how far back to look, e.g. --window 24h", *window)
+	case *window > 0 && *window < time.Hour:
+		return usageErrf("digest: --window %s is shorter than an hour: usage is kept by the hour; give 1h or more", *window)
 	case *topUsers < 1:
-		return userErrf("digest: --top-users %d: list at least 1 user", *topUsers)
+		return usageErrf("digest: --top-users %d: list at least 1 user", *topUsers)
 	case *price < 0:
-		return userErrf("digest: --price-per-kwh %g is negative: give the price of one kWh, e.g. 0.30", *price)
+		return usageErrf("digest: --price-per-kwh %g is negative: give the price of one kWh, e.g. 0.30", *price)
 	case *currency != "" && *price == 0:
-		return userErrf("digest: --currency %s needs --price-per-kwh", *currency)
+		return usageErrf("digest: --currency %s needs --price-per-kwh", *currency)
 	}
 	if _, err := renderDigest(&digest.Report{}, *format); err != nil {
 		return err
@@ -71,7 +75,7 @@ or daemon needed; the window ends at the log's last sample.`)
 		return digestFromStore(ctx, env, cfg, *window, *format, opts)
 	}
 	host := opts.Host
-	r, err := replay.Open(*trace, replay.Options{Host: host, Location: env.Location, SkipBad: *skipBad, Logger: logger})
+	r, err := replay.Open(*trace, replay.Options{Host: host, Location: env.Location, SkipBad: *skipBad, Logger: logger, Warnings: env.Stderr})
 	if err != nil {
 		return replayErr(err)
 	}
@@ -109,10 +113,10 @@ or daemon needed; the window ends at the log's last sample.`)
 		return replayErr(err)
 	}
 	if last.IsZero() {
-		return userErrf("digest: %s has no samples", *trace)
+		return noSamples(*trace, r.Skipped())
 	}
 	for _, t := range firing {
-		rollups.RecordAlert(t.Alert, t.StartsAt, last.Sub(t.StartsAt))
+		opts.Firing = append(opts.Firing, digest.FiringAlert{Alert: t.Alert, Since: t.StartsAt})
 	}
 	from := first
 	if *window > 0 {
@@ -168,6 +172,11 @@ func digestFromStore(ctx context.Context, env *Env, cfg *config.Config, window t
 	if window == 0 {
 		window = 24 * time.Hour
 	}
+	// Reading a digest creates no state: without a store there is nothing
+	// recorded yet.
+	if _, err := os.Stat(cfg.Storage.Path); errors.Is(err, os.ErrNotExist) {
+		return nothingRecorded(cfg)
+	}
 	db, err := store.Open(cfg.Storage.Path, store.Options{Timeout: 200 * time.Millisecond})
 	if errors.Is(err, store.ErrInUse) {
 		if format != "text" {
@@ -196,6 +205,9 @@ func digestFromStore(ctx context.Context, env *Env, cfg *config.Config, window t
 	if err != nil {
 		return fmt.Errorf("digest: %w", err)
 	}
+	if len(records) == 0 {
+		return nothingRecorded(cfg)
+	}
 	rollups := digest.NewRollups()
 	if err := rollups.Load(records); err != nil {
 		return fmt.Errorf("digest: %s: %w", cfg.Storage.Path, err)
@@ -203,6 +215,12 @@ func digestFromStore(ctx context.Context, env *Env, cfg *config.Config, window t
 	opts.To = time.Now()
 	opts.From = opts.To.Add(-window)
 	return printDigest(env, rollups, opts, format)
+}
+
+// nothingRecorded is the answer of a digest of a store without usage.
+func nothingRecorded(cfg *config.Config) error {
+	return userErrf("digest: nothing has been recorded yet in %s (storage.path of %s): gpuwatch run records usage as it samples "+
+		"and saves it every few minutes; for an nvidia-smi log, use --trace", cfg.Storage.Path, cfg.File)
 }
 
 // renderDigest renders a report in the form --format names.
@@ -222,5 +240,5 @@ func renderDigest(r *digest.Report, format string) (string, error) {
 		}
 		return string(n.Digest.Data) + "\n", nil
 	}
-	return "", userErrf("digest: --format %q: use text, markdown, blocks or json", format)
+	return "", usageErrf("digest: --format %q: use text, markdown, blocks or json", format)
 }

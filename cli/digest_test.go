@@ -3,6 +3,7 @@ package cli_test
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"math"
 	"os"
 	"path/filepath"
@@ -62,7 +63,8 @@ func TestDigestTraceIdleHog(t *testing.T) {
 	if text.code != cli.ExitOK {
 		t.Fatalf("digest (text): got exit %d, want 0\nstderr:\n%s", text.code, text.stderr)
 	}
-	for _, want := range []string{"GPU usage on", "held idle 1.7h", "Top users", "Alerts (1 fired)"} {
+	for _, want := range []string{"GPU usage on", "held idle 1.7h", "Top users", "GPU 1 was held idle for 1h45m", "Alerts (1 fired, 1 still firing)",
+		"GPUIdleButHeld fired 1 time, the longest for ", " (1 still firing)"} {
 		if !strings.Contains(text.stdout, want) {
 			t.Errorf("digest (text): want %q in\n%s", want, text.stdout)
 		}
@@ -95,24 +97,26 @@ func TestDigestBadFlags(t *testing.T) {
 	tests := []struct {
 		name       string
 		args       []string
+		want       int
 		wantStderr string
 	}{
-		{"no trace", nil, "--trace LOG.csv"},
-		{"missing file", []string{"--trace", "testdata/nope.csv"}, "nope.csv"},
-		{"negative window", []string{"--trace", idleHog, "--window", "-1h"}, "negative"},
-		{"bad window", []string{"--trace", idleHog, "--window", "tomorrow"}, "--help"},
-		{"no users", []string{"--trace", idleHog, "--top-users", "0"}, "at least 1"},
-		{"negative price", []string{"--trace", idleHog, "--price-per-kwh", "-1"}, "negative"},
-		{"currency alone", []string{"--trace", idleHog, "--currency", "EUR"}, "--price-per-kwh"},
-		{"bad format", []string{"--trace", idleHog, "--format", "pdf"}, "text, markdown"},
-		{"stray argument", []string{"--trace", idleHog, "now"}, `"now"`},
-		{"bad row", []string{"--trace", "testdata/bad-row.csv"}, "bad-row.csv"},
-		{"no samples", []string{"--trace", empty}, "no samples"},
+		{"no trace", nil, cli.ExitUsage, "--trace LOG.csv"},
+		{"missing file", []string{"--trace", "testdata/nope.csv"}, cli.ExitUser, "nope.csv"},
+		{"negative window", []string{"--trace", idleHog, "--window", "-1h"}, cli.ExitUsage, "negative"},
+		{"window under an hour", []string{"--trace", idleHog, "--window", "30m"}, cli.ExitUsage, "shorter than an hour: usage is kept by the hour"},
+		{"bad window", []string{"--trace", idleHog, "--window", "tomorrow"}, cli.ExitUsage, "--help"},
+		{"no users", []string{"--trace", idleHog, "--top-users", "0"}, cli.ExitUsage, "at least 1"},
+		{"negative price", []string{"--trace", idleHog, "--price-per-kwh", "-1"}, cli.ExitUsage, "negative"},
+		{"currency alone", []string{"--trace", idleHog, "--currency", "EUR"}, cli.ExitUsage, "--price-per-kwh"},
+		{"bad format", []string{"--trace", idleHog, "--format", "pdf"}, cli.ExitUsage, "text, markdown"},
+		{"stray argument", []string{"--trace", idleHog, "now"}, cli.ExitUsage, `"now"`},
+		{"bad row", []string{"--trace", "testdata/bad-row.csv"}, cli.ExitUser, "bad-row.csv"},
+		{"no samples", []string{"--trace", empty}, cli.ExitUser, "no samples"},
 	}
 	for _, tt := range tests {
 		got := gpuwatch(t, append([]string{"digest"}, tt.args...)...)
-		if got.code != cli.ExitUser || !strings.Contains(got.stderr, tt.wantStderr) {
-			t.Errorf("%s: got exit %d, stderr %q; want exit %d and %q in stderr", tt.name, got.code, got.stderr, cli.ExitUser, tt.wantStderr)
+		if got.code != tt.want || !strings.Contains(got.stderr, tt.wantStderr) {
+			t.Errorf("%s: got exit %d, stderr %q; want exit %d and %q in stderr", tt.name, got.code, got.stderr, tt.want, tt.wantStderr)
 		}
 	}
 }
@@ -156,5 +160,22 @@ func TestDigestFromStore(t *testing.T) {
 	}
 	if got := gpuwatch(t, "digest", "--config", path, "--name", "weekly"); got.code != cli.ExitUser {
 		t.Errorf("digest --name of a digest the config lacks: exit %d, want %d", got.code, cli.ExitUser)
+	}
+}
+
+// TestDigestFreshStore checks that a digest of a config whose daemon never
+// ran says so, creates no store, and fails: an empty digest with exit 0
+// reads as "the GPUs were not used".
+func TestDigestFreshStore(t *testing.T) {
+	dir := t.TempDir()
+	store := filepath.Join(dir, "state", "gpuwatch.db")
+	path := filepath.Join(dir, "gpuwatch.yaml")
+	writeFile(t, path, "storage: {path: "+store+"}\nsource: {type: sim}\n")
+	got := gpuwatch(t, "digest", "--config", path)
+	if got.code != cli.ExitUser || !strings.Contains(got.stderr, "nothing has been recorded yet in "+store) {
+		t.Errorf("digest of a fresh config: got exit %d, stderr %q; want %d and nothing recorded yet", got.code, got.stderr, cli.ExitUser)
+	}
+	if _, err := os.Stat(filepath.Dir(store)); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("digest created %s (%v), want no state made by a read", filepath.Dir(store), err)
 	}
 }

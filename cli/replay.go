@@ -10,6 +10,7 @@ import (
 
 	"github.com/gpuwatch/gpuwatch/gpu"
 	"github.com/gpuwatch/gpuwatch/gpu/replay"
+	"github.com/gpuwatch/gpuwatch/internal/plural"
 	"github.com/gpuwatch/gpuwatch/notifier"
 	"github.com/gpuwatch/gpuwatch/notifier/console"
 	"github.com/gpuwatch/gpuwatch/rules"
@@ -26,11 +27,15 @@ Without --config the rules of config.example.yaml are used. Make a log with:
 	asJSON := fs.Bool("json", false, `print one JSON object per transition: {"at","alert","gpu","uuid","state","severity","repeat","value"}`)
 	skipBad := fs.Bool("skip-bad", false, "skip malformed rows with a warning count instead of stopping at the first")
 	logLevel := fs.String("log-level", "warn", "log level: debug, info, warn, error")
-	if err := parseFlags(env, fs, args); err != nil {
+	args, err := parseFlags(env, fs, args)
+	if err != nil {
+		return err
+	}
+	if err := noArgs("replay", args); err != nil {
 		return err
 	}
 	if *trace == "" {
-		return userErrf("replay: name the log to replay: gpuwatch replay --trace LOG.csv")
+		return usageErrf("replay: name the log to replay: gpuwatch replay --trace LOG.csv")
 	}
 	logger, err := newLogger(env.Stderr, *logLevel)
 	if err != nil {
@@ -40,7 +45,7 @@ Without --config the rules of config.example.yaml are used. Make a log with:
 	if err != nil {
 		return err
 	}
-	r, err := replay.Open(*trace, replay.Options{Host: hostName(cfg), Location: env.Location, SkipBad: *skipBad, Logger: logger})
+	r, err := replay.Open(*trace, replay.Options{Host: hostName(cfg), Location: env.Location, SkipBad: *skipBad, Logger: logger, Warnings: env.Stderr})
 	if err != nil {
 		return replayErr(err)
 	}
@@ -59,7 +64,7 @@ Without --config the rules of config.example.yaml are used. Make a log with:
 		onSnapshot: func(s *gpu.Snapshot) {
 			if snapshots == 0 {
 				first = s.Time
-				for _, w := range logCoverage(cfg.Rules, s, *trace) {
+				for _, w := range logCoverage(cfg.Rules, s, *trace, *configPath == "") {
 					fmt.Fprintln(env.Stderr, w)
 				}
 			}
@@ -69,10 +74,13 @@ Without --config the rules of config.example.yaml are used. Make a log with:
 	if err := w.run(ctx); err != nil {
 		return replayErr(err)
 	}
-	fmt.Fprintf(env.Stderr, "replayed %d snapshots (%s of data, %s to %s): %d transitions",
-		snapshots, last.Sub(first).Round(time.Second), first.In(env.Location).Format(time.DateTime), last.In(env.Location).Format(time.DateTime), transitions)
+	if snapshots == 0 {
+		return noSamples(*trace, r.Skipped())
+	}
+	fmt.Fprintf(env.Stderr, "replayed %s (%s of data, %s to %s): %s",
+		plural.Count(snapshots, "snapshot"), last.Sub(first).Round(time.Second), first.In(env.Location).Format(time.DateTime), last.In(env.Location).Format(time.DateTime), plural.Count(transitions, "transition"))
 	if n := r.Skipped(); n > 0 {
-		fmt.Fprintf(env.Stderr, "; %d malformed rows skipped", n)
+		fmt.Fprintf(env.Stderr, "; %s skipped", plural.Count(n, "malformed row"))
 	}
 	fmt.Fprintln(env.Stderr)
 	return nil

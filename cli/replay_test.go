@@ -3,7 +3,9 @@ package cli_test
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"maps"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -147,13 +149,13 @@ func TestReplayBadRow(t *testing.T) {
 			name:       "skip-bad counts it",
 			args:       []string{"replay", "--skip-bad", "--trace", trace},
 			want:       cli.ExitOK,
-			wantStderr: regexp.MustCompile(`replayed 58 snapshots .*; 1 malformed rows skipped`),
+			wantStderr: regexp.MustCompile(`(?s)^warning: ` + regexp.QuoteMeta(trace) + `:42:\d+: memory.used: "lots MiB" is not a number.*; row skipped\nreplayed 58 snapshots .*; 1 malformed row skipped\n$`),
 		},
 		{
 			name:       "skip-bad with json",
 			args:       []string{"replay", "--skip-bad", "--json", "--trace", trace},
 			want:       cli.ExitOK,
-			wantStderr: regexp.MustCompile(`1 malformed rows skipped`),
+			wantStderr: regexp.MustCompile(`; 1 malformed row skipped\n$`),
 		},
 	}
 	for _, tt := range tests {
@@ -184,6 +186,52 @@ func TestReplayWithConfig(t *testing.T) {
 		if tr.Alert != "GPUMemoryNearFull" {
 			t.Errorf("replay --config testdata/valid.yaml: got alert %s, want only GPUMemoryNearFull", tr.Alert)
 		}
+	}
+}
+
+// TestReplayWarnings checks what replay warns about on stderr: not the
+// built-in XID rule that no log can feed (on every run of the example),
+// but a user's rule that cannot fire on the log.
+func TestReplayWarnings(t *testing.T) {
+	const trace = "testdata/traces/thermal.csv"
+	got := gpuwatch(t, "replay", "--trace", trace)
+	if got.code != cli.ExitOK || strings.Contains(got.stderr, "warning") {
+		t.Errorf("replay with the built-in rules: got exit %d, stderr\n%s\nwant exit 0 and no warning", got.code, got.stderr)
+	}
+	path := filepath.Join(t.TempDir(), "xid.yaml")
+	writeFile(t, path, "rules:\n  - alert: GPUXid\n    when: xid in (79)\n")
+	got = gpuwatch(t, "replay", "--config", path, "--trace", trace)
+	if want := "warning: rule GPUXid uses xid, which nvidia-smi logs do not record; it cannot fire in a replay\n"; got.code != cli.ExitOK || !strings.HasPrefix(got.stderr, want) {
+		t.Errorf("replay with an XID rule of the user's: got exit %d, stderr\n%s\nwant exit 0 and %q", got.code, got.stderr, want)
+	}
+}
+
+// TestReplayLogWithout checks logs that lack something: a header without
+// rows is an error, not a replay "from year 1"; a log without the name
+// column prints no empty "()" after the GPU.
+func TestReplayLogWithout(t *testing.T) {
+	dir := t.TempDir()
+	headerOnly := filepath.Join(dir, "header-only.csv")
+	writeFile(t, headerOnly, "timestamp, index, name, uuid, temperature.gpu\n")
+	for _, cmd := range []string{"replay", "digest"} {
+		got := gpuwatch(t, cmd, "--trace", headerOnly)
+		if want := "header-only.csv has no samples: it holds no rows below its header"; got.code != cli.ExitUser || !strings.Contains(got.stderr, want) || strings.Contains(got.stderr, "0001") {
+			t.Errorf("%s of a header-only log: got exit %d, stderr %q; want exit %d and %q", cmd, got.code, got.stderr, cli.ExitUser, want)
+		}
+	}
+	noName := filepath.Join(dir, "no-name.csv")
+	var b strings.Builder
+	b.WriteString("timestamp, index, uuid, temperature.gpu\n")
+	for i := range 30 {
+		fmt.Fprintf(&b, "2026/11/29 09:%02d:00.000, 0, GPU-0000, 95\n", i)
+	}
+	writeFile(t, noName, b.String())
+	got := gpuwatch(t, "replay", "--trace", noName)
+	if got.code != cli.ExitOK || !strings.Contains(got.stdout, "FIRING   GPUHot [critical] ") {
+		t.Fatalf("replay of a hot GPU: got exit %d, stdout\n%s\nstderr\n%s\nwant GPUHot firing", got.code, got.stdout, got.stderr)
+	}
+	if line := firstLine(got.stdout); !strings.HasSuffix(line, " gpu0") {
+		t.Errorf("replay of a log without names: got %q, want it to end with the GPU, without \"()\"", line)
 	}
 }
 

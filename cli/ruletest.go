@@ -13,14 +13,15 @@ func testCommand(_ context.Context, env *Env, args []string) error {
 Runs rule unit tests: YAML files that feed rules with input series and say
 which alerts must be firing when (see README, "Testing rules"). Prints each
 failure and exits 1 if any test fails.`)
-	if err := parseFlags(env, fs, args); err != nil {
+	args, err := parseFlags(env, fs, args)
+	if err != nil {
 		return err
 	}
-	if fs.NArg() == 0 {
-		return userErrf("test: name at least one test file: gpuwatch test rules_test.yaml")
+	if len(args) == 0 {
+		return usageErrf("test: name at least one test file: gpuwatch test rules_test.yaml")
 	}
 	var passed, failed, broken int
-	for _, path := range fs.Args() {
+	for _, path := range args {
 		results, err := rules.RunTestFile(path)
 		for _, p := range strictyaml.AsErrors(err) {
 			fmt.Fprintln(env.Stderr, p)

@@ -20,11 +20,15 @@ the config (a bad new config is refused and the old one kept); SIGINT and
 SIGTERM stop it cleanly.`)
 	path := fs.String("config", "", "the config file (required)")
 	logLevel := fs.String("log-level", "info", "log level: debug, info, warn, error")
-	if err := parseFlags(env, fs, args); err != nil {
+	args, err := parseFlags(env, fs, args)
+	if err != nil {
+		return err
+	}
+	if err := noArgs("run", args); err != nil {
 		return err
 	}
 	if *path == "" {
-		return userErrf("run: name the config file: gpuwatch run --config FILE (start from config.example.yaml)")
+		return usageErrf("run: name the config file: gpuwatch run --config FILE (start from config.example.yaml)")
 	}
 	logger, err := newLogger(env.Stderr, *logLevel)
 	if err != nil {
@@ -39,12 +43,13 @@ SIGTERM stop it cleanly.`)
 		return err
 	}
 	defer src.Close()
-	d, err := daemon.New(cfg, daemon.Options{Logger: logger, Console: env.Stdout, Location: env.Location, Version: Version})
+	d, err := daemon.New(cfg, daemon.Options{Logger: logger, Console: env.Stdout, Location: env.Location, Version: Build().Version,
+		Now: sourceClock(src)})
 	if err != nil {
 		return err
 	}
 	defer d.Close()
-	logger.Info("gpuwatch started", "config", *path, "source", cfg.Source.Type, "interval", cfg.Source.Interval,
+	logger.Info("gpuwatch started", "version", Build().Version, "config", *path, "source", cfg.Source.Type, "interval", cfg.Source.Interval,
 		"rules", len(cfg.Rules), "receivers", len(cfg.Receivers), "host", hostName(cfg), "storage", cfg.Storage.Path)
 	reloads := make(chan *config.Config, 1)
 	go watchReloads(ctx, env, *path, cfg, reloads, logger)

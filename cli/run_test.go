@@ -2,12 +2,13 @@ package cli_test
 
 import (
 	"context"
-	"github.com/gpuwatch/gpuwatch/notifier/notifiertest"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/gpuwatch/gpuwatch/notifier/notifiertest"
 
 	"github.com/gpuwatch/gpuwatch/cli"
 )
@@ -165,4 +166,71 @@ func TestRunBrokenConfig(t *testing.T) {
 	if want := path + ":6:35: "; !strings.Contains(got.stderr, want) {
 		t.Errorf("run with a broken config: got stderr\n%s\nwant the problem at %s", got.stderr, want)
 	}
+}
+
+// TestRunSimLivesInRealTime runs the daemon on a simulation, paced: its
+// snapshots start now and the daemon's clock runs with them, so a silence
+// made now mutes the simulated alerts, and status shows the daemon's view.
+func TestRunSimLivesInRealTime(t *testing.T) {
+	addr := freeAddr(t)
+	path := filepath.Join(t.TempDir(), "gpuwatch.yaml")
+	writeFile(t, path, "host: live\nstorage: {path: @DIR@/state.db}\nserver: {listen: \""+addr+"\"}\n"+
+		"source: {type: sim, interval: 5s, sim: {scenario: thermal, seed: 1, speed: 600}}\nrules:\n"+hotRule)
+	started := time.Now()
+	d := runInProcess(t, path)
+	waitFor(t, &d.stderr, "HTTP API listening")
+	if got := gpuwatch(t, "silence", "add", "alert=GPUHot", "--duration", "4h", "--server", addr); got.code != cli.ExitOK {
+		t.Fatalf("silence add: exit %d\n%s", got.code, got.stderr)
+	}
+	// The fan fails about 13 simulated minutes in; GPUHot fires soon after.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		got := gpuwatch(t, "status", "--config", path)
+		if strings.Contains(got.stdout, "FIRING   GPUHot") {
+			if !strings.Contains(got.stdout, "(the last sample of gpuwatch run at "+addr+")") {
+				t.Errorf("status --config: got\n%s\nwant the running daemon's view", got.stdout)
+			}
+			first := firstLine(got.stdout)
+			at, err := time.ParseInLocation("2006-01-02 15:04:05 MST", strings.Split(first, " · ")[1], time.UTC)
+			if err != nil || at.Before(started.Add(-time.Minute)) {
+				t.Errorf("status --config: got %q (%v), want a time after the start, %v", first, err, started)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("waited 30s for GPUHot to fire; status:\n%s", got.stdout)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	// Past the route's group_wait (10s, a few ms here), the firing would
+	// be on the console by now, were it not muted.
+	time.Sleep(500 * time.Millisecond)
+	if strings.Contains(d.stdout.String(), "FIRING   GPUHot") {
+		t.Errorf("the silence did not mute GPUHot: the console got\n%s", d.stdout.String())
+	}
+	d.stop()
+}
+
+// inProcess is `gpuwatch run` started in-process by a test.
+type inProcess struct {
+	stdout, stderr notifiertest.Buffer
+	cancel         context.CancelFunc
+	done           chan int
+}
+
+// runInProcess starts `gpuwatch run --config path`; the test stops it.
+func runInProcess(t *testing.T, path string) *inProcess {
+	ctx, cancel := context.WithCancel(t.Context())
+	d := &inProcess{cancel: cancel, done: make(chan int, 1)}
+	go func() {
+		d.done <- cli.Main(ctx, []string{"run", "--config", path}, &cli.Env{Stdout: &d.stdout, Stderr: &d.stderr, LookupEnv: noEnv})
+	}()
+	t.Cleanup(cancel)
+	return d
+}
+
+// stop ends the daemon and returns its exit code.
+func (d *inProcess) stop() int {
+	d.cancel()
+	return <-d.done
 }

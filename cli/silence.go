@@ -17,7 +17,7 @@ import (
 
 func silenceCommand(ctx context.Context, env *Env, args []string) error {
 	if len(args) == 0 {
-		return userErrf("silence: say what to do: gpuwatch silence add|list|expire (see gpuwatch silence --help)")
+		return usageErrf("silence: say what to do: gpuwatch silence add|list|expire (see gpuwatch silence --help)")
 	}
 	switch args[0] {
 	case "-h", "--help", "help":
@@ -37,7 +37,7 @@ Silences in the running gpuwatch (over its HTTP API):
 	case "expire", "rm":
 		return silenceExpire(ctx, env, args[1:])
 	}
-	return userErrf("silence: unknown action %q: use add, list or expire", args[0])
+	return usageErrf("silence: unknown action %q: use add, list or expire", args[0])
 }
 
 func silenceAdd(ctx context.Context, env *Env, args []string) error {
@@ -50,22 +50,26 @@ host=~"node[12]". Silences persist across restarts and expire by themselves.`)
 	reason := fs.String("reason", "", "why, for the people who see the silence")
 	by := fs.String("by", currentUser(), "who silences")
 	server, configPath := serverFlags(fs)
-	if err := parseFlags(env, fs, args); err != nil {
+	args, err := parseFlags(env, fs, args)
+	if err != nil {
 		return err
 	}
-	if fs.NArg() == 0 {
-		return userErrf("silence add: name what to silence, e.g. gpuwatch silence add alert=GPUHot gpu=3")
+	if len(args) == 0 {
+		return usageErrf("silence add: name what to silence, e.g. gpuwatch silence add alert=GPUHot gpu=3")
 	}
 	c, err := newAPIClient(env, *server, *configPath)
 	if err != nil {
 		return err
 	}
 	var out daemon.SilenceJSON
-	req := daemon.NewSilenceJSON{Matchers: fs.Args(), Duration: duration.String(), CreatedBy: *by, Comment: *reason}
+	req := daemon.NewSilenceJSON{Matchers: args, Duration: duration.String(), CreatedBy: *by, Comment: *reason}
 	if err := c.do(ctx, "POST", "/api/v1/silences", req, &out); err != nil {
 		return err
 	}
 	fmt.Fprintf(env.Stdout, "silence %s: %s until %s\n", out.ID, strings.Join(out.Matchers, " "), out.EndsAt.In(env.Location).Format(time.DateTime))
+	for _, w := range out.Warnings {
+		fmt.Fprintln(env.Stderr, "warning: "+w)
+	}
 	return nil
 }
 
@@ -73,7 +77,11 @@ func silenceList(ctx context.Context, env *Env, args []string) error {
 	fs := newFlags(env, "silence list", "[--json]", "Lists the running gpuwatch's silences: active, then pending, then expired.")
 	asJSON := fs.Bool("json", false, "print JSON")
 	server, configPath := serverFlags(fs)
-	if err := parseFlags(env, fs, args); err != nil {
+	args, err := parseFlags(env, fs, args)
+	if err != nil {
+		return err
+	}
+	if err := noArgs("silence list", args); err != nil {
 		return err
 	}
 	c, err := newAPIClient(env, *server, *configPath)
@@ -103,17 +111,18 @@ func silenceList(ctx context.Context, env *Env, args []string) error {
 func silenceExpire(ctx context.Context, env *Env, args []string) error {
 	fs := newFlags(env, "silence expire", "ID...", "Ends silences now.")
 	server, configPath := serverFlags(fs)
-	if err := parseFlags(env, fs, args); err != nil {
+	args, err := parseFlags(env, fs, args)
+	if err != nil {
 		return err
 	}
-	if fs.NArg() == 0 {
-		return userErrf("silence expire: name the silence: gpuwatch silence expire ID (gpuwatch silence list shows them)")
+	if len(args) == 0 {
+		return usageErrf("silence expire: name the silence: gpuwatch silence expire ID (gpuwatch silence list shows them)")
 	}
 	c, err := newAPIClient(env, *server, *configPath)
 	if err != nil {
 		return err
 	}
-	for _, id := range fs.Args() {
+	for _, id := range args {
 		if err := c.do(ctx, "DELETE", "/api/v1/silences/"+id, nil, nil); err != nil {
 			return err
 		}
@@ -134,7 +143,7 @@ func outboxCommand(ctx context.Context, env *Env, args []string) error {
 		args = []string{"list", "--help"}
 	}
 	if len(args) == 0 || args[0] != "list" {
-		return userErrf("outbox: use gpuwatch outbox list")
+		return usageErrf("outbox: use gpuwatch outbox list")
 	}
 	fs := newFlags(env, "outbox list", "[--json]", `
 Shows the running gpuwatch's outbox: notifications waiting per receiver
@@ -142,7 +151,11 @@ Shows the running gpuwatch's outbox: notifications waiting per receiver
 notifications a receiver refused for good, with the reason.`)
 	asJSON := fs.Bool("json", false, "print JSON")
 	server, configPath := serverFlags(fs)
-	if err := parseFlags(env, fs, args[1:]); err != nil {
+	rest, err := parseFlags(env, fs, args[1:])
+	if err != nil {
+		return err
+	}
+	if err := noArgs("outbox list", rest); err != nil {
 		return err
 	}
 	c, err := newAPIClient(env, *server, *configPath)

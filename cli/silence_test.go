@@ -1,8 +1,6 @@
 package cli_test
 
 import (
-	"context"
-	"github.com/gpuwatch/gpuwatch/notifier/notifiertest"
 	"net"
 	"path/filepath"
 	"strings"
@@ -29,19 +27,22 @@ func TestSilenceAndOutboxCommands(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "gpuwatch.yaml")
 	writeFile(t, path, "storage: {path: @DIR@/state.db}\nserver: {listen: \""+addr+"\"}\n"+
 		"source: {type: sim, interval: 5s, sim: {scenario: thermal, seed: 1, speed: 1}}\nrules:\n"+hotRule)
-	ctx, cancel := context.WithCancel(t.Context())
-	var stdout, stderr notifiertest.Buffer
-	done := make(chan int, 1)
-	go func() {
-		done <- cli.Main(ctx, []string{"run", "--config", path}, &cli.Env{Stdout: &stdout, Stderr: &stderr, LookupEnv: noEnv})
-	}()
-	waitFor(t, &stderr, "HTTP API listening")
+	d := runInProcess(t, path)
+	waitFor(t, &d.stderr, "HTTP API listening")
 
-	got := gpuwatch(t, "silence", "add", "--server", addr, "--reason", "fan repair", "--by", "alice", "alert=GPUHot", "gpu=0")
+	// Flags after the matchers, as the README writes it.
+	got := gpuwatch(t, "silence", "add", "alert=GPUHot", "gpu=0", "--server", addr, "--duration", "4h", "--reason", "fan repair", "--by", "alice")
 	if got.code != cli.ExitOK || !strings.Contains(got.stdout, `alert="GPUHot" gpu="0" until`) {
 		t.Fatalf("silence add: exit %d\nstdout: %s\nstderr: %s", got.code, got.stdout, got.stderr)
 	}
 	id := strings.TrimSuffix(strings.Fields(got.stdout)[1], ":")
+	if got.stderr != "" {
+		t.Errorf("silence add of a known alert: got stderr %q, want none", got.stderr)
+	}
+	if got := gpuwatch(t, "silence", "add", "alert=GPUHott", "--server", addr); got.code != cli.ExitOK ||
+		!strings.Contains(got.stderr, `warning: no rule is named alert="GPUHott", so the silence mutes nothing`) {
+		t.Errorf("silence add of an unknown alert: exit %d, stderr %q; want exit 0 and a warning", got.code, got.stderr)
+	}
 
 	got = gpuwatch(t, "silence", "list", "--config", path)
 	for _, want := range []string{id, "active", `alert="GPUHot"`, "alice", "fan repair"} {
@@ -65,9 +66,8 @@ func TestSilenceAndOutboxCommands(t *testing.T) {
 	if got.code != cli.ExitOK || !strings.Contains(got.stdout, "console") || !strings.Contains(got.stdout, "no dead letters") {
 		t.Errorf("outbox list: exit %d\n%s%s", got.code, got.stdout, got.stderr)
 	}
-	cancel()
-	if code := <-done; code != cli.ExitOK {
-		t.Errorf("run: exit %d after cancel\n%s", code, stderr.String())
+	if code := d.stop(); code != cli.ExitOK {
+		t.Errorf("run: exit %d after cancel\n%s", code, d.stderr.String())
 	}
 	// Without a daemon the commands say so, as a runtime failure.
 	got = gpuwatch(t, "silence", "list", "--server", addr)

@@ -13,6 +13,7 @@ import (
 	"github.com/gpuwatch/gpuwatch/gpu/proc"
 	"github.com/gpuwatch/gpuwatch/gpu/replay"
 	"github.com/gpuwatch/gpuwatch/gpu/sim"
+	"github.com/gpuwatch/gpuwatch/internal/plural"
 )
 
 // hostName is the config's host or, by default, the machine's name.
@@ -31,8 +32,10 @@ func openSource(c *config.Config, env *Env, logger *slog.Logger) (gpu.Source, er
 	host := hostName(c)
 	switch c.Source.Type {
 	case "sim":
+		// A simulation that runs live starts now: its snapshots, and the
+		// daemon's clock (see sourceClock), agree with the wall clock.
 		s, err := sim.New(sim.Config{Scenario: c.Source.Sim.Scenario, Seed: c.Source.Sim.Seed,
-			Start: simStart(), Step: c.Source.Interval, Host: host, Loop: true})
+			Start: time.Now().Truncate(time.Second), Step: c.Source.Interval, Host: host, Loop: true})
 		if err != nil {
 			return nil, userErr(err)
 		}
@@ -60,9 +63,29 @@ func openNVML(host string, logger *slog.Logger) (*nvml.Sampler, error) {
 	return s, nil
 }
 
-// simStart is when simulated time begins: a fixed instant, so a demo with a
-// seed prints the same times on every run.
+// simStart is when the demo's simulated time begins: a fixed instant, so a
+// demo with a seed prints the same times on every run.
 func simStart() time.Time { return time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC) }
+
+// sourceClock is the clock of a source that runs in its own time, paced
+// (gpu.Pacer): the daemon stamps silences, acknowledgements, the API and
+// digests with it, so they agree with the snapshots. Nil for a source on
+// the wall clock.
+func sourceClock(src gpu.Source) func() time.Time {
+	if c, ok := src.(interface{ Now() time.Time }); ok {
+		return c.Now
+	}
+	return nil
+}
+
+// noSamples is the error of a log without a single sample to read: only a
+// header, or every row malformed and skipped.
+func noSamples(path string, skipped int) error {
+	if skipped > 0 {
+		return userErrf("%s has no samples: all %s were malformed and skipped", path, plural.Count(skipped, "row"))
+	}
+	return userErrf("%s has no samples: it holds no rows below its header; log with nvidia-smi --query-gpu=… --format=csv -l 5 for a while first", path)
+}
 
 // replayErr marks CSV problems as the user's (exit 1) and I/O failures as
 // runtime ones.

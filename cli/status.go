@@ -11,6 +11,7 @@ import (
 
 	"github.com/gpuwatch/gpuwatch/daemon"
 	"github.com/gpuwatch/gpuwatch/gpu"
+	"github.com/gpuwatch/gpuwatch/internal/plural"
 	"github.com/gpuwatch/gpuwatch/rules"
 )
 
@@ -18,10 +19,16 @@ func statusCommand(ctx context.Context, env *Env, args []string) error {
 	fs := newFlags(env, "status", "[--config FILE]", `
 One look at the GPUs now: memory (with a bar), utilization, temperature,
 power, and the processes on each GPU with their users and commands, and the
-active alerts when gpuwatch run is running here. Reads NVML, or the source
-of the config given (a sim source works without a GPU).`)
+active alerts when gpuwatch run is running here. Reads NVML, or with
+--config the last sample and alerts of the gpuwatch run answering at the
+config's server.listen, or, when none runs, the config's source (a sim
+source works without a GPU).`)
 	path := fs.String("config", "", "config file whose source to read, and whose server.listen to ask for alerts (default: NVML on this machine)")
-	if err := parseFlags(env, fs, args); err != nil {
+	args, err := parseFlags(env, fs, args)
+	if err != nil {
+		return err
+	}
+	if err := noArgs("status", args); err != nil {
 		return err
 	}
 	logger, err := newLogger(env.Stderr, "warn")
@@ -45,6 +52,15 @@ of the config given (a sim source works without a GPU).`)
 			return err
 		}
 		server = cfg.Server.Listen
+		// The running daemon's view, when there is one: its last sample
+		// and its alerts are of one moment (a simulation of its own here
+		// would show another).
+		if view, addr, ok := daemonStatus(ctx, env, server); ok {
+			printStatus(env.Stdout, view.snapshot(), env.Location)
+			fmt.Fprintf(env.Stdout, "\n(the last sample of gpuwatch run at %s)\n", addr)
+			printAlerts(env, view.Alerts)
+			return nil
+		}
 		cfg.Source.Sim.Speed, cfg.Source.Replay.Speed = 0, 0
 		src, err := openSource(cfg, env, logger)
 		if err != nil {
@@ -60,6 +76,39 @@ of the config given (a sim source works without a GPU).`)
 	return nil
 }
 
+// statusView is what GET /api/v1/status answers.
+type statusView daemon.StatusJSON
+
+// daemonStatus asks the daemon at server for its last sample and alerts;
+// false when none answers, or it has no sample yet.
+func daemonStatus(ctx context.Context, env *Env, server string) (*statusView, string, bool) {
+	c, err := newAPIClient(env, server, "")
+	if err != nil {
+		return nil, "", false
+	}
+	c.client.Timeout = time.Second
+	var view statusView
+	if err := c.do(ctx, "GET", "/api/v1/status", nil, &view); err != nil || view.Time == nil {
+		return nil, "", false
+	}
+	return &view, strings.TrimPrefix(c.base, "http://"), true
+}
+
+// snapshot turns the API's answer back into the snapshot it describes.
+func (v *statusView) snapshot() *gpu.Snapshot {
+	s := &gpu.Snapshot{Host: v.Host, Time: *v.Time}
+	for _, g := range v.GPUs {
+		d := gpu.Device{Index: g.Index, UUID: g.UUID, Name: g.Name, UtilGPU: float64(g.UtilizationGPU),
+			UtilMem: float64(g.UtilizationMemory), TempC: float64(g.TemperatureC), PowerW: float64(g.PowerW),
+			PowerLimitW: float64(g.PowerLimitW), Processes: g.Processes}
+		if g.MemoryUsedBytes != nil && g.MemoryTotalBytes != nil {
+			d.MemUsed, d.MemTotal = *g.MemoryUsedBytes, *g.MemoryTotalBytes
+		}
+		s.Devices = append(s.Devices, d)
+	}
+	return s
+}
+
 // printDaemonAlerts lists the running daemon's pending and firing alerts;
 // without a daemon to ask, it prints nothing: status works on its own.
 func printDaemonAlerts(ctx context.Context, env *Env, server string) {
@@ -72,6 +121,11 @@ func printDaemonAlerts(ctx context.Context, env *Env, server string) {
 	if err := c.do(ctx, "GET", "/api/v1/alerts", nil, &alerts); err != nil {
 		return
 	}
+	printAlerts(env, alerts)
+}
+
+// printAlerts lists a daemon's pending and firing alerts.
+func printAlerts(env *Env, alerts []daemon.AlertJSON) {
 	if len(alerts) == 0 {
 		fmt.Fprintln(env.Stdout, "\nno active alerts")
 		return
@@ -85,7 +139,7 @@ func printDaemonAlerts(ctx context.Context, env *Env, server string) {
 
 // printStatus writes the status view of a snapshot.
 func printStatus(w io.Writer, s *gpu.Snapshot, loc *time.Location) {
-	fmt.Fprintf(w, "%s · %s · %d GPUs\n", s.Host, s.Time.In(loc).Format("2006-01-02 15:04:05 MST"), len(s.Devices))
+	fmt.Fprintf(w, "%s · %s · %s\n", s.Host, s.Time.In(loc).Format("2006-01-02 15:04:05 MST"), plural.Count(len(s.Devices), "GPU"))
 	for i := range s.Devices {
 		d := &s.Devices[i]
 		fmt.Fprintf(w, "\nGPU %d  %s  %s\n", d.Index, d.Name, d.UUID)

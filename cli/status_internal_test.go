@@ -40,7 +40,7 @@ func TestPrintStatusUnknownReadings(t *testing.T) {
 	var b strings.Builder
 	printStatus(&b, s, time.UTC)
 	for _, want := range []string{
-		"h · 2026-11-29 09:00:00 UTC · 1 GPUs\n",
+		"h · 2026-11-29 09:00:00 UTC · 1 GPU\n",
 		"  memory  [????????????????????????] n/a\n",
 		"  util n/a  mem util n/a  temp n/a  power n/a\n",
 		"  no processes\n",

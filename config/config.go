@@ -8,6 +8,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"slices"
@@ -18,6 +19,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/gpuwatch/gpuwatch/gpu/sim"
+	"github.com/gpuwatch/gpuwatch/internal/plural"
 	"github.com/gpuwatch/gpuwatch/internal/strictyaml"
 	"github.com/gpuwatch/gpuwatch/notifier"
 	"github.com/gpuwatch/gpuwatch/notifier/slack"
@@ -298,6 +300,12 @@ func (c *Config) validate(root *yaml.Node) strictyaml.Errors {
 	if c.Source.Interval < 100*time.Millisecond {
 		fail(at("source", "interval"), "source.interval %v is too short: sample at most every 100ms (5s is a good default)", c.Source.Interval)
 	}
+	if c.Source.Type == "sim" && c.Source.Interval > sim.MaxStep {
+		fail(at("source", "interval"), "source.interval %v is too long for a simulation: it steps over the scenarios' events; use at most %v", c.Source.Interval, sim.MaxStep)
+	}
+	if p := listenProblem(c.Server.Listen); p != "" {
+		fail(at("server", "listen"), "server.listen %q %s", c.Server.Listen, p)
+	}
 	c.checkSlackTokens(at, fail)
 	names := map[string]bool{}
 	for i, r := range c.Receivers {
@@ -325,6 +333,24 @@ func (c *Config) validate(root *yaml.Node) strictyaml.Errors {
 		}
 	}
 	return errs
+}
+
+// listenProblem says what is wrong with a listen address, as run would
+// find out when it starts listening; "" when nothing is.
+func listenProblem(addr string) string {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "is not host:port: write it like " + DefaultListen + " (or :9477 for every interface)"
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
+		if _, err := net.LookupPort("tcp", port); err != nil {
+			return fmt.Sprintf("has port %q, which is not a number from 0 to 65535", port)
+		}
+	}
+	if strings.ContainsAny(host, " /") {
+		return fmt.Sprintf("has host %q, which is not a host name or IP address", host)
+	}
+	return ""
 }
 
 // checkSlackTokens reports Slack tokens of the wrong kind, the common
@@ -407,6 +433,6 @@ func (c *Config) checkReceiver(r *Receiver) []string {
 // Summary is the one-line description `gpuwatch check` prints for a valid
 // config.
 func (c *Config) Summary() string {
-	return fmt.Sprintf("%s: ok: %d rules, %d receivers, source %s every %v",
-		c.File, len(c.Rules), len(c.Receivers), c.Source.Type, c.Source.Interval)
+	return fmt.Sprintf("%s: ok: %s, %s, source %s every %v",
+		c.File, plural.Count(len(c.Rules), "rule"), plural.Count(len(c.Receivers), "receiver"), c.Source.Type, c.Source.Interval)
 }

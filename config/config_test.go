@@ -79,6 +79,13 @@ var configFailures = map[string][]string{
 	"replay_no_section.bad.yaml": {
 		`2:3: source.replay.file is required with type replay: the nvidia-smi CSV log to replay`,
 	},
+	"server_listen.bad.yaml": {
+		`3:13: source.interval 11m0s is too long for a simulation: it steps over the scenarios' events; use at most 10m0s`,
+		`5:11: server.listen "9477" is not host:port: write it like 127.0.0.1:9477 (or :9477 for every interface)`,
+	},
+	"tab.bad.yaml": {
+		"2:1: invalid YAML: a tab indents this line: YAML is indented with spaces only; replace the tab with spaces",
+	},
 	"interval_short.bad.yaml": {
 		`3:13: source.interval 10ms is too short: sample at most every 100ms (5s is a good default)`,
 	},
@@ -227,7 +234,7 @@ func TestExampleConfig(t *testing.T) {
 	if got := ruleNames(c.Rules); !slices.Equal(got, wantRules) {
 		t.Errorf("rules: got %v, want %v", got, wantRules)
 	}
-	want := Source{Type: "nvml", Interval: 5 * time.Second, Sim: SimSource{Scenario: "all", Seed: 1, Speed: 60}}
+	want := Source{Type: "nvml", Interval: 5 * time.Second, Sim: SimSource{Scenario: "all", Seed: 1, Speed: 1}}
 	if c.Source != want {
 		t.Errorf("source: got %+v, want %+v", c.Source, want)
 	}
@@ -241,7 +248,7 @@ func TestExampleConfig(t *testing.T) {
 		c.Route.GroupWait == nil || *c.Route.GroupWait != 10*time.Second {
 		t.Errorf("route: got %+v, want receiver console, group_wait 10s, repeat_interval 4h", c.Route)
 	}
-	if got, want := c.Summary(), "../config.example.yaml: ok: 7 rules, 1 receivers, source nvml every 5s"; got != want {
+	if got, want := c.Summary(), "../config.example.yaml: ok: 7 rules, 1 receiver, source nvml every 5s"; got != want {
 		t.Errorf("Summary: got %q, want %q", got, want)
 	}
 }
@@ -507,5 +514,16 @@ func TestRouteZeroGroupWaitSendsAtOnce(t *testing.T) {
 	}
 	if c.Route.GroupWait == nil || *c.Route.GroupWait != 0 || c.Route.Routes[0].GroupWait != nil {
 		t.Errorf("group_wait: got root %v child %v, want an explicit 0 at the root and nothing (inherit) in the child", c.Route.GroupWait, c.Route.Routes[0].GroupWait)
+	}
+}
+
+func TestWarnings(t *testing.T) {
+	cfg, err := Parse("c.yaml", []byte("slack:\n  signing_secret: s\n  admins: [U0123ABCD, \"@root\", W0BOT]\n"), noEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := cfg.Warnings()
+	if len(got) != 1 || !strings.HasPrefix(got[0], `c.yaml: slack.admins lists "root", a user name`) {
+		t.Errorf("got warnings %q, want one about root", got)
 	}
 }

@@ -74,6 +74,9 @@ func (c *Config) checkDigests(root *yaml.Node, receivers map[string]bool, fail f
 		if _, err := digest.ParseSchedule(d.Schedule); err != nil && has("schedule") {
 			fail(at("schedule"), "digest %q: %v", d.Name, err)
 		}
+		if d.Window > 0 && d.Window < time.Hour {
+			fail(at("window"), "digest %q: window %v is shorter than an hour: usage is kept by the hour; use 1h or more (or leave it out: since the previous digest)", d.Name, d.Window)
+		}
 		if d.Window > c.Storage.Retention {
 			fail(at("window"), "digest %q: window %v is longer than storage.retention %v: older usage is pruned; raise storage.retention", d.Name, d.Window, c.Storage.Retention)
 		}

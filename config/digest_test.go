@@ -32,6 +32,7 @@ var digestFailures = map[string][]string{
 	},
 	"digest_window.bad.yaml": {
 		`10:13: digest "monthly": window 720h0m0s is longer than storage.retention 168h0m0s: older usage is pruned; raise storage.retention`,
+		`14:13: digest "half-hourly": window 30m0s is shorter than an hour: usage is kept by the hour; use 1h or more (or leave it out: since the previous digest)`,
 	},
 }
 

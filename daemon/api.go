@@ -87,6 +87,9 @@ type SilenceJSON struct {
 	CreatedBy string    `json:"created_by"`
 	Comment   string    `json:"comment"`
 	State     string    `json:"state"` // active | pending | expired
+	// Warnings, in the answer to a new silence, say what in it looks
+	// wrong: a matcher on an alert name no rule has.
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 func silenceJSON(s notifier.Silence, now time.Time) SilenceJSON {
@@ -162,7 +165,9 @@ func (d *Daemon) addSilence(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	d.logger.Info("silence added", "id", added.ID, "matchers", strings.Join(req.Matchers, ","), "until", added.EndsAt, "by", added.CreatedBy)
-	writeJSON(w, http.StatusCreated, silenceJSON(added, now))
+	out := silenceJSON(added, now)
+	out.Warnings = d.silenceWarnings(added.Matchers)
+	writeJSON(w, http.StatusCreated, out)
 }
 
 func (d *Daemon) expireSilence(w http.ResponseWriter, r *http.Request) {

@@ -149,3 +149,31 @@ func TestAPIRefusesBadRequests(t *testing.T) {
 		t.Errorf("silences after only bad requests: got %v, want none", got)
 	}
 }
+
+// TestSilenceWarnsAboutUnknownAlert: a silence on an alert name no rule has
+// (a typo, the wrong case) is kept, but the answer says it mutes nothing.
+func TestSilenceWarnsAboutUnknownAlert(t *testing.T) {
+	h := newHook(t, nil)
+	r := start(t, webhookConfig(t, t.TempDir(), h.URL, "1ns"), newClock(base).Now)
+	tests := []struct {
+		matcher string
+		warn    string // a substring of the one warning; "" for none
+	}{
+		{`alert=\"GPUHott\"`, `no rule is named alert="GPUHott", so the silence mutes nothing until one is (names are case-sensitive); the rules are GPUHot`},
+		{`alert=\"gpuhot\"`, `no rule is named alert="gpuhot"`},
+		{`alert=~\"GPUMem.*\"`, `no rule is named alert=~"GPUMem.*"`},
+		{`alert=\"GPUHot\"`, ""},
+		{`alert=~\"GPU.*\"`, ""},
+		{`alert!=\"GPUHot\"`, ""},
+		{`gpu=\"3\"`, ""},
+	}
+	for _, tt := range tests {
+		s := addSilence(t, r, `{"matchers":["`+tt.matcher+`"],"duration":"1h"}`)
+		switch {
+		case tt.warn == "" && len(s.Warnings) > 0:
+			t.Errorf("%s: got warnings %q, want none", tt.matcher, s.Warnings)
+		case tt.warn != "" && (len(s.Warnings) != 1 || !strings.Contains(s.Warnings[0], tt.warn)):
+			t.Errorf("%s: got warnings %q, want one with %q", tt.matcher, s.Warnings, tt.warn)
+		}
+	}
+}

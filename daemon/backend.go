@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/gpuwatch/gpuwatch/gpu"
@@ -36,8 +37,9 @@ func (d *Daemon) Snapshot() *gpu.Snapshot { return d.last.Load() }
 // rule.
 func (d *Daemon) Alerts() []slackbot.ActiveAlert {
 	host := ""
-	if s := d.last.Load(); s != nil {
-		host = s.Host
+	snap := d.last.Load()
+	if snap != nil {
+		host = snap.Host
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -48,6 +50,9 @@ func (d *Daemon) Alerts() []slackbot.ActiveAlert {
 		al := slackbot.ActiveAlert{
 			Key: notifier.AlertKey(host, a.Rule.Name, a.UUID), Name: a.Rule.Name, Severity: string(a.Rule.Severity),
 			State: a.State.String(), GPU: a.GPU, UUID: a.UUID, Since: a.ActiveAt, Summary: a.Summary,
+		}
+		if al.Summary == "" {
+			al.Summary = pendingSummary(a, snap)
 		}
 		if a.Rule.When != nil {
 			al.ValueText = a.Rule.When.ValueDimension().Format(a.Value)
@@ -62,6 +67,30 @@ func (d *Daemon) Alerts() []slackbot.ActiveAlert {
 		return cmp.Or(cmp.Compare(stateRank(a.State), stateRank(b.State)), cmp.Compare(a.GPU, b.GPU), cmp.Compare(a.Name, b.Name))
 	})
 	return out
+}
+
+// pendingSummary is the summary of an alert that has not fired yet (the
+// engine renders a rule's summary when its alert fires): the rule's
+// template on the latest snapshot of the alert's GPU.
+func pendingSummary(a *rules.AlertState, snap *gpu.Snapshot) string {
+	data := rules.TemplateData{Alert: a.Rule.Name, GPU: a.GPU, UUID: a.UUID, Value: a.Value,
+		Severity: string(a.Rule.Severity), Labels: a.Rule.Labels}
+	if a.Rule.When != nil {
+		data.ValueText = a.Rule.When.ValueDimension().Format(a.Value)
+	}
+	if snap != nil {
+		data.Host = snap.Host
+		for i := range snap.Devices {
+			if dev := &snap.Devices[i]; dev.UUID == a.UUID && dev.Index == a.GPU {
+				data.Name, data.Processes = dev.Name, dev.Processes
+			}
+		}
+	}
+	var b strings.Builder
+	if a.Rule.Summary != nil && a.Rule.Summary.Execute(&b, &data) == nil && strings.TrimSpace(b.String()) != "" {
+		return strings.TrimSpace(b.String())
+	}
+	return fmt.Sprintf("%s on GPU %d: %s", a.Rule.Name, a.GPU, data.ValueText)
 }
 
 // stateRank puts firing alerts before pending ones.
@@ -80,6 +109,29 @@ func (d *Daemon) History(index int, window time.Duration) (slackbot.History, boo
 
 // Silences lists every silence: active, pending, expired.
 func (d *Daemon) Silences() []notifier.Silence { return d.silences.List(d.opts.Now()) }
+
+// silenceWarnings say what a new silence's matchers on the alert name
+// match no rule of: such a silence mutes nothing until a rule of that name
+// comes (a typo, or the wrong case).
+func (d *Daemon) silenceWarnings(ms notifier.Matchers) []string {
+	d.mu.Lock()
+	names := make([]string, 0, len(d.cfg.Rules))
+	for _, r := range d.cfg.Rules {
+		names = append(names, r.Name)
+	}
+	d.mu.Unlock()
+	var out []string
+	for _, m := range ms {
+		if m.Name != "alert" || m.Type == notifier.MatchNotEqual || m.Type == notifier.MatchNotRegexp {
+			continue
+		}
+		if !slices.ContainsFunc(names, func(n string) bool { return m.Matches(map[string]string{"alert": n}) }) {
+			out = append(out, fmt.Sprintf("no rule is named %s, so the silence mutes nothing until one is (names are case-sensitive); the rules are %s",
+				m.String(), strings.Join(names, ", ")))
+		}
+	}
+	return out
+}
 
 // AddSilence adds and persists a silence, giving it an ID.
 func (d *Daemon) AddSilence(s notifier.Silence) (notifier.Silence, error) {
@@ -125,6 +177,14 @@ func (d *Daemon) Acknowledge(alertKey, by string) error {
 	}
 	d.logger.Info("alert acknowledged", "alert", alertKey, "by", by)
 	return nil
+}
+
+// acknowledged tells who acknowledged a firing alert, for receivers that
+// redraw its message from another goroutine.
+func (d *Daemon) acknowledged(alertKey string) (string, bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.dispatcher.Acknowledged(alertKey)
 }
 
 // Now is the wall clock.

@@ -51,10 +51,12 @@ func TestBackendAlerts(t *testing.T) {
 	want := []slackbot.ActiveAlert{
 		{Key: alertKey("GPUHot", 0), Name: "GPUHot", Severity: "critical", State: "firing", GPU: 0,
 			UUID: snapshot(base, 0).Devices[0].UUID, Since: base, ValueText: "91 C", Summary: "GPU 0 is hot"},
+		// Pending alerts have a summary too, though the engine renders the
+		// rule's only when it fires.
 		{Key: alertKey("GPUWarm", 0), Name: "GPUWarm", Severity: "warning", State: "pending", GPU: 0,
-			UUID: snapshot(base, 0).Devices[0].UUID, Since: base, ValueText: "91 C"},
+			UUID: snapshot(base, 0).Devices[0].UUID, Since: base, ValueText: "91 C", Summary: "GPUWarm on GPU 0: 91 C"},
 		{Key: alertKey("GPUWarm", 1), Name: "GPUWarm", Severity: "warning", State: "pending", GPU: 1,
-			UUID: snapshot(base, 0, 0).Devices[1].UUID, Since: base, ValueText: "76 C"},
+			UUID: snapshot(base, 0, 0).Devices[1].UUID, Since: base, ValueText: "76 C", Summary: "GPUWarm on GPU 1: 76 C"},
 	}
 	if !slices.EqualFunc(got, want, func(a, b slackbot.ActiveAlert) bool { return a.Since.Equal(b.Since) && a == withSince(b, a.Since) }) {
 		t.Errorf("Alerts:\ngot  %+v\nwant %+v", got, want)

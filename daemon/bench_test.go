@@ -14,15 +14,15 @@ import (
 )
 
 // BenchmarkSnapshotToWebhookLatency measures, per notification, the time
-// from d.Step of the snapshot that puts it in the outbox (evaluation,
+// from d.Step of the snapshot whose transition it announces (evaluation,
 // routing, the fsynced commit) to its request arriving at a loopback
 // webhook (generic format). Snapshots alternate hot and cool, so the alert
 // fires and resolves in turn.
 //
-// group_wait cannot be 0 (0 inherits the 10s default), so it is 1ns: a
-// firing leaves with the next snapshot's commit, and its latency counts
-// from that Step. Between iterations the outbox empties (off the clock),
-// as it does between real snapshots seconds apart.
+// group_wait is 0: the route sends at once, so each notification leaves
+// with the commit of the snapshot that made it and its window starts at
+// that Step, not a snapshot later. Between iterations the outbox empties
+// (off the clock), as it does between real snapshots seconds apart.
 func BenchmarkSnapshotToWebhookLatency(b *testing.B) {
 	var mu sync.Mutex
 	var arrivals []time.Time
@@ -34,7 +34,7 @@ func BenchmarkSnapshotToWebhookLatency(b *testing.B) {
 		mu.Unlock()
 	}))
 	b.Cleanup(srv.Close)
-	r := start(b, webhookConfig(b, b.TempDir(), srv.URL, "1ns"), nil)
+	r := start(b, webhookConfig(b, b.TempDir(), srv.URL, "0s"), nil)
 	temp := func(i int) float64 { return []float64{90, 50}[i%2] }
 
 	latencies := make([]time.Duration, 0, b.N)

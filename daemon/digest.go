@@ -188,18 +188,25 @@ func findDigest(cfg *config.Config, name string) *config.Digest {
 	return nil
 }
 
-// report builds digest c's report of [from, to) from the rollups.
+// report builds digest c's report of [from, to) from the rollups and the
+// alerts firing now, which the rollups count only once they resolve.
 func (d *Daemon) report(c *config.Digest, from, to time.Time) *digest.Report {
 	d.mu.Lock()
 	gpus, users, alerts := d.digests.rollups.Window(from, to)
 	host := d.cfg.Host
+	var firing []digest.FiringAlert
+	for _, a := range d.engine.Active() {
+		if a.State == rules.StateFiring {
+			firing = append(firing, digest.FiringAlert{Alert: a.Rule.Name, Since: a.FiredAt})
+		}
+	}
 	d.mu.Unlock()
 	if s := d.last.Load(); s != nil && s.Host != "" {
 		host = s.Host
 	}
 	return digest.Build(gpus, users, alerts, digest.Options{
 		Name: c.Name, Host: host, From: from, To: to, TopUsers: c.TopUsers,
-		PricePerKWh: c.PricePerKWh, Currency: c.Currency, Location: d.zone(c.Schedule),
+		PricePerKWh: c.PricePerKWh, Currency: c.Currency, Location: d.zone(c.Schedule), Firing: firing,
 	})
 }
 
@@ -273,6 +280,10 @@ func (d *Daemon) digestText(w http.ResponseWriter, r *http.Request) {
 		var err error
 		if window, err = strictyaml.ParseDuration(v); err != nil || window <= 0 {
 			http.Error(w, fmt.Sprintf("window %q is not a positive duration: write it like 24h, 90m or 7d", v), http.StatusBadRequest)
+			return
+		}
+		if window < time.Hour {
+			http.Error(w, fmt.Sprintf("window %s is shorter than an hour: usage is kept by the hour; ask for 1h or more", v), http.StatusBadRequest)
 			return
 		}
 	}

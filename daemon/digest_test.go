@@ -151,6 +151,7 @@ func TestDigestAPI(t *testing.T) {
 		{"", http.StatusOK, "node1"},
 		{"?window=soon", http.StatusBadRequest, `window "soon" is not a positive duration`},
 		{"?window=-1h", http.StatusBadRequest, "not a positive duration"},
+		{"?window=30m", http.StatusBadRequest, "window 30m is shorter than an hour"},
 		{"?name=weekly", http.StatusNotFound, `no digest is named "weekly"; the config has hourly`},
 	}
 	for _, tt := range tests {
@@ -158,6 +159,27 @@ func TestDigestAPI(t *testing.T) {
 		if code != tt.code || !strings.Contains(body, tt.want) {
 			t.Errorf("GET /api/v1/digest%s: got %d %q, want %d containing %q", tt.query, code, body, tt.code, tt.want)
 		}
+	}
+}
+
+// TestDigestCountsFiringAlerts is the morning digest that missed the
+// alert firing all night: rollups count an alert when it resolves, and the
+// digest adds the alerts still firing.
+func TestDigestCountsFiringAlerts(t *testing.T) {
+	h := newDigestHook(t)
+	r := start(t, digestConfig(t, t.TempDir(), h.URL), newClock(base).Now)
+	for i := range 120 {
+		r.D.Step(snapshot(base.Add(time.Duration(i)*time.Minute), 90, 40)) // GPU 0 hot from the start
+	}
+	report, err := r.D.UsageReport("", 2*time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(report.Alerts) != 1 || report.Alerts[0].Alert != "GPUHot" || report.Alerts[0].StillFiring != 1 || report.AlertsFired != 1 {
+		t.Fatalf("got alerts %+v (%d fired), want GPUHot fired once, still firing", report.Alerts, report.AlertsFired)
+	}
+	if want := "GPUHot fired 1 time, the longest for 1h59m (1 still firing)"; !strings.Contains(report.Text(), want) {
+		t.Errorf("want %q in\n%s", want, report.Text())
 	}
 }
 

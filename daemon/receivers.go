@@ -41,6 +41,7 @@ func (d *Daemon) buildNotifier(cfg *config.Config, r *config.Receiver) (notifier
 		return slack.New(r.Name, *r.Slack, slack.Options{
 			BotToken: cfg.Slack.BotToken, APIURL: cfg.Slack.APIURL, HTTPClient: client,
 			Messages: kvBucket{d.db, BucketSlackMessages}, Now: d.opts.Now, Logger: d.logger.With("receiver", r.Name),
+			Acknowledged: d.acknowledged,
 		})
 	case r.Webhook != nil:
 		return webhook.New(r.Name, *r.Webhook, client, d.opts.Now)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/gpuwatch/gpuwatch/notifier/notifiertest"
+	slacknotifier "github.com/gpuwatch/gpuwatch/notifier/slack"
 )
 
 // slackCall is one Web API call the fake Slack received, decoded.
@@ -166,5 +167,56 @@ func TestSlackThroughDaemon(t *testing.T) {
 	}
 	if !strings.Contains(r.Logs.String(), "refused a notification for good") {
 		t.Errorf("the log does not say a notification was refused for good:\n%s", r.Logs)
+	}
+}
+
+// TestAcknowledgementKeptOnRedraw: GPU 0's and GPU 1's alerts share one
+// Slack message; GPU 0's is acknowledged with the button; when GPU 1's
+// resolves, chat.update redraws the message and must still say who
+// acknowledged GPU 0, without its buttons coming back.
+func TestAcknowledgementKeptOnRedraw(t *testing.T) {
+	fake := fakeSlack(t)
+	respond := notifiertest.NewServer(t, nil) // response_url
+	dir := t.TempDir()
+	env := map[string]string{"SLACK_BOT_TOKEN": "xoxb-1111-2222-acktest", "SLACK_SIGNING_SECRET": signingSecret}
+	cfg := parseConfig(t, dir, fmt.Sprintf(`
+source: {type: sim}
+slack:
+  bot_token: ${SLACK_BOT_TOKEN}
+  signing_secret: ${SLACK_SIGNING_SECRET}
+  api_url: %s/api/
+receivers: [{name: slack, slack: {channel: "#gpu"}}]
+route: {receiver: slack, group_wait: 1ns}
+%s`, fake.URL, hotRule), env)
+	r := start(t, cfg, newClock(base).Now)
+	r.Steps(base, 10*time.Second, []float64{90, 90}, []float64{90, 90})
+	r.Drain()
+	if n := len(slackCalls(t, fake)); n != 1 {
+		t.Fatalf("got %d Slack calls, want one message for both GPUs", n)
+	}
+
+	clickAcknowledge(t, r.D.SlackHandler(), respond.URL+"/actions/1", alertKey("GPUHot", 0))
+	waitFor(t, "the acknowledgement", func() bool {
+		a := r.D.Alerts()
+		return len(a) > 0 && a[0].Acknowledged != ""
+	})
+
+	r.Steps(base.Add(time.Minute), 10*time.Second, []float64{90, 50}, []float64{90, 50})
+	r.Drain()
+	var update *slackCall
+	for _, c := range slackCalls(t, fake) {
+		if c.Method == "chat.update" {
+			update = &c
+		}
+	}
+	if update == nil {
+		t.Fatal("got no chat.update after GPU 1 resolved")
+	}
+	blocks := update.Form.Get("blocks")
+	if !strings.Contains(blocks, `Acknowledged by \u003c@U123\u003e`) {
+		t.Errorf("the redrawn message: got blocks\n%s\nwant GPU 0 acknowledged by <@U123>", blocks)
+	}
+	if strings.Contains(blocks, slacknotifier.ActionAcknowledge) {
+		t.Errorf("the redrawn message: got an Acknowledge button back\n%s", blocks)
 	}
 }

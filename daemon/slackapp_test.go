@@ -89,18 +89,7 @@ func TestSlackButtonFlow(t *testing.T) {
 		notifiertest.AssertNoSecrets(t, tt.name+" answer", w.Body.String(), signingSecret)
 	}
 
-	payload, err := json.Marshal(map[string]any{
-		"type": "block_actions", "user": map[string]string{"id": "U123", "name": "alice"},
-		"channel": map[string]string{"id": "C1", "name": "gpu-alerts"}, "response_url": slack.URL + "/actions/1",
-		"message": map[string]any{"text": "GPUHot", "blocks": []any{}},
-		"actions": []map[string]string{{"type": "button", "block_id": slacknotifier.ActionsBlockPrefix + "0",
-			"action_id": slacknotifier.ActionAcknowledge, "value": alertKey("GPUHot", 0)}},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	w := httptest.NewRecorder()
-	app.ServeHTTP(w, slackRequest("/slack/actions", url.Values{"payload": {string(payload)}}.Encode(), signingSecret, base))
+	w := clickAcknowledge(t, app, slack.URL+"/actions/1", alertKey("GPUHot", 0))
 	if w.Code != http.StatusOK {
 		t.Fatalf("Acknowledge click: got HTTP %d %s, want 200", w.Code, w.Body)
 	}
@@ -111,6 +100,26 @@ func TestSlackButtonFlow(t *testing.T) {
 	if body := string(slack.Requests()[0].Body); !strings.Contains(body, "Acknowledged by") {
 		t.Errorf("response_url got %s, want the message saying who acknowledged", body)
 	}
+}
+
+// clickAcknowledge sends the app a signed click on the Acknowledge button
+// of the alert with key, by U123 in channel C1; the answer to the click
+// goes to responseURL.
+func clickAcknowledge(t *testing.T, app http.Handler, responseURL, key string) *httptest.ResponseRecorder {
+	t.Helper()
+	payload, err := json.Marshal(map[string]any{
+		"type": "block_actions", "user": map[string]string{"id": "U123", "name": "alice"},
+		"channel": map[string]string{"id": "C1", "name": "gpu-alerts"}, "response_url": responseURL,
+		"message": map[string]any{"text": "GPUHot", "blocks": []any{}},
+		"actions": []map[string]string{{"type": "button", "block_id": slacknotifier.ActionsBlockPrefix + "0",
+			"action_id": slacknotifier.ActionAcknowledge, "value": key}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := httptest.NewRecorder()
+	app.ServeHTTP(w, slackRequest("/slack/actions", url.Values{"payload": {string(payload)}}.Encode(), signingSecret, base))
+	return w
 }
 
 // TestSocketModeRefusedToken: with slack.app_token set, Run connects over

@@ -4,12 +4,16 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
 
 	goslack "github.com/slack-go/slack"
+
+	"github.com/gpuwatch/gpuwatch/internal/blockkit"
+	"github.com/gpuwatch/gpuwatch/internal/plural"
 )
 
 // Slack's limits on blocks.
@@ -20,23 +24,27 @@ const (
 )
 
 // style is how one output form marks up a line: bold headings, bullets and
-// monospace.
+// monospace, and what it does to text that comes from outside (user, GPU
+// and alert names), which must not be read as markup.
 type style struct {
 	bold   func(string) string
 	code   func(string) string
+	text   func(string) string
 	bullet string
 }
 
+func same(s string) string { return s }
+
 // plainStyle is for the console, markdownStyle for chat webhooks and
-// mrkdwnStyle for Slack.
-func plainStyle() style {
-	same := func(s string) string { return s }
-	return style{bold: same, code: same, bullet: "  "}
+// mrkdwnStyle for Slack, where a user named "<!channel>" must not ping
+// anyone.
+func plainStyle() style { return style{bold: same, code: same, text: same, bullet: "  "} }
+
+func markdownStyle() style { return style{bold: wrap("**"), code: wrap("`"), text: same, bullet: "- "} }
+
+func mrkdwnStyle() style {
+	return style{bold: wrap("*"), code: wrap("`"), text: blockkit.Escape, bullet: "• "}
 }
-
-func markdownStyle() style { return style{bold: wrap("**"), code: wrap("`"), bullet: "- "} }
-
-func mrkdwnStyle() style { return style{bold: wrap("*"), code: wrap("`"), bullet: "• "} }
 
 func wrap(mark string) func(string) string {
 	return func(s string) string { return mark + s + mark }
@@ -69,13 +77,23 @@ func (r *Report) sections(st style) []section {
 	for i := range r.IdleHolders {
 		idle[i] = idleLine(&r.IdleHolders[i], st)
 	}
+	idle = append(idle, r.idleGPULines(st)...)
 	alerts := make([]string, len(r.Alerts))
 	for i := range r.Alerts {
 		alerts[i] = alertLine(&r.Alerts[i], st)
 	}
 	alertsHeading := "Alerts"
-	if r.AlertsFired > 0 {
+	still := 0
+	for _, a := range r.Alerts {
+		still += a.StillFiring
+	}
+	switch {
+	case r.AlertsFired > 0 && still > 0:
+		alertsHeading = fmt.Sprintf("Alerts (%d fired, %d still firing)", r.AlertsFired, still)
+	case r.AlertsFired > 0:
 		alertsHeading = fmt.Sprintf("Alerts (%d fired)", r.AlertsFired)
+	case still > 0:
+		alertsHeading = fmt.Sprintf("Alerts (%d still firing)", still)
 	}
 	return append(out,
 		list("GPUs", gpus, 0, "No GPU data in this window."),
@@ -98,7 +116,7 @@ func list(heading string, lines []string, others int, none string) section {
 
 func (r *Report) hostLine() string {
 	return fmt.Sprintf("%s, %s GPU-hours covered: average utilization %s, busy %s of the time, held idle %s (%s GPU-hours)",
-		plural(len(r.GPUs), "GPU"), hours(r.CoveredHours), percent(r.AvgUtil), percent(100*r.BusyShare),
+		plural.Count(len(r.GPUs), "GPU"), hours(r.CoveredHours), percent(r.AvgUtil), percent(100*r.BusyShare),
 		percent(100*r.IdleShare), hours(r.IdleHeldHours))
 }
 
@@ -117,7 +135,7 @@ func (r *Report) gpuLine(g *GPUReport, st style) string {
 	var b strings.Builder
 	b.WriteString(st.bold("GPU " + strconv.Itoa(g.GPU)))
 	if g.Name != "" {
-		b.WriteString(" " + g.Name)
+		b.WriteString(" " + st.text(g.Name))
 	}
 	if g.Sparkline != "" {
 		b.WriteString(" " + st.code(g.Sparkline))
@@ -126,7 +144,7 @@ func (r *Report) gpuLine(g *GPUReport, st style) string {
 	if g.MemTotal > 0 {
 		b.WriteString(" of " + formatBytes(g.MemTotal))
 	}
-	fmt.Fprintf(&b, "; busy %sh, held idle %sh; peak %.0f°C", hours(g.BusyHours), hours(g.IdleHeldHours), g.PeakTemp)
+	fmt.Fprintf(&b, "; busy %sh, held idle %sh; peak %.0f C", hours(g.BusyHours), hours(g.IdleHeldHours), g.PeakTemp)
 	if g.EnergyKWh > 0 {
 		b.WriteString("; " + kwh(g.EnergyKWh))
 		if r.Priced {
@@ -145,16 +163,40 @@ func userLine(u *UserReport, st style) string {
 	if len(gpus) > 1 {
 		label = "GPUs "
 	}
-	return fmt.Sprintf("%s %s GPU-hours, %s GiB-hours on %s%s", st.bold(u.User), hours(u.GPUHours), hours(u.GiBHours),
+	return fmt.Sprintf("%s %s GPU-hours, %s GiB-hours on %s%s", st.bold(st.text(u.User)), hours(u.GPUHours), hours(u.GiBHours),
 		label, strings.Join(gpus, ", "))
 }
 
 func idleLine(h *IdleHolder, st style) string {
-	return fmt.Sprintf("%s held %s on GPU %d idle for %s", st.bold(h.User), formatBytes(h.MaxBytes), h.GPU, duration(h.Seconds))
+	return fmt.Sprintf("%s held %s on GPU %d idle for %s", st.bold(st.text(h.User)), formatBytes(h.MaxBytes), h.GPU, duration(h.Seconds))
+}
+
+// idleGPULines name the GPUs held idle that no holder accounts for: the
+// data names no processes (an nvidia-smi log has none), so the GPU is all
+// a digest can name.
+func (r *Report) idleGPULines(st style) []string {
+	var lines []string
+	for i := range r.GPUs {
+		g := &r.GPUs[i]
+		named := slices.ContainsFunc(r.IdleHolders, func(h IdleHolder) bool { return h.GPU == g.GPU })
+		if named || g.IdleHeldHours*3600 < MinIdleHeld.Seconds() {
+			continue
+		}
+		lines = append(lines, fmt.Sprintf("%s was held idle for %s (memory held, utilization under %d%%); the data names no processes to say by whom",
+			st.bold("GPU "+strconv.Itoa(g.GPU)), duration(g.IdleHeldHours*3600), BusyPercent))
+	}
+	return lines
 }
 
 func alertLine(a *AlertReport, st style) string {
-	return fmt.Sprintf("%s fired %s, the longest for %s", st.bold(a.Alert), plural(a.Fired, "time"), duration(a.LongestSeconds))
+	name := st.bold(st.text(a.Alert))
+	switch {
+	case a.Fired == 0:
+		return fmt.Sprintf("%s still firing, for %s", name, duration(a.LongestSeconds))
+	case a.StillFiring > 0:
+		return fmt.Sprintf("%s fired %s, the longest for %s (%d still firing)", name, plural.Count(a.Fired, "time"), duration(a.LongestSeconds), a.StillFiring)
+	}
+	return fmt.Sprintf("%s fired %s, the longest for %s", name, plural.Count(a.Fired, "time"), duration(a.LongestSeconds))
 }
 
 // Text renders the report as plain text for the console.
@@ -225,7 +267,7 @@ func chunks(s section, titled bool) []string {
 		if titled {
 			l = mrkdwnStyle().bullet + l
 		}
-		l = cut(l, maxSectionText-1)
+		l = blockkit.ClipEscaped(l, maxSectionText-1)
 		if b.Len() > 0 && b.Len()+1+len(l) > maxSectionText {
 			out = append(out, b.String())
 			b.Reset()
@@ -249,13 +291,6 @@ func cut(s string, n int) string {
 		end--
 	}
 	return s[:end] + more
-}
-
-func plural(n int, what string) string {
-	if n == 1 {
-		return "1 " + what
-	}
-	return strconv.Itoa(n) + " " + what + "s"
 }
 
 func percent(p float64) string { return strconv.FormatFloat(math.Round(p), 'f', 0, 64) + "%" }

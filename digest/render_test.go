@@ -9,6 +9,10 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	goslack "github.com/slack-go/slack"
+
+	"github.com/gpuwatch/gpuwatch/internal/blockkit"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/golden")
@@ -112,6 +116,52 @@ func TestBlocksFitSlack(t *testing.T) {
 				t.Errorf("%s: block %d (%s) has %d bytes of text, want at most %d", tt.name, i, b.Type, n, limit)
 			}
 		}
+	}
+}
+
+// TestBlocksEscapeOutsideText checks that names from outside (a user
+// called "<!channel>", a GPU name with &) are escaped in Slack's mrkdwn,
+// left as they are in text, and that the blocks pass Slack's limits.
+func TestBlocksEscapeOutsideText(t *testing.T) {
+	h := sampleHours(24, 2, 1)
+	for i := range h.users {
+		h.users[i].User = "<!channel> & <@U0123>"
+	}
+	for i := range h.gpus {
+		h.gpus[i].Name = "A100 <b>&</b>"
+	}
+	for i := range h.alerts {
+		h.alerts[i].Alert = "GPU<Hot>"
+	}
+	r := Build(h.gpus, h.users, h.alerts, Options{Host: "node1", From: hour(0), To: hour(24)})
+	raw, err := r.Blocks()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var blocks goslack.Blocks
+	if err := json.Unmarshal(raw, &blocks); err != nil {
+		t.Fatal(err)
+	}
+	if err := blockkit.Validate(blocks.BlockSet); err != nil {
+		t.Errorf("the digest's blocks break Slack's limits: %v", err)
+	}
+	var text strings.Builder
+	for _, b := range blocks.BlockSet {
+		if s, ok := b.(*goslack.SectionBlock); ok && s.Text != nil {
+			text.WriteString(s.Text.Text + "\n")
+		}
+	}
+	got := text.String()
+	for _, want := range []string{"&lt;!channel&gt; &amp; &lt;@U0123&gt;", "A100 &lt;b&gt;&amp;&lt;/b&gt;", "GPU&lt;Hot&gt;"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("blocks: want %q in\n%s", want, got)
+		}
+	}
+	if strings.Contains(got, "<!channel>") {
+		t.Errorf("blocks: got an unescaped <!channel> in\n%s", got)
+	}
+	if !strings.Contains(r.Text(), "<!channel> & <@U0123>") {
+		t.Errorf("text: want the user's name as it is in\n%s", r.Text())
 	}
 }
 

@@ -41,6 +41,16 @@ type Options struct {
 	Currency    string
 	// Location is the zone times are shown in; nil means UTC.
 	Location *time.Location
+	// Firing are the alerts still firing at To: the hours count an alert
+	// only once it resolves, and a digest must not leave out the alert
+	// that fired all night.
+	Firing []FiringAlert
+}
+
+// FiringAlert is an alert (a rule on a GPU) still firing, since when.
+type FiringAlert struct {
+	Alert string
+	Since time.Time
 }
 
 // Report is a digest built from the hourly rollups of a window, ready to
@@ -112,10 +122,13 @@ type IdleHolder struct {
 	MaxBytes uint64  `json:"max_bytes"`
 }
 
-// AlertReport is one rule's alerts in the window.
+// AlertReport is one rule's alerts in the window: Fired counts those that
+// fired in it, StillFiring those firing at its end (some may have fired
+// before it); the longest is to the end for those still firing.
 type AlertReport struct {
 	Alert          string  `json:"alert"`
 	Fired          int     `json:"fired"`
+	StillFiring    int     `json:"still_firing"`
 	LongestSeconds float64 `json:"longest_seconds"`
 }
 
@@ -141,11 +154,14 @@ func Build(gpus []GPUHour, users []UserHour, alerts []AlertHour, o Options) *Rep
 			o.To = to
 		}
 	}
+	// Usage is kept by the clock hour: a window that starts within an
+	// hour covers all of it, and says so.
+	o.From = o.From.Truncate(time.Hour)
 	r := &Report{Name: o.Name, Host: o.Host, From: o.From, To: o.To, Location: o.Location,
 		Currency: o.Currency, Priced: o.PricePerKWh > 0}
 	r.buildGPUs(gpus, o)
 	r.buildUsers(users, o.TopUsers)
-	r.buildAlerts(alerts)
+	r.buildAlerts(alerts, o)
 	return r
 }
 
@@ -326,24 +342,39 @@ func (r *Report) buildUsers(users []UserHour, top int) {
 	}
 }
 
-func (r *Report) buildAlerts(alerts []AlertHour) {
+func (r *Report) buildAlerts(alerts []AlertHour, o Options) {
 	r.Alerts = []AlertReport{}
 	index := map[string]int{}
+	of := func(name string) *AlertReport {
+		k, ok := index[name]
+		if !ok {
+			k = len(r.Alerts)
+			index[name] = k
+			r.Alerts = append(r.Alerts, AlertReport{Alert: name})
+		}
+		return &r.Alerts[k]
+	}
 	for i := range alerts {
 		h := &alerts[i]
 		if h.Fired <= 0 {
 			continue
 		}
-		k, ok := index[h.Alert]
-		if !ok {
-			k = len(r.Alerts)
-			index[h.Alert] = k
-			r.Alerts = append(r.Alerts, AlertReport{Alert: h.Alert})
-		}
-		a := &r.Alerts[k]
+		a := of(h.Alert)
 		a.Fired += h.Fired
 		a.LongestSeconds = max(a.LongestSeconds, h.LongestSeconds)
 		r.AlertsFired += h.Fired
+	}
+	for _, f := range o.Firing {
+		if !f.Since.Before(o.To) {
+			continue
+		}
+		a := of(f.Alert)
+		a.StillFiring++
+		a.LongestSeconds = max(a.LongestSeconds, o.To.Sub(f.Since).Seconds())
+		if !f.Since.Before(o.From) {
+			a.Fired++
+			r.AlertsFired++
+		}
 	}
 	slices.SortFunc(r.Alerts, func(a, b AlertReport) int {
 		return cmp.Or(cmp.Compare(b.Fired, a.Fired), cmp.Compare(a.Alert, b.Alert))

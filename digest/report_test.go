@@ -137,9 +137,60 @@ func TestBuildAlerts(t *testing.T) {
 		{Hour: hour(6), Alert: "GPUHot", Fired: 0},
 	}
 	r := Build(nil, nil, alerts, Options{})
-	want := []AlertReport{{"GPUMemoryHigh", 3, 900}, {"GPUHeldIdle", 1, 7200}}
+	want := []AlertReport{{Alert: "GPUMemoryHigh", Fired: 3, LongestSeconds: 900}, {Alert: "GPUHeldIdle", Fired: 1, LongestSeconds: 7200}}
 	if !slices.Equal(r.Alerts, want) || r.AlertsFired != 4 {
 		t.Errorf("got alerts %+v (%d fired), want %+v (4 fired)", r.Alerts, r.AlertsFired, want)
+	}
+}
+
+// TestBuildStillFiring is the morning digest that missed the alert that
+// fired all night: alerts still firing at the end of the window count, as
+// still firing, for as long as they have fired.
+func TestBuildStillFiring(t *testing.T) {
+	alerts := []AlertHour{{Hour: hour(1), Alert: "GPUHot", Fired: 1, LongestSeconds: 600}}
+	firing := []FiringAlert{
+		{Alert: "GPUHot", Since: hour(2)},                  // fired in the window: 22h to its end
+		{Alert: "GPUIdleButHeld", Since: hour(-30)},        // fired before the window, still firing
+		{Alert: "GPUMemoryLeak", Since: hour(24).Add(1)},   // after the window: not in it
+		{Alert: "GPUIdleButHeld", Since: hour(23).Add(30)}, // another GPU, in the window
+	}
+	r := Build(nil, nil, alerts, Options{From: hour(0), To: hour(24), Firing: firing})
+	want := []AlertReport{
+		{Alert: "GPUHot", Fired: 2, StillFiring: 1, LongestSeconds: 22 * 3600},
+		{Alert: "GPUIdleButHeld", Fired: 1, StillFiring: 2, LongestSeconds: 54 * 3600},
+	}
+	if !slices.Equal(r.Alerts, want) || r.AlertsFired != 3 {
+		t.Errorf("got alerts %+v (%d fired), want %+v (3 fired)", r.Alerts, r.AlertsFired, want)
+	}
+	text := r.Text()
+	for _, line := range []string{"Alerts (3 fired, 3 still firing)", "GPUHot fired 2 times, the longest for 22h00m (1 still firing)",
+		"GPUIdleButHeld fired 1 time, the longest for 2d6h (2 still firing)"} {
+		if !strings.Contains(text, line) {
+			t.Errorf("text: want %q in\n%s", line, text)
+		}
+	}
+	r = Build(nil, nil, nil, Options{From: hour(0), To: hour(24), Firing: firing[1:2]})
+	if text := r.Text(); !strings.Contains(text, "Alerts (1 still firing)") || !strings.Contains(text, "GPUIdleButHeld still firing, for 2d6h") {
+		t.Errorf("an alert firing since before the window: got\n%s", text)
+	}
+}
+
+// TestIdleGPUWithoutUsers is the digest that said "held idle 1.7h" for a
+// GPU and then that nobody held one idle: a log names no processes, so
+// the digest names the GPU.
+func TestIdleGPUWithoutUsers(t *testing.T) {
+	gpus := []GPUHour{
+		{Hour: hour(0), GPU: 0, Seconds: 3600, UtilSeconds: 3000, BusySeconds: 3600},
+		{Hour: hour(0), GPU: 1, Seconds: 3600, IdleHeldSeconds: 3600, MemMax: 20 * gib},
+		{Hour: hour(1), GPU: 1, Seconds: 3600, IdleHeldSeconds: 2520, MemMax: 20 * gib},
+		{Hour: hour(1), GPU: 2, Seconds: 3600, IdleHeldSeconds: 120},
+	}
+	text := Build(gpus, nil, nil, Options{}).Text()
+	if want := "GPU 1 was held idle for 1h42m (memory held, utilization under 5%); the data names no processes to say by whom"; !strings.Contains(text, want) {
+		t.Errorf("want %q in\n%s", want, text)
+	}
+	if strings.Contains(text, "Nobody held a GPU idle") || strings.Contains(text, "GPU 2 was held idle") {
+		t.Errorf("want GPU 1 alone under Held idle:\n%s", text)
 	}
 }
 

@@ -348,7 +348,9 @@ func (s *Scheduler) Run(ctx context.Context, clock func() time.Time, fire func(R
 			<-ctx.Done()
 			return
 		}
-		timer := time.NewTimer(next.Sub(now))
+		// Look again at least every minute: the clock may not be the wall
+		// clock (a paced simulation's runs faster) or may jump.
+		timer := time.NewTimer(min(next.Sub(now), time.Minute))
 		select {
 		case <-ctx.Done():
 			timer.Stop()

@@ -2,6 +2,7 @@ package gpu
 
 import (
 	"context"
+	"sync"
 	"time"
 )
 
@@ -47,10 +48,13 @@ func (p *Poller) Close() error {
 
 // Pacer slows a Source that runs in its own time (a simulation, a replay)
 // down to speed × real time: with speed 60, an hour of snapshots takes a
-// minute. The snapshots keep their own times.
+// minute. The snapshots keep their own times, and Now tells the time of the
+// data that corresponds to the wall clock now, so what a running gpuwatch
+// stamps with "now" (silences, acknowledgements) agrees with its snapshots.
 type Pacer struct {
 	src   Source
 	speed float64
+	mu    sync.Mutex // guards the anchors: Now is called from other goroutines
 	// wallStart and dataStart anchor the pacing at the first snapshot.
 	wallStart time.Time
 	dataStart time.Time
@@ -71,11 +75,14 @@ func (p *Pacer) Next(ctx context.Context) (*Snapshot, error) {
 		return nil, err
 	}
 	now := time.Now()
+	p.mu.Lock()
 	if p.wallStart.IsZero() {
 		p.wallStart, p.dataStart = now, s.Time
+		p.mu.Unlock()
 		return s, nil
 	}
 	due := p.wallStart.Add(time.Duration(float64(s.Time.Sub(p.dataStart)) / p.speed))
+	p.mu.Unlock()
 	if wait := due.Sub(now); wait > 0 {
 		timer := time.NewTimer(wait)
 		defer timer.Stop()
@@ -86,6 +93,20 @@ func (p *Pacer) Next(ctx context.Context) (*Snapshot, error) {
 		}
 	}
 	return s, nil
+}
+
+// Now is the data's time at this wall-clock instant: the wall clock itself
+// before the first snapshot, then the first snapshot's time plus the wall
+// time since, times the speed. At speed 1 a source that starts now keeps
+// to the wall clock.
+func (p *Pacer) Now() time.Time {
+	now := time.Now()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.wallStart.IsZero() {
+		return now
+	}
+	return p.dataStart.Add(time.Duration(float64(now.Sub(p.wallStart)) * p.speed))
 }
 
 // Close closes the paced source.

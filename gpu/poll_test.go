@@ -98,3 +98,28 @@ func TestPaceZeroSpeedIsUnpaced(t *testing.T) {
 		t.Errorf("Pace(src, 0) = %T, want the source itself", got)
 	}
 }
+
+// TestPaceClock checks the paced source's clock: the wall clock before the
+// first snapshot, then data time running at the speed from the first one.
+func TestPaceClock(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		data := time.Date(2026, 11, 29, 9, 0, 0, 0, time.UTC)
+		p := Pace(&listSource{start: data, step: time.Minute, n: 5}, 60).(*Pacer)
+		if got := p.Now(); !got.Equal(time.Now()) {
+			t.Errorf("before the first snapshot: got %v, want the wall clock %v", got, time.Now())
+		}
+		for range 3 {
+			if _, err := p.Next(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+		}
+		// The third snapshot (data +2m) came at wall +2s.
+		if got, want := p.Now(), data.Add(2*time.Minute); !got.Equal(want) {
+			t.Errorf("at the third snapshot: got %v, want %v", got, want)
+		}
+		time.Sleep(500 * time.Millisecond)
+		if got, want := p.Now(), data.Add(2*time.Minute+30*time.Second); !got.Equal(want) {
+			t.Errorf("half a second later: got %v, want %v", got, want)
+		}
+	})
+}

@@ -289,6 +289,7 @@ func (d *Dispatcher) Dispatch(at time.Time, ts []rules.Transition) *Commit {
 	for i := range ts {
 		t := &ts[i]
 		alert := FromTransition(t)
+		alert.AcknowledgedBy = d.acks[alert.Key].By
 		targets := d.targets(t)
 		if alert.Status == StatusResolved {
 			targets = d.told(alert.Key, targets)

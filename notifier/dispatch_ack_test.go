@@ -154,3 +154,30 @@ func TestAcknowledgeSurvivesRestart(t *testing.T) {
 		t.Errorf("RestoreAcks of a bad record: got %v, want an error naming the key", err)
 	}
 }
+
+// TestResolveCarriesAcknowledgement checks that the resolve of an
+// acknowledged alert says who acknowledged it, so a receiver that redraws
+// the alert's message keeps the acknowledgement.
+func TestResolveCarriesAcknowledgement(t *testing.T) {
+	d := newDispatcher(t, notifier.RouteConfig{Receiver: "team", GroupWait: ptr(time.Duration(0)), RepeatInterval: ptr(time.Hour)}, nil)
+	hot := newRule("GPUHot", rules.SeverityWarning, nil)
+	dispatchWait(t, d, t0, fires(hot, 0, t0), fires(hot, 1, t0))
+	if _, err := d.Acknowledge(key("GPUHot", 0), "alice (U0ALICE)", t0.Add(time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	end := t0.Add(10 * time.Minute)
+	c := d.Dispatch(end, []rules.Transition{resolves(hot, 0, t0, end), resolves(hot, 1, t0, end)})
+	var by []string
+	for _, raw := range append(c.Outbox["team"], d.Dispatch(end.Add(time.Hour), nil).Outbox["team"]...) {
+		var n notifier.Notification
+		if err := json.Unmarshal(raw, &n); err != nil {
+			t.Fatal(err)
+		}
+		for _, a := range n.Alerts {
+			by = append(by, a.AcknowledgedBy)
+		}
+	}
+	if want := []string{"alice (U0ALICE)", ""}; !slices.Equal(by, want) {
+		t.Errorf("got the resolves acknowledged by %q, want %q (GPU 0 acknowledged, GPU 1 not)", by, want)
+	}
+}

@@ -99,6 +99,9 @@ type Alert struct {
 	History []Float `json:"history,omitempty"`
 	// HistoryUnit names History's dimension ("bytes", "percent", …).
 	HistoryUnit string `json:"history_unit,omitempty"`
+	// AcknowledgedBy is who acknowledged the firing alert ("alice
+	// (U0123ABCD)"), if anyone did: a message redrawn keeps saying so.
+	AcknowledgedBy string `json:"acknowledged_by,omitempty"`
 	// Exit, on a resolve, is the job that left the GPU while the alert
 	// fired: its memory freed or the GPU taken over.
 	Exit *Exit `json:"exit,omitempty"`

@@ -471,15 +471,13 @@ func timeToFull(free, perSecond float64) time.Duration {
 	return time.Duration(free / perSecond * float64(time.Second))
 }
 
+// trendText formats a steady rise ("+328 MiB/min"); "" when the metric does
+// not rise steadily, which says nothing worth a line.
 func trendText(dim Dimension, perSecond float64) string {
-	if math.IsNaN(perSecond) {
+	if !(perSecond > 0) {
 		return ""
 	}
-	text := Dimension{Base: dim.Base, PerSecond: true}.Format(perSecond)
-	if perSecond >= 0 {
-		return "+" + text
-	}
-	return text
+	return "+" + Dimension{Base: dim.Base, PerSecond: true}.Format(perSecond)
 }
 
 func sortedProcesses(ps []gpu.Process) []gpu.Process {

@@ -9,6 +9,7 @@ import (
 
 	goslack "github.com/slack-go/slack"
 
+	"github.com/gpuwatch/gpuwatch/internal/blockkit"
 	"github.com/gpuwatch/gpuwatch/notifier"
 	slacknotifier "github.com/gpuwatch/gpuwatch/notifier/slack"
 )
@@ -47,7 +48,7 @@ func (a *App) action(ctx context.Context, cb *goslack.InteractionCallback, raw [
 		return
 	}
 	if r := a.buttonReply(cb, act, raw); r != nil {
-		a.postLater(ctx, cb.ResponseURL, r)
+		a.postLater(ctx, cb.ResponseURL, a.fit(r))
 	}
 }
 
@@ -77,7 +78,7 @@ func (a *App) buttonReply(cb *goslack.InteractionCallback, act *goslack.BlockAct
 			return errorReply(err.Error())
 		}
 		if _, err := a.addSilence(ms, d, u, "silenced from the alert message in Slack"); err != nil {
-			return errorReply("could not silence the alert: " + esc(err.Error(), 300))
+			return errorReply("could not silence the alert: " + blockkit.EscapeClip(err.Error(), 300))
 		}
 		line = fmt.Sprintf("🔕 Silenced for %s by %s", span(d), u.mention())
 	case ActionAcknowledge:
@@ -88,7 +89,7 @@ func (a *App) buttonReply(cb *goslack.InteractionCallback, act *goslack.BlockAct
 			return errorReply(err.Error())
 		}
 		if err := a.backend.Acknowledge(act.Value, u.String()); err != nil {
-			return errorReply("could not acknowledge the alert: " + esc(err.Error(), 300))
+			return errorReply("could not acknowledge the alert: " + blockkit.EscapeClip(err.Error(), 300))
 		}
 		line = "👀 Acknowledged by " + u.mention()
 	default:
@@ -108,13 +109,13 @@ func keyMatchers(key string) (notifier.Matchers, error) {
 	host, rest, ok1 := strings.Cut(key, "/")
 	i := strings.LastIndexByte(rest, '/')
 	if !ok1 || i < 0 || host == "" || rest[:i] == "" || rest[i+1:] == "" {
-		return nil, fmt.Errorf("this button's alert key %q is not host/rule/uuid; silence the alert with /gpu silence", esc(clipWord(key), 80))
+		return nil, fmt.Errorf("this button's alert key %q is not host/rule/uuid; silence the alert with /gpu silence", blockkit.EscapeClip(clipWord(key), 80))
 	}
 	var ms notifier.Matchers
 	for _, l := range [][2]string{{"alert", rest[:i]}, {"uuid", rest[i+1:]}, {"host", host}} {
 		m, err := notifier.NewMatcher(notifier.MatchEqual, l[0], l[1])
 		if err != nil {
-			return nil, fmt.Errorf("alert key %q: %w", esc(clipWord(key), 80), err)
+			return nil, fmt.Errorf("alert key %q: %w", blockkit.EscapeClip(clipWord(key), 80), err)
 		}
 		ms = append(ms, m)
 	}

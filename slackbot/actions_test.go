@@ -267,3 +267,68 @@ func TestActionBadPayload(t *testing.T) {
 		t.Errorf("bad payload: got HTTP %d, want 400", w.Code)
 	}
 }
+
+// TestAdminsByUserID checks who may act: admins listed by user ID are
+// matched by the ID Slack sends, never by a user name that looks like an
+// ID; admins listed by name still work, with a warning in the log that
+// gives the ID to list instead.
+func TestAdminsByUserID(t *testing.T) {
+	cases := []struct {
+		name, userID, userName string
+		allowed                bool
+		warn                   string // a substring of the log
+	}{
+		{"the admin's ID", "U0ADMIN", "admin", true, ""},
+		{"the admin's ID under another name", "U0ADMIN", "renamed", true, ""},
+		{"an ID as a user name", "U9EVE", "U0ADMIN", false, ""},
+		{"a name listed in admins", "U0ROOT", "root", true, "user_id=U0ROOT"},
+		{"nobody", "U1", "someone", false, ""},
+	}
+	for _, c := range cases {
+		ta := newTestApp(t, 4, nil)
+		if !strings.Contains(ta.log.String(), "slack.admins lists a user name") || !strings.Contains(ta.log.String(), "admin=root") {
+			t.Errorf("New: got log\n%s\nwant a warning about the admin listed by name", ta.log.String())
+		}
+		ta.click(t, ActionAcknowledge, alertKey, c.userID, c.userName, "C0GPU")
+		if got := len(ta.b.acks) == 1; got != c.allowed {
+			t.Errorf("%s: acknowledged %v, want %v", c.name, got, c.allowed)
+		}
+		if c.warn != "" && !strings.Contains(ta.log.String(), c.warn) {
+			t.Errorf("%s: got log\n%s\nwant a warning with %q", c.name, ta.log.String(), c.warn)
+		}
+	}
+}
+
+// TestClickAnsweredBeforeTheStore checks that Slack gets its 200 for a
+// click at once, while the store is still writing the acknowledgement or
+// the silence (Slack retries a click it has no answer for in 3 seconds).
+func TestClickAnsweredBeforeTheStore(t *testing.T) {
+	for _, action := range []string{ActionAcknowledge, ActionSilence1h} {
+		ta := newTestApp(t, 4, nil)
+		ta.b.writes = make(chan struct{})
+		slack := notifiertest.NewServer(t, nil)
+		body := url.Values{"payload": {actionPayload(action, alertKey, "U0ADMIN", "admin", "C0GPU", slack.URL+"/actions/T1/1/x")}}.Encode()
+		answered := make(chan int, 1)
+		go func() {
+			w := httptest.NewRecorder()
+			ta.Handler().ServeHTTP(w, signed("/slack/actions", body))
+			answered <- w.Code
+		}()
+		select {
+		case code := <-answered:
+			if code != http.StatusOK {
+				t.Errorf("%s: got HTTP %d, want 200", action, code)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%s: no answer while the store is busy, want 200 at once", action)
+		}
+		close(ta.b.writes)
+		ta.wait()
+		if len(ta.b.acks)+len(ta.b.added) != 1 {
+			t.Errorf("%s: got %d acks and %d silences, want the click done after the answer", action, len(ta.b.acks), len(ta.b.added))
+		}
+		if reqs := slack.Requests(); len(reqs) != 1 {
+			t.Errorf("%s: got %d posts to response_url, want the updated message", action, len(reqs))
+		}
+	}
+}

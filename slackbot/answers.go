@@ -13,6 +13,8 @@ import (
 	goslack "github.com/slack-go/slack"
 
 	"github.com/gpuwatch/gpuwatch/gpu"
+	"github.com/gpuwatch/gpuwatch/internal/blockkit"
+	"github.com/gpuwatch/gpuwatch/internal/plural"
 )
 
 // command answers a slash command: the function behind both
@@ -31,7 +33,7 @@ func (a *App) command(ctx context.Context, sc goslack.SlashCommand) *reply {
 				r.ResponseType = inChannel
 			}
 		}
-		return r
+		return a.fit(r)
 	})
 }
 
@@ -74,11 +76,11 @@ func (a *App) status() *reply {
 	}
 	now := a.backend.Now()
 	alerts := a.backend.Alerts()
-	title := fmt.Sprintf("🖥 %s · %d GPUs", snap.Host, len(snap.Devices))
+	title := fmt.Sprintf("🖥 %s · %s", snap.Host, plural.Count(len(snap.Devices), "GPU"))
 	blocks := []goslack.Block{
 		header(title),
 		note(fmt.Sprintf("Sampled %s (%s ago) · %s · `/gpu top`, `/gpu alerts`, `/gpu history &lt;gpu&gt;`",
-			localTime(snap.Time), since(now, snap.Time), plural(len(alerts), "active alert"))),
+			localTime(snap.Time), since(now, snap.Time), plural.Count(len(alerts), "active alert"))),
 	}
 	room := maxBlocks - len(blocks) - 1
 	for i := range snap.Devices {
@@ -97,7 +99,7 @@ func (a *App) status() *reply {
 // deviceText is one GPU's lines in /gpu status.
 func deviceText(d *gpu.Device, alerts []ActiveAlert, now time.Time) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "*GPU %d* · %s\n", d.Index, esc(d.Name, 80))
+	fmt.Fprintf(&b, "*GPU %d* · %s\n", d.Index, blockkit.EscapeClip(d.Name, 80))
 	if d.MemKnown() {
 		pct := d.MemUsedPercent()
 		fmt.Fprintf(&b, "`%s` %s / %s (%.0f%%)\n", meter(pct), gib(d.MemUsed), gib(d.MemTotal), pct)
@@ -108,9 +110,9 @@ func deviceText(d *gpu.Device, alerts []ActiveAlert, now time.Time) string {
 	if !math.IsNaN(d.PowerLimitW) && d.PowerLimitW > 0 && !math.IsNaN(d.PowerW) {
 		power = fmt.Sprintf("%.0f / %.0f W", d.PowerW, d.PowerLimitW)
 	}
-	fmt.Fprintf(&b, "util %s · %s · %s\n", reading(d.UtilGPU, "%.0f%%"), reading(d.TempC, "%.0f°C"), power)
+	fmt.Fprintf(&b, "util %s · %s · %s\n", reading(d.UtilGPU, "%.0f%%"), reading(d.TempC, "%.0f C"), power)
 	if p := topProcess(d.Processes); p != nil {
-		fmt.Fprintf(&b, "👤 %s: `%s` %s", esc(p.User, 40), esc(p.Command, 60), gib(p.MemUsed))
+		fmt.Fprintf(&b, "👤 %s: `%s` %s", blockkit.EscapeClip(p.User, 40), blockkit.EscapeClip(p.Command, 60), gib(p.MemUsed))
 		if n := len(d.Processes) - 1; n > 0 {
 			fmt.Fprintf(&b, " (+%d more)", n)
 		}
@@ -121,7 +123,7 @@ func deviceText(d *gpu.Device, alerts []ActiveAlert, now time.Time) string {
 	for i := range alerts {
 		al := &alerts[i]
 		if al.GPU == d.Index && (al.UUID == "" || d.UUID == "" || al.UUID == d.UUID) {
-			fmt.Fprintf(&b, "%s *%s* %s %s\n", stateEmoji(al.State), esc(al.Name, 80), al.State, since(now, al.Since))
+			fmt.Fprintf(&b, "%s *%s* %s %s\n", stateEmoji(al.State), blockkit.EscapeClip(al.Name, 80), al.State, since(now, al.Since))
 		}
 	}
 	return strings.TrimSuffix(b.String(), "\n")
@@ -178,9 +180,9 @@ func (a *App) top() *reply {
 	}
 	var lines []string
 	for _, p := range ps[:min(len(ps), maxTopProcesses)] {
-		line := fmt.Sprintf("`GPU %d` *%s* %s · `%s` · pid %d", p.gpu, gib(p.MemUsed), esc(p.User, 40), esc(p.Command, 80), p.PID)
+		line := fmt.Sprintf("`GPU %d` *%s* %s · `%s` · pid %d", p.gpu, gib(p.MemUsed), blockkit.EscapeClip(p.User, 40), blockkit.EscapeClip(p.Command, 80), p.PID)
 		if p.Container != "" {
-			line += " · " + esc(p.Container, 60)
+			line += " · " + blockkit.EscapeClip(p.Container, 60)
 		}
 		lines = append(lines, line)
 	}
@@ -224,19 +226,19 @@ func (a *App) alerts() *reply {
 // alertText is one alert's lines in /gpu alerts.
 func alertText(al *ActiveAlert, now time.Time) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s *%s* · GPU %d", stateEmoji(al.State), esc(al.Name, 80), al.GPU)
+	fmt.Fprintf(&b, "%s *%s* · GPU %d", stateEmoji(al.State), blockkit.EscapeClip(al.Name, 80), al.GPU)
 	if al.Severity != "" {
-		b.WriteString(" · " + esc(al.Severity, 20))
+		b.WriteString(" · " + blockkit.EscapeClip(al.Severity, 20))
 	}
 	fmt.Fprintf(&b, "\n%s since %s (%s)", al.State, localTime(al.Since), since(now, al.Since))
 	if al.ValueText != "" {
-		b.WriteString(" · value " + esc(al.ValueText, 40))
+		b.WriteString(" · value " + blockkit.EscapeClip(al.ValueText, 40))
 	}
 	if al.Summary != "" {
-		b.WriteString("\n> " + esc(al.Summary, 300))
+		b.WriteString("\n> " + blockkit.EscapeClip(al.Summary, 300))
 	}
 	if al.Acknowledged != "" {
-		b.WriteString("\n👀 acknowledged by " + esc(al.Acknowledged, 80))
+		b.WriteString("\n👀 acknowledged by " + blockkit.EscapeClip(al.Acknowledged, 80))
 	}
 	return b.String()
 }
@@ -282,14 +284,6 @@ func seriesSummary(vs []float64) string {
 	return fmt.Sprintf("now %.0f%% · max %.0f%%", last, peak)
 }
 
-// plural writes a count and a noun, with an s unless the count is 1.
-func plural(n int, noun string) string {
-	if n == 1 {
-		return "1 " + noun
-	}
-	return strconv.Itoa(n) + " " + noun + "s"
-}
-
 // helpText lists the commands.
 const helpText = "*gpuwatch* answers `/gpu` with the GPUs of this host:\n" +
 	"• `/gpu` or `/gpu status`: every GPU's memory, utilization, temperature, power, top process and alerts\n" +
@@ -307,7 +301,7 @@ func help(perr error) *reply {
 	blocks := []goslack.Block{section(helpText)}
 	text := "gpuwatch /gpu commands"
 	if perr != nil {
-		text = "🤔 I did not understand that: " + esc(perr.Error(), 500)
+		text = "🤔 I did not understand that: " + blockkit.EscapeClip(perr.Error(), 500)
 		blocks = append([]goslack.Block{section(text)}, blocks...)
 	}
 	r := message(text, blocks...)

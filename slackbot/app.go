@@ -15,6 +15,9 @@ import (
 	"time"
 
 	goslack "github.com/slack-go/slack"
+
+	"github.com/gpuwatch/gpuwatch/internal/blockkit"
+	slacknotifier "github.com/gpuwatch/gpuwatch/notifier/slack"
 )
 
 // MaxBodyBytes is the largest request body the handlers read; larger ones
@@ -50,20 +53,21 @@ type Config struct {
 // App is the Slack app: an http.Handler for slash commands and buttons,
 // and a Socket Mode client that feeds the same functions.
 type App struct {
-	backend  Backend
-	secret   string
-	channels map[string]bool
-	admins   []string
-	isAdmin  map[string]bool
-	log      *slog.Logger
-	client   *http.Client
-	now      func() time.Time
+	backend    Backend
+	secret     string
+	channels   map[string]bool
+	admins     []string
+	adminIDs   map[string]bool // admins listed by user ID
+	adminNames map[string]bool // admins listed by user name (deprecated)
+	log        *slog.Logger
+	client     *http.Client
+	now        func() time.Time
 
 	// slowAfter is how long a command may take before the answer becomes
 	// "working on it" and the result goes to response_url (Slack gives up
 	// after 3 seconds).
 	slowAfter time.Duration
-	// posts are the response_url posts still in flight.
+	// posts are the response_url posts and button clicks still in flight.
 	posts sync.WaitGroup
 }
 
@@ -73,14 +77,15 @@ func New(b Backend, c Config) (*App, error) {
 		return nil, errors.New("slackbot: no backend")
 	}
 	a := &App{
-		backend:   b,
-		secret:    c.SigningSecret,
-		channels:  map[string]bool{},
-		isAdmin:   map[string]bool{},
-		log:       c.Logger,
-		client:    c.HTTPClient,
-		now:       c.Now,
-		slowAfter: 2 * time.Second,
+		backend:    b,
+		secret:     c.SigningSecret,
+		channels:   map[string]bool{},
+		adminIDs:   map[string]bool{},
+		adminNames: map[string]bool{},
+		log:        c.Logger,
+		client:     c.HTTPClient,
+		now:        c.Now,
+		slowAfter:  2 * time.Second,
 	}
 	for _, ch := range c.AllowedChannels {
 		ch = strings.TrimPrefix(strings.TrimSpace(ch), "#")
@@ -89,16 +94,21 @@ func New(b Backend, c Config) (*App, error) {
 		}
 		a.channels[ch] = true
 	}
+	if a.log == nil {
+		a.log = slog.New(slog.DiscardHandler)
+	}
 	for _, u := range c.Admins {
 		u = strings.TrimPrefix(strings.TrimSpace(u), "@")
 		if u == "" {
 			return nil, errors.New("slackbot: an admin is empty: list Slack user IDs (U…) or user names")
 		}
 		a.admins = append(a.admins, u)
-		a.isAdmin[u] = true
-	}
-	if a.log == nil {
-		a.log = slog.New(slog.DiscardHandler)
+		if slacknotifier.IsUserID(u) {
+			a.adminIDs[u] = true
+		} else {
+			a.adminNames[u] = true
+			a.log.Warn("slack.admins lists a user name: names still work, but Slack has deprecated them and users can change theirs; list the user ID instead (Slack profile → ⋯ → Copy member ID)", "admin", u)
+		}
 	}
 	if a.client == nil {
 		a.client = &http.Client{Timeout: 10 * time.Second}
@@ -178,8 +188,11 @@ func (a *App) serveAction(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "the payload field is not an interaction payload (JSON)", http.StatusBadRequest)
 		return
 	}
-	a.action(r.Context(), &cb, raw)
+	// Slack gets its answer first: the click's work writes the store
+	// (fsynced), and Slack tells the user it failed when no answer comes
+	// within 3 seconds. The outcome goes to response_url.
 	w.WriteHeader(http.StatusOK)
+	a.posts.Go(func() { a.action(context.WithoutCancel(r.Context()), &cb, raw) })
 }
 
 // reply is a message as Slack takes it in a command's response, an
@@ -219,14 +232,25 @@ func (u user) String() string {
 // mention is the user as Slack shows them in a message.
 func (u user) mention() string {
 	if u.ID == "" {
-		return "@" + esc(u.Name, 80)
+		return "@" + blockkit.EscapeClip(u.Name, 80)
 	}
 	return "<@" + u.ID + ">"
 }
 
-// mayChange reports whether the user may silence and acknowledge.
+// mayChange reports whether the user may silence and acknowledge: every
+// user when there are no admins, else the admins by user ID. An admin
+// listed by name is still matched by the name Slack sends (user_name,
+// deprecated, and changeable by its user), with a warning that gives the
+// ID to list instead.
 func (a *App) mayChange(u user) bool {
-	return len(a.admins) == 0 || a.isAdmin[u.ID] || (u.Name != "" && a.isAdmin[u.Name])
+	switch {
+	case len(a.admins) == 0 || a.adminIDs[u.ID]:
+		return true
+	case u.Name != "" && a.adminNames[u.Name]:
+		a.log.Warn("a Slack admin was recognised by user name; list their user ID in slack.admins instead, names can change", "admin", u.Name, "user_id", u.ID)
+		return true
+	}
+	return false
 }
 
 // answersIn reports whether the app answers in the channel.
@@ -238,10 +262,10 @@ func (a *App) answersIn(id, name string) bool {
 func (a *App) refusal(what string) *reply {
 	names := make([]string, len(a.admins))
 	for i, ad := range a.admins {
-		if looksLikeUserID(ad) {
+		if slacknotifier.IsUserID(ad) {
 			names[i] = "<@" + ad + ">"
 		} else {
-			names[i] = "@" + esc(ad, 80)
+			names[i] = "@" + blockkit.EscapeClip(ad, 80)
 		}
 	}
 	text := fmt.Sprintf("🙏 Sorry, only gpuwatch admins can %s; ask one of %s.", what, strings.Join(names, ", "))
@@ -252,18 +276,6 @@ func (a *App) refusal(what string) *reply {
 func notHere() *reply {
 	text := "🙏 Sorry, gpuwatch does not answer in this channel; ask in one of the channels it serves."
 	return private(text)
-}
-
-func looksLikeUserID(s string) bool {
-	if len(s) < 2 || (s[0] != 'U' && s[0] != 'W') {
-		return false
-	}
-	for i := 1; i < len(s); i++ {
-		if !('A' <= s[i] && s[i] <= 'Z') && !('0' <= s[i] && s[i] <= '9') {
-			return false
-		}
-	}
-	return true
 }
 
 // withDeadline runs work and returns its reply if it is ready within
@@ -331,9 +343,15 @@ func (a *App) post(ctx context.Context, responseURL string, r *reply) {
 		return
 	}
 	defer resp.Body.Close()
-	io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
-	if resp.StatusCode/100 != 2 {
-		a.log.Warn("slack response_url refused the post", "host", u.Host, "status", resp.StatusCode)
+	answer, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	if resp.StatusCode/100 == 2 {
+		return
+	}
+	a.log.Warn("slack response_url refused the post", "host", u.Host, "status", resp.StatusCode, "answer", string(bytes.TrimSpace(answer[:min(len(answer), 200)])))
+	if resp.StatusCode == http.StatusBadRequest && r.Blocks != nil {
+		// Slack refused the blocks (invalid_blocks): the text still goes.
+		blocks, _ := replyBlocks(r)
+		a.post(ctx, responseURL, r.plain(blocks))
 	}
 }
 
@@ -347,5 +365,5 @@ func redactURL(err error, raw string) string {
 	return strings.ReplaceAll(err.Error(), raw, "[response_url]")
 }
 
-// wait blocks until the background posts are done (for tests).
+// wait blocks until the background posts and clicks are done (for tests).
 func (a *App) wait() { a.posts.Wait() }

@@ -132,7 +132,7 @@ func TestStatus(t *testing.T) {
 		if len(secs) != 4 {
 			t.Fatalf("/gpu %s: got %d sections, want one per GPU (4): %q", text, len(secs), secs)
 		}
-		contains(t, "GPU 0", secs[0], "*GPU 0*", "NVIDIA H100", "10.0 GiB / 80.0 GiB (12%)", "util 0%", "40°C",
+		contains(t, "GPU 0", secs[0], "*GPU 0*", "NVIDIA H100", "10.0 GiB / 80.0 GiB (12%)", "util 0%", "40 C",
 			"100 / 700 W", "alice", "python train.py", "(+1 more)", "🔥 *GPUMemoryLeak* firing 12m")
 		contains(t, "GPU 2", secs[2], "30.0 GiB / 80.0 GiB (38%)", "carol", "&lt;!channel&gt; ./evil", "⏳ *GPUHot* pending 30s")
 		if strings.Contains(secs[2], "<!channel>") {

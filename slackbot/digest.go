@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"time"
+
+	"github.com/gpuwatch/gpuwatch/internal/blockkit"
 )
 
 // digest answers /gpu digest: the usage digest of the window, as the
@@ -12,7 +14,7 @@ import (
 func (a *App) digest(window time.Duration) *reply {
 	title, blocks, err := a.backend.Digest(window)
 	if err != nil {
-		return errorReply(fmt.Sprintf("No digest of the last %s: %s.", span(window), esc(err.Error(), 500)))
+		return errorReply(fmt.Sprintf("No digest of the last %s: %s.", span(window), blockkit.EscapeClip(err.Error(), 500)))
 	}
 	if title == "" {
 		title = "📊 GPU usage · last " + span(window)
@@ -25,7 +27,7 @@ func (a *App) digest(window time.Duration) *reply {
 	if raw == nil {
 		return message(title, header(title), section("No usage was recorded in this window."))
 	}
-	return &reply{Text: cut(title, maxSectionText), Blocks: raw}
+	return &reply{Text: blockkit.EscapeClip(title, blockkit.MaxMessageText), Blocks: raw}
 }
 
 // digestBlocks checks that blocks are a JSON array of at most Slack's 50

@@ -3,7 +3,6 @@ package slackbot
 import (
 	"encoding/json"
 	"fmt"
-	"github.com/gpuwatch/gpuwatch/notifier/notifiertest"
 	"log/slog"
 	"math"
 	"net/http"
@@ -15,6 +14,9 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/gpuwatch/gpuwatch/internal/blockkit"
+	"github.com/gpuwatch/gpuwatch/notifier/notifiertest"
 
 	"github.com/gpuwatch/gpuwatch/gpu"
 	"github.com/gpuwatch/gpuwatch/notifier"
@@ -43,6 +45,9 @@ type fakeBackend struct {
 	digest  func(window time.Duration) (string, []byte, error)
 	// block, when set, is waited on by Snapshot (a slow backend).
 	block chan struct{}
+	// writes, when set, is waited on by AddSilence and Acknowledge (a slow
+	// store).
+	writes chan struct{}
 }
 
 func newFakeBackend(n int) *fakeBackend {
@@ -73,7 +78,7 @@ func newFakeBackend(n int) *fakeBackend {
 			{Key: "node1/GPUMemoryLeak/GPU-0000", Name: "GPUMemoryLeak", Severity: "critical", State: "firing", GPU: 0, UUID: "GPU-0000",
 				Since: testNow.Add(-12 * time.Minute), ValueText: "1.5 GiB/min", Summary: "GPU 0 memory keeps growing", Acknowledged: "dave (U0DAVE)"},
 			{Key: "node1/GPUHot/GPU-0002", Name: "GPUHot", Severity: "warning", State: "pending", GPU: 2, UUID: "GPU-0002",
-				Since: testNow.Add(-30 * time.Second), ValueText: "88°C", Summary: "GPU 2 is hot"},
+				Since: testNow.Add(-30 * time.Second), ValueText: "88 C", Summary: "GPU 2 is hot"},
 		},
 		silences: []notifier.Silence{
 			{ID: "s-active", Matchers: mustMatchers("alert=\"GPUHot\""), StartsAt: testNow.Add(-time.Hour), EndsAt: testNow.Add(time.Hour), CreatedBy: "erin (U0ERIN)", Comment: "fan repair"},
@@ -124,6 +129,9 @@ func (f *fakeBackend) History(index int, window time.Duration) (History, bool) {
 func (f *fakeBackend) Silences() []notifier.Silence { f.touch(); return f.silences }
 
 func (f *fakeBackend) AddSilence(s notifier.Silence) (notifier.Silence, error) {
+	if f.writes != nil {
+		<-f.writes
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.calls++
@@ -146,6 +154,9 @@ func (f *fakeBackend) ExpireSilence(id string) error {
 }
 
 func (f *fakeBackend) Acknowledge(key, by string) error {
+	if f.writes != nil {
+		<-f.writes
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.calls++
@@ -304,7 +315,7 @@ func assertSafeMrkdwn(t *testing.T, what, text string) {
 		text = text[i:]
 		m := slackToken.FindString(text)
 		if m == "" {
-			t.Errorf("%s: got an unescaped %q", what, cut(text, 30))
+			t.Errorf("%s: got an unescaped %q", what, blockkit.Clip(text, 30))
 			return
 		}
 		text = text[len(m):]

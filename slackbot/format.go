@@ -2,11 +2,11 @@ package slackbot
 
 import (
 	"fmt"
-	"github.com/gpuwatch/gpuwatch/internal/sparkline"
 	"math"
 	"strings"
 	"time"
-	"unicode/utf8"
+
+	"github.com/gpuwatch/gpuwatch/internal/sparkline"
 )
 
 // spark draws percentages (0 to 100) as one bar each on a fixed scale, so
@@ -91,17 +91,4 @@ func span(d time.Duration) string {
 // localTime is a Slack date token: each reader sees t in their own zone.
 func localTime(t time.Time) string {
 	return fmt.Sprintf("<!date^%d^{date_short_pretty} {time}|%s>", t.Unix(), t.UTC().Format(time.DateTime+" UTC"))
-}
-
-// mrkdwnEscaper neutralises Slack's control characters in user data (a
-// command line with "<!channel>" must not ping anyone) and backticks, which
-// would end a code span.
-var mrkdwnEscaper = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;", "`", "'")
-
-// esc escapes s for mrkdwn and cuts it to n characters.
-func esc(s string, n int) string {
-	if utf8.RuneCountInString(s) > n {
-		s = string([]rune(s)[:n-1]) + "…"
-	}
-	return mrkdwnEscaper.Replace(s)
 }

@@ -9,6 +9,8 @@ import (
 
 	goslack "github.com/slack-go/slack"
 
+	"github.com/gpuwatch/gpuwatch/internal/blockkit"
+	"github.com/gpuwatch/gpuwatch/internal/plural"
 	"github.com/gpuwatch/gpuwatch/notifier"
 )
 
@@ -46,7 +48,7 @@ func (a *App) silence(cmd Command, u user) *reply {
 	}
 	ms, err := targetMatchers(cmd.Target)
 	if err != nil {
-		return errorReply("could not build the silence: " + esc(err.Error(), 300))
+		return errorReply("could not build the silence: " + blockkit.EscapeClip(err.Error(), 300))
 	}
 	comment := cmd.Reason
 	if comment == "" {
@@ -54,16 +56,16 @@ func (a *App) silence(cmd Command, u user) *reply {
 	}
 	s, err := a.addSilence(ms, cmd.Duration, u, comment)
 	if err != nil {
-		return errorReply("could not add the silence: " + esc(err.Error(), 300))
+		return errorReply("could not add the silence: " + blockkit.EscapeClip(err.Error(), 300))
 	}
 	text := fmt.Sprintf("🔕 %s silenced *%s* for %s, until %s. ID `%s`: `/gpu unsilence %s` ends it.",
-		u.mention(), esc(cmd.Target.String(), 130), span(cmd.Duration), localTime(s.EndsAt), esc(s.ID, 64), esc(s.ID, 64))
+		u.mention(), blockkit.EscapeClip(cmd.Target.String(), 130), span(cmd.Duration), localTime(s.EndsAt), blockkit.EscapeClip(s.ID, 64), blockkit.EscapeClip(s.ID, 64))
 	if cmd.Reason != "" {
-		text += "\n> " + esc(cmd.Reason, maxReason)
+		text += "\n> " + blockkit.EscapeClip(cmd.Reason, maxReason)
 	}
 	blocks := []goslack.Block{section(text)}
 	if name := cmd.Target.Alert; name != "" && !a.alertActive(name) {
-		blocks = append(blocks, note(fmt.Sprintf("No alert called %s is pending or firing now; the silence mutes it if it fires. Alert names are case-sensitive.", esc(name, 130))))
+		blocks = append(blocks, note(fmt.Sprintf("No alert called %s is pending or firing now; the silence mutes it if it fires. Alert names are case-sensitive.", blockkit.EscapeClip(name, 130))))
 	}
 	return message(text, blocks...)
 }
@@ -96,13 +98,13 @@ func (a *App) silences() *reply {
 			expired++
 			continue
 		}
-		line := fmt.Sprintf("`%s` %s %s · by %s", esc(s.ID, 64), esc(s.Matchers.String(), 300), state, esc(s.CreatedBy, 80))
+		line := fmt.Sprintf("`%s` %s %s · by %s", blockkit.EscapeClip(s.ID, 64), blockkit.EscapeClip(s.Matchers.String(), 300), state, blockkit.EscapeClip(s.CreatedBy, 80))
 		if s.Comment != "" {
-			line += " · " + esc(s.Comment, 200)
+			line += " · " + blockkit.EscapeClip(s.Comment, 200)
 		}
 		lines = append(lines, line)
 	}
-	title := "🔕 " + plural(len(lines), "silence")
+	title := "🔕 " + plural.Count(len(lines), "silence")
 	if len(lines) == 0 {
 		title = "🔔 No silences are active or pending"
 	}
@@ -116,7 +118,7 @@ func (a *App) silences() *reply {
 		footer = fmt.Sprintf("…and %d more. ", len(lines)-len(shown)) + footer
 	}
 	if expired > 0 {
-		footer += fmt.Sprintf(" %s not shown.", plural(expired, "expired silence"))
+		footer += fmt.Sprintf(" %s not shown.", plural.Count(expired, "expired silence"))
 	}
 	return message(title, append(blocks, note(footer))...)
 }
@@ -129,12 +131,12 @@ func (a *App) unsilence(id string, u user) *reply {
 	err := a.backend.ExpireSilence(id)
 	switch {
 	case errors.Is(err, notifier.ErrSilenceNotFound):
-		return errorReply(fmt.Sprintf("No silence has ID `%s`; `/gpu silences` lists them.", esc(id, 64)))
+		return errorReply(fmt.Sprintf("No silence has ID `%s`; `/gpu silences` lists them.", blockkit.EscapeClip(id, 64)))
 	case errors.Is(err, notifier.ErrSilenceExpired):
-		return errorReply(fmt.Sprintf("Silence `%s` has already ended.", esc(id, 64)))
+		return errorReply(fmt.Sprintf("Silence `%s` has already ended.", blockkit.EscapeClip(id, 64)))
 	case err != nil:
-		return errorReply("could not end the silence: " + esc(err.Error(), 300))
+		return errorReply("could not end the silence: " + blockkit.EscapeClip(err.Error(), 300))
 	}
-	text := fmt.Sprintf("🔔 %s ended silence `%s`.", u.mention(), esc(id, 64))
+	text := fmt.Sprintf("🔔 %s ended silence `%s`.", u.mention(), blockkit.EscapeClip(id, 64))
 	return message(text, section(text))
 }

@@ -67,6 +67,10 @@ type Options struct {
 	SkipBad bool
 	// Logger receives warnings about skipped rows; nil discards them.
 	Logger *slog.Logger
+	// Warnings, when set, receives the warnings about skipped rows instead
+	// of Logger, as plain lines ("warning: FILE:LINE:COL: …; row
+	// skipped"), for commands that print their warnings for people.
+	Warnings io.Writer
 }
 
 // Reader reads snapshots from an nvidia-smi CSV log. It implements
@@ -312,6 +316,10 @@ func (r *Reader) skip(err *ParseError) {
 	r.skipped++
 	if len(r.skipLines) < logFirstSkips {
 		r.skipLines = append(r.skipLines, err.Line)
+		if r.opts.Warnings != nil {
+			fmt.Fprintf(r.opts.Warnings, "warning: %v; row skipped\n", err)
+			return
+		}
 		r.log.Warn("replay: skipping bad row", "err", err)
 	}
 }
@@ -322,7 +330,13 @@ func (r *Reader) finish() {
 		return
 	}
 	r.eof = true
-	if r.skipped > 0 {
+	switch {
+	case r.skipped == 0:
+	case r.opts.Warnings != nil:
+		if more := r.skipped - len(r.skipLines); more > 0 {
+			fmt.Fprintf(r.opts.Warnings, "warning: %s: %d more malformed rows skipped\n", r.name, more)
+		}
+	default:
 		r.log.Warn("replay: skipped bad rows", "file", r.name, "rows", r.skipped, "first_lines", r.skipLines)
 	}
 }

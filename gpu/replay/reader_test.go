@@ -664,6 +664,39 @@ func TestSkipBad(t *testing.T) {
 	}
 }
 
+// TestSkipBadWarnings checks that the warnings go to Options.Warnings as
+// plain lines, the first few one by one and then a count.
+func TestSkipBadWarnings(t *testing.T) {
+	const good = ", 0, " + h100 + ", " + uuid0 + ", 36, 0 %, 0 %, 500 MiB, 81559 MiB, 60.81 W\n"
+	log := header10 + "2026/11/29 09:00:00.000" + good
+	for i := range 7 {
+		log += fmt.Sprintf("2026/11/29 09:00:%02d.000, 0, cut\n", 5+i)
+	}
+	var warnings, logged bytes.Buffer
+	r, err := NewReader(strings.NewReader(log), "gpu.csv", Options{
+		SkipBad: true, Warnings: &warnings, Logger: slog.New(slog.NewTextHandler(&logged, nil)),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	readAll(t, r)
+	lines := strings.Split(strings.TrimSpace(warnings.String()), "\n")
+	if len(lines) != 6 {
+		t.Fatalf("got %d warning lines, want 5 rows and a count:\n%s", len(lines), warnings.String())
+	}
+	for i, l := range lines[:5] {
+		if want := fmt.Sprintf("warning: gpu.csv:%d:", 3+i); !strings.HasPrefix(l, want) || !strings.HasSuffix(l, "; row skipped") {
+			t.Errorf("warning %d: got %q, want %s…; row skipped", i, l, want)
+		}
+	}
+	if want := "warning: gpu.csv: 2 more malformed rows skipped"; lines[5] != want {
+		t.Errorf("got last warning %q, want %q", lines[5], want)
+	}
+	if logged.Len() > 0 {
+		t.Errorf("got log lines beside the warnings:\n%s", logged.String())
+	}
+}
+
 // TestResumeAfterError checks that a caller may go on reading past a bad row.
 func TestResumeAfterError(t *testing.T) {
 	log := "timestamp, index\n2026/11/29 09:00:00.000, 0\n2026/11/29 09:00:00.001, x\n2026/11/29 09:00:00.002, 1\n"

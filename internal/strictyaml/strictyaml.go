@@ -173,6 +173,11 @@ func syntaxError(file string, data []byte, err error) error {
 		}
 	}
 	pos := Pos{line, 1}
+	if isTabProblem(msg) {
+		if at := indentingTab(data, line); at.Line > 0 {
+			return &Error{File: file, Pos: at, Msg: "invalid YAML: a tab indents this line: YAML is indented with spaces only; replace the tab with spaces"}
+		}
+	}
 	if name, ok := strings.CutPrefix(msg, "unknown anchor '"); ok {
 		// yaml.v3 gives no line for an alias to an anchor never defined.
 		name, _, _ = strings.Cut(name, "'")
@@ -182,6 +187,31 @@ func syntaxError(file string, data []byte, err error) error {
 		msg = fmt.Sprintf("alias *%s refers to no anchor: define &%s before it", name, name)
 	}
 	return &Error{File: file, Pos: pos, Msg: "invalid YAML: " + msg}
+}
+
+// isTabProblem reports whether msg is how yaml.v3 refuses a tab where
+// indentation belongs.
+func isTabProblem(msg string) bool {
+	return strings.Contains(msg, "found character that cannot start any token") ||
+		strings.Contains(msg, "found a tab character that violates indentation")
+}
+
+// indentingTab returns the position of the first tab in a line's
+// indentation, from line from on (yaml.v3 reports the line before the tab,
+// or the block's first line); the zero Pos when there is none.
+func indentingTab(data []byte, from int) Pos {
+	for pass := 0; pass < 2; pass++ {
+		for i, l := range strings.Split(string(data), "\n") {
+			if i+1 < from && pass == 0 {
+				continue
+			}
+			indent := l[:len(l)-len(strings.TrimLeft(l, " \t"))]
+			if col := strings.IndexByte(indent, '\t'); col >= 0 && strings.TrimSpace(l) != "" {
+				return Pos{i + 1, col + 1}
+			}
+		}
+	}
+	return Pos{}
 }
 
 // posOfText returns the position of the first occurrence of text in data, or

@@ -114,7 +114,8 @@ func (n *Notifier) postNew(ctx context.Context, alerts []notifier.Alert, now tim
 // replyRepeat replies in the thread of the message that announced the
 // alerts: they are still firing. A message that is gone gets a new one.
 func (n *Notifier) replyRepeat(ctx context.Context, t *thread, now time.Time) (bool, error) {
-	_, _, err := n.postIn(ctx, t.rec.Channel, t.rec.TS, nil, repeatReply(t.alerts, now))
+	reply := repeatReply(t.alerts, now)
+	_, _, err := n.postIn(ctx, t.rec.Channel, t.rec.TS, nil, reply)
 	if messageGone(err) {
 		return n.postNew(ctx, t.alerts, now)
 	}
@@ -147,10 +148,16 @@ func (n *Notifier) resolve(ctx context.Context, t *thread, now time.Time) (bool,
 			rec.Alerts = append(rec.Alerts, a)
 		}
 	}
-	// The alerts still firing in the message need the new picture too.
-	for _, a := range rec.Alerts {
-		if a.Status != notifier.StatusResolved {
-			keys = append(keys, a.Key)
+	// The alerts still firing in the message need the new picture too,
+	// with whoever acknowledged them since it was posted.
+	for i := range rec.Alerts {
+		a := &rec.Alerts[i]
+		if a.Status == notifier.StatusResolved {
+			continue
+		}
+		keys = append(keys, a.Key)
+		if n.opts.Acknowledged != nil && a.AcknowledgedBy == "" {
+			a.AcknowledgedBy, _ = n.opts.Acknowledged(a.Key)
 		}
 	}
 	blocks, text := render(rec.Alerts, now)
@@ -161,7 +168,8 @@ func (n *Notifier) resolve(ctx context.Context, t *thread, now time.Time) (bool,
 	if err != nil {
 		return n.fail("chat.update", err)
 	}
-	if _, _, err := n.postIn(ctx, rec.Channel, rec.TS, nil, resolvedReply(t.alerts, now)); err != nil && !messageGone(err) {
+	reply := resolvedReply(t.alerts, now)
+	if _, _, err := n.postIn(ctx, rec.Channel, rec.TS, nil, reply); err != nil && !messageGone(err) {
 		return n.fail("chat.postMessage (thread reply)", err)
 	}
 	n.save(rec, keys)
@@ -173,30 +181,40 @@ func (n *Notifier) post(ctx context.Context, threadTS string, blocks []goslack.B
 	return n.postIn(ctx, strings.TrimSpace(n.cfg.Channel), threadTS, blocks, text)
 }
 
-// postIn makes one chat.postMessage call, in a thread when threadTS is
-// set, within its own timeout. It returns the channel ID and ts.
+// postIn posts a message with chat.postMessage, in a thread when threadTS
+// is set, each call within its own timeout; as plain text when its blocks
+// cannot go (see withBlocks). It returns the channel ID and ts.
 func (n *Notifier) postIn(ctx context.Context, channel, threadTS string, blocks []goslack.Block, text string) (string, string, error) {
-	ctx, cancel := context.WithTimeout(ctx, n.opts.Timeout)
-	defer cancel()
-	opts := []goslack.MsgOption{goslack.MsgOptionText(text, false)}
-	if blocks != nil {
-		opts = append(opts, goslack.MsgOptionBlocks(blocks...))
-	}
-	if threadTS != "" {
-		opts = append(opts, goslack.MsgOptionTS(threadTS))
-	}
-	if n.cfg.Username != "" {
-		opts = append(opts, goslack.MsgOptionUsername(n.cfg.Username))
-	}
-	return n.api.PostMessageContext(ctx, channel, opts...)
+	var gotChannel, ts string
+	err := n.withBlocks("chat.postMessage", blocks, text, func(blocks []goslack.Block, text string) error {
+		ctx, cancel := context.WithTimeout(ctx, n.opts.Timeout)
+		defer cancel()
+		opts := []goslack.MsgOption{goslack.MsgOptionText(text, false)}
+		if len(blocks) > 0 {
+			opts = append(opts, goslack.MsgOptionBlocks(blocks...))
+		}
+		if threadTS != "" {
+			opts = append(opts, goslack.MsgOptionTS(threadTS))
+		}
+		if n.cfg.Username != "" {
+			opts = append(opts, goslack.MsgOptionUsername(n.cfg.Username))
+		}
+		var err error
+		gotChannel, ts, err = n.api.PostMessageContext(ctx, channel, opts...)
+		return err
+	})
+	return gotChannel, ts, err
 }
 
-// update makes one chat.update call within its own timeout.
+// update changes a message with chat.update, each call within its own
+// timeout; as plain text (see withBlocks) its old blocks are cleared.
 func (n *Notifier) update(ctx context.Context, channel, ts string, blocks []goslack.Block, text string) error {
-	ctx, cancel := context.WithTimeout(ctx, n.opts.Timeout)
-	defer cancel()
-	_, _, _, err := n.api.UpdateMessageContext(ctx, channel, ts, goslack.MsgOptionText(text, false), goslack.MsgOptionBlocks(blocks...))
-	return err
+	return n.withBlocks("chat.update", blocks, text, func(blocks []goslack.Block, text string) error {
+		ctx, cancel := context.WithTimeout(ctx, n.opts.Timeout)
+		defer cancel()
+		_, _, _, err := n.api.UpdateMessageContext(ctx, channel, ts, goslack.MsgOptionText(text, false), goslack.MsgOptionBlocks(blocks...))
+		return err
+	})
 }
 
 // messageGone reports whether Slack says the message to update or reply

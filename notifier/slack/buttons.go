@@ -2,9 +2,11 @@ package slack
 
 import (
 	"strconv"
+	"strings"
 
 	goslack "github.com/slack-go/slack"
 
+	"github.com/gpuwatch/gpuwatch/internal/blockkit"
 	"github.com/gpuwatch/gpuwatch/notifier"
 )
 
@@ -37,4 +39,40 @@ func actionsBlock(a *notifier.Alert, i int) goslack.Block {
 	silence24h := goslack.NewButtonBlockElement(ActionSilence24h, value, plain("Silence 24h"))
 	ack := goslack.NewButtonBlockElement(ActionAcknowledge, value, plain("Acknowledge")).WithStyle(goslack.StylePrimary)
 	return goslack.NewActionBlock(ActionsBlockPrefix+strconv.Itoa(i), silence1h, silence24h, ack)
+}
+
+// acknowledgedBlock takes the place of the buttons under an acknowledged
+// alert, as the Slack app's answer to the click drew it: a message redrawn
+// on a resolve keeps saying who acknowledged it.
+func acknowledgedBlock(a *notifier.Alert) goslack.Block {
+	return goslack.NewContextBlock("", mrkdwn("👀 Acknowledged by "+mention(a.AcknowledgedBy)))
+}
+
+// mention shows who acknowledged an alert as Slack shows a user: "<@U0123>"
+// for a user ID, alone or after a name ("alice (U0123)", how the Slack app
+// records a user); other text as it is.
+func mention(by string) string {
+	id := by
+	if i := strings.LastIndex(by, " ("); i >= 0 && strings.HasSuffix(by, ")") {
+		id = by[i+2 : len(by)-1]
+	}
+	if IsUserID(id) {
+		return "<@" + id + ">"
+	}
+	return blockkit.EscapeClip(by, maxNameRunes)
+}
+
+// IsUserID reports whether s looks like a Slack user ID: U or W, then
+// capital letters and digits ("U0123ABCD"). User IDs, unlike user names,
+// never change.
+func IsUserID(s string) bool {
+	if len(s) < 2 || (s[0] != 'U' && s[0] != 'W') {
+		return false
+	}
+	for _, c := range s[1:] {
+		if (c < 'A' || c > 'Z') && (c < '0' || c > '9') {
+			return false
+		}
+	}
+	return true
 }

@@ -10,6 +10,7 @@ import (
 
 	goslack "github.com/slack-go/slack"
 
+	"github.com/gpuwatch/gpuwatch/internal/blockkit"
 	"github.com/gpuwatch/gpuwatch/notifier"
 )
 
@@ -23,17 +24,15 @@ func (n *Notifier) notifyDigest(ctx context.Context, d *notifier.Digest) (bool, 
 	if err != nil {
 		return false, fmt.Errorf("slack: digest %q: %w", d.Name, err)
 	}
-	text := d.Title
-	if text == "" {
-		text = "gpuwatch digest " + d.Name
+	title := d.Title
+	if title == "" {
+		title = "gpuwatch digest " + d.Name
 	}
+	text := blockkit.Escape(title)
 	if n.api == nil {
-		msg := &goslack.WebhookMessage{Username: n.cfg.Username, Text: escape(text), Blocks: &goslack.Blocks{BlockSet: blocks}}
-		ctx, cancel := context.WithTimeout(ctx, n.opts.Timeout)
-		defer cancel()
-		return n.fail("webhook", goslack.PostWebhookCustomHTTPContext(ctx, strings.TrimSpace(n.cfg.WebhookURL), n.opts.HTTPClient, msg))
+		return n.fail("webhook", n.postWebhook(ctx, blocks, text))
 	}
-	if _, _, err := n.post(ctx, "", blocks, escape(text)); err != nil {
+	if _, _, err := n.post(ctx, "", blocks, text); err != nil {
 		return n.fail("chat.postMessage", err)
 	}
 	return false, nil
@@ -63,7 +62,7 @@ func digestBlocks(d *notifier.Digest) ([]goslack.Block, error) {
 	}
 	var blocks []goslack.Block
 	if d.Title != "" {
-		blocks = append(blocks, goslack.NewHeaderBlock(plain(clip(d.Title, maxHeaderRunes))))
+		blocks = append(blocks, goslack.NewHeaderBlock(plain(blockkit.Clip(d.Title, blockkit.MaxHeaderText))))
 	}
 	body := d.Markdown
 	if body == "" {

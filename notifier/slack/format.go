@@ -5,7 +5,6 @@ import (
 	"math"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/gpuwatch/gpuwatch/internal/sparkline"
 	"github.com/gpuwatch/gpuwatch/notifier"
@@ -47,8 +46,8 @@ func formatValue(v float64, unit string) string {
 		return formatBytes(v)
 	case "percent", "%":
 		return fmt.Sprintf("%.0f%%", v)
-	case "c", "celsius":
-		return fmt.Sprintf("%.0f°C", v)
+	case "c", "celsius", "degrees celsius":
+		return fmt.Sprintf("%.0f C", v)
 	case "w", "watts":
 		return fmt.Sprintf("%.0f W", v)
 	case "seconds", "s":
@@ -86,41 +85,6 @@ func shortDuration(d time.Duration) string {
 		return parts(mins, "m", secs, "s")
 	}
 	return fmt.Sprintf("%ds", secs)
-}
-
-// escape makes text safe in Slack mrkdwn and plain text: &, < and > are
-// control characters there; a backtick would end a code span.
-func escape(s string) string {
-	if !strings.ContainsAny(s, "&<>`") {
-		return s
-	}
-	var b strings.Builder
-	b.Grow(len(s) + 8)
-	for _, r := range s {
-		switch r {
-		case '&':
-			b.WriteString("&amp;")
-		case '<':
-			b.WriteString("&lt;")
-		case '>':
-			b.WriteString("&gt;")
-		case '`':
-			b.WriteByte('\'')
-		default:
-			b.WriteRune(r)
-		}
-	}
-	return b.String()
-}
-
-// clip cuts s to at most n runes, marking the cut with "…". Slack refuses
-// texts over its limits, so every free-form string passes through here.
-func clip(s string, n int) string {
-	if utf8.RuneCountInString(s) <= n {
-		return s
-	}
-	r := []rune(s)
-	return string(r[:n-1]) + "…"
 }
 
 // slackDate formats t so each reader sees it in their own time zone, with

@@ -9,17 +9,22 @@ import (
 
 	goslack "github.com/slack-go/slack"
 
+	"github.com/gpuwatch/gpuwatch/internal/blockkit"
 	"github.com/gpuwatch/gpuwatch/notifier"
 )
 
-// Slack's limits on a message, with room to spare.
+// How much of a message each part may take, within Slack's limits
+// (package blockkit) with room to spare. Every budget counts escaped text:
+// user text is escaped first and clipped after.
 const (
-	maxAlertsInFull = 9   // 5 blocks each (with buttons and a divider), plus a header and a tail, under Slack's 50
-	maxProcesses    = 3   // per GPU
-	maxTextRunes    = 600 // a summary or description
-	maxHeaderRunes  = 150 // Slack's limit on a header
-	maxSectionRunes = 2900
-	maxFallback     = 5 // alerts named in the notification text
+	maxAlertsInFull = 9    // 5 blocks each (with buttons and a divider), plus a header and a tail, under Slack's 50
+	maxProcesses    = 3    // per GPU
+	maxTextRunes    = 600  // a summary or description
+	maxNameRunes    = 100  // a GPU's model or a host name
+	maxSectionRunes = 2900 // a section's text
+	maxFieldRunes   = 200  // a field's value
+	maxLineRunes    = 1000 // one alert's line in a thread reply or the notification text
+	maxFallback     = 5    // alerts named in the notification text
 )
 
 // standardLabel reports whether every alert has the label, shown elsewhere
@@ -56,17 +61,20 @@ func statusEmoji(a *notifier.Alert) string {
 // GPUs): the Block Kit blocks and the plain-text fallback Slack shows in
 // notifications. now fills in durations the alerts' own times do not give.
 func render(alerts []notifier.Alert, now time.Time) ([]goslack.Block, string) {
-	blocks := []goslack.Block{goslack.NewHeaderBlock(plain(clip(header(alerts), maxHeaderRunes)))}
+	blocks := []goslack.Block{goslack.NewHeaderBlock(plain(blockkit.Clip(header(alerts), blockkit.MaxHeaderText)))}
 	for i := range alerts {
 		if i == maxAlertsInFull {
-			blocks = append(blocks, goslack.NewSectionBlock(mrkdwn(clip(moreAlerts(alerts[i:]), maxSectionRunes)), nil, nil))
+			blocks = append(blocks, goslack.NewSectionBlock(mrkdwn(blockkit.ClipEscaped(moreAlerts(alerts[i:]), maxSectionRunes)), nil, nil))
 			break
 		}
 		if i > 0 {
 			blocks = append(blocks, goslack.NewDividerBlock())
 		}
 		blocks = append(blocks, alertBlocks(&alerts[i], now)...)
-		if alerts[i].Status != notifier.StatusResolved {
+		switch {
+		case alerts[i].AcknowledgedBy != "":
+			blocks = append(blocks, acknowledgedBlock(&alerts[i]))
+		case alerts[i].Status != notifier.StatusResolved:
 			blocks = append(blocks, actionsBlock(&alerts[i], i))
 		}
 	}
@@ -123,16 +131,16 @@ func header(alerts []notifier.Alert) string {
 // since when, who holds the GPU, and the last 30 minutes.
 func alertBlocks(a *notifier.Alert, now time.Time) []goslack.Block {
 	var text strings.Builder
-	fmt.Fprintf(&text, "*GPU %d · %s* on `%s`\n", a.GPU, escape(a.GPUName), escape(a.Host))
+	fmt.Fprintf(&text, "*GPU %d · %s* on `%s`\n", a.GPU, blockkit.EscapeClip(a.GPUName, maxNameRunes), blockkit.EscapeClip(a.Host, maxNameRunes))
 	fmt.Fprintf(&text, "%s %s", statusEmoji(a), statusLine(a, now))
 	if a.Summary != "" {
-		fmt.Fprintf(&text, "\n%s", escape(clip(a.Summary, maxTextRunes)))
+		fmt.Fprintf(&text, "\n%s", blockkit.EscapeClip(a.Summary, maxTextRunes))
 	}
 	if a.Description != "" {
-		fmt.Fprintf(&text, "\n_%s_", escape(clip(a.Description, maxTextRunes)))
+		fmt.Fprintf(&text, "\n_%s_", blockkit.EscapeClip(a.Description, maxTextRunes))
 	}
 	if a.Status == notifier.StatusResolved && a.Exit != nil {
-		fmt.Fprintf(&text, "\n%s", escape(clip(a.Exit.Text, maxTextRunes)))
+		fmt.Fprintf(&text, "\n%s", blockkit.EscapeClip(a.Exit.Text, maxTextRunes))
 	}
 	blocks := []goslack.Block{goslack.NewSectionBlock(mrkdwn(text.String()), facts(a, now), nil)}
 	if p := processes(a); p != "" {
@@ -147,7 +155,7 @@ func alertBlocks(a *notifier.Alert, now time.Time) []goslack.Block {
 		context = append(context, mrkdwn(s))
 	}
 	if extra := extraLabels(a.Labels); extra != "" || a.UUID != "" {
-		context = append(context, mrkdwn(escape(clip(strings.TrimSpace(a.UUID+" "+extra), maxTextRunes))))
+		context = append(context, mrkdwn(blockkit.EscapeClip(strings.TrimSpace(a.UUID+" "+extra), maxTextRunes)))
 	}
 	if len(context) > 0 {
 		blocks = append(blocks, goslack.NewContextBlock("", context...))
@@ -166,14 +174,14 @@ func statusLine(a *notifier.Alert, now time.Time) string {
 		return "*resolved*"
 	case a.Repeat:
 		if d, ok := firingFor(a, now); ok {
-			return fmt.Sprintf("*%s* · still firing after %s", escape(a.Severity), shortDuration(d))
+			return fmt.Sprintf("*%s* · still firing after %s", blockkit.EscapeClip(a.Severity, maxNameRunes), shortDuration(d))
 		}
-		return fmt.Sprintf("*%s* · still firing", escape(a.Severity))
+		return fmt.Sprintf("*%s* · still firing", blockkit.EscapeClip(a.Severity, maxNameRunes))
 	}
 	if d, ok := firingFor(a, now); ok && d >= time.Second {
-		return fmt.Sprintf("*%s* · firing for %s", escape(a.Severity), shortDuration(d))
+		return fmt.Sprintf("*%s* · firing for %s", blockkit.EscapeClip(a.Severity, maxNameRunes), shortDuration(d))
 	}
-	return fmt.Sprintf("*%s* · firing", escape(a.Severity))
+	return fmt.Sprintf("*%s* · firing", blockkit.EscapeClip(a.Severity, maxNameRunes))
 }
 
 // facts are the numbers, as Slack's two-column fields.
@@ -181,7 +189,7 @@ func facts(a *notifier.Alert, now time.Time) []*goslack.TextBlockObject {
 	var fields []*goslack.TextBlockObject
 	add := func(label, value string) {
 		if value != "" {
-			fields = append(fields, mrkdwn(fmt.Sprintf("*%s*\n%s", label, escape(clip(value, 200)))))
+			fields = append(fields, mrkdwn(fmt.Sprintf("*%s*\n%s", label, blockkit.EscapeClip(value, maxFieldRunes))))
 		}
 	}
 	switch {
@@ -233,12 +241,12 @@ func processes(a *notifier.Alert) string {
 		if who == "" {
 			who = "?"
 		}
-		fmt.Fprintf(&b, "\n• *%s* · %s · pid %d", escape(clip(who, 64)), formatBytes(float64(p.MemUsed)), p.PID)
+		fmt.Fprintf(&b, "\n• *%s* · %s · pid %d", blockkit.EscapeClip(who, 64), formatBytes(float64(p.MemUsed)), p.PID)
 		if p.Command != "" {
-			fmt.Fprintf(&b, " · `%s`", escape(clip(p.Command, 120)))
+			fmt.Fprintf(&b, " · `%s`", blockkit.EscapeClip(p.Command, 120))
 		}
 		if p.Container != "" {
-			fmt.Fprintf(&b, " · %s", escape(clip(p.Container, 120)))
+			fmt.Fprintf(&b, " · %s", blockkit.EscapeClip(p.Container, 120))
 		}
 	}
 	return b.String()
@@ -266,7 +274,7 @@ func moreAlerts(alerts []notifier.Alert) string {
 	fmt.Fprintf(&b, "… and %d more:", len(alerts))
 	for i := range alerts {
 		a := &alerts[i]
-		fmt.Fprintf(&b, "\n%s GPU %d on `%s` · %s", statusEmoji(a), a.GPU, escape(a.Host), escape(a.ValueText))
+		fmt.Fprintf(&b, "\n%s GPU %d on `%s` · %s", statusEmoji(a), a.GPU, blockkit.EscapeClip(a.Host, maxNameRunes), blockkit.EscapeClip(a.ValueText, maxNameRunes))
 	}
 	return b.String()
 }
@@ -292,9 +300,9 @@ func fallback(alerts []notifier.Alert, now time.Time) string {
 			line += ": still firing"
 		}
 		if a.Summary != "" {
-			line += ": " + clip(a.Summary, maxTextRunes)
+			line += ": " + a.Summary
 		}
-		lines = append(lines, escape(line))
+		lines = append(lines, blockkit.EscapeClip(line, maxLineRunes))
 	}
 	return strings.Join(lines, "\n")
 }
@@ -319,7 +327,7 @@ func repeatReply(alerts []notifier.Alert, now time.Time) string {
 		if len(a.Processes) > 0 && a.Processes[0].User != "" {
 			line += ", top process " + a.Processes[0].User
 		}
-		lines = append(lines, escape(line))
+		lines = append(lines, blockkit.EscapeClip(line, maxLineRunes))
 	}
 	return strings.Join(lines, "\n")
 }
@@ -341,7 +349,7 @@ func resolvedReply(alerts []notifier.Alert, now time.Time) string {
 		if a.Exit != nil {
 			line += " · " + a.Exit.Text
 		}
-		lines = append(lines, escape(line))
+		lines = append(lines, blockkit.EscapeClip(line, maxLineRunes))
 	}
 	return strings.Join(lines, "\n")
 }

@@ -115,6 +115,11 @@ type Options struct {
 	// Logger gets what must not fail a delivery: a message record that
 	// could not be written or read. Nil: discarded.
 	Logger *slog.Logger
+	// Acknowledged tells who acknowledged a firing alert (by its key), so
+	// a message redrawn when another of its alerts resolves keeps the
+	// acknowledgement instead of showing the buttons again. Nil: only
+	// the notification's own alerts say.
+	Acknowledged func(alertKey string) (by string, ok bool)
 }
 
 // DefaultTimeout bounds one API call when Options.Timeout is 0.

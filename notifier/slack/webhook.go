@@ -14,11 +14,22 @@ import (
 func (n *Notifier) notifyWebhook(ctx context.Context, m *notifier.Notification) (bool, error) {
 	alerts := alertsOf(m)
 	blocks, text := render(alerts, n.now())
-	msg := &goslack.WebhookMessage{Username: n.cfg.Username, Text: text, Blocks: &goslack.Blocks{BlockSet: blocks}}
-	ctx, cancel := context.WithTimeout(ctx, n.opts.Timeout)
-	defer cancel()
-	// PostWebhookContext would use http.DefaultClient; this is the same
-	// call with the configured client.
-	err := goslack.PostWebhookCustomHTTPContext(ctx, strings.TrimSpace(n.cfg.WebhookURL), n.opts.HTTPClient, msg)
-	return n.fail("webhook", err)
+	return n.fail("webhook", n.postWebhook(ctx, blocks, text))
+}
+
+// postWebhook posts one message to the incoming webhook, each try within
+// its own timeout; as plain text when its blocks cannot go (see
+// withBlocks).
+func (n *Notifier) postWebhook(ctx context.Context, blocks []goslack.Block, text string) error {
+	return n.withBlocks("webhook", blocks, text, func(blocks []goslack.Block, text string) error {
+		msg := &goslack.WebhookMessage{Username: n.cfg.Username, Text: text}
+		if len(blocks) > 0 {
+			msg.Blocks = &goslack.Blocks{BlockSet: blocks}
+		}
+		ctx, cancel := context.WithTimeout(ctx, n.opts.Timeout)
+		defer cancel()
+		// PostWebhookContext would use http.DefaultClient; this is the
+		// same call with the configured client.
+		return goslack.PostWebhookCustomHTTPContext(ctx, strings.TrimSpace(n.cfg.WebhookURL), n.opts.HTTPClient, msg)
+	})
 }
