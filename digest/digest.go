@@ -32,6 +32,11 @@ type GPUHour struct {
 	// IdleHeldSeconds: memory held (at least HeldBytes) while utilization
 	// was below BusyPercent.
 	IdleHeldSeconds float64 `json:"idle_held_seconds"`
+	// HeldSeconds is the time memory was held (at least HeldBytes), and
+	// HeldUtilSeconds integrates utilization (0–1) over it: how well a job
+	// used the GPU it held.
+	HeldSeconds     float64 `json:"held_seconds,omitempty"`
+	HeldUtilSeconds float64 `json:"held_util_seconds,omitempty"`
 	TempMax         float64 `json:"temp_max_c"`
 	// EnergyJoules integrates power over time (trapezoids).
 	EnergyJoules float64 `json:"energy_joules"`
@@ -53,6 +58,9 @@ type UserHour struct {
 	// GPU while it was idle; IdleHeldMax the most memory held then.
 	IdleHeldSeconds float64 `json:"idle_held_seconds"`
 	IdleHeldMax     uint64  `json:"idle_held_max_bytes"`
+	// Command is the command line of the user's largest process on the GPU
+	// at the hour's last sample: the job, for people.
+	Command string `json:"command,omitempty"`
 }
 
 // AlertHour counts one rule's alerts that fired in one clock hour.
@@ -65,8 +73,12 @@ type AlertHour struct {
 	LongestSeconds float64 `json:"longest_seconds"`
 }
 
-// Thresholds of "busy" and "held but idle".
+// Thresholds of "busy", "held but idle" and "held at low utilization".
 const (
 	BusyPercent = 5       // utilization at or above this is busy
 	HeldBytes   = 1 << 30 // memory at or above this is held
+	// LowUtilPercent: a GPU held busy for an hour at an average below this
+	// is underused — its job is starved by its input pipeline, or too
+	// small for the GPU.
+	LowUtilPercent = 30
 )

@@ -78,6 +78,10 @@ func (r *Report) sections(st style) []section {
 		idle[i] = idleLine(&r.IdleHolders[i], st)
 	}
 	idle = append(idle, r.idleGPULines(st)...)
+	underused := make([]string, len(r.Underused))
+	for i := range r.Underused {
+		underused[i] = underusedLine(&r.Underused[i], st)
+	}
 	alerts := make([]string, len(r.Alerts))
 	for i := range r.Alerts {
 		alerts[i] = alertLine(&r.Alerts[i], st)
@@ -99,7 +103,23 @@ func (r *Report) sections(st style) []section {
 		list("GPUs", gpus, 0, "No GPU data in this window."),
 		list("Top users", users, r.OtherUsers, "No processes attributed to users in this window."),
 		list("Held idle", idle, r.OtherIdle, "Nobody held a GPU idle for "+duration(MinIdleHeld.Seconds())+" or more."),
+		list("Held at low utilization", underused, 0, fmt.Sprintf("No GPU was held busy under %d%% utilization for %s or more.",
+			LowUtilPercent, duration(MinUnderused.Seconds()))),
 		list(alertsHeading, alerts, 0, "No alerts fired."))
+}
+
+// underusedLine: "GPU 2: alice's python train.py held it 3h at 18% average
+// utilization — starved by its input pipeline, or too small for this GPU".
+func underusedLine(u *Underused, st style) string {
+	who := "its job"
+	switch {
+	case u.User != "" && u.Command != "":
+		who = st.text(u.User) + "'s " + st.code(st.text(blockkit.Clip(u.Command, 80)))
+	case u.User != "":
+		who = st.text(u.User)
+	}
+	return fmt.Sprintf("%s: %s held it %s at %s average utilization — starved by its input pipeline, or too small for this GPU",
+		st.bold("GPU "+strconv.Itoa(u.GPU)), who, duration(u.Hours*3600), percent(u.AvgUtil))
 }
 
 // list is a titled section of lines, counting the others left out, or

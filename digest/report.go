@@ -4,10 +4,12 @@ import (
 	"cmp"
 	"encoding/json"
 	"fmt"
-	spark "github.com/gpuwatch/gpuwatch/internal/sparkline"
+	"maps"
 	"math"
 	"slices"
 	"time"
+
+	spark "github.com/gpuwatch/gpuwatch/internal/sparkline"
 
 	"github.com/gpuwatch/gpuwatch/notifier"
 )
@@ -23,6 +25,13 @@ const (
 	// MinIdleHeld is the shortest idle hold worth naming: shorter holds are
 	// jobs starting or finishing, not waste.
 	MinIdleHeld = 5 * time.Minute
+	// MinUnderused is how long a GPU must be held at low utilization (under
+	// LowUtilPercent, counted by the hour) to be named: an insight for the
+	// morning about hours, not a page about minutes.
+	MinUnderused = 2 * time.Hour
+	// minHeldShare is how much of an hour a GPU must be held for the hour's
+	// utilization to say how well its job uses it.
+	minHeldShare = 0.5
 	// SparkWidth is the most characters a utilization sparkline has; longer
 	// windows average several hours into one character.
 	SparkWidth = 48
@@ -79,10 +88,26 @@ type Report struct {
 	OtherUsers int          `json:"other_users"`
 	// IdleHolders are the longest idle holds, longest first; OtherIdle
 	// counts the rest.
-	IdleHolders []IdleHolder  `json:"idle_holders"`
-	OtherIdle   int           `json:"other_idle"`
+	IdleHolders []IdleHolder `json:"idle_holders"`
+	OtherIdle   int          `json:"other_idle"`
+	// Underused are the GPUs held busy at low utilization for hours,
+	// longest first.
+	Underused   []Underused   `json:"underused"`
 	Alerts      []AlertReport `json:"alerts"`
 	AlertsFired int           `json:"alerts_fired"`
+}
+
+// Underused is a GPU a job kept busy at low utilization: starved by its
+// input pipeline, or too small for the GPU.
+type Underused struct {
+	GPU     int     `json:"gpu"`
+	UUID    string  `json:"uuid"`
+	Hours   float64 `json:"hours"`    // held hours at low utilization
+	AvgUtil float64 `json:"avg_util"` // percent, over those hours while held
+	// User and Command are who held the GPU most in those hours and their
+	// job; empty when the data names no processes (a log).
+	User    string `json:"user,omitempty"`
+	Command string `json:"command,omitempty"`
 }
 
 // GPUReport is one GPU over the window.
@@ -161,8 +186,74 @@ func Build(gpus []GPUHour, users []UserHour, alerts []AlertHour, o Options) *Rep
 		Currency: o.Currency, Priced: o.PricePerKWh > 0}
 	r.buildGPUs(gpus, o)
 	r.buildUsers(users, o.TopUsers)
+	r.buildUnderused(gpus, users)
 	r.buildAlerts(alerts, o)
 	return r
+}
+
+// buildUnderused finds the GPUs held busy at low utilization: hours that a
+// job held the GPU for at least half of, at an average utilization between
+// BusyPercent (below, the GPU is idle, reported as held idle) and
+// LowUtilPercent, adding up to MinUnderused or more.
+func (r *Report) buildUnderused(gpus []GPUHour, users []UserHour) {
+	type acc struct {
+		Underused
+		heldSeconds, utilSeconds float64
+		hours                    map[time.Time]bool
+	}
+	byGPU := map[int]*acc{}
+	for i := range gpus {
+		h := &gpus[i]
+		if h.Seconds <= 0 || h.HeldSeconds < minHeldShare*h.Seconds {
+			continue
+		}
+		util := 100 * h.HeldUtilSeconds / h.HeldSeconds
+		if util < BusyPercent || util >= LowUtilPercent {
+			continue
+		}
+		a := byGPU[h.GPU]
+		if a == nil {
+			a = &acc{Underused: Underused{GPU: h.GPU, UUID: h.UUID}, hours: map[time.Time]bool{}}
+			byGPU[h.GPU] = a
+		}
+		a.heldSeconds += h.HeldSeconds
+		a.utilSeconds += h.HeldUtilSeconds
+		a.hours[h.Hour] = true
+	}
+	// Who held each GPU most in its underused hours, and with what job.
+	seconds := map[int]map[string]float64{}
+	commands := map[int]map[string]string{}
+	for i := range users {
+		u := &users[i]
+		a := byGPU[u.GPU]
+		if a == nil || !a.hours[u.Hour] || u.User == "" || u.User == RollupUnknownUser {
+			continue
+		}
+		if seconds[u.GPU] == nil {
+			seconds[u.GPU], commands[u.GPU] = map[string]float64{}, map[string]string{}
+		}
+		seconds[u.GPU][u.User] += u.GPUSeconds
+		if u.Command != "" {
+			commands[u.GPU][u.User] = u.Command
+		}
+	}
+	r.Underused = []Underused{}
+	for gpu, a := range byGPU {
+		if a.heldSeconds < MinUnderused.Seconds() {
+			continue
+		}
+		a.Hours, a.AvgUtil = a.heldSeconds/3600, 100*a.utilSeconds/a.heldSeconds
+		best := 0.0
+		for _, user := range slices.Sorted(maps.Keys(seconds[gpu])) {
+			if s := seconds[gpu][user]; s > best {
+				best, a.User, a.Command = s, user, commands[gpu][user]
+			}
+		}
+		r.Underused = append(r.Underused, a.Underused)
+	}
+	slices.SortFunc(r.Underused, func(a, b Underused) int {
+		return cmp.Or(cmp.Compare(b.Hours, a.Hours), cmp.Compare(a.GPU, b.GPU))
+	})
 }
 
 // span is the smallest hour and the end of the largest one.

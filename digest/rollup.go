@@ -106,12 +106,14 @@ type gpuState struct {
 // userState is one user's running sum on a GPU within one sample, and the
 // user's current hour record.
 type userState struct {
-	name  string
-	gen   uint64
-	mem   uint64
-	procs int
-	hour  int64
-	rec   *userRecord
+	name    string
+	gen     uint64
+	mem     uint64
+	procs   int
+	largest uint64 // memory of the user's largest process in the sample
+	command string // its command line
+	hour    int64
+	rec     *userRecord
 }
 
 // NewRollups returns empty rollups.
@@ -194,8 +196,13 @@ func (r *Rollups) updateGPU(st *gpuState, d *gpu.Device, host string, ns, hour i
 	if d.MemKnown() {
 		h.MemMax = max(h.MemMax, d.MemUsed)
 		h.MemTotal = d.MemTotal
-		if idle && d.MemUsed >= HeldBytes {
+		held := d.MemUsed >= HeldBytes
+		if idle && held {
 			h.IdleHeldSeconds += dt
+		}
+		if held && !math.IsNaN(util) {
+			h.HeldSeconds += dt
+			h.HeldUtilSeconds += util / 100 * dt
 		}
 	}
 	if !math.IsNaN(d.TempC) {
@@ -250,10 +257,13 @@ func (r *Rollups) updateUsers(st *gpuState, procs []gpu.Process, dt float64, idl
 		p := &procs[i]
 		u := &st.users[st.user(p.User)]
 		if u.gen != st.gen {
-			u.gen, u.mem, u.procs = st.gen, 0, 0
+			u.gen, u.mem, u.procs, u.largest, u.command = st.gen, 0, 0, 0, ""
 		}
 		u.mem += p.MemUsed
 		u.procs++
+		if p.MemUsed >= u.largest && p.Command != "" {
+			u.largest, u.command = p.MemUsed, p.Command
+		}
 		total += p.MemUsed
 	}
 	for i := range st.users {
@@ -270,6 +280,9 @@ func (r *Rollups) updateUsers(st *gpuState, procs []gpu.Process, dt float64, idl
 		}
 		u.rec.dirty = true
 		h := &u.rec.UserHour
+		if u.command != "" {
+			h.Command = u.command
+		}
 		h.GPUSeconds += share * dt
 		h.ByteSeconds += float64(u.mem) * dt
 		if idle && u.mem >= HeldBytes {
