@@ -31,10 +31,10 @@ func (n *Notifier) notifyDigest(ctx context.Context, d *notifier.Digest) (bool, 
 		msg := &goslack.WebhookMessage{Username: n.cfg.Username, Text: escape(text), Blocks: &goslack.Blocks{BlockSet: blocks}}
 		ctx, cancel := context.WithTimeout(ctx, n.opts.Timeout)
 		defer cancel()
-		return n.fail("webhook", goslack.PostWebhookCustomHTTPContext(ctx, strings.TrimSpace(n.cfg.WebhookURL), n.opts.HTTPClient, msg))
+		return n.fail(ctx, "webhook", goslack.PostWebhookCustomHTTPContext(ctx, strings.TrimSpace(n.cfg.WebhookURL), n.opts.HTTPClient, msg))
 	}
 	if _, _, err := n.post(ctx, "", blocks, escape(text)); err != nil {
-		return n.fail("chat.postMessage", err)
+		return n.fail(ctx, "chat.postMessage", err)
 	}
 	return false, nil
 }

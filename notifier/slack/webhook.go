@@ -20,5 +20,5 @@ func (n *Notifier) notifyWebhook(ctx context.Context, m *notifier.Notification) 
 	// PostWebhookContext would use http.DefaultClient; this is the same
 	// call with the configured client.
 	err := goslack.PostWebhookCustomHTTPContext(ctx, strings.TrimSpace(n.cfg.WebhookURL), n.opts.HTTPClient, msg)
-	return n.fail("webhook", err)
+	return n.fail(ctx, "webhook", err)
 }
