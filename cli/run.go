@@ -68,7 +68,9 @@ func watchReloads(ctx context.Context, env *Env, path string, running *config.Co
 		}
 		cfg, err := loadConfig(path, &Env{Stdout: env.Stdout, Stderr: env.Stderr, LookupEnv: env.LookupEnv})
 		if err != nil {
-			logger.Error("reload refused: the config has problems (printed above); still running the previous one", "config", path)
+			// Problems with positions are printed above; a file that cannot
+			// be read is only in err.
+			logger.Error("reload refused; still running the previous config", "config", path, "err", err)
 			continue
 		}
 		if cfg.Source != running.Source || cfg.Storage != running.Storage || cfg.Server != running.Server {

@@ -124,6 +124,55 @@ func TestRunReload(t *testing.T) {
 	}
 }
 
+// TestRunReloadRefusesHostileConfigs: a reload with the config gone says
+// why it was refused, and one whose aliases stand for millions of routes
+// is refused at its line and column without being expanded; the daemon
+// keeps running on the previous config and takes the next good one.
+func TestRunReloadRefusesHostileConfigs(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "gpuwatch.yaml")
+	writeFile(t, path, simConfig)
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	var stdout, stderr notifiertest.Buffer
+	reloads := make(chan struct{})
+	done := make(chan int, 1)
+	go func() {
+		done <- cli.Main(ctx, []string{"run", "--config", path}, &cli.Env{
+			Stdout: &stdout, Stderr: &stderr, Reload: reloads, LookupEnv: noEnv})
+	}()
+	waitFor(t, &stderr, "gpuwatch started")
+
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+	reload(t, reloads, done)
+	waitFor(t, &stderr, "reload refused")
+	if want := "no such file or directory"; !strings.Contains(stderr.String(), want) {
+		t.Errorf("reload of a missing config: got stderr\n%s\nwant the read error (%s)", stderr.String(), want)
+	}
+
+	bomb, err := os.ReadFile("../config/testdata/bad/alias_bomb.bad.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, path, string(bomb))
+	reload(t, reloads, done)
+	waitFor(t, &stderr, path+":14:34: the aliases of this file make its 115 nodes stand for 19505554")
+
+	writeFile(t, path, changedConfig)
+	reload(t, reloads, done)
+	waitFor(t, &stderr, "config reloaded")
+	cancel()
+	select {
+	case code := <-done:
+		if code != cli.ExitOK {
+			t.Errorf("run after cancel: got exit %d, want %d\nstderr:\n%s", code, cli.ExitOK, stderr.String())
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("run did not stop within 30s of its context ending")
+	}
+}
+
 // waitForGrowth waits until w holds more than n bytes.
 func waitForGrowth(t *testing.T, w *notifiertest.Buffer, n int) {
 	t.Helper()

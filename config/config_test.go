@@ -42,6 +42,13 @@ var configFailures = map[string][]string{
 	"unknown_anchor.bad.yaml": {
 		"5:13: invalid YAML: alias *console refers to no anchor: define &console before it",
 	},
+	// A "billion laughs" in the route tree: refused before it is decoded.
+	"alias_bomb.bad.yaml": {
+		"14:34: the aliases of this file make its 115 nodes stand for 19505554, more than 101150: alias *r6 alone stands for 1926473; write the values out or use fewer aliases of aliases",
+	},
+	"alias_cycle.bad.yaml": {
+		"6:15: alias *loop is inside the value of its own anchor &loop: it would stand for an endless document; write the value out",
+	},
 	"unknown_field.bad.yaml": {
 		`1:1: unknown field "sorce" in the file (did you mean "source"?); valid fields: host, source, storage, server, slack, receivers, route, rule_files, rules, digests`,
 		`5:3: unknown field "listn" in server (did you mean "listen"?); valid fields: listen`,
