@@ -12,9 +12,10 @@ import (
 
 func checkCommand(ctx context.Context, env *Env, args []string) error {
 	fs := newFlags(env, "check", "--config FILE", `
-Validates the config file and every rule file it names. Prints each problem
-as FILE:LINE:COL: message and exits 1; prints a one-line summary and exits 0
-when everything is valid.`)
+Validates the config file and every rule file it names, and tries the rules
+on simulated samples of an eight-GPU server: a sample that takes longer than
+source.interval is a problem. Prints each problem as FILE:LINE:COL: message
+and exits 1; prints a one-line summary and exits 0 when everything is valid.`)
 	path := fs.String("config", "", "the config file to check (required)")
 	if err := parseFlags(env, fs, args); err != nil {
 		return err
@@ -33,6 +34,16 @@ when everything is valid.`)
 		if err := checkReplaySource(ctx, cfg, env); err != nil {
 			return err
 		}
+	}
+	problem, warning, err := checkEvaluationTime(ctx, cfg)
+	switch {
+	case err != nil:
+		return err
+	case problem != nil:
+		fmt.Fprintln(env.Stderr, problem)
+		return userErrf("%s is not valid", *path)
+	case warning != nil:
+		fmt.Fprintln(env.Stderr, warning)
 	}
 	fmt.Fprintln(env.Stdout, cfg.Summary())
 	return nil

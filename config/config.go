@@ -42,6 +42,8 @@ type Config struct {
 	Rules []*rules.Rule
 	// Digests are the scheduled usage digests.
 	Digests []Digest
+
+	root *yaml.Node // the file's document, for the positions of later checks
 }
 
 // Source says where snapshots come from.
@@ -148,7 +150,7 @@ func Parse(file string, data []byte, lookup func(string) (string, bool)) (*Confi
 	c := &Config{
 		File: file, Host: y.Host, Source: y.Source, Storage: y.Storage, Server: y.Server,
 		Slack: y.Slack, Receivers: y.Receivers, Route: y.Route, RuleFiles: y.RuleFiles,
-		Digests: y.Digests,
+		Digests: y.Digests, root: root,
 	}
 	c.applyDefaults()
 	if f := c.Source.Replay.File; f != "" && !filepath.IsAbs(f) {
@@ -161,6 +163,7 @@ func Parse(file string, data []byte, lookup func(string) (string, bool)) (*Confi
 	}
 	errs = append(errs, c.loadRuleFiles(root)...)
 	errs = append(errs, rules.CheckUnique(c.Rules)...)
+	errs = append(errs, c.checkRuleCount()...)
 	errs = append(errs, c.validate(root)...)
 	errs.Sort()
 	redact(errs, redactor)
@@ -402,6 +405,33 @@ func (c *Config) checkReceiver(r *Receiver) []string {
 		problems = append(problems, "has more than one kind: give each kind its own receiver")
 	}
 	return problems
+}
+
+// MaxRules is how many rules a config may hold. The engine keeps the state
+// and windows of every rule on every GPU and evaluates them all at each
+// sample: far more rules than any fleet needs take gigabytes and seconds.
+const MaxRules = 10_000
+
+// checkRuleCount refuses a config with more than MaxRules rules, at the
+// first rule past the limit.
+func (c *Config) checkRuleCount() strictyaml.Errors {
+	if len(c.Rules) <= MaxRules {
+		return nil
+	}
+	r := c.Rules[MaxRules]
+	return strictyaml.Errors{&strictyaml.Error{File: r.File, Pos: r.Pos, Msg: fmt.Sprintf(
+		"%d rules are more than gpuwatch evaluates (%d): every rule runs on every GPU at each sample; "+
+			"merge rules that differ only in a threshold or a GPU (gpus: selects several)", len(c.Rules), MaxRules)}}
+}
+
+// ErrorAt makes a problem found after loading (by `gpuwatch check`'s
+// trials) at the setting keys name, or at the section above it when the
+// file leaves it out.
+func (c *Config) ErrorAt(keys []string, format string, args ...any) *strictyaml.Error {
+	if c.root == nil {
+		return &strictyaml.Error{File: c.File, Pos: strictyaml.Pos{Line: 1, Col: 1}, Msg: fmt.Sprintf(format, args...)}
+	}
+	return strictyaml.Errorf(c.File, nodePath(c.root, keys...), format, args...)
 }
 
 // Summary is the one-line description `gpuwatch check` prints for a valid

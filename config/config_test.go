@@ -2,6 +2,7 @@ package config
 
 import (
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -514,5 +515,20 @@ func TestRouteZeroGroupWaitSendsAtOnce(t *testing.T) {
 	}
 	if c.Route.GroupWait == nil || *c.Route.GroupWait != 0 || c.Route.Routes[0].GroupWait != nil {
 		t.Errorf("group_wait: got root %v child %v, want an explicit 0 at the root and nothing (inherit) in the child", c.Route.GroupWait, c.Route.Routes[0].GroupWait)
+	}
+}
+
+// TestParseRefusesTooManyRules: more than MaxRules rules are refused at
+// the first rule past the limit, in check and on reload alike.
+func TestParseRefusesTooManyRules(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("rules:\n")
+	for i := range MaxRules + 1 {
+		fmt.Fprintf(&b, "  - {alert: Hot%d, when: temperature > 85}\n", i)
+	}
+	_, err := Parse("many.yaml", []byte(b.String()), noEnv)
+	want := fmt.Sprintf("many.yaml:%d:5: %d rules are more than gpuwatch evaluates (%d)", MaxRules+2, MaxRules+1, MaxRules)
+	if err == nil || !strings.HasPrefix(err.Error(), want) {
+		t.Fatalf("Parse of %d rules: got %v, want %s…", MaxRules+1, err, want)
 	}
 }
