@@ -81,8 +81,15 @@ func silenceList(ctx context.Context, env *Env, args []string) error {
 		return err
 	}
 	var list []daemon.SilenceJSON
-	if err := c.do(ctx, "GET", "/api/v1/silences", nil, &list); err != nil {
-		return err
+	for {
+		var page []daemon.SilenceJSON
+		if err := c.do(ctx, "GET", fmt.Sprintf("/api/v1/silences?limit=%d&offset=%d", silencePage, len(list)), nil, &page); err != nil {
+			return err
+		}
+		list = append(list, page...)
+		if len(page) < silencePage {
+			break
+		}
 	}
 	if *asJSON {
 		return json.NewEncoder(env.Stdout).Encode(list)
@@ -99,6 +106,9 @@ func silenceList(ctx context.Context, env *Env, args []string) error {
 	}
 	return tw.Flush()
 }
+
+// silencePage is how many silences silence list asks for at once.
+const silencePage = 500
 
 func silenceExpire(ctx context.Context, env *Env, args []string) error {
 	fs := newFlags(env, "silence expire", "ID...", "Ends silences now.")

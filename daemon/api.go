@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -53,7 +54,7 @@ func (d *Daemon) Addr() string {
 //	GET    /metrics                  Prometheus metrics
 //	GET    /api/v1/status            the latest snapshot of the GPUs and the active alerts
 //	GET    /api/v1/alerts            the pending and firing alerts
-//	GET    /api/v1/silences          every silence, active first
+//	GET    /api/v1/silences          silences, active first; ?limit=100&offset=0 pages them
 //	POST   /api/v1/silences          {"matchers":["alert=\"GPUHot\""],"duration":"2h","created_by":"alice","comment":"fan repair"}
 //	DELETE /api/v1/silences/{id}     expire a silence now
 //	GET    /api/v1/outbox            notifications waiting per receiver, and the dead letters
@@ -103,13 +104,44 @@ func silenceJSON(s notifier.Silence, now time.Time) SilenceJSON {
 	return out
 }
 
-func (d *Daemon) listSilences(w http.ResponseWriter, _ *http.Request) {
+// Pages of GET /api/v1/silences: ?limit=N (default and most below) and
+// ?offset=M; the X-Total-Count header says how many there are in all.
+const (
+	defaultSilencePage = 100
+	maxSilencePage     = 1000
+)
+
+func (d *Daemon) listSilences(w http.ResponseWriter, r *http.Request) {
+	offset, limit, err := page(r, defaultSilencePage, maxSilencePage)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
+		return
+	}
 	now := d.opts.Now()
+	all := d.silences.List(now)
 	out := []SilenceJSON{}
-	for _, s := range d.silences.List(now) {
+	for _, s := range all[min(offset, len(all)):min(offset+limit, len(all))] {
 		out = append(out, silenceJSON(s, now))
 	}
+	w.Header().Set("X-Total-Count", strconv.Itoa(len(all)))
 	writeJSON(w, http.StatusOK, out)
+}
+
+// page reads ?offset= and ?limit= (limit defaults to def and may not pass most).
+func page(r *http.Request, def, most int) (offset, limit int, err error) {
+	limit = def
+	for name, dst := range map[string]*int{"offset": &offset, "limit": &limit} {
+		v := r.URL.Query().Get(name)
+		if v == "" {
+			continue
+		}
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 || (name == "limit" && (n == 0 || n > most)) {
+			return 0, 0, fmt.Errorf("%s=%q: use a whole number (limit 1 to %d)", name, v, most)
+		}
+		*dst = n
+	}
+	return offset, limit, nil
 }
 
 // NewSilenceJSON is the body of POST /api/v1/silences.
@@ -156,8 +188,12 @@ func (d *Daemon) addSilence(w http.ResponseWriter, r *http.Request) {
 		}
 		sil.Matchers = append(sil.Matchers, m)
 	}
-	added, err := d.silences.Add(sil)
-	if err != nil {
+	added, err := d.silences.Add(sil, now)
+	switch {
+	case errors.Is(err, notifier.ErrTooManySilences):
+		writeError(w, http.StatusConflict, err.Error())
+		return
+	case err != nil:
 		writeError(w, http.StatusBadRequest, err.Error())
 		return
 	}

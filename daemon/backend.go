@@ -83,7 +83,7 @@ func (d *Daemon) Silences() []notifier.Silence { return d.silences.List(d.opts.N
 
 // AddSilence adds and persists a silence, giving it an ID.
 func (d *Daemon) AddSilence(s notifier.Silence) (notifier.Silence, error) {
-	added, err := d.silences.Add(s)
+	added, err := d.silences.Add(s, d.opts.Now())
 	if err != nil {
 		return notifier.Silence{}, err
 	}

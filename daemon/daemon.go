@@ -106,6 +106,7 @@ func (d *Daemon) start(cfg *config.Config) error {
 	if err != nil {
 		return fmt.Errorf("load silences: %w", err)
 	}
+	d.forgetOldSilences()
 	route, err := buildRoute(cfg)
 	if err != nil {
 		return err
@@ -182,6 +183,7 @@ func (d *Daemon) Run(ctx context.Context, src gpu.Source, reload <-chan *config.
 	d.startSocketMode(ctx, &wg)
 	defer d.flushRollups()
 	wg.Go(func() { d.digests.scheduler.Run(ctx, d.opts.Now, d.fireDigest) })
+	wg.Go(func() { every(ctx, silenceGCInterval, d.forgetOldSilences) })
 	srv, err := d.serve(ctx)
 	if err != nil {
 		return err
@@ -308,6 +310,37 @@ func sameReceivers(a, b []config.Receiver) bool {
 		x.Pos, y.Pos = strictyaml.Pos{}, strictyaml.Pos{}
 		return reflect.DeepEqual(x, y)
 	})
+}
+
+// silenceGCInterval is how often silences expired for longer than
+// notifier.SilenceRetention are forgotten.
+const silenceGCInterval = time.Hour
+
+// forgetOldSilences forgets the silences expired for longer than the
+// retention.
+func (d *Daemon) forgetOldSilences() {
+	n, err := d.silences.GC(d.opts.Now().Add(-notifier.SilenceRetention))
+	if err != nil {
+		d.logger.Error("cannot forget old expired silences; trying again in an hour", "forgotten", n, "err", err)
+		return
+	}
+	if n > 0 {
+		d.logger.Info("forgot expired silences", "silences", n, "expired_for_over", notifier.SilenceRetention)
+	}
+}
+
+// every calls f every interval until ctx ends.
+func every(ctx context.Context, interval time.Duration, f func()) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			f()
+		}
+	}
 }
 
 // LogEvents logs what happened to the GPUs since the previous snapshot:

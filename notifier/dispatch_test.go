@@ -274,7 +274,7 @@ func TestDispatchResolved(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := sil.Add(notifier.Silence{Matchers: ms, StartsAt: t0, EndsAt: t0.Add(time.Hour)}); err != nil {
+		if _, err := sil.Add(notifier.Silence{Matchers: ms, StartsAt: t0, EndsAt: t0.Add(time.Hour)}, t0); err != nil {
 			t.Fatal(err)
 		}
 		d := newDispatcher(t, base, sil)
@@ -340,7 +340,7 @@ func TestDispatchSilence(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := sil.Add(notifier.Silence{Matchers: ms, StartsAt: t0, EndsAt: t0.Add(2 * time.Hour)}); err != nil {
+	if _, err := sil.Add(notifier.Silence{Matchers: ms, StartsAt: t0, EndsAt: t0.Add(2 * time.Hour)}, t0); err != nil {
 		t.Fatal(err)
 	}
 	d := newDispatcher(t, notifier.RouteConfig{Receiver: "team", GroupWait: ptr(10 * time.Second), RepeatInterval: ptr(time.Hour)}, sil)
