@@ -48,12 +48,15 @@ SIGTERM stop it cleanly.`)
 		"rules", len(cfg.Rules), "receivers", len(cfg.Receivers), "host", hostName(cfg), "storage", cfg.Storage.Path)
 	reloads := make(chan *config.Config, 1)
 	go watchReloads(ctx, env, *path, cfg, reloads, logger)
-	err = d.Run(ctx, src, reloads)
+	// A stop that could not write everything is a failure: it says what
+	// is lost and exits non-zero.
+	if err := d.Run(ctx, src, reloads); err != nil {
+		return err
+	}
 	if ctx.Err() != nil {
 		logger.Info("gpuwatch stopped", "reason", context.Cause(ctx))
-		return nil
 	}
-	return err
+	return nil
 }
 
 // watchReloads loads the config again at each reload signal and hands a

@@ -50,7 +50,7 @@ func (d *Daemon) Addr() string {
 
 // Handler serves the HTTP API:
 //
-//	GET    /healthz
+//	GET    /healthz                  ok, or 503 and why: no recent sample, a stalled or failing store
 //	GET    /metrics                  Prometheus metrics
 //	GET    /api/v1/status            the latest snapshot of the GPUs and the active alerts
 //	GET    /api/v1/alerts            the pending and firing alerts
@@ -64,7 +64,7 @@ func (d *Daemon) Addr() string {
 // A known path asked with another method gets 405.
 func (d *Daemon) Handler() http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { w.Write([]byte("ok\n")) })
+	mux.HandleFunc("GET /healthz", d.healthz)
 	mux.Handle("GET /metrics", d.metricsHandler())
 	mux.HandleFunc("GET /api/v1/status", d.status)
 	mux.HandleFunc("GET /api/v1/alerts", d.alerts)
