@@ -136,3 +136,21 @@ func TestCheckRulesTooSlow(t *testing.T) {
 		t.Errorf("check of 50 rules every 5s: got exit %d, stderr %q; want 0 and nothing", got.code, got.stderr)
 	}
 }
+
+// TestCheckRefusesOpenListener: a listener other machines reach, without
+// authentication and TLS, is refused at server.listen.
+func TestCheckRefusesOpenListener(t *testing.T) {
+	const file = "../config/testdata/bad/server_open.bad.yaml"
+	got := gpuwatch(t, "check", "--config", file)
+	if got.code != cli.ExitUser {
+		t.Errorf("check %s: got exit %d, want %d", file, got.code, cli.ExitUser)
+	}
+	for _, want := range []string{
+		file + ":3:11: server.listen 0.0.0.0:9477 takes connections from the network, and the API has no authentication",
+		file + ":3:11: server.listen 0.0.0.0:9477 takes connections from the network without TLS",
+	} {
+		if !strings.Contains(got.stderr, want) {
+			t.Errorf("check %s: got stderr\n%s\nwant %s…", file, got.stderr, want)
+		}
+	}
+}

@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"log/slog"
+	"reflect"
 
 	"github.com/gpuwatch/gpuwatch/config"
 	"github.com/gpuwatch/gpuwatch/daemon"
@@ -76,7 +77,7 @@ func watchReloads(ctx context.Context, env *Env, path string, running *config.Co
 			logger.Error("reload refused; still running the previous config", "config", path, "err", err)
 			continue
 		}
-		if cfg.Source != running.Source || cfg.Storage != running.Storage || cfg.Server != running.Server {
+		if cfg.Source != running.Source || cfg.Storage != running.Storage || !reflect.DeepEqual(cfg.Server, running.Server) {
 			logger.Warn("source, storage and server settings take effect when gpuwatch restarts", "config", path)
 		}
 		select {

@@ -49,14 +49,14 @@ host=~"node[12]". Silences persist across restarts and expire by themselves.`)
 	duration := fs.Duration("duration", 2*time.Hour, "how long the silence lasts")
 	reason := fs.String("reason", "", "why, for the people who see the silence")
 	by := fs.String("by", currentUser(), "who silences")
-	server, configPath := serverFlags(fs)
+	api := serverFlags(fs)
 	if err := parseFlags(env, fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() == 0 {
 		return userErrf("silence add: name what to silence, e.g. gpuwatch silence add alert=GPUHot gpu=3")
 	}
-	c, err := newAPIClient(env, *server, *configPath)
+	c, err := api.client(env)
 	if err != nil {
 		return err
 	}
@@ -72,11 +72,11 @@ host=~"node[12]". Silences persist across restarts and expire by themselves.`)
 func silenceList(ctx context.Context, env *Env, args []string) error {
 	fs := newFlags(env, "silence list", "[--json]", "Lists the running gpuwatch's silences: active, then pending, then expired.")
 	asJSON := fs.Bool("json", false, "print JSON")
-	server, configPath := serverFlags(fs)
+	api := serverFlags(fs)
 	if err := parseFlags(env, fs, args); err != nil {
 		return err
 	}
-	c, err := newAPIClient(env, *server, *configPath)
+	c, err := api.client(env)
 	if err != nil {
 		return err
 	}
@@ -112,14 +112,14 @@ const silencePage = 500
 
 func silenceExpire(ctx context.Context, env *Env, args []string) error {
 	fs := newFlags(env, "silence expire", "ID...", "Ends silences now.")
-	server, configPath := serverFlags(fs)
+	api := serverFlags(fs)
 	if err := parseFlags(env, fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() == 0 {
 		return userErrf("silence expire: name the silence: gpuwatch silence expire ID (gpuwatch silence list shows them)")
 	}
-	c, err := newAPIClient(env, *server, *configPath)
+	c, err := api.client(env)
 	if err != nil {
 		return err
 	}
@@ -151,11 +151,11 @@ Shows the running gpuwatch's outbox: notifications waiting per receiver
 (a receiver that is down keeps them until it is back) and the dead letters,
 notifications a receiver refused for good, with the reason.`)
 	asJSON := fs.Bool("json", false, "print JSON")
-	server, configPath := serverFlags(fs)
+	api := serverFlags(fs)
 	if err := parseFlags(env, fs, args[1:]); err != nil {
 		return err
 	}
-	c, err := newAPIClient(env, *server, *configPath)
+	c, err := api.client(env)
 	if err != nil {
 		return err
 	}

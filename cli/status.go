@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gpuwatch/gpuwatch/config"
 	"github.com/gpuwatch/gpuwatch/daemon"
 	"github.com/gpuwatch/gpuwatch/gpu"
 	"github.com/gpuwatch/gpuwatch/rules"
@@ -29,7 +30,7 @@ of the config given (a sim source works without a GPU).`)
 		return err
 	}
 	var snap *gpu.Snapshot
-	server := ""
+	server := &config.Server{}
 	if *path == "" {
 		s, err := openNVML(hostName(nil), logger)
 		if err != nil {
@@ -44,7 +45,7 @@ of the config given (a sim source works without a GPU).`)
 		if err != nil {
 			return err
 		}
-		server = cfg.Server.Listen
+		server = &cfg.Server
 		cfg.Source.Sim.Speed, cfg.Source.Replay.Speed = 0, 0
 		src, err := openSource(cfg, env, logger)
 		if err != nil {
@@ -62,8 +63,8 @@ of the config given (a sim source works without a GPU).`)
 
 // printDaemonAlerts lists the running daemon's pending and firing alerts;
 // without a daemon to ask, it prints nothing: status works on its own.
-func printDaemonAlerts(ctx context.Context, env *Env, server string) {
-	c, err := newAPIClient(env, server, "")
+func printDaemonAlerts(ctx context.Context, env *Env, server *config.Server) {
+	c, err := newAPIClient(env, "", server, credentials{})
 	if err != nil {
 		return
 	}

@@ -74,11 +74,6 @@ type Storage struct {
 	Retention time.Duration `yaml:"retention"`
 }
 
-// Server configures the HTTP listener.
-type Server struct {
-	Listen string `yaml:"listen"`
-}
-
 // Slack is the Slack app: the bot token Slack receivers post with, and
 // (for the slash commands to come) the signing secret and app token.
 type Slack struct {
@@ -153,8 +148,11 @@ func Parse(file string, data []byte, lookup func(string) (string, bool)) (*Confi
 		Digests: y.Digests, root: root,
 	}
 	c.applyDefaults()
-	if f := c.Source.Replay.File; f != "" && !filepath.IsAbs(f) {
-		c.Source.Replay.File = filepath.Join(filepath.Dir(file), f) // like rule_files: relative to the config
+	// Files a config names are relative to it, like rule_files.
+	c.Source.Replay.File = besideConfig(file, c.Source.Replay.File)
+	c.Server.BearerTokenFile = besideConfig(file, c.Server.BearerTokenFile)
+	if t := c.Server.TLS; t != nil {
+		t.CertFile, t.KeyFile = besideConfig(file, t.CertFile), besideConfig(file, t.KeyFile)
 	}
 	if y.Rules.Kind != 0 {
 		inline, rerrs := rules.ParseList(file, &y.Rules)
@@ -168,6 +166,15 @@ func Parse(file string, data []byte, lookup func(string) (string, bool)) (*Confi
 	errs.Sort()
 	redact(errs, redactor)
 	return c, errs.Err()
+}
+
+// besideConfig makes a path the config names relative to the config's
+// folder; an absolute or empty one stays as it is.
+func besideConfig(config, path string) string {
+	if path == "" || filepath.IsAbs(path) {
+		return path
+	}
+	return filepath.Join(filepath.Dir(config), path)
 }
 
 func (c *Config) applyDefaults() {
@@ -301,6 +308,7 @@ func (c *Config) validate(root *yaml.Node) strictyaml.Errors {
 	if c.Source.Interval < 100*time.Millisecond {
 		fail(at("source", "interval"), "source.interval %v is too short: sample at most every 100ms (5s is a good default)", c.Source.Interval)
 	}
+	c.checkServer(at, fail)
 	c.checkSlackTokens(at, fail)
 	names := map[string]bool{}
 	for i, r := range c.Receivers {

@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -20,9 +21,16 @@ const maxBody = 1 << 20
 
 // serve starts the HTTP API on server.listen; it stops when ctx ends.
 func (d *Daemon) serve(ctx context.Context) (*http.Server, error) {
+	cert, err := d.cfg.Server.LoadCertificate()
+	if err != nil {
+		return nil, err
+	}
 	ln, err := net.Listen("tcp", d.cfg.Server.Listen)
 	if err != nil {
 		return nil, fmt.Errorf("listen on %s (server.listen): %w", d.cfg.Server.Listen, err)
+	}
+	if cert != nil {
+		ln = tls.NewListener(ln, &tls.Config{Certificates: []tls.Certificate{*cert}, MinVersion: tls.VersionTLS12})
 	}
 	d.addr.Store(ln.Addr().String())
 	srv := &http.Server{
@@ -38,7 +46,7 @@ func (d *Daemon) serve(ctx context.Context) (*http.Server, error) {
 			d.logger.Error("the HTTP API stopped", "err", err)
 		}
 	}()
-	d.logger.Info("HTTP API listening", "addr", d.Addr())
+	d.logger.Info("HTTP API listening", "addr", d.Addr(), "tls", cert != nil, "authentication", d.auth != nil)
 	return srv, nil
 }
 
@@ -61,7 +69,10 @@ func (d *Daemon) Addr() string {
 //	GET    /api/v1/digest            the usage digest as text; ?window=24h&name=daily
 //	POST   /slack/commands, /slack/actions   the Slack app, when slack.signing_secret is set
 //
-// A known path asked with another method gets 405.
+// A known path asked with another method gets 405. With server.tls it is
+// served over HTTPS; with server.bearer_token(_file) or
+// server.basic_auth_users every path but /healthz and /slack/ asks for
+// credentials (401 without).
 func (d *Daemon) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", d.healthz)
@@ -76,7 +87,11 @@ func (d *Daemon) Handler() http.Handler {
 	mux.HandleFunc("DELETE /api/v1/silences/{id}", d.expireSilence)
 	mux.HandleFunc("GET /api/v1/outbox", d.outbox)
 	mux.HandleFunc("GET /api/v1/digest", d.digestText)
-	return http.MaxBytesHandler(mux, maxBody)
+	h := http.MaxBytesHandler(mux, maxBody)
+	if d.auth != nil {
+		h = d.requireAuth(d.auth, h)
+	}
+	return h
 }
 
 // SilenceJSON is a silence as the API shows it.

@@ -104,6 +104,8 @@ type Daemon struct {
 	app     *slackbot.App                // nil without slack.signing_secret and slack.app_token
 
 	digests *digests // usage rollups and the digest schedule
+
+	auth *authenticator // nil when the server section asks for no credentials
 }
 
 // New opens the store, restores what the last run left (alert states,
@@ -138,6 +140,9 @@ func New(cfg *config.Config, opts Options) (*Daemon, error) {
 
 func (d *Daemon) start(cfg *config.Config) error {
 	var err error
+	if d.auth, err = newAuthenticator(&cfg.Server); err != nil {
+		return err
+	}
 	d.silences, err = notifier.NewSilences(kvBucket{d.db, "silences"}, nil)
 	if err != nil {
 		return fmt.Errorf("load silences: %w", err)
