@@ -131,24 +131,16 @@ func TestRunReload(t *testing.T) {
 func TestRunReloadRefusesHostileConfigs(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "gpuwatch.yaml")
 	writeFile(t, path, simConfig)
-	ctx, cancel := context.WithCancel(t.Context())
-	defer cancel()
-	var stdout, stderr notifiertest.Buffer
-	reloads := make(chan struct{})
-	done := make(chan int, 1)
-	go func() {
-		done <- cli.Main(ctx, []string{"run", "--config", path}, &cli.Env{
-			Stdout: &stdout, Stderr: &stderr, Reload: reloads, LookupEnv: noEnv})
-	}()
-	waitFor(t, &stderr, "gpuwatch started")
+	run := startRun(t, path)
+	waitFor(t, &run.stderr, "gpuwatch started")
 
 	if err := os.Remove(path); err != nil {
 		t.Fatal(err)
 	}
-	reload(t, reloads, done)
-	waitFor(t, &stderr, "reload refused")
-	if want := "no such file or directory"; !strings.Contains(stderr.String(), want) {
-		t.Errorf("reload of a missing config: got stderr\n%s\nwant the read error (%s)", stderr.String(), want)
+	reload(t, run.reloads, run.done)
+	waitFor(t, &run.stderr, "reload refused")
+	if want := "no such file or directory"; !strings.Contains(run.stderr.String(), want) {
+		t.Errorf("reload of a missing config: got stderr\n%s\nwant the read error (%s)", run.stderr.String(), want)
 	}
 
 	bomb, err := os.ReadFile("../config/testdata/bad/alias_bomb.bad.yaml")
@@ -156,20 +148,49 @@ func TestRunReloadRefusesHostileConfigs(t *testing.T) {
 		t.Fatal(err)
 	}
 	writeFile(t, path, string(bomb))
-	reload(t, reloads, done)
-	waitFor(t, &stderr, path+":14:34: the aliases of this file make its 115 nodes stand for 19505554")
+	reload(t, run.reloads, run.done)
+	waitFor(t, &run.stderr, path+":14:34: the aliases of this file make its 115 nodes stand for 19505554")
 
 	writeFile(t, path, changedConfig)
-	reload(t, reloads, done)
-	waitFor(t, &stderr, "config reloaded")
-	cancel()
+	reload(t, run.reloads, run.done)
+	waitFor(t, &run.stderr, "config reloaded")
+	if code := run.stop(t); code != cli.ExitOK {
+		t.Errorf("run after cancel: got exit %d, want %d\nstderr:\n%s", code, cli.ExitOK, run.stderr.String())
+	}
+}
+
+// runningCommand is `gpuwatch run --config PATH` started in-process.
+type runningCommand struct {
+	stdout, stderr notifiertest.Buffer
+	reloads        chan struct{}
+	done           chan int
+	cancel         context.CancelFunc
+}
+
+// startRun starts `gpuwatch run --config path`; the test ends it with stop
+// (or it ends with the test).
+func startRun(t *testing.T, path string) *runningCommand {
+	t.Helper()
+	ctx, cancel := context.WithCancel(t.Context())
+	r := &runningCommand{reloads: make(chan struct{}), done: make(chan int, 1), cancel: cancel}
+	go func() {
+		r.done <- cli.Main(ctx, []string{"run", "--config", path}, &cli.Env{
+			Stdout: &r.stdout, Stderr: &r.stderr, Reload: r.reloads, LookupEnv: noEnv})
+	}()
+	t.Cleanup(cancel)
+	return r
+}
+
+// stop cancels the run and returns its exit code.
+func (r *runningCommand) stop(t *testing.T) int {
+	t.Helper()
+	r.cancel()
 	select {
-	case code := <-done:
-		if code != cli.ExitOK {
-			t.Errorf("run after cancel: got exit %d, want %d\nstderr:\n%s", code, cli.ExitOK, stderr.String())
-		}
+	case code := <-r.done:
+		return code
 	case <-time.After(30 * time.Second):
 		t.Fatal("run did not stop within 30s of its context ending")
+		return -1
 	}
 }
 

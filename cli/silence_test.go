@@ -109,13 +109,8 @@ server:
 source: {type: sim, interval: 5s, sim: {scenario: thermal, seed: 1, speed: 1}}
 rules:
 %s`, addr, hash, hotRule))
-	ctx, cancel := context.WithCancel(t.Context())
-	var stdout, stderr notifiertest.Buffer
-	done := make(chan int, 1)
-	go func() {
-		done <- cli.Main(ctx, []string{"run", "--config", path}, &cli.Env{Stdout: &stdout, Stderr: &stderr, LookupEnv: noEnv})
-	}()
-	waitFor(t, &stderr, "HTTP API listening")
+	run := startRun(t, path)
+	waitFor(t, &run.stderr, "HTTP API listening")
 
 	tokenFile, passwordFile := filepath.Join(dir, "api-token"), filepath.Join(dir, "password")
 	for _, args := range [][]string{
@@ -141,8 +136,7 @@ rules:
 		}
 		notifiertest.AssertNoSecrets(t, "stderr", got.stderr, token, password)
 	}
-	cancel()
-	if code := <-done; code != cli.ExitOK {
-		t.Errorf("run: exit %d after cancel\n%s", code, stderr.String())
+	if code := run.stop(t); code != cli.ExitOK {
+		t.Errorf("run: exit %d after cancel\n%s", code, run.stderr.String())
 	}
 }

@@ -185,13 +185,17 @@ func TestStoreRefusesAck(t *testing.T) {
 // refuses, the stop fails, saying what is lost, and the next start sends
 // the alerts that are still true.
 func TestStopWithDiskFull(t *testing.T) {
-	t.Run("the disk takes the last write", func(t *testing.T) {
+	// fullDisk runs a daemon whose disk refuses every write from the start.
+	fullDisk := func(t *testing.T) (*hook, *config.Config, *faultyDisk, *running, func() error) {
 		h := newHook(t, nil)
-		dir := t.TempDir()
-		cfg := webhookConfig(t, dir, h.URL, "1ns")
+		cfg := webhookConfig(t, t.TempDir(), h.URL, "1ns")
 		disk := newFaultyDisk()
 		r, stop := runDaemon(t, cfg, disk, nil)
 		disk.refuse.Store(true)
+		return h, cfg, disk, r, stop
+	}
+	t.Run("the disk takes the last write", func(t *testing.T) {
+		h, cfg, disk, r, stop := fullDisk(t)
 		r.Steps(base, 10*time.Second, []float64{90}, []float64{90})
 		if got := len(h.Accepted()); got != 0 {
 			t.Fatalf("with the disk full: %d delivered, want none (nothing is sent before it is durable)", got)
@@ -208,12 +212,7 @@ func TestStopWithDiskFull(t *testing.T) {
 		}
 	})
 	t.Run("the disk still refuses", func(t *testing.T) {
-		h := newHook(t, nil)
-		dir := t.TempDir()
-		cfg := webhookConfig(t, dir, h.URL, "1ns")
-		disk := newFaultyDisk()
-		r, stop := runDaemon(t, cfg, disk, nil)
-		disk.refuse.Store(true)
+		h, cfg, _, r, stop := fullDisk(t)
 		// GPU 0 fires and resolves, GPU 1 fires and stays hot: all while
 		// nothing can be written.
 		r.Steps(base, 10*time.Second, []float64{90, 50}, []float64{90, 90}, []float64{50, 90}, []float64{50, 90})
