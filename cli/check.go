@@ -12,9 +12,10 @@ import (
 
 func checkCommand(ctx context.Context, env *Env, args []string) error {
 	fs := newFlags(env, "check", "--config FILE", `
-Validates the config file and every rule file it names. Prints each problem
-as FILE:LINE:COL: message and exits 1; prints a one-line summary and exits 0
-when everything is valid.`)
+Validates the config file and every rule file it names, and tries the rules
+on simulated samples of an eight-GPU server: a sample that takes longer than
+source.interval is a problem. Prints each problem as FILE:LINE:COL: message
+and exits 1; prints a one-line summary and exits 0 when everything is valid.`)
 	path := fs.String("config", "", "the config file to check (required)")
 	args, err := parseFlags(env, fs, args)
 	if err != nil {
@@ -41,6 +42,16 @@ when everything is valid.`)
 	}
 	for _, w := range cfg.Warnings() {
 		fmt.Fprintln(env.Stderr, "warning: "+w)
+	}
+	problem, warning, err := checkEvaluationTime(ctx, cfg)
+	switch {
+	case err != nil:
+		return err
+	case problem != nil:
+		fmt.Fprintln(env.Stderr, problem)
+		return userErrf("%s is not valid", *path)
+	case warning != nil:
+		fmt.Fprintln(env.Stderr, warning)
 	}
 	fmt.Fprintln(env.Stdout, cfg.Summary())
 	return nil

@@ -1,6 +1,7 @@
 package cli_test
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -95,5 +96,61 @@ func TestCheckBrokenYAML(t *testing.T) {
 	}
 	if !regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(path) + `:\d+:\d+: `).MatchString(got.stderr) {
 		t.Errorf("check on invalid YAML: got stderr\n%s\nwant FILE:LINE:COL: message", got.stderr)
+	}
+}
+
+// manyRules is a config with n rules that all fire at the first sample,
+// each with a summary to render, sampled every interval.
+func manyRules(n int, interval string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "source:\n  type: sim\n  interval: %s\nrules:\n", interval)
+	for i := range n {
+		fmt.Fprintf(&b, "  - alert: Hot%d\n    when: temperature > %d\n    summary: \"GPU {{ .GPU }} at {{ .Value }} on {{ .Host }}\"\n", i, i%20)
+	}
+	return b.String()
+}
+
+// TestCheckRulesTooSlow: rules that cannot be evaluated within
+// source.interval on an eight-GPU server are a problem at source.interval;
+// the same rules with a long enough interval are fine.
+func TestCheckRulesTooSlow(t *testing.T) {
+	dir := t.TempDir()
+	slow := filepath.Join(dir, "slow.yaml")
+	if err := os.WriteFile(slow, []byte(manyRules(10000, "100ms")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	got := gpuwatch(t, "check", "--config", slow)
+	if got.code != cli.ExitUser {
+		t.Errorf("check of 10000 rules every 100ms: got exit %d, want %d\nstderr:\n%s", got.code, cli.ExitUser, got.stderr)
+	}
+	want := regexp.MustCompile(`^` + regexp.QuoteMeta(slow) + `:3:13: evaluating the 10000 rules on 8 GPUs takes up to \S+ a sample, longer than source.interval 100ms: samples would fall behind`)
+	if !want.MatchString(got.stderr) {
+		t.Errorf("check of 10000 rules every 100ms: got stderr\n%s\nwant it to match %s", got.stderr, want)
+	}
+
+	fine := filepath.Join(dir, "fine.yaml")
+	if err := os.WriteFile(fine, []byte(manyRules(50, "5s")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got := gpuwatch(t, "check", "--config", fine); got.code != cli.ExitOK || got.stderr != "" {
+		t.Errorf("check of 50 rules every 5s: got exit %d, stderr %q; want 0 and nothing", got.code, got.stderr)
+	}
+}
+
+// TestCheckRefusesOpenListener: a listener other machines reach, without
+// authentication and TLS, is refused at server.listen.
+func TestCheckRefusesOpenListener(t *testing.T) {
+	const file = "../config/testdata/bad/server_open.bad.yaml"
+	got := gpuwatch(t, "check", "--config", file)
+	if got.code != cli.ExitUser {
+		t.Errorf("check %s: got exit %d, want %d", file, got.code, cli.ExitUser)
+	}
+	for _, want := range []string{
+		file + ":3:11: server.listen 0.0.0.0:9477 takes connections from the network, and the API has no authentication",
+		file + ":3:11: server.listen 0.0.0.0:9477 takes connections from the network without TLS",
+	} {
+		if !strings.Contains(got.stderr, want) {
+			t.Errorf("check %s: got stderr\n%s\nwant %s…", file, got.stderr, want)
+		}
 	}
 }

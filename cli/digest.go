@@ -182,7 +182,7 @@ func digestFromStore(ctx context.Context, env *Env, cfg *config.Config, window t
 		if format != "text" {
 			return userErrf("digest: gpuwatch run is using %s; while it runs, digests come as text only (--format text)", cfg.Storage.Path)
 		}
-		c, err := newAPIClient(env, "", cfg.File)
+		c, err := newAPIClient(env, "", &cfg.Server, credentials{})
 		if err != nil {
 			return err
 		}

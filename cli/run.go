@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"log/slog"
+	"reflect"
 
 	"github.com/gpuwatch/gpuwatch/config"
 	"github.com/gpuwatch/gpuwatch/daemon"
@@ -53,12 +54,15 @@ SIGTERM stop it cleanly.`)
 		"rules", len(cfg.Rules), "receivers", len(cfg.Receivers), "host", hostName(cfg), "storage", cfg.Storage.Path)
 	reloads := make(chan *config.Config, 1)
 	go watchReloads(ctx, env, *path, cfg, reloads, logger)
-	err = d.Run(ctx, src, reloads)
+	// A stop that could not write everything is a failure: it says what
+	// is lost and exits non-zero.
+	if err := d.Run(ctx, src, reloads); err != nil {
+		return err
+	}
 	if ctx.Err() != nil {
 		logger.Info("gpuwatch stopped", "reason", context.Cause(ctx))
-		return nil
 	}
-	return err
+	return nil
 }
 
 // watchReloads loads the config again at each reload signal and hands a
@@ -73,10 +77,12 @@ func watchReloads(ctx context.Context, env *Env, path string, running *config.Co
 		}
 		cfg, err := loadConfig(path, &Env{Stdout: env.Stdout, Stderr: env.Stderr, LookupEnv: env.LookupEnv})
 		if err != nil {
-			logger.Error("reload refused: the config has problems (printed above); still running the previous one", "config", path)
+			// Problems with positions are printed above; a file that cannot
+			// be read is only in err.
+			logger.Error("reload refused; still running the previous config", "config", path, "err", err)
 			continue
 		}
-		if cfg.Source != running.Source || cfg.Storage != running.Storage || cfg.Server != running.Server {
+		if cfg.Source != running.Source || cfg.Storage != running.Storage || !reflect.DeepEqual(cfg.Server, running.Server) {
 			logger.Warn("source, storage and server settings take effect when gpuwatch restarts", "config", path)
 		}
 		select {

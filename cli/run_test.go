@@ -125,6 +125,76 @@ func TestRunReload(t *testing.T) {
 	}
 }
 
+// TestRunReloadRefusesHostileConfigs: a reload with the config gone says
+// why it was refused, and one whose aliases stand for millions of routes
+// is refused at its line and column without being expanded; the daemon
+// keeps running on the previous config and takes the next good one.
+func TestRunReloadRefusesHostileConfigs(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "gpuwatch.yaml")
+	writeFile(t, path, simConfig)
+	run := startRun(t, path)
+	waitFor(t, &run.stderr, "gpuwatch started")
+
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+	reload(t, run.reloads, run.done)
+	waitFor(t, &run.stderr, "reload refused")
+	if want := "no such file or directory"; !strings.Contains(run.stderr.String(), want) {
+		t.Errorf("reload of a missing config: got stderr\n%s\nwant the read error (%s)", run.stderr.String(), want)
+	}
+
+	bomb, err := os.ReadFile("../config/testdata/bad/alias_bomb.bad.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, path, string(bomb))
+	reload(t, run.reloads, run.done)
+	waitFor(t, &run.stderr, path+":14:34: the aliases of this file make its 115 nodes stand for 19505554")
+
+	writeFile(t, path, changedConfig)
+	reload(t, run.reloads, run.done)
+	waitFor(t, &run.stderr, "config reloaded")
+	if code := run.stop(t); code != cli.ExitOK {
+		t.Errorf("run after cancel: got exit %d, want %d\nstderr:\n%s", code, cli.ExitOK, run.stderr.String())
+	}
+}
+
+// runningCommand is `gpuwatch run --config PATH` started in-process.
+type runningCommand struct {
+	stdout, stderr notifiertest.Buffer
+	reloads        chan struct{}
+	done           chan int
+	cancel         context.CancelFunc
+}
+
+// startRun starts `gpuwatch run --config path`; the test ends it with stop
+// (or it ends with the test).
+func startRun(t *testing.T, path string) *runningCommand {
+	t.Helper()
+	ctx, cancel := context.WithCancel(t.Context())
+	r := &runningCommand{reloads: make(chan struct{}), done: make(chan int, 1), cancel: cancel}
+	go func() {
+		r.done <- cli.Main(ctx, []string{"run", "--config", path}, &cli.Env{
+			Stdout: &r.stdout, Stderr: &r.stderr, Reload: r.reloads, LookupEnv: noEnv})
+	}()
+	t.Cleanup(cancel)
+	return r
+}
+
+// stop cancels the run and returns its exit code.
+func (r *runningCommand) stop(t *testing.T) int {
+	t.Helper()
+	r.cancel()
+	select {
+	case code := <-r.done:
+		return code
+	case <-time.After(30 * time.Second):
+		t.Fatal("run did not stop within 30s of its context ending")
+		return -1
+	}
+}
+
 // waitForGrowth waits until w holds more than n bytes.
 func waitForGrowth(t *testing.T, w *notifiertest.Buffer, n int) {
 	t.Helper()

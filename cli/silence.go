@@ -49,7 +49,7 @@ host=~"node[12]". Silences persist across restarts and expire by themselves.`)
 	duration := fs.Duration("duration", 2*time.Hour, "how long the silence lasts")
 	reason := fs.String("reason", "", "why, for the people who see the silence")
 	by := fs.String("by", currentUser(), "who silences")
-	server, configPath := serverFlags(fs)
+	api := serverFlags(fs)
 	args, err := parseFlags(env, fs, args)
 	if err != nil {
 		return err
@@ -57,7 +57,7 @@ host=~"node[12]". Silences persist across restarts and expire by themselves.`)
 	if len(args) == 0 {
 		return usageErrf("silence add: name what to silence, e.g. gpuwatch silence add alert=GPUHot gpu=3")
 	}
-	c, err := newAPIClient(env, *server, *configPath)
+	c, err := api.client(env)
 	if err != nil {
 		return err
 	}
@@ -76,7 +76,7 @@ host=~"node[12]". Silences persist across restarts and expire by themselves.`)
 func silenceList(ctx context.Context, env *Env, args []string) error {
 	fs := newFlags(env, "silence list", "[--json]", "Lists the running gpuwatch's silences: active, then pending, then expired.")
 	asJSON := fs.Bool("json", false, "print JSON")
-	server, configPath := serverFlags(fs)
+	api := serverFlags(fs)
 	args, err := parseFlags(env, fs, args)
 	if err != nil {
 		return err
@@ -84,13 +84,20 @@ func silenceList(ctx context.Context, env *Env, args []string) error {
 	if err := noArgs("silence list", args); err != nil {
 		return err
 	}
-	c, err := newAPIClient(env, *server, *configPath)
+	c, err := api.client(env)
 	if err != nil {
 		return err
 	}
 	var list []daemon.SilenceJSON
-	if err := c.do(ctx, "GET", "/api/v1/silences", nil, &list); err != nil {
-		return err
+	for {
+		var page []daemon.SilenceJSON
+		if err := c.do(ctx, "GET", fmt.Sprintf("/api/v1/silences?limit=%d&offset=%d", silencePage, len(list)), nil, &page); err != nil {
+			return err
+		}
+		list = append(list, page...)
+		if len(page) < silencePage {
+			break
+		}
 	}
 	if *asJSON {
 		return json.NewEncoder(env.Stdout).Encode(list)
@@ -108,9 +115,12 @@ func silenceList(ctx context.Context, env *Env, args []string) error {
 	return tw.Flush()
 }
 
+// silencePage is how many silences silence list asks for at once.
+const silencePage = 500
+
 func silenceExpire(ctx context.Context, env *Env, args []string) error {
 	fs := newFlags(env, "silence expire", "ID...", "Ends silences now.")
-	server, configPath := serverFlags(fs)
+	api := serverFlags(fs)
 	args, err := parseFlags(env, fs, args)
 	if err != nil {
 		return err
@@ -118,7 +128,7 @@ func silenceExpire(ctx context.Context, env *Env, args []string) error {
 	if len(args) == 0 {
 		return usageErrf("silence expire: name the silence: gpuwatch silence expire ID (gpuwatch silence list shows them)")
 	}
-	c, err := newAPIClient(env, *server, *configPath)
+	c, err := api.client(env)
 	if err != nil {
 		return err
 	}
@@ -150,7 +160,7 @@ Shows the running gpuwatch's outbox: notifications waiting per receiver
 (a receiver that is down keeps them until it is back) and the dead letters,
 notifications a receiver refused for good, with the reason.`)
 	asJSON := fs.Bool("json", false, "print JSON")
-	server, configPath := serverFlags(fs)
+	api := serverFlags(fs)
 	rest, err := parseFlags(env, fs, args[1:])
 	if err != nil {
 		return err
@@ -158,7 +168,7 @@ notifications a receiver refused for good, with the reason.`)
 	if err := noArgs("outbox list", rest); err != nil {
 		return err
 	}
-	c, err := newAPIClient(env, *server, *configPath)
+	c, err := api.client(env)
 	if err != nil {
 		return err
 	}

@@ -1,12 +1,18 @@
 package cli_test
 
 import (
+	"fmt"
 	"net"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"golang.org/x/crypto/bcrypt"
+
 	"github.com/gpuwatch/gpuwatch/cli"
+	"github.com/gpuwatch/gpuwatch/internal/testcert"
+	"github.com/gpuwatch/gpuwatch/notifier/notifiertest"
 )
 
 // freeAddr returns a loopback address no one listens on right now.
@@ -73,5 +79,65 @@ func TestSilenceAndOutboxCommands(t *testing.T) {
 	got = gpuwatch(t, "silence", "list", "--server", addr)
 	if got.code != cli.ExitRuntime || !strings.Contains(got.stderr, "is `gpuwatch run` running there?") {
 		t.Errorf("silence list without a daemon: exit %d stderr %q", got.code, got.stderr)
+	}
+}
+
+// TestCommandsWithAuthentication: against a daemon with TLS, an API token
+// and a basic-auth user, `gpuwatch silence` and `outbox` get in with the
+// credentials of --config, of --token-file or of --user, and are refused,
+// saying why, without.
+func TestCommandsWithAuthentication(t *testing.T) {
+	dir := t.TempDir()
+	certFile, _ := testcert.Write(t, dir)
+	token, password := "3b6a27bccbd5e4c0a1f9d8e7c6b5a4f3", "an admin's long password"
+	for name, text := range map[string]string{"api-token": token + "\n", "password": password + "\n"} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	hash, err := bcrypt.GenerateFromPassword([]byte(password), bcrypt.MinCost)
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := freeAddr(t)
+	path := filepath.Join(dir, "gpuwatch.yaml")
+	writeFile(t, path, fmt.Sprintf(`storage: {path: @DIR@/state.db}
+server:
+  listen: %q
+  tls: {cert_file: tls.crt, key_file: tls.key}
+  bearer_token_file: api-token
+  basic_auth_users: {admin: %q}
+source: {type: sim, interval: 5s, sim: {scenario: thermal, seed: 1, speed: 1}}
+rules:
+%s`, addr, hash, hotRule))
+	run := startRun(t, path)
+	waitFor(t, &run.stderr, "HTTP API listening")
+
+	tokenFile, passwordFile := filepath.Join(dir, "api-token"), filepath.Join(dir, "password")
+	for _, args := range [][]string{
+		{"silence", "add", "--config", path, "alert=GPUHot"},
+		{"silence", "list", "--server", addr, "--ca-file", certFile, "--token-file", tokenFile},
+		{"outbox", "list", "--server", "https://" + addr, "--ca-file", certFile, "--user", "admin", "--password-file", passwordFile},
+	} {
+		if got := gpuwatch(t, args...); got.code != cli.ExitOK {
+			t.Errorf("gpuwatch %v: exit %d, want 0\nstdout: %s\nstderr: %s", args, got.code, got.stdout, got.stderr)
+		}
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"silence", "list", "--server", addr, "--ca-file", certFile}, "this gpuwatch asks for credentials"},
+		{[]string{"outbox", "list", "--server", "https://" + addr, "--token-file", tokenFile}, "its TLS certificate is not trusted"},
+		{[]string{"silence", "list", "--config", path, "--user", "admin"}, "--user needs --password-file"},
+	} {
+		got := gpuwatch(t, c.args...)
+		if got.code == cli.ExitOK || !strings.Contains(got.stderr, c.want) {
+			t.Errorf("gpuwatch %v: exit %d stderr %q, want a failure saying %q", c.args, got.code, got.stderr, c.want)
+		}
+		notifiertest.AssertNoSecrets(t, "stderr", got.stderr, token, password)
+	}
+	if code := run.stop(t); code != cli.ExitOK {
+		t.Errorf("run: exit %d after cancel\n%s", code, run.stderr.String())
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gpuwatch/gpuwatch/config"
 	"github.com/gpuwatch/gpuwatch/daemon"
 	"github.com/gpuwatch/gpuwatch/gpu"
 	"github.com/gpuwatch/gpuwatch/internal/plural"
@@ -36,7 +37,7 @@ source works without a GPU).`)
 		return err
 	}
 	var snap *gpu.Snapshot
-	server := ""
+	server := &config.Server{}
 	if *path == "" {
 		s, err := openNVML(hostName(nil), logger)
 		if err != nil {
@@ -51,7 +52,7 @@ source works without a GPU).`)
 		if err != nil {
 			return err
 		}
-		server = cfg.Server.Listen
+		server = &cfg.Server
 		// The running daemon's view, when there is one: its last sample
 		// and its alerts are of one moment (a simulation of its own here
 		// would show another).
@@ -81,8 +82,8 @@ type statusView daemon.StatusJSON
 
 // daemonStatus asks the daemon at server for its last sample and alerts;
 // false when none answers, or it has no sample yet.
-func daemonStatus(ctx context.Context, env *Env, server string) (*statusView, string, bool) {
-	c, err := newAPIClient(env, server, "")
+func daemonStatus(ctx context.Context, env *Env, server *config.Server) (*statusView, string, bool) {
+	c, err := newAPIClient(env, "", server, credentials{})
 	if err != nil {
 		return nil, "", false
 	}
@@ -91,7 +92,7 @@ func daemonStatus(ctx context.Context, env *Env, server string) (*statusView, st
 	if err := c.do(ctx, "GET", "/api/v1/status", nil, &view); err != nil || view.Time == nil {
 		return nil, "", false
 	}
-	return &view, strings.TrimPrefix(c.base, "http://"), true
+	return &view, strings.TrimPrefix(strings.TrimPrefix(c.base, "http://"), "https://"), true
 }
 
 // snapshot turns the API's answer back into the snapshot it describes.
@@ -111,8 +112,8 @@ func (v *statusView) snapshot() *gpu.Snapshot {
 
 // printDaemonAlerts lists the running daemon's pending and firing alerts;
 // without a daemon to ask, it prints nothing: status works on its own.
-func printDaemonAlerts(ctx context.Context, env *Env, server string) {
-	c, err := newAPIClient(env, server, "")
+func printDaemonAlerts(ctx context.Context, env *Env, server *config.Server) {
+	c, err := newAPIClient(env, "", server, credentials{})
 	if err != nil {
 		return
 	}

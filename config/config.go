@@ -44,6 +44,8 @@ type Config struct {
 	Rules []*rules.Rule
 	// Digests are the scheduled usage digests.
 	Digests []Digest
+
+	root *yaml.Node // the file's document, for the positions of later checks
 }
 
 // Source says where snapshots come from.
@@ -72,11 +74,6 @@ type Storage struct {
 	Path string `yaml:"path"`
 	// Retention is how long hourly usage rollups are kept.
 	Retention time.Duration `yaml:"retention"`
-}
-
-// Server configures the HTTP listener.
-type Server struct {
-	Listen string `yaml:"listen"`
 }
 
 // Slack is the Slack app: the bot token Slack receivers post with, and
@@ -150,11 +147,14 @@ func Parse(file string, data []byte, lookup func(string) (string, bool)) (*Confi
 	c := &Config{
 		File: file, Host: y.Host, Source: y.Source, Storage: y.Storage, Server: y.Server,
 		Slack: y.Slack, Receivers: y.Receivers, Route: y.Route, RuleFiles: y.RuleFiles,
-		Digests: y.Digests,
+		Digests: y.Digests, root: root,
 	}
 	c.applyDefaults()
-	if f := c.Source.Replay.File; f != "" && !filepath.IsAbs(f) {
-		c.Source.Replay.File = filepath.Join(filepath.Dir(file), f) // like rule_files: relative to the config
+	// Files a config names are relative to it, like rule_files.
+	c.Source.Replay.File = besideConfig(file, c.Source.Replay.File)
+	c.Server.BearerTokenFile = besideConfig(file, c.Server.BearerTokenFile)
+	if t := c.Server.TLS; t != nil {
+		t.CertFile, t.KeyFile = besideConfig(file, t.CertFile), besideConfig(file, t.KeyFile)
 	}
 	if y.Rules.Kind != 0 {
 		inline, rerrs := rules.ParseList(file, &y.Rules)
@@ -163,10 +163,20 @@ func Parse(file string, data []byte, lookup func(string) (string, bool)) (*Confi
 	}
 	errs = append(errs, c.loadRuleFiles(root)...)
 	errs = append(errs, rules.CheckUnique(c.Rules)...)
+	errs = append(errs, c.checkRuleCount()...)
 	errs = append(errs, c.validate(root)...)
 	errs.Sort()
 	redact(errs, redactor)
 	return c, errs.Err()
+}
+
+// besideConfig makes a path the config names relative to the config's
+// folder; an absolute or empty one stays as it is.
+func besideConfig(config, path string) string {
+	if path == "" || filepath.IsAbs(path) {
+		return path
+	}
+	return filepath.Join(filepath.Dir(config), path)
 }
 
 func (c *Config) applyDefaults() {
@@ -306,6 +316,7 @@ func (c *Config) validate(root *yaml.Node) strictyaml.Errors {
 	if p := listenProblem(c.Server.Listen); p != "" {
 		fail(at("server", "listen"), "server.listen %q %s", c.Server.Listen, p)
 	}
+	c.checkServer(at, fail)
 	c.checkSlackTokens(at, fail)
 	names := map[string]bool{}
 	for i, r := range c.Receivers {
@@ -428,6 +439,33 @@ func (c *Config) checkReceiver(r *Receiver) []string {
 		problems = append(problems, "has more than one kind: give each kind its own receiver")
 	}
 	return problems
+}
+
+// MaxRules is how many rules a config may hold. The engine keeps the state
+// and windows of every rule on every GPU and evaluates them all at each
+// sample: far more rules than any fleet needs take gigabytes and seconds.
+const MaxRules = 10_000
+
+// checkRuleCount refuses a config with more than MaxRules rules, at the
+// first rule past the limit.
+func (c *Config) checkRuleCount() strictyaml.Errors {
+	if len(c.Rules) <= MaxRules {
+		return nil
+	}
+	r := c.Rules[MaxRules]
+	return strictyaml.Errors{&strictyaml.Error{File: r.File, Pos: r.Pos, Msg: fmt.Sprintf(
+		"%d rules are more than gpuwatch evaluates (%d): every rule runs on every GPU at each sample; "+
+			"merge rules that differ only in a threshold or a GPU (gpus: selects several)", len(c.Rules), MaxRules)}}
+}
+
+// ErrorAt makes a problem found after loading (by `gpuwatch check`'s
+// trials) at the setting keys name, or at the section above it when the
+// file leaves it out.
+func (c *Config) ErrorAt(keys []string, format string, args ...any) *strictyaml.Error {
+	if c.root == nil {
+		return &strictyaml.Error{File: c.File, Pos: strictyaml.Pos{Line: 1, Col: 1}, Msg: fmt.Sprintf(format, args...)}
+	}
+	return strictyaml.Errorf(c.File, nodePath(c.root, keys...), format, args...)
 }
 
 // Summary is the one-line description `gpuwatch check` prints for a valid

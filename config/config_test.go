@@ -2,6 +2,7 @@ package config
 
 import (
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -11,7 +12,10 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/crypto/bcrypt"
+
 	"github.com/gpuwatch/gpuwatch/internal/strictyaml"
+	"github.com/gpuwatch/gpuwatch/internal/testcert"
 	"github.com/gpuwatch/gpuwatch/rules"
 )
 
@@ -42,9 +46,29 @@ var configFailures = map[string][]string{
 	"unknown_anchor.bad.yaml": {
 		"5:13: invalid YAML: alias *console refers to no anchor: define &console before it",
 	},
+	// A "billion laughs" in the route tree: refused before it is decoded.
+	"alias_bomb.bad.yaml": {
+		"14:34: the aliases of this file make its 115 nodes stand for 19505554, more than 101150: alias *r6 alone stands for 1926473; write the values out or use fewer aliases of aliases",
+	},
+	// A listener the network reaches needs authentication and TLS.
+	"server_open.bad.yaml": {
+		"3:11: server.listen 0.0.0.0:9477 takes connections from the network, and the API has no authentication: anyone who reaches it can read process users and commands and add or expire silences; set server.bearer_token_file or server.basic_auth_users, and server.tls, or listen on 127.0.0.1",
+		"3:11: server.listen 0.0.0.0:9477 takes connections from the network without TLS: passwords and tokens would cross it in clear; set server.tls.cert_file and key_file, or listen on 127.0.0.1 behind an HTTPS proxy",
+	},
+	"server_auth.bad.yaml": {
+		"4:12: server.basic_auth_users.alice is not a bcrypt hash: make one with `htpasswd -nBC 10 alice` and use what follows \"alice:\"",
+		"5:17: server.bearer_token holds a token of 5 bytes, fewer than 16: make a long random one (openssl rand -hex 32)",
+		"7:5: server.tls needs cert_file and key_file: the PEM certificate and its private key",
+	},
+	"server_token.bad.yaml": {
+		"4:22: set only one of server.bearer_token and server.bearer_token_file",
+	},
+	"alias_cycle.bad.yaml": {
+		"6:15: alias *loop is inside the value of its own anchor &loop: it would stand for an endless document; write the value out",
+	},
 	"unknown_field.bad.yaml": {
 		`1:1: unknown field "sorce" in the file (did you mean "source"?); valid fields: host, source, storage, server, slack, receivers, route, rule_files, rules, digests`,
-		`5:3: unknown field "listn" in server (did you mean "listen"?); valid fields: listen`,
+		`5:3: unknown field "listn" in server (did you mean "listen"?); valid fields: listen, tls, basic_auth_users, bearer_token, bearer_token_file`,
 	},
 	"unknown_rule_field.bad.yaml": {
 		`4:5: unknown field "severty" in rules[0] (did you mean "severity"?); ` + ruleFields,
@@ -514,6 +538,67 @@ func TestRouteZeroGroupWaitSendsAtOnce(t *testing.T) {
 	}
 	if c.Route.GroupWait == nil || *c.Route.GroupWait != 0 || c.Route.Routes[0].GroupWait != nil {
 		t.Errorf("group_wait: got root %v child %v, want an explicit 0 at the root and nothing (inherit) in the child", c.Route.GroupWait, c.Route.Routes[0].GroupWait)
+	}
+}
+
+// TestParseRefusesTooManyRules: more than MaxRules rules are refused at
+// the first rule past the limit, in check and on reload alike.
+func TestParseRefusesTooManyRules(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("rules:\n")
+	for i := range MaxRules + 1 {
+		fmt.Fprintf(&b, "  - {alert: Hot%d, when: temperature > 85}\n", i)
+	}
+	_, err := Parse("many.yaml", []byte(b.String()), noEnv)
+	want := fmt.Sprintf("many.yaml:%d:5: %d rules are more than gpuwatch evaluates (%d)", MaxRules+2, MaxRules+1, MaxRules)
+	if err == nil || !strings.HasPrefix(err.Error(), want) {
+		t.Fatalf("Parse of %d rules: got %v, want %s…", MaxRules+1, err, want)
+	}
+}
+
+// TestParseServerAuth: a listener on every interface with TLS and each
+// kind of authentication is valid; its files are found beside the config;
+// the token is read from its file.
+func TestParseServerAuth(t *testing.T) {
+	dir := t.TempDir()
+	certFile, keyFile := testcert.Write(t, dir)
+	if err := os.WriteFile(filepath.Join(dir, "api-token"), []byte("0123456789abcdef0123456789abcdef\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	hash, err := bcrypt.GenerateFromPassword([]byte("s3cret-password"), bcrypt.MinCost)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := fmt.Sprintf(`server:
+  listen: 0.0.0.0:9477
+  tls: {cert_file: %s, key_file: %s}
+  basic_auth_users:
+    alice: %s
+  bearer_token_file: api-token
+`, filepath.Base(certFile), filepath.Base(keyFile), hash)
+	c, err := Parse(filepath.Join(dir, "gpuwatch.yaml"), []byte(text), noEnv)
+	if err != nil {
+		t.Fatalf("Parse: %v", err)
+	}
+	if !c.Server.Authenticated() || c.Server.TLS.CertFile != certFile || c.Server.BearerTokenFile != filepath.Join(dir, "api-token") {
+		t.Errorf("server: got %+v, want authentication, and files beside the config", c.Server)
+	}
+	if token, err := c.Server.Token(); err != nil || token != "0123456789abcdef0123456789abcdef" {
+		t.Errorf("Token: got %q, %v; want the file's token without its newline", token, err)
+	}
+	if _, err := c.Server.LoadCertificate(); err != nil {
+		t.Errorf("LoadCertificate: %v", err)
+	}
+}
+
+func TestIsLoopback(t *testing.T) {
+	for listen, want := range map[string]bool{
+		"127.0.0.1:9477": true, "[::1]:9477": true, "localhost:9477": true, "127.0.0.2:1": true,
+		"0.0.0.0:9477": false, ":9477": false, "[::]:9477": false, "10.0.0.5:9477": false, "gpu-node:9477": false, "9477": false,
+	} {
+		if got := IsLoopback(listen); got != want {
+			t.Errorf("IsLoopback(%q): got %v, want %v", listen, got, want)
+		}
 	}
 }
 

@@ -2,11 +2,13 @@ package daemon
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -19,9 +21,16 @@ const maxBody = 1 << 20
 
 // serve starts the HTTP API on server.listen; it stops when ctx ends.
 func (d *Daemon) serve(ctx context.Context) (*http.Server, error) {
+	cert, err := d.cfg.Server.LoadCertificate()
+	if err != nil {
+		return nil, err
+	}
 	ln, err := net.Listen("tcp", d.cfg.Server.Listen)
 	if err != nil {
 		return nil, fmt.Errorf("listen on %s (server.listen): %w", d.cfg.Server.Listen, err)
+	}
+	if cert != nil {
+		ln = tls.NewListener(ln, &tls.Config{Certificates: []tls.Certificate{*cert}, MinVersion: tls.VersionTLS12})
 	}
 	d.addr.Store(ln.Addr().String())
 	srv := &http.Server{
@@ -37,7 +46,7 @@ func (d *Daemon) serve(ctx context.Context) (*http.Server, error) {
 			d.logger.Error("the HTTP API stopped", "err", err)
 		}
 	}()
-	d.logger.Info("HTTP API listening", "addr", d.Addr())
+	d.logger.Info("HTTP API listening", "addr", d.Addr(), "tls", cert != nil, "authentication", d.auth != nil)
 	return srv, nil
 }
 
@@ -49,21 +58,24 @@ func (d *Daemon) Addr() string {
 
 // Handler serves the HTTP API:
 //
-//	GET    /healthz
+//	GET    /healthz                  ok, or 503 and why: no recent sample, a stalled or failing store
 //	GET    /metrics                  Prometheus metrics
 //	GET    /api/v1/status            the latest snapshot of the GPUs and the active alerts
 //	GET    /api/v1/alerts            the pending and firing alerts
-//	GET    /api/v1/silences          every silence, active first
+//	GET    /api/v1/silences          silences, active first; ?limit=100&offset=0 pages them
 //	POST   /api/v1/silences          {"matchers":["alert=\"GPUHot\""],"duration":"2h","created_by":"alice","comment":"fan repair"}
 //	DELETE /api/v1/silences/{id}     expire a silence now
 //	GET    /api/v1/outbox            notifications waiting per receiver, and the dead letters
 //	GET    /api/v1/digest            the usage digest as text; ?window=24h&name=daily
 //	POST   /slack/commands, /slack/actions   the Slack app, when slack.signing_secret is set
 //
-// A known path asked with another method gets 405.
+// A known path asked with another method gets 405. With server.tls it is
+// served over HTTPS; with server.bearer_token(_file) or
+// server.basic_auth_users every path but /healthz and /slack/ asks for
+// credentials (401 without).
 func (d *Daemon) Handler() http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { w.Write([]byte("ok\n")) })
+	mux.HandleFunc("GET /healthz", d.healthz)
 	mux.Handle("GET /metrics", d.metricsHandler())
 	mux.HandleFunc("GET /api/v1/status", d.status)
 	mux.HandleFunc("GET /api/v1/alerts", d.alerts)
@@ -75,7 +87,11 @@ func (d *Daemon) Handler() http.Handler {
 	mux.HandleFunc("DELETE /api/v1/silences/{id}", d.expireSilence)
 	mux.HandleFunc("GET /api/v1/outbox", d.outbox)
 	mux.HandleFunc("GET /api/v1/digest", d.digestText)
-	return http.MaxBytesHandler(mux, maxBody)
+	h := http.MaxBytesHandler(mux, maxBody)
+	if d.auth != nil {
+		h = d.requireAuth(d.auth, h)
+	}
+	return h
 }
 
 // SilenceJSON is a silence as the API shows it.
@@ -106,13 +122,44 @@ func silenceJSON(s notifier.Silence, now time.Time) SilenceJSON {
 	return out
 }
 
-func (d *Daemon) listSilences(w http.ResponseWriter, _ *http.Request) {
+// Pages of GET /api/v1/silences: ?limit=N (default and most below) and
+// ?offset=M; the X-Total-Count header says how many there are in all.
+const (
+	defaultSilencePage = 100
+	maxSilencePage     = 1000
+)
+
+func (d *Daemon) listSilences(w http.ResponseWriter, r *http.Request) {
+	offset, limit, err := page(r, defaultSilencePage, maxSilencePage)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
+		return
+	}
 	now := d.opts.Now()
+	all := d.silences.List(now)
 	out := []SilenceJSON{}
-	for _, s := range d.silences.List(now) {
+	for _, s := range all[min(offset, len(all)):min(offset+limit, len(all))] {
 		out = append(out, silenceJSON(s, now))
 	}
+	w.Header().Set("X-Total-Count", strconv.Itoa(len(all)))
 	writeJSON(w, http.StatusOK, out)
+}
+
+// page reads ?offset= and ?limit= (limit defaults to def and may not pass most).
+func page(r *http.Request, def, most int) (offset, limit int, err error) {
+	limit = def
+	for name, dst := range map[string]*int{"offset": &offset, "limit": &limit} {
+		v := r.URL.Query().Get(name)
+		if v == "" {
+			continue
+		}
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 || (name == "limit" && (n == 0 || n > most)) {
+			return 0, 0, fmt.Errorf("%s=%q: use a whole number (limit 1 to %d)", name, v, most)
+		}
+		*dst = n
+	}
+	return offset, limit, nil
 }
 
 // NewSilenceJSON is the body of POST /api/v1/silences.
@@ -159,8 +206,12 @@ func (d *Daemon) addSilence(w http.ResponseWriter, r *http.Request) {
 		}
 		sil.Matchers = append(sil.Matchers, m)
 	}
-	added, err := d.silences.Add(sil)
-	if err != nil {
+	added, err := d.silences.Add(sil, now)
+	switch {
+	case errors.Is(err, notifier.ErrTooManySilences):
+		writeError(w, http.StatusConflict, err.Error())
+		return
+	case err != nil:
 		writeError(w, http.StatusBadRequest, err.Error())
 		return
 	}

@@ -2,6 +2,7 @@ package daemon_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"slices"
 	"strings"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"github.com/gpuwatch/gpuwatch/daemon"
+	"github.com/gpuwatch/gpuwatch/notifier"
 )
 
 func listSilences(t *testing.T, r *running) []daemon.SilenceJSON {
@@ -147,6 +149,66 @@ func TestAPIRefusesBadRequests(t *testing.T) {
 	}
 	if got := listSilences(t, r); len(got) != 0 {
 		t.Errorf("silences after only bad requests: got %v, want none", got)
+	}
+}
+
+// TestSilencesBoundedOverAPI: a silence with a huge comment is refused, a
+// long list comes in pages, and silences expired for longer than the
+// retention are gone after a restart, from the store too.
+func TestSilencesBoundedOverAPI(t *testing.T) {
+	clk := newClock(base)
+	dir := t.TempDir()
+	cfg := webhookConfig(t, dir, "http://127.0.0.1:1/hook", "1ns")
+	r := start(t, cfg, clk.Now)
+
+	huge := `{"matchers":["alert=\"GPUHot\""],"duration":"1h","comment":"` + strings.Repeat("x", 1000000) + `"}`
+	if code, body := r.Do(http.MethodPost, "/api/v1/silences", huge); code != http.StatusBadRequest || !strings.Contains(body, "the most is 1024") {
+		t.Errorf("POST of a 1 MB comment: got HTTP %d %s, want 400 saying the most is 1024", code, body)
+	}
+	var ids []string
+	for i := range 7 {
+		ids = append(ids, addSilence(t, r, fmt.Sprintf(`{"matchers":["gpu=\"%d\""],"duration":"%dm"}`, i, i+1)).ID)
+	}
+	var paged []string
+	for offset := 0; ; offset += 3 {
+		req, err := http.NewRequest(http.MethodGet, r.URL(fmt.Sprintf("/api/v1/silences?limit=3&offset=%d", offset)), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var page []daemon.SilenceJSON
+		err = json.NewDecoder(resp.Body).Decode(&page)
+		resp.Body.Close()
+		if err != nil || resp.StatusCode != http.StatusOK || resp.Header.Get("X-Total-Count") != "7" {
+			t.Fatalf("GET page at %d: HTTP %d, X-Total-Count %q, %v; want 200, 7", offset, resp.StatusCode, resp.Header.Get("X-Total-Count"), err)
+		}
+		for _, s := range page {
+			paged = append(paged, s.ID)
+		}
+		if len(page) < 3 {
+			break
+		}
+	}
+	if !slices.Equal(slices.Sorted(slices.Values(paged)), slices.Sorted(slices.Values(ids))) {
+		t.Errorf("silences paged 3 at a time: got %v, want each of %v once", paged, ids)
+	}
+	if code, _ := r.Do(http.MethodGet, "/api/v1/silences?limit=100000", ""); code != http.StatusBadRequest {
+		t.Errorf("GET with limit=100000: got HTTP %d, want 400", code)
+	}
+
+	// Five days and a bit later every one of them has been expired for
+	// longer than the retention: a restart forgets them.
+	r.Stop()
+	clk.Add(notifier.SilenceRetention + time.Hour)
+	again := start(t, cfg, clk.Now)
+	if got := listSilences(t, again); len(got) != 0 {
+		t.Errorf("after the retention: got %d silences, want none", len(got))
+	}
+	if !strings.Contains(again.Logs.String(), "forgot expired silences") {
+		t.Errorf("the log does not say silences were forgotten:\n%s", again.Logs)
 	}
 }
 

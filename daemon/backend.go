@@ -135,7 +135,7 @@ func (d *Daemon) silenceWarnings(ms notifier.Matchers) []string {
 
 // AddSilence adds and persists a silence, giving it an ID.
 func (d *Daemon) AddSilence(s notifier.Silence) (notifier.Silence, error) {
-	added, err := d.silences.Add(s)
+	added, err := d.silences.Add(s, d.opts.Now())
 	if err != nil {
 		return notifier.Silence{}, err
 	}
@@ -161,19 +161,20 @@ func (d *Daemon) Acknowledge(alertKey, by string) error {
 		host = s.Host
 	}
 	d.mu.Lock()
-	defer d.mu.Unlock()
 	firing := slices.ContainsFunc(d.engine.Active(), func(a rules.AlertState) bool {
 		return a.State == rules.StateFiring && notifier.AlertKey(host, a.Rule.Name, a.UUID) == alertKey
 	})
 	if !firing {
+		d.mu.Unlock()
 		return fmt.Errorf("alert %s is not firing: only a firing alert can be acknowledged (see /gpu alerts)", alertKey)
 	}
 	c, err := d.dispatcher.Acknowledge(alertKey, by, d.opts.Now())
+	d.mu.Unlock()
 	if err != nil {
 		return err
 	}
-	if err := d.db.Commit(c.Outbox, c.Put, c.Delete); err != nil {
-		return fmt.Errorf("save the acknowledgement of %s: %w", alertKey, err)
+	if err := d.commit(c); err != nil {
+		return fmt.Errorf("save the acknowledgement of %s (it is written with the next sample if the store takes it): %w", alertKey, err)
 	}
 	d.logger.Info("alert acknowledged", "alert", alertKey, "by", by)
 	return nil

@@ -11,13 +11,16 @@ import (
 	"bytes"
 	"context"
 	"encoding/gob"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net/http"
 	"reflect"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -28,7 +31,6 @@ import (
 	"github.com/gpuwatch/gpuwatch/notifier"
 	"github.com/gpuwatch/gpuwatch/rules"
 	"github.com/gpuwatch/gpuwatch/slackbot"
-	"github.com/gpuwatch/gpuwatch/store"
 )
 
 // BucketAlerts holds the state of every firing alert, so a restart neither
@@ -51,24 +53,50 @@ type Options struct {
 	Now func() time.Time
 	// Version is gpuwatch's version, for gpuwatch_build_info on /metrics.
 	Version string
+	// OpenStore opens the state store at storage.path; nil opens a
+	// *store.DB. Tests pass one that plays a failing disk.
+	OpenStore func(path string) (Store, error)
+	// FinalWrite bounds how long a stop waits for the store to take what
+	// it has not yet written; zero means DefaultFinalWrite.
+	FinalWrite time.Duration
 }
+
+// DefaultFinalWrite is how long a stop waits for the store to take what
+// it has not yet written before it gives up and says what is lost.
+const DefaultFinalWrite = 10 * time.Second
 
 // Daemon is a running gpuwatch.
 type Daemon struct {
 	opts       Options
 	logger     *slog.Logger
-	db         *store.DB
+	db         *watchedStore
 	silences   *notifier.Silences
-	mu         sync.Mutex // guards cfg, engine and dispatcher against Reload
+	mu         sync.Mutex // guards cfg, engine and dispatcher against Reload; never held across a write
 	cfg        *config.Config
 	engine     *rules.Engine
 	dispatcher *notifier.Dispatcher
 	deliverers map[string]*notifier.Deliverer
 	addr       atomic.Value // string: where the HTTP API listens
-	// unwritten is a snapshot's commit the store refused; the next Step
-	// writes it first, so a failing disk delays notifications, never drops them.
+	// writeMu serializes writes of commits and guards unwritten.
+	writeMu sync.Mutex
+	// unwritten is what the store refused (a snapshot's commit, an
+	// acknowledgement); the next write takes it first, so a failing disk
+	// delays notifications, never drops them. A stop writes it or says
+	// what is lost.
 	unwritten *notifier.Commit
-	metrics   daemonMetrics
+	// writing is the commit the store is writing now, for a stop that
+	// cannot wait for it to say what it held.
+	writing atomic.Pointer[notifier.Commit]
+	metrics daemonMetrics
+
+	// sampledAt is the wall-clock time (Unix ns) of the last Step, or of
+	// New before the first; staleAfter is how old it may get (/healthz).
+	sampledAt  atomic.Int64
+	staleAfter time.Duration
+	// interval and storagePath are the config's, which a reload leaves
+	// alone, for /healthz and the stop to say without taking d.mu.
+	interval    time.Duration
+	storagePath string
 
 	// What the Slack app reads and acts through.
 	last    atomic.Pointer[gpu.Snapshot] // the latest snapshot
@@ -76,6 +104,8 @@ type Daemon struct {
 	app     *slackbot.App                // nil without slack.signing_secret and slack.app_token
 
 	digests *digests // usage rollups and the digest schedule
+
+	auth *authenticator // nil when the server section asks for no credentials
 }
 
 // New opens the store, restores what the last run left (alert states,
@@ -88,11 +118,19 @@ func New(cfg *config.Config, opts Options) (*Daemon, error) {
 	if opts.Backoff == (notifier.Backoff{}) {
 		opts.Backoff = notifier.DefaultBackoff()
 	}
-	db, err := store.Open(cfg.Storage.Path, store.Options{})
+	if opts.OpenStore == nil {
+		opts.OpenStore = openStore
+	}
+	if opts.FinalWrite <= 0 {
+		opts.FinalWrite = DefaultFinalWrite
+	}
+	db, err := opts.OpenStore(cfg.Storage.Path)
 	if err != nil {
 		return nil, fmt.Errorf("open the state store (storage.path): %w", err)
 	}
-	d := &Daemon{opts: opts, logger: opts.Logger, db: db, cfg: cfg, history: newHistories()}
+	d := &Daemon{opts: opts, logger: opts.Logger, db: watch(db, opts.Now), cfg: cfg, history: newHistories(),
+		staleAfter: staleAfter(cfg), interval: cfg.Source.Interval, storagePath: cfg.Storage.Path}
+	d.sampledAt.Store(opts.Now().UnixNano())
 	if err := d.start(cfg); err != nil {
 		db.Close()
 		return nil, err
@@ -102,10 +140,14 @@ func New(cfg *config.Config, opts Options) (*Daemon, error) {
 
 func (d *Daemon) start(cfg *config.Config) error {
 	var err error
+	if d.auth, err = newAuthenticator(&cfg.Server); err != nil {
+		return err
+	}
 	d.silences, err = notifier.NewSilences(kvBucket{d.db, "silences"}, nil)
 	if err != nil {
 		return fmt.Errorf("load silences: %w", err)
 	}
+	d.forgetOldSilences()
 	route, err := buildRoute(cfg)
 	if err != nil {
 		return err
@@ -166,13 +208,28 @@ func (d *Daemon) loadAlerts() ([]rules.AlertRecord, error) {
 
 func alertRecordKey(t *rules.Transition) string { return t.Alert + "/" + t.UUID }
 
-// Close releases the store.
-func (d *Daemon) Close() error { return d.db.Close() }
+// Close releases the store. When a write has not finished (a stalled
+// disk), it leaves the file to the operating system rather than wait.
+func (d *Daemon) Close() error {
+	if w := d.db.state(); !w.stuckSince.IsZero() {
+		return fmt.Errorf("close the store %s: a write has not finished since %s; leaving the file as it is",
+			d.storagePath, w.stuckSince.Format(time.RFC3339))
+	}
+	return d.db.Close()
+}
 
 // Run starts the deliverers and the HTTP API and evaluates every snapshot
-// of src until src ends (nil) or ctx ends (nil: a clean stop).
-func (d *Daemon) Run(ctx context.Context, src gpu.Source, reload <-chan *config.Config) error {
+// of src until src ends (nil) or ctx ends (nil: a clean stop). Before it
+// returns it writes what the store had refused; when the store still
+// refuses (or does not answer within Options.FinalWrite), the log and
+// the error say what is lost.
+func (d *Daemon) Run(ctx context.Context, src gpu.Source, reload <-chan *config.Config) (err error) {
 	var wg sync.WaitGroup
+	defer func() {
+		if ferr := d.finalWrite(); ferr != nil && err == nil {
+			err = ferr
+		}
+	}()
 	defer wg.Wait() // after cancel: the deliverers stop when ctx ends
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -180,8 +237,9 @@ func (d *Daemon) Run(ctx context.Context, src gpu.Source, reload <-chan *config.
 		wg.Go(func() { dl.Run(ctx) })
 	}
 	d.startSocketMode(ctx, &wg)
-	defer d.flushRollups()
 	wg.Go(func() { d.digests.scheduler.Run(ctx, d.opts.Now, d.fireDigest) })
+	wg.Go(func() { every(ctx, silenceGCInterval, d.forgetOldSilences) })
+	wg.Go(func() { d.watchdog(ctx) })
 	srv, err := d.serve(ctx)
 	if err != nil {
 		return err
@@ -204,15 +262,35 @@ func (d *Daemon) Run(ctx context.Context, src gpu.Source, reload <-chan *config.
 			d.Reload(cfg)
 		default:
 		}
-		began := time.Now()
-		d.Step(snap)
-		d.observeStep(time.Since(began))
+		// A Step that a stalled disk holds must not hold a stop: the stop
+		// says what the stuck write held.
+		stepped := make(chan struct{})
+		go func() {
+			defer close(stepped)
+			began := time.Now()
+			d.Step(snap)
+			d.observeStep(time.Since(began))
+		}()
+		select {
+		case <-stepped:
+		case <-ctx.Done():
+			return nil
+		}
 	}
 }
 
 // Step evaluates one snapshot: rules, routing, and one durable write of
-// everything it decided; then it wakes the deliverers concerned.
+// everything it decided; then it wakes the deliverers concerned. The
+// write happens outside d.mu, so the API, /metrics and the Slack app
+// answer while a stalled disk holds it.
 func (d *Daemon) Step(snap *gpu.Snapshot) {
+	d.sampledAt.Store(d.opts.Now().UnixNano())
+	d.commit(d.evaluate(snap))
+}
+
+// evaluate runs the rules and the dispatcher on a snapshot and returns
+// what it decided, to write.
+func (d *Daemon) evaluate(snap *gpu.Snapshot) *notifier.Commit {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.last.Store(snap)
@@ -234,23 +312,133 @@ func (d *Daemon) Step(snap *gpu.Snapshot) {
 		c.PutRecord(BucketAlerts, alertRecordKey(t), b.Bytes())
 	}
 	d.stepDigests(snap, ts, c)
+	return c
+}
+
+// commit writes c, after whatever the store refused before, in one
+// transaction, and wakes the deliverers of its notifications. When the
+// store refuses it, all of it is kept for the next commit (or the stop).
+func (d *Daemon) commit(c *notifier.Commit) error {
+	d.writeMu.Lock()
+	defer d.writeMu.Unlock()
 	if d.unwritten != nil {
 		c.Absorb(d.unwritten)
 		d.unwritten = nil
 	}
 	if c.Empty() {
-		return
+		return nil
 	}
-	if err := d.db.Commit(c.Outbox, c.Put, c.Delete); err != nil {
-		d.logger.Error("cannot write to the store; keeping this sample's notifications to write with the next one", "err", err)
+	d.writing.Store(c)
+	err := d.db.Commit(c.Outbox, c.Put, c.Delete)
+	d.writing.Store(nil)
+	if err != nil {
+		d.logger.Error("cannot write to the store; keeping what was decided to write with the next sample", "err", err,
+			"notifications", notificationCount(c))
 		d.unwritten = c
-		return
+		return err
 	}
 	for receiver := range c.Outbox {
 		if dl, ok := d.deliverers[receiver]; ok {
 			dl.Wake()
 		}
 	}
+	return nil
+}
+
+// finalWrite writes, when a stop comes, what the store refused before and
+// the usage rollups not yet saved, waiting up to Options.FinalWrite. When
+// the store still refuses or does not answer, it logs loudly what is lost
+// and returns an error saying so.
+func (d *Daemon) finalWrite() error {
+	c := d.dirtyRollups()
+	done := make(chan error, 1)
+	go func() { done <- d.commit(c) }()
+	var lost []*notifier.Commit
+	select {
+	case err := <-done:
+		if err == nil {
+			return nil
+		}
+		d.writeMu.Lock()
+		lost = []*notifier.Commit{d.unwritten}
+		d.writeMu.Unlock()
+	case <-time.After(d.opts.FinalWrite):
+		// A write is stuck: it holds what was refused before, and c
+		// unless c still waits behind it.
+		stuck := d.writing.Load()
+		lost = []*notifier.Commit{stuck}
+		if stuck != c {
+			lost = append(lost, c)
+		}
+		d.logger.Error("the store did not finish a write in time", "waited", d.opts.FinalWrite)
+	}
+	what := describeLoss(lost...)
+	d.logger.Error("STOPPING WITH STATE THE STORE DID NOT TAKE: it is lost; alerts still true are sent again after the restart, "+
+		"those that fired and resolved meanwhile are not", "storage", d.storagePath, "lost", what)
+	return fmt.Errorf("the store (storage.path %s) did not take the last writes; lost: %s", d.storagePath, what)
+}
+
+// notificationCount is how many notifications c puts in outboxes.
+func notificationCount(c *notifier.Commit) int {
+	n := 0
+	for _, payloads := range c.Outbox {
+		n += len(payloads)
+	}
+	return n
+}
+
+// describeLoss says what commits that will never be written held: their
+// notifications by receiver, alert and status, and how many records.
+func describeLoss(commits ...*notifier.Commit) string {
+	c := &notifier.Commit{}
+	for _, lost := range commits {
+		if lost != nil {
+			c.Absorb(lost)
+		}
+	}
+	var parts []string
+	for _, receiver := range slices.Sorted(maps.Keys(c.Outbox)) {
+		for _, raw := range c.Outbox[receiver] {
+			var n notifier.Notification
+			if json.Unmarshal(raw, &n) != nil {
+				parts = append(parts, receiver+": an unreadable notification")
+				continue
+			}
+			what := string(n.Status)
+			if n.Digest != nil {
+				what = "digest " + n.Digest.Name
+			}
+			for _, a := range n.Alerts {
+				what += fmt.Sprintf(" %s on gpu %d", a.Name, a.GPU)
+			}
+			parts = append(parts, receiver+": "+what)
+		}
+	}
+	if len(parts) == 0 {
+		parts = append(parts, "no notifications")
+	}
+	var states []string
+	for _, key := range slices.Sorted(maps.Keys(c.Put[BucketAlerts])) {
+		states = append(states, key+" active")
+	}
+	for _, key := range slices.Sorted(slices.Values(c.Delete[BucketAlerts])) {
+		states = append(states, key+" resolved")
+	}
+	if len(states) > 0 {
+		parts = append(parts, "alert states "+strings.Join(states, ", "))
+	}
+	records := 0
+	for bucket, kv := range c.Put {
+		if bucket != BucketAlerts {
+			records += len(kv)
+		}
+	}
+	for bucket, keys := range c.Delete {
+		if bucket != BucketAlerts {
+			records += len(keys)
+		}
+	}
+	return fmt.Sprintf("%s; %d other records (waiting groups, usage rollups, …)", strings.Join(parts, "; "), records)
 }
 
 // drain waits until every outbox is empty or ctx ends: a source that ends
@@ -310,6 +498,37 @@ func sameReceivers(a, b []config.Receiver) bool {
 	})
 }
 
+// silenceGCInterval is how often silences expired for longer than
+// notifier.SilenceRetention are forgotten.
+const silenceGCInterval = time.Hour
+
+// forgetOldSilences forgets the silences expired for longer than the
+// retention.
+func (d *Daemon) forgetOldSilences() {
+	n, err := d.silences.GC(d.opts.Now().Add(-notifier.SilenceRetention))
+	if err != nil {
+		d.logger.Error("cannot forget old expired silences; trying again in an hour", "forgotten", n, "err", err)
+		return
+	}
+	if n > 0 {
+		d.logger.Info("forgot expired silences", "silences", n, "expired_for_over", notifier.SilenceRetention)
+	}
+}
+
+// every calls f every interval until ctx ends.
+func every(ctx context.Context, interval time.Duration, f func()) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			f()
+		}
+	}
+}
+
 // LogEvents logs what happened to the GPUs since the previous snapshot:
 // lost GPUs and XID errors.
 func LogEvents(logger *slog.Logger, s *gpu.Snapshot) {
@@ -327,7 +546,7 @@ func LogEvents(logger *slog.Logger, s *gpu.Snapshot) {
 // kvBucket is one bucket of the store as the small key-value interfaces
 // of the integrations (silences, Slack messages) want it.
 type kvBucket struct {
-	db     *store.DB
+	db     Store
 	bucket string
 }
 

@@ -102,21 +102,16 @@ func (d *Daemon) checkpointRollups(now time.Time, c *notifier.Commit) {
 	}
 }
 
-// flushRollups writes the rollups changed since the last checkpoint: on a
-// clean stop nothing is lost.
-func (d *Daemon) flushRollups() {
+// dirtyRollups is a commit of the rollups changed since the last
+// checkpoint: a stop writes it, so on a clean stop nothing is lost.
+func (d *Daemon) dirtyRollups() *notifier.Commit {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	var c notifier.Commit
+	c := &notifier.Commit{}
 	for k, v := range d.digests.rollups.Dirty() {
 		c.PutRecord(BucketRollups, k, v)
 	}
-	if c.Empty() {
-		return
-	}
-	if err := d.db.Commit(nil, c.Put, nil); err != nil {
-		d.logger.Error("cannot save the usage rollups; digests miss the last minutes", "err", err)
-	}
+	return c
 }
 
 // SendDigests sends every digest due at now (the wall clock): one

@@ -124,8 +124,18 @@ func options(logs, console io.Writer, now func() time.Time) daemon.Options {
 // and closes it when the test ends unless the test did.
 func start(t testing.TB, cfg *config.Config, now func() time.Time) *running {
 	t.Helper()
+	return startWith(t, cfg, now, nil)
+}
+
+// startWith is start with the options changed by mod first.
+func startWith(t testing.TB, cfg *config.Config, now func() time.Time, mod func(*daemon.Options)) *running {
+	t.Helper()
 	logs, console := &notifiertest.Buffer{}, &notifiertest.Buffer{}
-	d, err := daemon.New(cfg, options(logs, console, now))
+	opts := options(logs, console, now)
+	if mod != nil {
+		mod(&opts)
+	}
+	d, err := daemon.New(cfg, opts)
 	if err != nil {
 		t.Fatalf("daemon.New: %v", err)
 	}

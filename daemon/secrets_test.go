@@ -190,3 +190,39 @@ func TestBasicCredentialNotLeaked(t *testing.T) {
 		notifiertest.AssertNoSecrets(t, "the dead letter's reason", dl.Reason, env["BASIC_PASSWORD"], credential)
 	}
 }
+
+// TestEchoedTokenNotLeaked: a receiver that refuses a request by quoting
+// the token of its own URL alone ("unknown webhook token …"), not the
+// whole URL, must not put the token into the log, the dead letters or the
+// outbox API that `gpuwatch outbox list` prints.
+func TestEchoedTokenNotLeaked(t *testing.T) {
+	const token = "Zq4sEcReTtOkEn77"
+	srv := notifiertest.NewServer(t, func(_ int, r *notifiertest.Request) notifiertest.Response {
+		segments := strings.Split(r.Path, "/")
+		return notifiertest.Response{Status: http.StatusNotFound, Body: "unknown webhook token " + segments[len(segments)-1]}
+	})
+	for _, c := range []struct {
+		block  string
+		quotes bool // the error quotes the answer's body (slack-go drops it)
+	}{
+		{`webhook: {url: "BASE/hooks/${HOOK_TOKEN}"}`, true},
+		{`slack: {webhook_url: "BASE/services/T0AAA1111/B0BBB2222/${HOOK_TOKEN}"}`, false},
+	} {
+		block := c.block
+		t.Run(strings.Fields(block)[0], func(t *testing.T) {
+			text := fmt.Sprintf("source:\n  type: sim\nreceivers:\n  - name: hook\n    %s\nroute:\n  receiver: hook\n  group_wait: 1ns\n%s",
+				strings.ReplaceAll(block, "BASE", srv.URL), hotRule)
+			r := start(t, parseConfig(t, t.TempDir(), text, map[string]string{"HOOK_TOKEN": token}), nil)
+			r.Steps(base, 10*time.Second, []float64{90}, []float64{90})
+			waitFor(t, "a dead letter", func() bool { return len(r.Outbox().DeadLetters) == 1 })
+			_, outbox := r.Do(http.MethodGet, "/api/v1/outbox", "")
+			reason := r.Outbox().DeadLetters[0].Reason
+			r.Stop()
+			if c.quotes && !strings.Contains(reason, "unknown webhook token <redacted>") {
+				t.Errorf("the dead letter's reason %q does not quote the far side's answer, redacted", reason)
+			}
+			notifiertest.AssertNoSecrets(t, "GET /api/v1/outbox", outbox, token)
+			notifiertest.AssertNoSecrets(t, "the daemon's log", r.Logs.String(), token)
+		})
+	}
+}

@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"maps"
 	"math/rand/v2"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -92,7 +94,10 @@ type DeliveryStats struct {
 //
 // Delivered notifications leave the outbox together, in one transaction
 // per batch read (and before every wait), not one fsync each: a crash
-// between a delivery and its ack sends at most one batch again.
+// between a delivery and its ack sends at most one batch again. When the
+// outbox refuses the ack (a full or failing disk), the deliverer backs off
+// as after a failed send and remembers what it delivered, so nothing is
+// sent twice while the process lives.
 type Deliverer struct {
 	receiver string
 	notifier Notifier
@@ -100,6 +105,11 @@ type Deliverer struct {
 	logger   *slog.Logger
 	backoff  Backoff
 	wake     chan struct{}
+	// unacked are delivered entries whose ack the outbox refused (a full
+	// or failing disk): they are skipped, and their ack tried again, so a
+	// sick store never makes a receiver get one notification twice.
+	// Only Run touches it.
+	unacked map[uint64]bool
 	// Stats counts deliveries; read it any time.
 	Stats Stats
 	// now stamps dead letters; random picks jitter. Both replaceable in tests.
@@ -110,7 +120,7 @@ type Deliverer struct {
 // NewDeliverer makes the deliverer of one receiver.
 func NewDeliverer(receiver string, n Notifier, q Queue, b Backoff, logger *slog.Logger) *Deliverer {
 	return &Deliverer{receiver: receiver, notifier: n, queue: q, logger: logger.With("receiver", receiver),
-		backoff: b, wake: make(chan struct{}, 1), now: time.Now, random: rand.Float64}
+		backoff: b, wake: make(chan struct{}, 1), unacked: map[uint64]bool{}, now: time.Now, random: rand.Float64}
 }
 
 // Receiver names the receiver.
@@ -129,9 +139,11 @@ const batch = 64
 
 // Run delivers until ctx ends, waiting for Wake when the outbox is empty.
 func (d *Deliverer) Run(ctx context.Context) {
-	failures := 0
+	failures := 0    // reads of the outbox in a row that failed
+	ackFailures := 0 // acks in a row the outbox refused
 	for ctx.Err() == nil {
-		entries, err := d.queue.Pending(d.receiver, batch)
+		d.retryAcks()
+		entries, err := d.queue.Pending(d.receiver, batch+len(d.unacked))
 		if err != nil {
 			failures++
 			d.logger.Error("cannot read the outbox", "err", err)
@@ -139,7 +151,15 @@ func (d *Deliverer) Run(ctx context.Context) {
 			continue
 		}
 		failures = 0
+		entries = slices.DeleteFunc(entries, func(e store.Entry) bool { return d.unacked[e.ID] })
 		if len(entries) == 0 {
+			if len(d.unacked) > 0 {
+				// Nothing new, only acks the outbox refused: try them
+				// again later, not in a loop.
+				ackFailures++
+				d.sleep(ctx, d.backoff.Wait(ackFailures, d.random()))
+				continue
+			}
 			select {
 			case <-ctx.Done():
 			case <-d.wake:
@@ -152,7 +172,18 @@ func (d *Deliverer) Run(ctx context.Context) {
 				break
 			}
 		}
-		d.ack(delivered)
+		if d.ack(delivered) {
+			ackFailures = 0
+			continue
+		}
+		// As after a failed send: the store is sick, do not hammer it.
+		ackFailures++
+		d.sleep(ctx, d.backoff.Wait(ackFailures, d.random()))
+	}
+	d.retryAcks()
+	if n := len(d.unacked); n > 0 {
+		d.logger.Error("stopping with delivered notifications the outbox would not let go of: they are sent again when gpuwatch starts",
+			"notifications", n)
 	}
 }
 
@@ -186,7 +217,12 @@ func (d *Deliverer) deliver(ctx context.Context, e store.Entry, delivered *[]uin
 		d.Stats.Retried.Add(1)
 		wait := d.backoff.Wait(attempt, d.random())
 		if ra := (*RetryAfterError)(nil); errors.As(err, &ra) && ra.After > 0 {
+			// The receiver's word, but no longer than our longest wait: a
+			// Retry-After of a day must not hold an alert for a day.
 			wait = ra.After
+			if d.backoff.Max > 0 {
+				wait = min(wait, d.backoff.Max)
+			}
 		}
 		d.logger.Warn("delivery failed; will retry", "id", e.ID, "alert", alertName(&n), "attempt", attempt, "retry_in", wait, "err", err)
 		// What went out before stays out, however long this one takes.
@@ -198,15 +234,35 @@ func (d *Deliverer) deliver(ctx context.Context, e store.Entry, delivered *[]uin
 	}
 }
 
-// ack removes delivered entries from the outbox in one transaction.
-func (d *Deliverer) ack(ids []uint64) {
+// ack removes delivered entries from the outbox in one transaction and
+// reports whether the outbox took the ack. Entries it refused stay in
+// unacked: they are not delivered again while the process lives.
+func (d *Deliverer) ack(ids []uint64) bool {
 	if len(ids) == 0 {
-		return
+		return true
 	}
 	if err := d.queue.Ack(d.receiver, ids...); err != nil {
-		d.logger.Error("delivered, but cannot remove them from the outbox; they will be sent again",
+		d.logger.Error("delivered, but the outbox cannot let go of them; they are not sent again while gpuwatch runs",
 			"ids", len(ids), "first", ids[0], "err", err)
+		for _, id := range ids {
+			d.unacked[id] = true
+		}
+		return false
 	}
+	return true
+}
+
+// retryAcks tries again to ack what the outbox refused before.
+func (d *Deliverer) retryAcks() {
+	if len(d.unacked) == 0 {
+		return
+	}
+	ids := slices.Sorted(maps.Keys(d.unacked))
+	if err := d.queue.Ack(d.receiver, ids...); err != nil {
+		return // logged when they were first refused; Run backs off
+	}
+	clear(d.unacked)
+	d.logger.Info("the outbox took the delivered notifications it had refused", "notifications", len(ids))
 }
 
 func (d *Deliverer) bury(id uint64, reason string, attempts int) {

@@ -176,6 +176,8 @@ func TestDelivererRetries(t *testing.T) {
 			[]time.Duration{0, 7 * time.Second, 14 * time.Second, 21 * time.Second, 28 * time.Second}},
 		{"a Retry-After of 0 leaves it to the backoff", &notifier.RetryAfterError{Err: errDown},
 			[]time.Duration{0, time.Second, 3 * time.Second, 7 * time.Second, 15 * time.Second}},
+		{"a Retry-After over the backoff's longest wait waits that long", &notifier.RetryAfterError{After: 24 * time.Hour, Err: errDown},
+			[]time.Duration{0, time.Minute, 2 * time.Minute, 3 * time.Minute, 4 * time.Minute}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -582,4 +584,64 @@ func BenchmarkDeliverThroughput(b *testing.B) {
 	if n, err := db.PendingCount("bench"); err != nil || n > 64 {
 		b.Errorf("after delivery: got %d pending (%v), want at most one batch left to ack", n, err)
 	}
+}
+
+// refusingQueue is the real outbox with a disk that refuses the ack
+// (full, read-only, failing) while refuse is set.
+type refusingQueue struct {
+	*store.DB
+	refuse atomic.Bool
+	acks   atomic.Int64 // Ack calls, refused or not
+}
+
+func (q *refusingQueue) Ack(receiver string, ids ...uint64) error {
+	q.acks.Add(1)
+	if q.refuse.Load() {
+		return errors.New("write state.db: no space left on device")
+	}
+	return q.DB.Ack(receiver, ids...)
+}
+
+// TestDelivererAckRefused: with the receiver up and the store refusing
+// the ack, every notification reaches the receiver once, the ack is tried
+// again with a backoff rather than in a loop, and the outbox empties once
+// the store takes writes again.
+func TestDelivererAckRefused(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		q := &refusingQueue{DB: openStore(t)}
+		ids := enqueue(t, q.DB, notifier.StatusFiring, notifier.StatusFiring, notifier.StatusResolved)
+		q.refuse.Store(true)
+		fake := newFake(nil)
+		d := notifier.NewDeliverer("test", fake, q, noJitter, discard())
+		stop := start(d)
+		defer stop()
+
+		time.Sleep(30 * time.Second)
+		synctest.Wait()
+		if got := fake.delivered(); !slices.Equal(got, ids) {
+			t.Errorf("in 30s with the ack refused: got ids %v delivered, want %v, each once", got, ids)
+		}
+		// 1s, 2s, 4s, 8s, 16s apart: six tries in 30s, not thousands.
+		if got := q.acks.Load(); got > 8 {
+			t.Errorf("in 30s with the ack refused: got %d acks tried, want a backoff (at most 8)", got)
+		}
+		checkPending(t, q.DB, len(ids))
+
+		// A new notification still goes out, once, and alone.
+		more := enqueue(t, q.DB, notifier.StatusFiring)
+		d.Wake()
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		if got, want := fake.delivered(), append(slices.Clone(ids), more...); !slices.Equal(got, want) {
+			t.Errorf("after a new notification: got ids %v delivered, want %v, each once", got, want)
+		}
+
+		q.refuse.Store(false)
+		time.Sleep(2 * time.Minute)
+		synctest.Wait()
+		checkPending(t, q.DB, 0)
+		if got := len(fake.seen()); got != len(ids)+1 {
+			t.Errorf("after the store recovered: got %d attempts, want %d: nothing sent twice", got, len(ids)+1)
+		}
+	})
 }

@@ -290,6 +290,7 @@ func (d *Dispatcher) Dispatch(at time.Time, ts []rules.Transition) *Commit {
 		t := &ts[i]
 		alert := FromTransition(t)
 		alert.AcknowledgedBy = d.acks[alert.Key].By
+		d.clampClock(&alert)
 		targets := d.targets(t)
 		if alert.Status == StatusResolved {
 			targets = d.told(alert.Key, targets)
@@ -310,6 +311,21 @@ func (d *Dispatcher) Dispatch(at time.Time, ts []rules.Transition) *Commit {
 	}
 	d.flush(c, at, false)
 	return c
+}
+
+// clampClock keeps a resolved alert from ending before it started: a clock
+// set back across a restart makes the restored firing time later than the
+// resolve. Receivers get an alert that lasted no time, and the log says why.
+func (d *Dispatcher) clampClock(a *Alert) {
+	if a.Status != StatusResolved || !a.EndsAt.Before(a.StartsAt) {
+		return
+	}
+	d.logger.Warn("the clock went back: an alert resolves before it fired; its end is set to its start",
+		"alert", a.Name, "gpu", a.GPU, "starts_at", a.StartsAt, "ends_at", a.EndsAt, "behind_by", a.StartsAt.Sub(a.EndsAt))
+	a.EndsAt = a.StartsAt
+	if a.At.Before(a.StartsAt) {
+		a.At = a.StartsAt
+	}
 }
 
 func (d *Dispatcher) route1(c *Commit, at time.Time, a *Alert, tg target) {

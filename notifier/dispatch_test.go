@@ -3,6 +3,7 @@ package notifier_test
 import (
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"maps"
 	"math"
 	"path/filepath"
@@ -273,7 +274,7 @@ func TestDispatchResolved(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := sil.Add(notifier.Silence{Matchers: ms, StartsAt: t0, EndsAt: t0.Add(time.Hour)}); err != nil {
+		if _, err := sil.Add(notifier.Silence{Matchers: ms, StartsAt: t0, EndsAt: t0.Add(time.Hour)}, t0); err != nil {
 			t.Fatal(err)
 		}
 		d := newDispatcher(t, base, sil)
@@ -339,7 +340,7 @@ func TestDispatchSilence(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := sil.Add(notifier.Silence{Matchers: ms, StartsAt: t0, EndsAt: t0.Add(2 * time.Hour)}); err != nil {
+	if _, err := sil.Add(notifier.Silence{Matchers: ms, StartsAt: t0, EndsAt: t0.Add(2 * time.Hour)}, t0); err != nil {
 		t.Fatal(err)
 	}
 	d := newDispatcher(t, notifier.RouteConfig{Receiver: "team", GroupWait: ptr(10 * time.Second), RepeatInterval: ptr(time.Hour)}, sil)
@@ -555,5 +556,32 @@ func TestCommitAbsorb(t *testing.T) {
 	}
 	if !slices.Contains(later.Delete["groups"], "gone") {
 		t.Errorf("groups/gone: deletes %v, want the earlier delete kept", later.Delete["groups"])
+	}
+}
+
+// TestDispatchClockWentBack: an alert restored with a firing time later
+// than the resolve (the clock was set back across a restart) resolves at
+// its start, never before it, and the log says so.
+func TestDispatchClockWentBack(t *testing.T) {
+	var logs strings.Builder
+	d := notifier.NewDispatcher(newTestRoute(t, notifier.RouteConfig{Receiver: "team"}), muteNothing{},
+		slog.New(slog.NewTextHandler(&logs, nil)))
+	hot := newRule("GPUHot", rules.SeverityCritical, nil)
+	fired := t0.Add(time.Hour)
+	d.Dispatch(fired, []rules.Transition{fires(hot, 0, fired)})
+	c := d.Dispatch(t0, []rules.Transition{resolves(hot, 0, fired, t0)}) // the clock is an hour behind
+	raw := c.Outbox["team"]                                              // the firing, held for its group_wait, then the resolve
+	if len(raw) != 2 {
+		t.Fatalf("got %d notifications, want the firing and the resolve", len(raw))
+	}
+	var n notifier.Notification
+	if err := json.Unmarshal(raw[1], &n); err != nil {
+		t.Fatal(err)
+	}
+	if a := n.Alerts[0]; a.EndsAt.Before(a.StartsAt) || a.At.Before(a.StartsAt) {
+		t.Errorf("resolve: got starts_at %v ends_at %v at %v, want it to end no earlier than it starts", a.StartsAt, a.EndsAt, a.At)
+	}
+	if !strings.Contains(logs.String(), "the clock went back") {
+		t.Errorf("log %q does not say the clock went back", logs.String())
 	}
 }

@@ -82,6 +82,9 @@ func ClassifyFailure(err error) FailureReason {
 	)
 	switch {
 	case errors.As(err, &retryAfter):
+		if m := httpStatusText.FindStringSubmatch(err.Error()); m != nil && m[1] == "5" {
+			return FailureHTTP5xx // a 503 that said when to come back
+		}
 		return FailureRateLimited
 	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &netErr) && netErr.Timeout():
 		return FailureTimeout

@@ -46,6 +46,7 @@ func TestClassifyFailure(t *testing.T) {
 		{"429 from CheckResponse", checkResponse(t, 429, http.Header{"Retry-After": {"3"}}), "rate_limited"},
 		{"RetryAfterError wrapped", fmt.Errorf("slack: %w", &notifier.RetryAfterError{After: time.Second, Err: errors.New("rate limited")}), "rate_limited"},
 		{"503 from CheckResponse", checkResponse(t, 503, nil), "http_5xx"},
+		{"503 with Retry-After", checkResponse(t, 503, http.Header{"Retry-After": {"3"}}), "http_5xx"},
 		{"500 wrapped", fmt.Errorf("generic: %w", checkResponse(t, 500, nil)), "http_5xx"},
 		{"400 from CheckResponse", checkResponse(t, 400, nil), "http_4xx"},
 		{"404 as text only", errors.New("generic: HTTP 404 Not Found: no such hook"), "http_4xx"},

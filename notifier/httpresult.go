@@ -12,7 +12,8 @@ import (
 )
 
 // RetryAfterError is a failure the far side asked to be retried after a
-// while (HTTP 429 with Retry-After, Slack's rate limit).
+// while (HTTP 429 or 503 with Retry-After, Slack's rate limit). The
+// deliverer waits After, but never longer than its backoff's longest wait.
 type RetryAfterError struct {
 	After time.Duration
 	Err   error
@@ -25,8 +26,9 @@ func (e *RetryAfterError) Error() string {
 func (e *RetryAfterError) Unwrap() error { return e.Err }
 
 // CheckResponse classifies an HTTP answer, the one place that decides what
-// is worth a retry: 2xx is delivered; 429 and 5xx are retried (429 after its
-// Retry-After); any other status is permanent. The error quotes the start
+// is worth a retry: 2xx is delivered; 429 and 5xx are retried (429 and 503
+// after their Retry-After, as RFC 9110 has servers say when to come back);
+// any other status is permanent. The error quotes the start
 // of the body, never the request's URL. It reads and closes nothing; the
 // caller closes the body.
 func CheckResponse(resp *http.Response) (retry bool, err error) {
@@ -42,6 +44,11 @@ func CheckResponse(resp *http.Response) (retry bool, err error) {
 	switch {
 	case code == http.StatusTooManyRequests:
 		return true, &RetryAfterError{After: ParseRetryAfter(resp.Header.Get("Retry-After"), time.Time{}), Err: err}
+	case code == http.StatusServiceUnavailable:
+		if after := ParseRetryAfter(resp.Header.Get("Retry-After"), time.Time{}); after > 0 {
+			return true, &RetryAfterError{After: after, Err: err}
+		}
+		return true, err
 	case code >= 500:
 		return true, err
 	}
@@ -85,17 +92,6 @@ func RedactURL(raw string) string {
 		return "<url>"
 	}
 	return u.Scheme + "://" + u.Host + "/…"
-}
-
-// Redact replaces every secret (token, URL, signing key) in text with
-// "<redacted>". Integrations pass what they hold.
-func Redact(text string, secrets ...string) string {
-	for _, s := range secrets {
-		if len(s) >= 4 {
-			text = strings.ReplaceAll(text, s, "<redacted>")
-		}
-	}
-	return text
 }
 
 func oneLine(s string, max int) string {

@@ -50,15 +50,49 @@ var ErrSilenceNotFound = errors.New("silence not found")
 // ended.
 var ErrSilenceExpired = errors.New("silence already expired")
 
+// Limits on silences, so that nobody (a script in a loop, a hostile
+// client) can fill the store or the memory of whoever lists them.
+const (
+	// MaxActiveSilences is how many silences may be active or pending at once.
+	MaxActiveSilences = 1000
+	// MaxKeptSilences is how many silences are kept, expired ones included:
+	// past it, adding one forgets the expired silences that ended first.
+	MaxKeptSilences = 5000
+	// SilenceRetention is how long an expired silence stays listed (as
+	// Alertmanager keeps them) before GC forgets it.
+	SilenceRetention = 5 * 24 * time.Hour
+	// MaxSilenceMatchers is how many matchers one silence may have.
+	MaxSilenceMatchers = 32
+	// MaxSilenceComment is the longest comment, in bytes.
+	MaxSilenceComment = 1024
+	// MaxSilenceCreatedBy is the longest created_by, in bytes.
+	MaxSilenceCreatedBy = 256
+	// MaxSilenceMatcherBytes is the longest matcher value, in bytes.
+	MaxSilenceMatcherBytes = 1024
+	// MaxSilenceBytes is the most a silence may take in the store, as JSON.
+	MaxSilenceBytes = 4096
+)
+
+// ErrTooManySilences is returned when MaxActiveSilences are active or
+// pending already.
+var ErrTooManySilences = errors.New("too many active or pending silences")
+
 // Silences is the set of silences, kept in memory and written through to a
 // SilenceStore. It is safe for concurrent use: the HTTP API adds and
-// expires while the dispatcher checks.
+// expires while the dispatcher checks. Readers never wait for the store:
+// a write holds the set's lock only to change memory, after the store took
+// it, so a stalled disk stalls writers alone.
 type Silences struct {
 	st    SilenceStore
 	newID func() string
 
-	mu   sync.RWMutex
-	byID map[string]Silence
+	writeMu sync.Mutex // one writer at a time, held across the store's write
+	mu      sync.RWMutex
+	byID    map[string]Silence
+
+	// maxActive and maxKept are MaxActiveSilences and MaxKeptSilences;
+	// tests make them small.
+	maxActive, maxKept int
 }
 
 // NewSilences loads the silences persisted in st. newID makes the IDs of
@@ -68,7 +102,7 @@ func NewSilences(st SilenceStore, newID func() string) (*Silences, error) {
 	if newID == nil {
 		newID = randomID
 	}
-	s := &Silences{st: st, newID: newID, byID: map[string]Silence{}}
+	s := &Silences{st: st, newID: newID, byID: map[string]Silence{}, maxActive: MaxActiveSilences, maxKept: MaxKeptSilences}
 	if st == nil {
 		return s, nil
 	}
@@ -95,35 +129,106 @@ func randomID() string {
 
 // Add validates a new silence, gives it an ID (any ID it has is replaced),
 // persists it and returns it. It needs at least one matcher and an EndsAt
-// after its StartsAt; CreatedBy and Comment are optional.
-func (s *Silences) Add(sil Silence) (Silence, error) {
+// after its StartsAt; CreatedBy and Comment are optional; sizes are bounded
+// (MaxSilenceComment, …). At now, at most MaxActiveSilences may be active
+// or pending; past MaxKeptSilences, the expired silences that ended first
+// are forgotten to make room.
+func (s *Silences) Add(sil Silence, now time.Time) (Silence, error) {
 	sil.Matchers = slices.Clone(sil.Matchers) // validation replaces them
 	if err := validateSilence(&sil); err != nil {
 		return Silence{}, err
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.writeMu.Lock()
+	defer s.writeMu.Unlock()
 	sil.ID = s.newID()
 	if sil.ID == "" {
 		return Silence{}, errors.New("add silence: the ID generator returned an empty ID")
 	}
-	if _, ok := s.byID[sil.ID]; ok {
+	s.mu.RLock()
+	_, taken := s.byID[sil.ID]
+	active := 0
+	for _, other := range s.byID {
+		if now.Before(other.EndsAt) {
+			active++
+		}
+	}
+	crowd := s.oldestExpired(now, len(s.byID)+1-s.maxKept)
+	s.mu.RUnlock()
+	switch {
+	case taken:
 		return Silence{}, fmt.Errorf("add silence: ID %q is already taken", sil.ID)
+	case active >= s.maxActive && now.Before(sil.EndsAt):
+		return Silence{}, fmt.Errorf("%w: %d, the most gpuwatch keeps: expire some (gpuwatch silence list)", ErrTooManySilences, active)
+	}
+	if err := s.forget(crowd); err != nil {
+		return Silence{}, err
 	}
 	if err := s.persist(sil); err != nil {
 		return Silence{}, err
 	}
+	s.mu.Lock()
 	s.byID[sil.ID] = sil
+	s.mu.Unlock()
 	return copySilence(sil), nil
 }
 
+// oldestExpired returns the IDs of up to n silences expired at now, those
+// that ended first first. The caller holds mu.
+func (s *Silences) oldestExpired(now time.Time, n int) []string {
+	if n <= 0 {
+		return nil
+	}
+	var expired []Silence
+	for _, sil := range s.byID {
+		if !now.Before(sil.EndsAt) {
+			expired = append(expired, sil)
+		}
+	}
+	first := func(a, b Silence) int { return cmp.Or(a.EndsAt.Compare(b.EndsAt), cmp.Compare(a.ID, b.ID)) }
+	if n == 1 && len(expired) > 0 { // the usual case, one in one out: no sort
+		return []string{slices.MinFunc(expired, first).ID}
+	}
+	slices.SortFunc(expired, first)
+	ids := make([]string, 0, min(n, len(expired)))
+	for _, sil := range expired[:min(n, len(expired))] {
+		ids = append(ids, sil.ID)
+	}
+	return ids
+}
+
+// forget deletes silences from the store, then from memory, stopping at
+// the first the store refuses. The caller holds writeMu.
+func (s *Silences) forget(ids []string) error {
+	for _, id := range ids {
+		if s.st != nil {
+			if err := s.st.Delete(id); err != nil {
+				return fmt.Errorf("forget silence %q: %w", id, err)
+			}
+		}
+		s.mu.Lock()
+		delete(s.byID, id)
+		s.mu.Unlock()
+	}
+	return nil
+}
+
 func validateSilence(sil *Silence) error {
-	if len(sil.Matchers) == 0 {
+	switch {
+	case len(sil.Matchers) == 0:
 		return errors.New(`a silence needs at least one matcher, e.g. alert="GPUHot"`)
+	case len(sil.Matchers) > MaxSilenceMatchers:
+		return fmt.Errorf("a silence has %d matchers, the most is %d: silence a label that the alerts share", len(sil.Matchers), MaxSilenceMatchers)
+	case len(sil.Comment) > MaxSilenceComment:
+		return fmt.Errorf("a silence's comment is %d bytes, the most is %d: say why in a sentence and link to the ticket", len(sil.Comment), MaxSilenceComment)
+	case len(sil.CreatedBy) > MaxSilenceCreatedBy:
+		return fmt.Errorf("a silence's created_by is %d bytes, the most is %d", len(sil.CreatedBy), MaxSilenceCreatedBy)
 	}
 	for i, m := range sil.Matchers {
 		if m == nil {
 			return fmt.Errorf("silence matcher %d is missing", i)
+		}
+		if len(m.Value) > MaxSilenceMatcherBytes {
+			return fmt.Errorf("silence matcher %d: its value is %d bytes, the most is %d", i, len(m.Value), MaxSilenceMatcherBytes)
 		}
 		// Rebuild each so that one written as a struct literal is checked
 		// and gets its compiled regular expression.
@@ -143,14 +248,17 @@ func validateSilence(sil *Silence) error {
 	return nil
 }
 
-// persist writes a silence to the store; the caller holds the lock.
+// persist writes a silence to the store; the caller holds writeMu, not mu.
 func (s *Silences) persist(sil Silence) error {
-	if s.st == nil {
-		return nil
-	}
 	b, err := json.Marshal(sil)
 	if err != nil {
 		return fmt.Errorf("encode silence %q: %w", sil.ID, err)
+	}
+	if len(b) > MaxSilenceBytes {
+		return fmt.Errorf("a silence takes %d bytes, the most is %d: use fewer or shorter matchers and a shorter comment", len(b), MaxSilenceBytes)
+	}
+	if s.st == nil {
+		return nil
 	}
 	if err := s.st.Put(sil.ID, b); err != nil {
 		return fmt.Errorf("save silence %q: %w", sil.ID, err)
@@ -162,9 +270,11 @@ func (s *Silences) persist(sil Silence) error {
 // until GC forgets it. A silence that had not started yet ends before it
 // begins. Expiring one that already ended returns ErrSilenceExpired.
 func (s *Silences) Expire(id string, at time.Time) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.writeMu.Lock()
+	defer s.writeMu.Unlock()
+	s.mu.RLock()
 	sil, ok := s.byID[id]
+	s.mu.RUnlock()
 	if !ok {
 		return fmt.Errorf("expire silence %q: %w: list them with `gpuwatch silence list`", id, ErrSilenceNotFound)
 	}
@@ -178,7 +288,9 @@ func (s *Silences) Expire(id string, at time.Time) error {
 	if err := s.persist(sil); err != nil {
 		return err
 	}
+	s.mu.Lock()
 	s.byID[id] = sil
+	s.mu.Unlock()
 	return nil
 }
 
@@ -244,21 +356,25 @@ func (s *Silences) Mutes(labels map[string]string, at time.Time) (id string, mut
 }
 
 // GC forgets the silences that ended before before, in the store too, and
-// returns how many it forgot.
+// returns how many it forgot. The daemon calls it with the retention
+// (SilenceRetention) behind the clock.
 func (s *Silences) GC(before time.Time) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	n := 0
+	s.writeMu.Lock()
+	defer s.writeMu.Unlock()
+	s.mu.RLock()
+	var old []string
 	for id, sil := range s.byID {
-		if !sil.EndsAt.Before(before) {
-			continue
+		if sil.EndsAt.Before(before) {
+			old = append(old, id)
 		}
-		if s.st != nil {
-			if err := s.st.Delete(id); err != nil {
-				return n, fmt.Errorf("forget silence %q: %w", id, err)
-			}
+	}
+	s.mu.RUnlock()
+	slices.Sort(old)
+	n := 0
+	for _, id := range old {
+		if err := s.forget([]string{id}); err != nil {
+			return n, err
 		}
-		delete(s.byID, id)
 		n++
 	}
 	return n, nil

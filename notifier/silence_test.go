@@ -121,7 +121,7 @@ func TestSilencesAddPersistReload(t *testing.T) {
 		CreatedBy: "ana",
 		Comment:   "fan replaced",
 	}
-	got, err := s.Add(in)
+	got, err := s.Add(in, silT0)
 	if err != nil {
 		t.Fatalf("Add: %v", err)
 	}
@@ -183,7 +183,7 @@ func TestSilencesAddErrors(t *testing.T) {
 			"a silence must end after it starts: ends_at 2026-11-29T08:00:00Z is not after starts_at 2026-11-29T09:00:00Z"},
 	}
 	for _, tt := range tests {
-		_, err := s.Add(tt.sil)
+		_, err := s.Add(tt.sil, silT0)
 		if err == nil || err.Error() != tt.want {
 			t.Errorf("%s: Add: got error %v, want %q", tt.name, err, tt.want)
 		}
@@ -193,7 +193,7 @@ func TestSilencesAddErrors(t *testing.T) {
 	}
 
 	st.fail = errors.New("disk full")
-	_, err := s.Add(Silence{Matchers: mustParseMatchers(t, `a="b"`), StartsAt: silT0, EndsAt: silT0.Add(time.Hour)})
+	_, err := s.Add(Silence{Matchers: mustParseMatchers(t, `a="b"`), StartsAt: silT0, EndsAt: silT0.Add(time.Hour)}, silT0)
 	if err == nil || !strings.Contains(err.Error(), "disk full") {
 		t.Errorf("Add with a failing store: got error %v, want one that says disk full", err)
 	}
@@ -205,7 +205,7 @@ func TestSilencesAddErrors(t *testing.T) {
 func TestSilencesAddLiteralMatcher(t *testing.T) {
 	// A matcher built as a struct literal gets checked and compiled.
 	s, _ := newTestSilences(t)
-	sil, err := s.Add(Silence{Matchers: Matchers{{Name: "gpu", Type: MatchRegexp, Value: "1|2"}}, StartsAt: silT0, EndsAt: silT0.Add(time.Hour)})
+	sil, err := s.Add(Silence{Matchers: Matchers{{Name: "gpu", Type: MatchRegexp, Value: "1|2"}}, StartsAt: silT0, EndsAt: silT0.Add(time.Hour)}, silT0)
 	if err != nil {
 		t.Fatalf("Add: %v", err)
 	}
@@ -222,11 +222,11 @@ func TestSilencesDefaultID(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, err := s.Add(Silence{Matchers: mustParseMatchers(t, `a="b"`), StartsAt: silT0, EndsAt: silT0.Add(time.Hour)})
+	a, err := s.Add(Silence{Matchers: mustParseMatchers(t, `a="b"`), StartsAt: silT0, EndsAt: silT0.Add(time.Hour)}, silT0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := s.Add(Silence{Matchers: mustParseMatchers(t, `a="b"`), StartsAt: silT0, EndsAt: silT0.Add(time.Hour)})
+	b, err := s.Add(Silence{Matchers: mustParseMatchers(t, `a="b"`), StartsAt: silT0, EndsAt: silT0.Add(time.Hour)}, silT0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -239,10 +239,10 @@ func TestSilencesDefaultID(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := dup.Add(Silence{Matchers: mustParseMatchers(t, `a="b"`), StartsAt: silT0, EndsAt: silT0.Add(time.Hour)}); err != nil {
+	if _, err := dup.Add(Silence{Matchers: mustParseMatchers(t, `a="b"`), StartsAt: silT0, EndsAt: silT0.Add(time.Hour)}, silT0); err != nil {
 		t.Fatalf("first Add with a nil store: %v", err)
 	}
-	_, err = dup.Add(Silence{Matchers: mustParseMatchers(t, `a="b"`), StartsAt: silT0, EndsAt: silT0.Add(time.Hour)})
+	_, err = dup.Add(Silence{Matchers: mustParseMatchers(t, `a="b"`), StartsAt: silT0, EndsAt: silT0.Add(time.Hour)}, silT0)
 	if want := `add silence: ID "same" is already taken`; err == nil || err.Error() != want {
 		t.Errorf("Add with a repeated ID: got error %v, want %q", err, want)
 	}
@@ -260,8 +260,8 @@ func TestNewSilencesBadRecord(t *testing.T) {
 
 func TestSilencesExpire(t *testing.T) {
 	s, st := newTestSilences(t)
-	active, _ := s.Add(Silence{Matchers: mustParseMatchers(t, `alert="GPUHot"`), StartsAt: silT0, EndsAt: silT0.Add(time.Hour)})
-	pending, _ := s.Add(Silence{Matchers: mustParseMatchers(t, `alert="GPUIdle"`), StartsAt: silT0.Add(time.Hour), EndsAt: silT0.Add(2 * time.Hour)})
+	active, _ := s.Add(Silence{Matchers: mustParseMatchers(t, `alert="GPUHot"`), StartsAt: silT0, EndsAt: silT0.Add(time.Hour)}, silT0)
+	pending, _ := s.Add(Silence{Matchers: mustParseMatchers(t, `alert="GPUIdle"`), StartsAt: silT0.Add(time.Hour), EndsAt: silT0.Add(2 * time.Hour)}, silT0)
 	hot := map[string]string{"alert": "GPUHot"}
 
 	at := silT0.Add(10 * time.Minute)
@@ -306,7 +306,7 @@ func TestSilencesList(t *testing.T) {
 	now := silT0.Add(10 * time.Hour)
 	add := func(start, end time.Duration) string {
 		t.Helper()
-		sil, err := s.Add(Silence{Matchers: mustParseMatchers(t, `a="b"`), StartsAt: silT0.Add(start), EndsAt: silT0.Add(end)})
+		sil, err := s.Add(Silence{Matchers: mustParseMatchers(t, `a="b"`), StartsAt: silT0.Add(start), EndsAt: silT0.Add(end)}, silT0)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -340,7 +340,7 @@ func TestSilencesList(t *testing.T) {
 func TestSilencesMutesPicksLongest(t *testing.T) {
 	s, _ := newTestSilences(t)
 	for _, end := range []time.Duration{time.Hour, 3 * time.Hour, 2 * time.Hour} {
-		if _, err := s.Add(Silence{Matchers: mustParseMatchers(t, `alert=~"GPU.*"`), StartsAt: silT0, EndsAt: silT0.Add(end)}); err != nil {
+		if _, err := s.Add(Silence{Matchers: mustParseMatchers(t, `alert=~"GPU.*"`), StartsAt: silT0, EndsAt: silT0.Add(end)}, silT0); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -360,7 +360,7 @@ func TestSilencesMutesPicksLongest(t *testing.T) {
 func TestSilencesGC(t *testing.T) {
 	s, st := newTestSilences(t)
 	for _, end := range []time.Duration{time.Hour, 2 * time.Hour, 3 * time.Hour} {
-		if _, err := s.Add(Silence{Matchers: mustParseMatchers(t, `a="b"`), StartsAt: silT0, EndsAt: silT0.Add(end)}); err != nil {
+		if _, err := s.Add(Silence{Matchers: mustParseMatchers(t, `a="b"`), StartsAt: silT0, EndsAt: silT0.Add(end)}, silT0); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -396,7 +396,7 @@ func TestSilencesConcurrent(t *testing.T) {
 	for w := range 4 {
 		wg.Go(func() {
 			for i := range 50 {
-				_, err := s.Add(Silence{Matchers: mustParseMatchers(t, fmt.Sprintf(`gpu="%d"`, w*100+i)), StartsAt: silT0, EndsAt: silT0.Add(time.Hour)})
+				_, err := s.Add(Silence{Matchers: mustParseMatchers(t, fmt.Sprintf(`gpu="%d"`, w*100+i)), StartsAt: silT0, EndsAt: silT0.Add(time.Hour)}, silT0)
 				if err != nil {
 					t.Errorf("Add: %v", err)
 					return
@@ -434,7 +434,7 @@ func BenchmarkSilencesMutes(b *testing.B) {
 		b.Fatal(err)
 	}
 	for i := range 100 {
-		if _, err := s.Add(Silence{Matchers: mustParseMatchers(b, fmt.Sprintf(`{alert="GPUHot", host=~"node-%d"}`, i)), StartsAt: silT0, EndsAt: silT0.Add(time.Hour)}); err != nil {
+		if _, err := s.Add(Silence{Matchers: mustParseMatchers(b, fmt.Sprintf(`{alert="GPUHot", host=~"node-%d"}`, i)), StartsAt: silT0, EndsAt: silT0.Add(time.Hour)}, silT0); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -445,4 +445,110 @@ func BenchmarkSilencesMutes(b *testing.B) {
 			b.Fatal("want muted")
 		}
 	}
+}
+
+// TestSilencesBounded: a silence is refused when its parts are too big or
+// when too many are active; past MaxKeptSilences, adding forgets the
+// expired silences that ended first, so the store never grows unbounded.
+func TestSilencesBounded(t *testing.T) {
+	hot := func() Matchers { return mustParseMatchers(t, `alert="GPUHot"`) }
+	s, st := newTestSilences(t)
+	for _, tt := range []struct {
+		name string
+		sil  Silence
+		want string
+	}{
+		{"a 1 MB comment", Silence{Matchers: hot(), Comment: strings.Repeat("x", 1<<20)},
+			"a silence's comment is 1048576 bytes, the most is 1024"},
+		{"a long created_by", Silence{Matchers: hot(), CreatedBy: strings.Repeat("x", 300)},
+			"a silence's created_by is 300 bytes, the most is 256"},
+		{"too many matchers", Silence{Matchers: slices.Repeat(hot(), 40)},
+			"a silence has 40 matchers, the most is 32"},
+		{"a long matcher value", Silence{Matchers: mustParseMatchers(t, `alert="`+strings.Repeat("x", 2000)+`"`)},
+			"silence matcher 0: its value is 2000 bytes, the most is 1024"},
+		{"too big in all", Silence{Matchers: slices.Repeat(mustParseMatchers(t, `alert="`+strings.Repeat("x", 1000)+`"`), 5)},
+			"a silence takes"},
+	} {
+		tt.sil.StartsAt, tt.sil.EndsAt = silT0, silT0.Add(time.Hour)
+		if _, err := s.Add(tt.sil, silT0); err == nil || !strings.HasPrefix(err.Error(), tt.want) {
+			t.Errorf("%s: Add: got %v, want %q…", tt.name, err, tt.want)
+		}
+	}
+	if len(st.data) != 0 {
+		t.Fatalf("after refused adds: %d stored, want none", len(st.data))
+	}
+
+	s.maxActive, s.maxKept = 10, 50 // the constants' 1000 and 5000 would only be slower
+	for i := range s.maxActive {
+		if _, err := s.Add(Silence{Matchers: hot(), StartsAt: silT0, EndsAt: silT0.Add(time.Duration(i+1) * time.Minute)}, silT0); err != nil {
+			t.Fatalf("Add %d: %v", i, err)
+		}
+	}
+	if _, err := s.Add(Silence{Matchers: hot(), StartsAt: silT0, EndsAt: silT0.Add(time.Hour)}, silT0); !errors.Is(err, ErrTooManySilences) {
+		t.Fatalf("Add past %d active: got %v, want ErrTooManySilences", s.maxActive, err)
+	}
+
+	// Time passes: they all expire, and each later one is added in their place.
+	later := silT0.Add(24 * time.Hour)
+	for i := range s.maxKept {
+		if _, err := s.Add(Silence{Matchers: hot(), StartsAt: later, EndsAt: later.Add(time.Duration(i+1) * time.Second)}, later.Add(time.Duration(i)*time.Second)); err != nil {
+			t.Fatalf("Add %d later: %v", i, err)
+		}
+	}
+	if got := len(st.data); got != s.maxKept {
+		t.Errorf("after %d adds: %d stored, want at most %d", s.maxActive+s.maxKept, got, s.maxKept)
+	}
+	for _, sil := range s.List(later) {
+		if sil.EndsAt.Before(later) {
+			t.Fatalf("silence %s that ended at %v is still kept: the oldest expired go first", sil.ID, sil.EndsAt)
+		}
+	}
+}
+
+// TestSilencesReadDuringStalledWrite: a write the store does not finish
+// (a stalled disk) keeps neither List nor Mutes waiting.
+func TestSilencesReadDuringStalledWrite(t *testing.T) {
+	st := &stallingSilenceStore{memSilenceStore: newMemSilenceStore(), stall: make(chan struct{}), entered: make(chan struct{})}
+	s, err := NewSilences(st, sequentialSilenceIDs())
+	if err != nil {
+		t.Fatal(err)
+	}
+	added := make(chan error, 1)
+	go func() {
+		_, err := s.Add(Silence{Matchers: mustParseMatchers(t, `alert="GPUHot"`), StartsAt: silT0, EndsAt: silT0.Add(time.Hour)}, silT0)
+		added <- err
+	}()
+	<-st.entered
+	read := make(chan struct{})
+	go func() {
+		s.List(silT0)
+		s.Mutes(map[string]string{"alert": "GPUHot"}, silT0)
+		close(read)
+	}()
+	select {
+	case <-read:
+	case <-time.After(10 * time.Second):
+		t.Fatal("List and Mutes waited for a stalled write")
+	}
+	close(st.stall)
+	if err := <-added; err != nil {
+		t.Fatalf("Add once the store answered: %v", err)
+	}
+	if _, muted := s.Mutes(map[string]string{"alert": "GPUHot"}, silT0); !muted {
+		t.Errorf("after the write finished: not muted, want the silence in force")
+	}
+}
+
+// stallingSilenceStore blocks its first Put until stall is closed.
+type stallingSilenceStore struct {
+	*memSilenceStore
+	stall   chan struct{}
+	entered chan struct{}
+	once    sync.Once
+}
+
+func (s *stallingSilenceStore) Put(key string, value []byte) error {
+	s.once.Do(func() { close(s.entered) })
+	<-s.stall
+	return s.memSilenceStore.Put(key, value)
 }

@@ -69,6 +69,8 @@ type App struct {
 	slowAfter time.Duration
 	// posts are the response_url posts and button clicks still in flight.
 	posts sync.WaitGroup
+	// replays catches a signed request sent again.
+	replays replays
 }
 
 // New returns the app answering from b.
@@ -151,9 +153,17 @@ func (a *App) readSigned(w http.ResponseWriter, r *http.Request) (url.Values, bo
 		http.Error(w, "could not read the request body", http.StatusBadRequest)
 		return nil, false
 	}
-	if err := Verify(a.secret, r.Header, body, a.now()); err != nil {
+	now := a.now()
+	if err := Verify(a.secret, r.Header, body, now); err != nil {
 		a.log.Warn("slack request refused", "path", r.URL.Path, "remote", r.RemoteAddr, "reason", err.Error())
 		http.Error(w, "invalid Slack request signature", http.StatusUnauthorized)
+		return nil, false
+	}
+	if !a.replays.first(r.Header.Get("X-Slack-Signature"), signedUntil(r.Header), now) {
+		// Answered with an empty 200, as Slack takes an acknowledgement,
+		// so whoever replays it learns nothing and nothing happens twice.
+		a.log.Warn("slack request replayed: answered without acting", "path", r.URL.Path, "remote", r.RemoteAddr)
+		w.WriteHeader(http.StatusOK)
 		return nil, false
 	}
 	form, err := url.ParseQuery(string(body))

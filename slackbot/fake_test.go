@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -224,13 +225,17 @@ func signed(path, body string) *http.Request {
 	return r
 }
 
+// triggers numbers the commands tests send: each has its own trigger_id,
+// as each of Slack's does, so none is a replay of another.
+var triggers atomic.Int64
+
 // commandBody is a slash command's form from user (ID and name) in
 // channel C0GPU (#gpu).
 func commandBody(text, userID, userName, responseURL string) string {
 	return url.Values{
 		"token": {"ignored"}, "team_id": {"T1"}, "channel_id": {"C0GPU"}, "channel_name": {"gpu"},
 		"user_id": {userID}, "user_name": {userName}, "command": {"/gpu"}, "text": {text},
-		"response_url": {responseURL}, "trigger_id": {"1.2.3"},
+		"response_url": {responseURL}, "trigger_id": {fmt.Sprintf("1.2.%d", triggers.Add(1))},
 	}.Encode()
 }
 

@@ -59,6 +59,13 @@ func Verify(signingSecret string, header http.Header, body []byte, now time.Time
 	return nil
 }
 
+// signedUntil is when Verify stops accepting a request with this
+// (already verified) header: MaxClockSkew after its timestamp.
+func signedUntil(header http.Header) time.Time {
+	sec, _ := strconv.ParseInt(header.Get("X-Slack-Request-Timestamp"), 10, 64)
+	return time.Unix(sec, 0).Add(MaxClockSkew)
+}
+
 // signature is the raw HMAC-SHA256 of Slack's v0 base string.
 func signature(secret, ts string, body []byte) []byte {
 	mac := hmac.New(sha256.New, []byte(secret))

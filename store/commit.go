@@ -26,7 +26,7 @@ func (db *DB) Commit(outbox map[string][][]byte, put map[string]map[string][]byt
 			}
 		}
 	}
-	err := db.bolt.Update(func(tx *bolt.Tx) error {
+	err := db.update(func(tx *bolt.Tx) error {
 		for receiver, payloads := range outbox {
 			if err := enqueue(tx, receiver, payloads, nil); err != nil {
 				return err

@@ -31,7 +31,7 @@ func (db *DB) Bury(receiver string, id uint64, reason string, at time.Time, atte
 	if err := checkName("receiver", receiver); err != nil {
 		return fmt.Errorf("bury: %w", err)
 	}
-	err := db.bolt.Update(func(tx *bolt.Tx) error {
+	err := db.update(func(tx *bolt.Tx) error {
 		q := tx.Bucket(bucketOutbox).Bucket([]byte(receiver))
 		key := itob(id)
 		if q == nil || !has(q, key) {
@@ -64,7 +64,7 @@ func (db *DB) Bury(receiver string, id uint64, reason string, at time.Time, atte
 // by the order they were buried); a limit of zero or less returns them all.
 func (db *DB) DeadLetters(limit int) ([]DeadLetter, error) {
 	var out []DeadLetter
-	err := db.bolt.View(func(tx *bolt.Tx) error {
+	err := db.view(func(tx *bolt.Tx) error {
 		c := tx.Bucket(bucketDead).Cursor()
 		for k, v := c.Last(); k != nil && (limit <= 0 || len(out) < limit); k, v = c.Prev() {
 			// decodeDeadLetter copies everything out of bbolt's memory.
@@ -87,7 +87,7 @@ func (db *DB) DeadLetters(limit int) ([]DeadLetter, error) {
 func (db *DB) ForgetDeadLetters(before time.Time) (int, error) {
 	limit := timeKey(before)
 	var n int
-	err := db.bolt.Update(func(tx *bolt.Tx) error {
+	err := db.update(func(tx *bolt.Tx) error {
 		dead := tx.Bucket(bucketDead)
 		// Collect first: deleting under a bbolt cursor can skip keys.
 		var old [][]byte

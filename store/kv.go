@@ -31,7 +31,7 @@ func (db *DB) PutMany(bucket string, kv map[string][]byte, del []string) error {
 	if len(kv) == 0 && len(del) == 0 {
 		return nil
 	}
-	err := db.bolt.Update(func(tx *bolt.Tx) error { return applyKV(tx, bucket, kv, del) })
+	err := db.update(func(tx *bolt.Tx) error { return applyKV(tx, bucket, kv, del) })
 	if err != nil {
 		return fmt.Errorf("put in %q: %w", bucket, err)
 	}
@@ -76,7 +76,7 @@ func (db *DB) Get(bucket, key string) ([]byte, bool, error) {
 		val   []byte
 		found bool
 	)
-	err := db.bolt.View(func(tx *bolt.Tx) error {
+	err := db.view(func(tx *bolt.Tx) error {
 		b := tx.Bucket(bucketKV).Bucket([]byte(bucket))
 		if b == nil || key == "" {
 			return nil
@@ -104,7 +104,7 @@ func (db *DB) All(bucket string) (map[string][]byte, error) {
 		return nil, fmt.Errorf("all: %w", err)
 	}
 	out := make(map[string][]byte)
-	err := db.bolt.View(func(tx *bolt.Tx) error {
+	err := db.view(func(tx *bolt.Tx) error {
 		b := tx.Bucket(bucketKV).Bucket([]byte(bucket))
 		if b == nil {
 			return nil

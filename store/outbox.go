@@ -28,7 +28,7 @@ func (db *DB) Enqueue(receiver string, payloads ...[]byte) ([]uint64, error) {
 		return nil, nil
 	}
 	ids := make([]uint64, 0, len(payloads))
-	err := db.bolt.Update(func(tx *bolt.Tx) error { return enqueue(tx, receiver, payloads, &ids) })
+	err := db.update(func(tx *bolt.Tx) error { return enqueue(tx, receiver, payloads, &ids) })
 	if err != nil {
 		return nil, fmt.Errorf("enqueue to %q: %w", receiver, err)
 	}
@@ -67,7 +67,7 @@ func (db *DB) Pending(receiver string, limit int) ([]Entry, error) {
 		return nil, fmt.Errorf("pending: %w", err)
 	}
 	var out []Entry
-	err := db.bolt.View(func(tx *bolt.Tx) error {
+	err := db.view(func(tx *bolt.Tx) error {
 		q := tx.Bucket(bucketOutbox).Bucket([]byte(receiver))
 		if q == nil {
 			return nil
@@ -98,7 +98,7 @@ func (db *DB) Ack(receiver string, ids ...uint64) error {
 	if len(ids) == 0 {
 		return nil
 	}
-	err := db.bolt.Update(func(tx *bolt.Tx) error {
+	err := db.update(func(tx *bolt.Tx) error {
 		q := tx.Bucket(bucketOutbox).Bucket([]byte(receiver))
 		if q == nil {
 			return nil
@@ -123,7 +123,7 @@ func (db *DB) Replace(receiver string, id uint64, payload []byte) error {
 	if err := checkName("receiver", receiver); err != nil {
 		return fmt.Errorf("replace: %w", err)
 	}
-	err := db.bolt.Update(func(tx *bolt.Tx) error {
+	err := db.update(func(tx *bolt.Tx) error {
 		q := tx.Bucket(bucketOutbox).Bucket([]byte(receiver))
 		key := itob(id)
 		if q == nil || !has(q, key) {
@@ -153,7 +153,7 @@ func (db *DB) PendingCount(receiver string) (int, error) {
 // bucket that does not exist holds none.
 func (db *DB) keyCount(parent []byte, name string) (int, error) {
 	var n int
-	err := db.bolt.View(func(tx *bolt.Tx) error {
+	err := db.view(func(tx *bolt.Tx) error {
 		if b := tx.Bucket(parent).Bucket([]byte(name)); b != nil {
 			n = b.Stats().KeyN
 		}
@@ -166,7 +166,7 @@ func (db *DB) keyCount(parent []byte, name string) (int, error) {
 // those whose queue is empty now.
 func (db *DB) Receivers() ([]string, error) {
 	var out []string
-	err := db.bolt.View(func(tx *bolt.Tx) error {
+	err := db.view(func(tx *bolt.Tx) error {
 		c := tx.Bucket(bucketOutbox).Cursor()
 		for k, v := c.First(); k != nil; k, v = c.Next() {
 			if v == nil { // a nested bucket: a receiver's queue

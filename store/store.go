@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -75,7 +76,9 @@ type DB struct {
 // the file (mode 0600) when they do not exist, and stamps a new store with
 // SchemaVersion. It fails with a message that says what to do when another
 // process holds the file (ErrInUse), when the file is not a gpuwatch store
-// (ErrNotStore) or when a newer gpuwatch wrote it (ErrSchemaTooNew).
+// (ErrNotStore), when a newer gpuwatch wrote it (ErrSchemaTooNew) or when
+// its pages are damaged (ErrCorrupt). An existing file is checked, page by
+// page, before anything is written to it: a refused file is left as it was.
 func Open(path string, opts Options) (*DB, error) {
 	if path == "" {
 		return nil, errors.New("open store: empty path: set storage.path to a file")
@@ -87,12 +90,34 @@ func Open(path string, opts Options) (*DB, error) {
 	if timeout <= 0 {
 		timeout = DefaultTimeout
 	}
-	b, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: timeout, NoSync: opts.NoSync})
+	if err := checkIntact(path, timeout); err != nil {
+		return nil, err
+	}
+	var (
+		b    *bolt.DB
+		file *os.File // closed when bbolt panics halfway, to release the lock
+	)
+	err := guard(func() error {
+		var err error
+		b, err = bolt.Open(path, 0o600, &bolt.Options{Timeout: timeout, NoSync: opts.NoSync,
+			OpenFile: func(name string, flag int, mode os.FileMode) (*os.File, error) {
+				f, err := os.OpenFile(name, flag, mode)
+				file = f
+				return f, err
+			}})
+		return err
+	})
+	if p := (panicError{}); errors.As(err, &p) {
+		if file != nil {
+			_ = file.Close()
+		}
+		return nil, damaged(path, p.Error(), nil)
+	}
 	if err != nil {
 		return nil, openFailure(path, err)
 	}
 	db := &DB{path: path, bolt: b}
-	if err := db.bolt.Update(db.initSchema); err != nil {
+	if err := db.update(db.initSchema); err != nil {
 		_ = b.Close()
 		return nil, err
 	}
@@ -108,7 +133,11 @@ func openFailure(path string, err error) error {
 			msg:  path + " is in use by another gpuwatch (or another program): stop it or set storage.path to another file",
 			kind: ErrInUse, cause: err,
 		}
-	case errors.Is(err, berrors.ErrInvalid), errors.Is(err, berrors.ErrVersionMismatch), errors.Is(err, berrors.ErrChecksum):
+	case errors.Is(err, berrors.ErrChecksum):
+		return damaged(path, "both of its meta pages fail their checksum", err)
+	case strings.HasPrefix(err.Error(), "file size too small"):
+		return damaged(path, "it is shorter than two pages: it was cut short", err)
+	case errors.Is(err, berrors.ErrInvalid), errors.Is(err, berrors.ErrVersionMismatch):
 		return &openError{
 			msg:  fmt.Sprintf("%s is not a gpuwatch store: it is not a bbolt database (%v): move it away or set storage.path to another file", path, err),
 			kind: ErrNotStore, cause: err,

@@ -114,7 +114,9 @@ func (es Errors) Err() error {
 }
 
 // Parse parses YAML text into its document node. A syntax error becomes an
-// *Error with the line yaml.v3 reports.
+// *Error with the line yaml.v3 reports; so do aliases that make the
+// document stand for far more than is written in it, or for an endless
+// one (see MaxExpandedNodes).
 func Parse(file string, data []byte) (*yaml.Node, error) {
 	var doc yaml.Node
 	if err := yaml.Unmarshal(data, &doc); err != nil {
@@ -122,6 +124,9 @@ func Parse(file string, data []byte) (*yaml.Node, error) {
 	}
 	if doc.Kind == 0 || len(doc.Content) == 0 {
 		return nil, &Error{File: file, Pos: Pos{1, 1}, Msg: "the file is empty"}
+	}
+	if err := checkAliases(file, doc.Content[0]); err != nil {
+		return nil, err
 	}
 	return doc.Content[0], nil
 }

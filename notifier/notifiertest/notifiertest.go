@@ -124,10 +124,10 @@ func RunStatusTable(t *testing.T, okBody string, newNotifier func(url string) no
 		case !c.OK && retry != c.Retry:
 			t.Errorf("HTTP %d: got retry=%v (%v), want retry=%v", c.Status, retry, err, c.Retry)
 		}
-		if c.Status == http.StatusTooManyRequests {
+		if c.Status == http.StatusTooManyRequests || c.Status == http.StatusServiceUnavailable {
 			var ra *notifier.RetryAfterError
 			if !asRetryAfter(err, &ra) || ra.After != 7*time.Second {
-				t.Errorf("HTTP 429 with Retry-After: 7: got %v, want a RetryAfterError of 7s", err)
+				t.Errorf("HTTP %d with Retry-After: 7: got %v, want a RetryAfterError of 7s", c.Status, err)
 			}
 		}
 	}

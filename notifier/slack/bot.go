@@ -49,6 +49,9 @@ func (p *plan) add(kind string, rec *record, a notifier.Alert) {
 func (n *Notifier) notifyBot(ctx context.Context, m *notifier.Notification) (bool, error) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
+	if len(n.unsaved) > 0 {
+		n.flushUnsaved()
+	}
 	now := n.now()
 	p := n.plan(m)
 	if len(p.fresh) > 0 {
@@ -105,7 +108,7 @@ func (n *Notifier) postNew(ctx context.Context, alerts []notifier.Alert, now tim
 	blocks, text := render(alerts, now)
 	channel, ts, err := n.post(ctx, "", blocks, text)
 	if err != nil {
-		return n.fail("chat.postMessage", err)
+		return n.fail(ctx, "chat.postMessage", err)
 	}
 	n.save(&record{Channel: channel, TS: ts, Alerts: alerts}, alertKeys(alerts))
 	return false, nil
@@ -120,7 +123,7 @@ func (n *Notifier) replyRepeat(ctx context.Context, t *thread, now time.Time) (b
 		return n.postNew(ctx, t.alerts, now)
 	}
 	if err != nil {
-		return n.fail("chat.postMessage (thread reply)", err)
+		return n.fail(ctx, "chat.postMessage (thread reply)", err)
 	}
 	rec := *t.rec
 	rec.Replied = make(map[string]time.Time, len(t.rec.Replied)+len(t.alerts))
@@ -166,11 +169,11 @@ func (n *Notifier) resolve(ctx context.Context, t *thread, now time.Time) (bool,
 		return n.postNew(ctx, t.alerts, now)
 	}
 	if err != nil {
-		return n.fail("chat.update", err)
+		return n.fail(ctx, "chat.update", err)
 	}
 	reply := resolvedReply(t.alerts, now)
 	if _, _, err := n.postIn(ctx, rec.Channel, rec.TS, nil, reply); err != nil && !messageGone(err) {
-		return n.fail("chat.postMessage (thread reply)", err)
+		return n.fail(ctx, "chat.postMessage (thread reply)", err)
 	}
 	n.save(rec, keys)
 	return false, nil

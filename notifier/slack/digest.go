@@ -30,10 +30,10 @@ func (n *Notifier) notifyDigest(ctx context.Context, d *notifier.Digest) (bool, 
 	}
 	text := blockkit.Escape(title)
 	if n.api == nil {
-		return n.fail("webhook", n.postWebhook(ctx, blocks, text))
+		return n.fail(ctx, "webhook", n.postWebhook(ctx, blocks, text))
 	}
 	if _, _, err := n.post(ctx, "", blocks, text); err != nil {
-		return n.fail("chat.postMessage", err)
+		return n.fail(ctx, "chat.postMessage", err)
 	}
 	return false, nil
 }

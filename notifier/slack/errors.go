@@ -9,6 +9,8 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"strconv"
+	"time"
 
 	goslack "github.com/slack-go/slack"
 
@@ -56,8 +58,9 @@ func slackErrorHint(code string) string {
 // 5xx, the ok:false errors that mean "later", transport errors and
 // timeouts are retried; other HTTP statuses and ok:false errors are
 // permanent. A 2xx status other than 200 counts as delivered (err is
-// nil), as for every other integration. The returned error names no URL.
-func classify(err error) (retry bool, out error) {
+// nil), as for every other integration. retryAfter is the Retry-After of
+// a 503 answer, which slack-go drops. The returned error names no URL.
+func classify(err error, retryAfter time.Duration) (retry bool, out error) {
 	if err == nil {
 		return false, nil
 	}
@@ -75,7 +78,11 @@ func classify(err error) (retry bool, out error) {
 		return true, &notifier.RetryAfterError{After: rateLimited.RetryAfter, Err: errors.New("rate limited")}
 	case errors.As(err, &status):
 		// The same rule as every HTTP integration, in its one place.
-		return notifier.CheckResponse(&http.Response{StatusCode: status.Code, Body: http.NoBody, Header: http.Header{}})
+		header := http.Header{}
+		if retryAfter > 0 {
+			header.Set("Retry-After", strconv.Itoa(int(retryAfter/time.Second)))
+		}
+		return notifier.CheckResponse(&http.Response{StatusCode: status.Code, Body: http.NoBody, Header: header})
 	case errors.As(err, &apiErr):
 		msg := apiErr.Err
 		if hint := slackErrorHint(msg); hint != "" {
@@ -101,8 +108,8 @@ func classify(err error) (retry bool, out error) {
 // fail turns a failed call into what Notify returns: classified, named
 // after the call, with every secret the notifier holds redacted from the
 // text. The chain stays (errors.As finds a *notifier.RetryAfterError).
-func (n *Notifier) fail(op string, err error) (bool, error) {
-	retry, err := classify(err)
+func (n *Notifier) fail(ctx context.Context, op string, err error) (bool, error) {
+	retry, err := classify(err, retryAfterOf(ctx))
 	if err == nil {
 		return false, nil
 	}

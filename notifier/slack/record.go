@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/gpuwatch/gpuwatch/notifier"
@@ -60,18 +62,23 @@ func (n *Notifier) recordKey(alertKey string) string {
 	return n.name + "/" + alertKey
 }
 
-// load returns the record of an alert, or nil when there is none. A store
-// that fails must not stop a delivery: the failure is logged and the alert
-// gets a new message. An undecodable record is deleted.
+// load returns the record of an alert, or nil when there is none. A
+// record the store refused to save is found in memory. A store that fails
+// must not stop a delivery: the failure is logged and the alert gets a new
+// message. An undecodable record is deleted. The caller holds n.mu.
 func (n *Notifier) load(alertKey string) *record {
 	if n.opts.Messages == nil {
 		return nil
 	}
 	key := n.recordKey(alertKey)
-	b, ok, err := n.opts.Messages.Get(key)
-	if err != nil {
-		n.log.Warn("slack message record not read: the alert gets a new message", "receiver", n.name, "key", key, "err", n.redact(err))
-		return nil
+	b, ok := n.unsaved[key]
+	if !ok {
+		var err error
+		b, ok, err = n.opts.Messages.Get(key)
+		if err != nil {
+			n.log.Warn("slack message record not read: the alert gets a new message", "receiver", n.name, "key", key, "err", n.redact(err))
+			return nil
+		}
 	}
 	if !ok {
 		return nil
@@ -79,6 +86,7 @@ func (n *Notifier) load(alertKey string) *record {
 	r, err := decodeRecord(b)
 	if err != nil {
 		n.log.Warn("slack message record dropped", "receiver", n.name, "key", key, "err", err)
+		delete(n.unsaved, key)
 		if err := n.opts.Messages.Delete(key); err != nil {
 			n.log.Warn("slack message record not deleted", "receiver", n.name, "key", key, "err", n.redact(err))
 		}
@@ -89,8 +97,10 @@ func (n *Notifier) load(alertKey string) *record {
 
 // save stores r under the alert keys. The message is already in Slack, so
 // a store failure is logged, never returned: returning it would make the
-// outbox post the message again. The cost of a lost record is that the
-// alert's next transition posts a new message instead of threading.
+// outbox post the message again. A record the store refuses is kept in
+// memory, where load finds it, and written with the next save: while the
+// process lives, a sick store never makes an alert a second message. The
+// caller holds n.mu.
 func (n *Notifier) save(r *record, alertKeys []string) {
 	if n.opts.Messages == nil || r.Channel == "" || r.TS == "" || len(alertKeys) == 0 {
 		return
@@ -101,10 +111,21 @@ func (n *Notifier) save(r *record, alertKeys []string) {
 		return
 	}
 	for _, k := range alertKeys {
-		if err := n.opts.Messages.Put(n.recordKey(k), b); err != nil {
-			n.log.Warn("slack message record not saved: the alert's next transition gets a new message",
-				"receiver", n.name, "key", n.recordKey(k), "err", n.redact(err))
+		n.unsaved[n.recordKey(k)] = b
+	}
+	n.flushUnsaved()
+}
+
+// flushUnsaved writes the records the store refused before; those it
+// refuses again stay in memory.
+func (n *Notifier) flushUnsaved() {
+	for _, key := range slices.Sorted(maps.Keys(n.unsaved)) {
+		if err := n.opts.Messages.Put(key, n.unsaved[key]); err != nil {
+			n.log.Warn("slack message record not saved: kept in memory until the store takes it; a restart before then makes the alert's next transition a new message",
+				"receiver", n.name, "key", key, "unsaved", len(n.unsaved), "err", n.redact(err))
+			return // the store refuses: the others would fail alike
 		}
+		delete(n.unsaved, key)
 	}
 }
 

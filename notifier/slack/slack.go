@@ -134,6 +134,9 @@ type Notifier struct {
 	api     *goslack.Client // nil in webhook mode
 	log     *slog.Logger
 	secrets []string
+	// unsaved are message records the store refused, by record key; see
+	// save. Guarded by mu.
+	unsaved map[string][]byte
 }
 
 // New returns the Slack notifier of receiver name. It checks c first and
@@ -148,8 +151,9 @@ func New(name string, c Config, opts Options) (*Notifier, error) {
 	if opts.HTTPClient == nil {
 		opts.HTTPClient = &http.Client{}
 	}
-	n := &Notifier{name: name, cfg: c, opts: opts, log: opts.Logger,
-		secrets: []string{opts.BotToken, strings.TrimSpace(c.WebhookURL)}}
+	opts.HTTPClient = notingClient(opts.HTTPClient)
+	n := &Notifier{name: name, cfg: c, opts: opts, log: opts.Logger, unsaved: map[string][]byte{},
+		secrets: notifier.Secrets(append(notifier.URLSecrets(strings.TrimSpace(c.WebhookURL)), opts.BotToken)...)}
 	if n.log == nil {
 		n.log = slog.New(slog.DiscardHandler)
 	}
@@ -173,6 +177,7 @@ func New(name string, c Config, opts Options) (*Notifier, error) {
 // A digest (Status notifier.StatusDigest) is always one new message: its
 // Digest.Blocks, or its markdown in a section, with the title as text.
 func (n *Notifier) Notify(ctx context.Context, m *notifier.Notification) (retry bool, err error) {
+	ctx = withRetryAfterNote(ctx)
 	if m != nil && (m.Digest != nil || m.Status == notifier.StatusDigest) {
 		return n.notifyDigest(ctx, m.Digest)
 	}

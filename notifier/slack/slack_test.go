@@ -318,28 +318,58 @@ func TestMessageGoneGetsNewMessage(t *testing.T) {
 	}
 }
 
+// TestStoreFailureDoesNotRepost: with the store refusing the message
+// records (a full disk), an alert still gets one channel message: a retry
+// of its notification posts nothing, its repeat replies in the thread and
+// its resolve updates the message. The records reach the store once it
+// takes writes again.
 func TestStoreFailureDoesNotRepost(t *testing.T) {
 	srv := fakeSlack(t, nil)
 	store := newMemStore()
-	store.failPut = errors.New("bbolt: database not open")
+	store.failPut = errors.New("write state.db: no space left on device")
 	var logs bytes.Buffer
 	n, err := New(receiver, Config{Channel: "#gpu-alerts"}, Options{BotToken: "xoxb-test", APIURL: srv.URL + "/api/",
 		Messages: store, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	if err != nil {
 		t.Fatal(err)
 	}
-	retry, err := n.Notify(context.Background(), notifiertest.Notification(notifier.StatusFiring))
+	firing := notifiertest.Notification(notifier.StatusFiring)
+	retry, err := n.Notify(context.Background(), firing)
 	if err != nil {
 		t.Fatalf("got retry=%v err %v, want delivered: the message is in Slack", retry, err)
 	}
-	if !strings.Contains(logs.String(), "bbolt: database not open") {
+	if !strings.Contains(logs.String(), "no space left on device") {
 		t.Errorf("got log %q, want the store error", logs.String())
 	}
-	// Without a record the resolve is a new message.
+	notify(t, n, firing) // the outbox could not ack it either: sent again
+	repeat := notifiertest.Notification(notifier.StatusFiring)
+	repeat.Alerts[0].Repeat = true
+	repeat.Alerts[0].At = notifiertest.Start.Add(4 * time.Hour)
+	notify(t, n, repeat)
 	notify(t, n, notifiertest.Notification(notifier.StatusResolved))
-	got := calls(t, srv)
-	if len(got) != 2 || got[1].Method != "chat.postMessage" || got[1].Form.Has("thread_ts") {
-		t.Errorf("got %d calls, want two channel messages", len(got))
+
+	var channelMessages []string
+	for _, c := range calls(t, srv) {
+		if c.Method == "chat.postMessage" && !c.Form.Has("thread_ts") {
+			channelMessages = append(channelMessages, c.Form.Get("text"))
+		}
+	}
+	if len(channelMessages) != 1 {
+		t.Errorf("got %d channel messages for one alert, want 1: %q", len(channelMessages), channelMessages)
+	}
+	if got := calls(t, srv); len(got) != 4 || got[2].Method != "chat.update" {
+		t.Errorf("got %d calls, want 4: post, repeat reply, update, resolved reply", len(got))
+	}
+
+	store.mu.Lock()
+	store.failPut = nil
+	store.mu.Unlock()
+	other := notifiertest.Notification(notifier.StatusFiring)
+	other.Alerts[0].Key, other.Alerts[0].GPU = "node1/GPUMemoryLeak/GPU-other", 1
+	notify(t, n, other) // the next delivery writes what waited in memory
+	if rec := store.record(t, receiver+"/"+firing.Alerts[0].Key); rec == nil || rec.TS != "1764409265.000001" ||
+		rec.Alerts[0].Status != notifier.StatusResolved {
+		t.Errorf("after the store recovered: got record %+v, want the first message's, resolved", rec)
 	}
 }
 

@@ -14,7 +14,7 @@ import (
 func (n *Notifier) notifyWebhook(ctx context.Context, m *notifier.Notification) (bool, error) {
 	alerts := alertsOf(m)
 	blocks, text := render(alerts, n.now())
-	return n.fail("webhook", n.postWebhook(ctx, blocks, text))
+	return n.fail(ctx, "webhook", n.postWebhook(ctx, blocks, text))
 }
 
 // postWebhook posts one message to the incoming webhook, each try within

@@ -70,7 +70,6 @@ import (
 	"bytes"
 	"cmp"
 	"context"
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
@@ -268,41 +267,19 @@ func New(name string, c Config, client *http.Client, now func() time.Time) (*Not
 	return n, nil
 }
 
-// secretsOf lists every string an error must not quote: the URL and its
-// parts, the signing secret, the routing key, header values, and their
-// escaped forms, longest first so a URL is hidden before its path.
+// secretsOf lists every string an error must not quote: the URL's secret
+// parts, the signing secret, the routing key and header values (and the
+// token of an "Authorization: Bearer TOKEN"), in every form a far side may
+// echo them in.
 func secretsOf(c *Config) []string {
-	var s []string
-	add := func(v string) {
-		if len(v) >= 4 {
-			s = append(s, v, url.QueryEscape(v), url.PathEscape(v), strings.ReplaceAll(v, "/", `\/`))
-		}
-	}
-	add(c.URL)
-	if u, err := url.Parse(c.URL); err == nil {
-		add(u.Path)
-		add(u.RawQuery)
-		for _, vs := range u.Query() {
-			for _, v := range vs {
-				add(v)
-			}
-		}
-		if p, ok := u.User.Password(); ok {
-			add(p)
-			// The client sends user:password as an Authorization: Basic header.
-			add(base64.StdEncoding.EncodeToString([]byte(u.User.Username() + ":" + p)))
-		}
-	}
-	add(c.Secret)
-	add(c.RoutingKey)
+	values := append(notifier.URLSecrets(c.URL), c.Secret, c.RoutingKey)
 	for _, v := range c.Headers {
-		add(v)
+		values = append(values, v)
 		if _, token, ok := strings.Cut(v, " "); ok { // "Bearer TOKEN"
-			add(strings.TrimSpace(token))
+			values = append(values, strings.TrimSpace(token))
 		}
 	}
-	slices.SortFunc(s, func(a, b string) int { return cmp.Compare(len(b), len(a)) })
-	return slices.Compact(s)
+	return notifier.Secrets(values...)
 }
 
 // Notify makes one attempt to deliver m: one request, or for pagerduty one

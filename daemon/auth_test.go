@@ -1,0 +1,174 @@
+package daemon_test
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/crypto/bcrypt"
+
+	"github.com/gpuwatch/gpuwatch/config"
+	"github.com/gpuwatch/gpuwatch/internal/testcert"
+	"github.com/gpuwatch/gpuwatch/notifier/notifiertest"
+)
+
+const (
+	apiToken    = "9c1f0e4d7b2a6c3e8f5d0a1b2c3d4e5f"
+	apiPassword = "correct horse battery staple"
+)
+
+// authConfig is a daemon on loopback with TLS, an API token in a file,
+// the basic-auth user alice, and the Slack app, all beside dir.
+func authConfig(t *testing.T, dir string) *config.Config {
+	t.Helper()
+	certFile, keyFile := testcert.Write(t, dir)
+	if err := os.WriteFile(filepath.Join(dir, "api-token"), []byte(apiToken+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	hash, err := bcrypt.GenerateFromPassword([]byte(apiPassword), bcrypt.MinCost)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := fmt.Sprintf(`storage: {path: %s}
+server:
+  listen: 127.0.0.1:0
+  tls: {cert_file: %s, key_file: %s}
+  bearer_token_file: api-token
+  basic_auth_users:
+    alice: %s
+slack:
+  signing_secret: %s
+source: {type: sim}
+receivers: [{name: hook, webhook: {url: "http://127.0.0.1:1/hook"}}]
+route: {receiver: hook}
+%s`, filepath.Join(dir, "state.db"), certFile, keyFile, hash, signingSecret, hotRule)
+	cfg, err := config.Parse(filepath.Join(dir, "gpuwatch.yaml"), []byte(text), func(string) (string, bool) { return "", false })
+	if err != nil {
+		t.Fatalf("config.Parse: %v", err)
+	}
+	return cfg
+}
+
+// trusting is an HTTPS client that trusts the certificate in certFile.
+func trusting(t *testing.T, certFile string) *http.Client {
+	t.Helper()
+	pem, err := os.ReadFile(certFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(pem)
+	return &http.Client{Timeout: patience, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
+}
+
+// TestAPIAuthentication: with server.tls and credentials configured, every
+// API path and /metrics refuse a request without valid credentials (401),
+// take the token or alice's password, and speak HTTPS only; /healthz and
+// the Slack app (which checks Slack's signatures) need none. No credential
+// reaches the log or an answer.
+func TestAPIAuthentication(t *testing.T) {
+	dir := t.TempDir()
+	cfg := authConfig(t, dir)
+	r := start(t, cfg, nil)
+	client := trusting(t, cfg.Server.TLS.CertFile)
+	base := "https://" + r.D.Addr()
+	do := func(method, path, body string, auth func(*http.Request)) (int, string) {
+		t.Helper()
+		req, err := http.NewRequest(method, base+path, strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if auth != nil {
+			auth(req)
+		}
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatalf("%s %s: %v", method, path, err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	bearer := func(token string) func(*http.Request) {
+		return func(r *http.Request) { r.Header.Set("Authorization", "Bearer "+token) }
+	}
+	basic := func(user, password string) func(*http.Request) {
+		return func(r *http.Request) { r.SetBasicAuth(user, password) }
+	}
+	var answers strings.Builder
+	protected := []struct{ method, path, body string }{
+		{http.MethodGet, "/api/v1/status", ""},
+		{http.MethodGet, "/api/v1/alerts", ""},
+		{http.MethodGet, "/api/v1/silences", ""},
+		{http.MethodPost, "/api/v1/silences", `{"matchers":["alert=\"GPUHot\""],"duration":"1h"}`},
+		{http.MethodDelete, "/api/v1/silences/nope", ""},
+		{http.MethodGet, "/api/v1/outbox", ""},
+		{http.MethodGet, "/api/v1/digest", ""},
+		{http.MethodGet, "/metrics", ""},
+	}
+	for _, p := range protected {
+		for name, auth := range map[string]func(*http.Request){
+			"no credentials": nil, "a wrong token": bearer(apiToken + "x"), "a wrong password": basic("alice", "wrong"),
+			"an unknown user": basic("mallory", apiPassword), "the token as a password": basic("alice", apiToken),
+		} {
+			code, body := do(p.method, p.path, p.body, auth)
+			answers.WriteString(body)
+			if code != http.StatusUnauthorized {
+				t.Errorf("%s %s with %s: got HTTP %d, want 401", p.method, p.path, name, code)
+			}
+		}
+		for name, auth := range map[string]func(*http.Request){"the token": bearer(apiToken), "alice's password": basic("alice", apiPassword)} {
+			code, body := do(p.method, p.path, p.body, auth)
+			answers.WriteString(body)
+			if code == http.StatusUnauthorized {
+				t.Errorf("%s %s with %s: got HTTP 401, want it let in", p.method, p.path, name)
+			}
+		}
+	}
+	if code, body := do(http.MethodGet, "/healthz", "", nil); code != http.StatusOK || body != "ok\n" {
+		t.Errorf("GET /healthz without credentials: got HTTP %d %q, want 200 ok", code, body)
+	}
+	form := url.Values{"command": {"/gpu"}, "text": {"alerts"}, "user_id": {"U1"}, "channel_id": {"C1"}}.Encode()
+	signed := slackRequest("/slack/commands", form, signingSecret, time.Now())
+	signed.RequestURI, signed.URL = "", mustURL(t, base+"/slack/commands")
+	resp, err := client.Do(signed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Errorf("a signed Slack command without API credentials: got HTTP %d, want 200 (Slack's signature is enough)", resp.StatusCode)
+	}
+
+	// Plain HTTP is not served.
+	if resp, err := http.Get("http://" + r.D.Addr() + "/api/v1/status"); err == nil {
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusBadRequest {
+			t.Errorf("plain HTTP to the TLS listener: got HTTP %d, want it refused", resp.StatusCode)
+		}
+	}
+	r.Stop()
+	if !strings.Contains(r.Logs.String(), "HTTP API requests without valid credentials refused") {
+		t.Errorf("the log does not say requests were refused:\n%s", r.Logs)
+	}
+	for where, text := range map[string]string{"the log": r.Logs.String(), "the answers": answers.String()} {
+		notifiertest.AssertNoSecrets(t, where, text, apiToken, apiPassword)
+	}
+}
+
+func mustURL(t *testing.T, raw string) *url.URL {
+	t.Helper()
+	u, err := url.Parse(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u
+}
