@@ -1,0 +1,176 @@
+// Package fleettest runs the real Prometheus and Alertmanager for gpuwatch's
+// fleet tests: each on a free loopback port, with a temporary data
+// directory, stopped when the test ends. Where a binary is missing the test
+// is skipped, saying how to install it — unless GPUWATCH_FLEET_TESTS is
+// "require" (CI sets it), when a missing binary fails the test.
+package fleettest
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// RequireEnv names the variable that turns a missing binary from a skip
+// into a failure.
+const RequireEnv = "GPUWATCH_FLEET_TESTS"
+
+// install says how to get the binaries on Debian or Ubuntu.
+const install = "apt-get install prometheus prometheus-alertmanager"
+
+// Binary returns the path of the named program, skipping (or failing, see
+// RequireEnv) the test when it is not installed.
+func Binary(t testing.TB, name string) string {
+	t.Helper()
+	path, err := exec.LookPath(name)
+	if err == nil {
+		return path
+	}
+	msg := fmt.Sprintf("%s is not installed (%s to run the fleet tests)", name, install)
+	if os.Getenv(RequireEnv) == "require" {
+		t.Fatal(msg)
+	}
+	t.Skip(msg)
+	return ""
+}
+
+// FreeAddr returns a loopback address nobody listens on right now.
+func FreeAddr(t testing.TB) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// Server is a running Prometheus or Alertmanager.
+type Server struct {
+	URL  string // http://127.0.0.1:PORT
+	Addr string // 127.0.0.1:PORT
+	Dir  string // its data directory; its log is Dir/log
+}
+
+// Prometheus starts Prometheus with the given prometheus.yml and returns
+// once it is ready.
+func Prometheus(t testing.TB, config string) *Server {
+	t.Helper()
+	bin := Binary(t, "prometheus")
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "prometheus.yml")
+	if err := os.WriteFile(cfg, []byte(config), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	addr := FreeAddr(t)
+	return start(t, dir, addr, bin,
+		"--config.file="+cfg,
+		"--storage.tsdb.path="+filepath.Join(dir, "data"),
+		"--web.listen-address="+addr,
+		"--web.enable-lifecycle",
+	)
+}
+
+// Alertmanager starts Alertmanager with the given alertmanager.yml, without
+// a cluster (peers, when given, are other Alertmanagers' cluster addresses
+// to gossip with; see ClusterAddr), and returns once it is ready.
+func Alertmanager(t testing.TB, config string, peers ...string) *Server {
+	t.Helper()
+	bin := Binary(t, "prometheus-alertmanager")
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "alertmanager.yml")
+	if err := os.WriteFile(cfg, []byte(config), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	addr := FreeAddr(t)
+	args := []string{
+		"--config.file=" + cfg,
+		"--storage.path=" + filepath.Join(dir, "data"),
+		"--web.listen-address=" + addr,
+	}
+	if len(peers) == 0 {
+		args = append(args, "--cluster.listen-address=")
+	} else {
+		args = append(args, "--cluster.listen-address="+peers[0])
+		for _, p := range peers[1:] {
+			args = append(args, "--cluster.peer="+p)
+		}
+	}
+	return start(t, dir, addr, bin, args...)
+}
+
+// start runs bin with args, logging to dir/log, and waits for /-/ready.
+func start(t testing.TB, dir, addr, bin string, args ...string) *Server {
+	t.Helper()
+	logPath := filepath.Join(dir, "log")
+	logFile, err := os.Create(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	cmd.WaitDelay = 5 * time.Second
+	if err := cmd.Start(); err != nil {
+		cancel()
+		t.Fatalf("start %s: %v", bin, err)
+	}
+	t.Cleanup(func() {
+		cancel()
+		cmd.Wait()
+		logFile.Close()
+	})
+	s := &Server{URL: "http://" + addr, Addr: addr, Dir: dir}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		resp, err := http.Get(s.URL + "/-/ready")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return s
+			}
+		}
+		if time.Now().After(deadline) {
+			log, _ := os.ReadFile(logPath)
+			t.Fatalf("%s did not get ready at %s in 30s; its log:\n%s", filepath.Base(bin), addr, tail(string(log), 3000))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// Log returns what the server has logged.
+func (s *Server) Log() string {
+	b, _ := os.ReadFile(filepath.Join(s.Dir, "log"))
+	return string(b)
+}
+
+func tail(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return "…" + s[len(s)-n:]
+}
+
+// Eventually polls cond every 200ms until it holds or timeout passes, then
+// fails the test with what the last try said.
+func Eventually(t testing.TB, timeout time.Duration, what string, cond func() (bool, string)) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		ok, last := cond()
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not after %v; last: %s", what, timeout, strings.TrimSpace(last))
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
