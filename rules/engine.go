@@ -297,12 +297,7 @@ func (e *Engine) Eval(s *gpu.Snapshot) []Transition {
 		gs := e.state(s.Host, d)
 		gs.index = d.Index
 		gs.host, gs.eval, gs.last, gs.device = s.Host, e.eval, s.Time, *d
-		if gs.holder.observe(s.Time, d) {
-			// A trend is the growth of one job: the next starts afresh.
-			for _, tr := range gs.trends {
-				tr.Restart()
-			}
-		}
+		e.observe(s.Time, d, gs)
 		e.ctx.HeldFor, e.ctx.MissingFor = gs.holder.heldFor(s.Time), 0
 		e.evalDevice(s, d, gs, d.Processes)
 	}
@@ -318,6 +313,46 @@ func (e *Engine) Eval(s *gpu.Snapshot) []Transition {
 	return e.out
 }
 
+// Warm feeds a past snapshot to the GPUs' windows, trends, histories and
+// job tracking without stepping any alert, so that an engine started late
+// (a hub that just restarted, filling its windows from Prometheus's
+// history) judges slopes and trends at once. Snapshots must come in time
+// order and before the first Eval; a warmed GPU is not reported missing
+// until it has been evaluated once.
+func (e *Engine) Warm(s *gpu.Snapshot) {
+	for i := range s.Devices {
+		d := &s.Devices[i]
+		gs := e.state(s.Host, d)
+		gs.index, gs.host = d.Index, s.Host
+		e.observe(s.Time, d, gs)
+		e.feed(s.Time, d, gs)
+		gs.last, gs.device = s.Time, *d
+	}
+}
+
+// observe follows who holds the GPU; a trend is the growth of one job, so
+// when the GPU changes hands its trends start afresh.
+func (e *Engine) observe(t time.Time, d *gpu.Device, gs *gpuState) {
+	if gs.holder.observe(t, d) {
+		for _, tr := range gs.trends {
+			tr.Restart()
+		}
+	}
+}
+
+// feed adds reading d at t to the GPU's windows, trends and histories.
+func (e *Engine) feed(t time.Time, d *gpu.Device, gs *gpuState) {
+	for i, w := range gs.windows {
+		w.Add(t, e.specs[i].metric.Value(d))
+	}
+	for i, tr := range gs.trends {
+		tr.Add(t, e.trends[i].metric.Value(d))
+	}
+	for i := range gs.history {
+		gs.history[i].add(t, e.histories[i].Value(d))
+	}
+}
+
 // missingDevice is d as a GPU that does not report: who it is, with every
 // reading unknown.
 func missingDevice(d *gpu.Device) gpu.Device {
@@ -329,15 +364,7 @@ func missingDevice(d *gpu.Device) gpu.Device {
 // evalDevice feeds the GPU's windows with d and steps each of its alerts;
 // procs are the processes its transitions name.
 func (e *Engine) evalDevice(s *gpu.Snapshot, d *gpu.Device, gs *gpuState, procs []gpu.Process) {
-	for i, w := range gs.windows {
-		w.Add(s.Time, e.specs[i].metric.Value(d))
-	}
-	for i, tr := range gs.trends {
-		tr.Add(s.Time, e.trends[i].metric.Value(d))
-	}
-	for i := range gs.history {
-		gs.history[i].add(s.Time, e.histories[i].Value(d))
-	}
+	e.feed(s.Time, d, gs)
 	e.xids = e.xids[:0]
 	for i := range s.Events {
 		if ev := &s.Events[i]; ev.Kind == gpu.EventXID && ev.GPU == d.Index {

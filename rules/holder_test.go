@@ -298,3 +298,25 @@ rules:
 		t.Fatalf("got %v, want GPULost once, for host b's GPU", lost)
 	}
 }
+
+// TestWarmFillsWindowsWithoutAlerting: an engine warmed with the last 40
+// minutes of a leak (a hub filling its windows from Prometheus at start)
+// says nothing while warming, and fires at the first evaluation that has
+// held for the rule's `for`, not after half an hour of its own samples.
+func TestWarmFillsWindowsWithoutAlerting(t *testing.T) {
+	e := NewEngine(mustRules(t, `
+rules:
+  - alert: Leak
+    when: trend(memory.used, 40m) > 10MiB/min
+`), Options{})
+	for i := 0; i < 40; i++ {
+		e.Warm(snapshot(time.Duration(i)*time.Minute, device(0, 20+float64(i)/2, 90, 60)))
+	}
+	if a := e.Active(); len(a) != 0 {
+		t.Fatalf("warming stepped alerts: %v", a)
+	}
+	got := evalAt(e, 40*time.Minute, device(0, 40, 90, 60))
+	if _, ok := got["Leak/firing"]; !ok {
+		t.Errorf("the first evaluation after warming: got %v, want the leak firing", keys(got))
+	}
+}
