@@ -317,8 +317,8 @@ func (e *Engine) Eval(s *gpu.Snapshot) []Transition {
 // job tracking without stepping any alert, so that an engine started late
 // (a hub that just restarted, filling its windows from Prometheus's
 // history) judges slopes and trends at once. Snapshots must come in time
-// order and before the first Eval; a warmed GPU is not reported missing
-// until it has been evaluated once.
+// order and before the first Eval; a warmed GPU absent from the first
+// Eval's snapshot of its host is missing since its last warmed sample.
 func (e *Engine) Warm(s *gpu.Snapshot) {
 	for i := range s.Devices {
 		d := &s.Devices[i]
