@@ -178,7 +178,7 @@ func serverTrainer(r *rand.Rand, pp *people, g *gpuPlan, start, ramp time.Durati
 		ramp:      ramp,
 		rampPow:   0.5,
 		baseMiB:   plateauMiB,
-		memSD:     between(r, 1, 12),
+		memSD:     between(r, 1, 10),
 		util:      between(r, 86, 97),
 		utilSD:    realUtilSD,
 		habits: &habits{
@@ -228,7 +228,8 @@ func withPassesTo(r *rand.Rand, j *job, g *gpuPlan, every time.Duration, loShare
 
 // slowWarmup makes j's allocator warm up slowly: a quick ramp to 55–70 %
 // of its plateau, then, in 6–9 ever rarer steps (the first and largest at
-// once), the rest, the last step within 10–20 minutes of the start.
+// once, each wait 1.3–1.5 times the last), the rest, the last step 10–20
+// minutes after the start.
 func slowWarmup(r *rand.Rand, j *job) (within time.Duration) {
 	plateau := j.baseMiB
 	j.ramp = durBetween(r, 60*time.Second, 100*time.Second)
@@ -245,11 +246,14 @@ func slowWarmup(r *rand.Rand, j *job) (within time.Duration) {
 		weights[k] = math.Pow(0.85, float64(k)) * between(r, 0.6, 1.4)
 		sum += weights[k]
 	}
-	p := between(r, 1.4, 2)
+	// Each wait 1.3–1.5 times the one before, all of them ending at within.
+	growth := between(r, 1.3, 1.5)
+	first0 := j.habits.steps[0].at
+	wait := float64(j.start+within-first0) * (growth - 1) / (math.Pow(growth, float64(n-1)) - 1)
+	at := float64(first0)
 	for k, w := range weights {
-		x := math.Pow(float64(k+1)/float64(n-1), p)
-		at := rampEnd + time.Duration(x*float64(j.start+within-rampEnd))
-		j.habits.steps = append(j.habits.steps, allocStep{at.Truncate(100 * time.Millisecond), (rest - first) * w / sum})
+		at += wait * math.Pow(growth, float64(k))
+		j.habits.steps = append(j.habits.steps, allocStep{time.Duration(at).Truncate(100 * time.Millisecond), (rest - first) * w / sum})
 	}
 	return within
 }

@@ -247,9 +247,9 @@ func idleResume(r *rand.Rand) *plan {
 }
 
 // leakGappy: two A100 40GB for 3 h at 1 s, power.draw [N/A] on every row
-// and temperature [N/A] now and then; the logger is down 2–3 times for
-// 3–10 minutes. One GPU's job leaks linearly, 15–30 minutes in, to OOM
-// 110–150 minutes later; the other trains.
+// and temperature [N/A] now and then. One GPU's job leaks linearly, 15–30
+// minutes in, to OOM 110–150 minutes later; the other trains. The logger
+// is down 2–3 times for 3–10 minutes before the alert is due.
 func leakGappy(r *rand.Rand) *plan {
 	p := server(r, 3*time.Hour, time.Second, serverA100(), 2)
 	pp := newPeople(r)
@@ -262,7 +262,6 @@ func leakGappy(r *rand.Rand) *plan {
 		}
 		sortSpans(g.hw.tempOut)
 	}
-	p.clock.gaps = gaps(r, 2+r.IntN(2), 3*time.Minute, 10*time.Minute, 10*time.Minute, p.duration-10*time.Minute)
 	leaker := r.IntN(2)
 	for i := range p.gpus {
 		if i != leaker {
@@ -278,6 +277,9 @@ func leakGappy(r *rand.Rand) *plan {
 	j := p.trainerAt(r, pp, leaker, tenthsBetween(r, 30*time.Second, 2*time.Minute), durBetween(r, 100*time.Second, 240*time.Second), share)
 	rate = (oomShare*g.memMiB - g.baselineMiB - j.plateauMiB()) / (oom - from).Minutes()
 	withBlockLeak(r, j, from, oom, rate)
+	// The logger goes down while the alert is due: before the leak's
+	// deadline, 30 minutes before its OOM.
+	p.clock.gaps = gaps(r, 2+r.IntN(2), 3*time.Minute, 10*time.Minute, 10*time.Minute, oom-30*time.Minute)
 	p.story.roles[leaker] = fmt.Sprintf("leaks %.0f MiB/min from %s, OOM at %s", rate, mins(from), mins(oom))
 	p.story.incidents = []incident{leakIncident(fmt.Sprintf("leak-gpu%d", leaker), leaker, from, oom, rate,
 		fmt.Sprintf("linear leak of %.0f MiB/min to CUDA OOM; warn >= 30 min before it, through the logger gaps", rate))}

@@ -79,7 +79,8 @@ func (s Seconds) MarshalJSON() ([]byte, error) {
 	return strconv.AppendFloat(nil, math.Round(float64(s)*10)/10, 'f', 1, 64), nil
 }
 
-func seconds(d time.Duration) Seconds { return Seconds(d.Seconds()) }
+// seconds is d in Seconds, to the tenth.
+func seconds(d time.Duration) Seconds { return Seconds(math.Round(d.Seconds()*10) / 10) }
 
 // story is what a realistic scenario's plan says about itself, for its
 // TruthFile: times as offsets from Start.
