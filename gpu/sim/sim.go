@@ -11,6 +11,12 @@
 // drawn from the seed, so that many seeds of one workload test alert rules
 // fairly. The same Config always gives the same snapshots; Truth says what
 // happened, so tests can check alerts against it.
+//
+// The realistic scenarios (RealisticScenarios) are the eleven workloads of
+// the second trace set, shared/traces/v2, with other numbers for every
+// seed: they sample as nvidia-smi does on a real server (a few ms late each
+// loop, with the logger's gaps), lose GPUs and readings, and each has a
+// TruthFile in the format shared/traces/v2/score.py scores alerts against.
 package sim
 
 import (
