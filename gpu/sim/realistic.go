@@ -107,6 +107,22 @@ func (p *plan) trainerAt(r *rand.Rand, pp *people, i int, start, ramp time.Durat
 	return j
 }
 
+// fastTrainerAt adds to GPU i of p a training job that starts in
+// [startLo, startHi], warms up in 100–300 s, and holds loShare–hiShare of
+// the GPU's memory.
+func (p *plan) fastTrainerAt(r *rand.Rand, pp *people, i int, startLo, startHi time.Duration, loShare, hiShare float64) *job {
+	return p.trainerAt(r, pp, i, tenthsBetween(r, startLo, startHi), durBetween(r, 100*time.Second, 300*time.Second), between(r, loShare, hiShare))
+}
+
+// trainOthers adds such a training job to every GPU of p but GPU except.
+func (p *plan) trainOthers(r *rand.Rand, pp *people, except int, startLo, startHi time.Duration, loShare, hiShare float64) {
+	for i := range p.gpus {
+		if i != except {
+			p.fastTrainerAt(r, pp, i, startLo, startHi, loShare, hiShare)
+		}
+	}
+}
+
 // slowTrainerAt is trainerAt with an allocator that warms up slowly.
 func (p *plan) slowTrainerAt(r *rand.Rand, pp *people, i int, start time.Duration, share float64) *job {
 	j := p.trainerAt(r, pp, i, start, 0, share)
@@ -155,26 +171,21 @@ func creepPlateau(r *rand.Rand) *plan {
 	p := server(r, 5*time.Hour, 5*time.Second, serverA100(), 2)
 	pp := newPeople(r)
 	c := r.IntN(2)
-	for i := range p.gpus {
-		if i != c {
-			p.trainerAt(r, pp, i, tenthsBetween(r, 2*time.Minute, 8*time.Minute), durBetween(r, 100*time.Second, 300*time.Second), between(r, 0.5, 0.75))
-			continue
-		}
-		g := p.gpus[i]
-		j := p.trainerAt(r, pp, i, tenthsBetween(r, 2*time.Minute, 6*time.Minute), durBetween(r, 45*time.Second, 120*time.Second), between(r, 0.35, 0.48))
-		creep(r, j, 0.82*g.memMiB-g.baselineMiB)
-		p.repass(r, i, j)
-		var sizes, ats []string
-		var stepsAt []Seconds
-		for _, s := range j.habits.steps {
-			sizes = append(sizes, fmt.Sprintf("%.1f", s.MiB/1024))
-			ats = append(ats, fmt.Sprintf("%.0f", s.at.Minutes()))
-			stepsAt = append(stepsAt, seconds(s.at))
-		}
-		p.story.roles[i] = fmt.Sprintf("allocator grows %s GiB at %s min, then flat at %s", strings.Join(sizes, "/"), strings.Join(ats, "/"), g.percent(j.plateauMiB()))
-		p.story.notes["creep_gpu"] = i
-		p.story.notes["steps_at_s"] = stepsAt
+	p.trainOthers(r, pp, c, 2*time.Minute, 8*time.Minute, 0.5, 0.75)
+	g := p.gpus[c]
+	j := p.trainerAt(r, pp, c, tenthsBetween(r, 2*time.Minute, 6*time.Minute), durBetween(r, 45*time.Second, 120*time.Second), between(r, 0.35, 0.48))
+	creep(r, j, 0.82*g.memMiB-g.baselineMiB)
+	p.repass(r, c, j)
+	var sizes, ats []string
+	var stepsAt []Seconds
+	for _, s := range j.habits.steps {
+		sizes = append(sizes, fmt.Sprintf("%.1f", s.MiB/1024))
+		ats = append(ats, fmt.Sprintf("%.0f", s.at.Minutes()))
+		stepsAt = append(stepsAt, seconds(s.at))
 	}
+	p.story.roles[c] = fmt.Sprintf("allocator grows %s GiB at %s min, then flat at %s", strings.Join(sizes, "/"), strings.Join(ats, "/"), g.percent(j.plateauMiB()))
+	p.story.notes["creep_gpu"] = c
+	p.story.notes["steps_at_s"] = stepsAt
 	p.story.about = "caching-allocator growth that is not a leak: steps of 1.5-2.5 GB at ~3, 6, 12, 24, 48 (96) min after start, then flat for hours, below 85%"
 	return p.finish()
 }
@@ -184,9 +195,7 @@ func creepPlateau(r *rand.Rand) *plan {
 func gpuLost(r *rand.Rand) *plan {
 	p := server(r, 3*time.Hour, 5*time.Second, serverH100(), 4)
 	pp := newPeople(r)
-	for i := range p.gpus {
-		p.trainerAt(r, pp, i, tenthsBetween(r, 0, 3*time.Minute), durBetween(r, 100*time.Second, 270*time.Second), between(r, 0.45, 0.8))
-	}
+	p.trainOthers(r, pp, -1, 0, 3*time.Minute, 0.45, 0.8)
 	lost := r.IntN(len(p.gpus))
 	at := tenthsBetween(r, 60*time.Minute, 100*time.Minute)
 	p.gpus[lost].hw.lostAt = at
@@ -208,11 +217,7 @@ func idleResume(r *rand.Rand) *plan {
 	p := server(r, 9900*time.Second, 5*time.Second, serverRTX(), 2)
 	pp := newPeople(r)
 	nb := r.IntN(2)
-	for i := range p.gpus {
-		if i != nb {
-			p.trainerAt(r, pp, i, tenthsBetween(r, 3*time.Minute, 15*time.Minute), durBetween(r, 100*time.Second, 300*time.Second), between(r, 0.45, 0.7))
-		}
-	}
+	p.trainOthers(r, pp, nb, 3*time.Minute, 15*time.Minute, 0.45, 0.7)
 	load := tenthsBetween(r, 5*time.Minute, 10*time.Minute)
 	loadFor := durBetween(r, 40*time.Second, 70*time.Second)
 	idle1 := load + loadFor
@@ -233,11 +238,8 @@ func idleResume(r *rand.Rand) *plan {
 	hold := closed - compute.until
 	p.story.roles[nb] = fmt.Sprintf("notebook: loads at %s, idle %.0f-%.0f, computes %.0f-%.0f, idle %.0f-%.0f min, then closed",
 		mins(load), idle1.Minutes(), compute.from.Minutes(), compute.from.Minutes(), compute.until.Minutes(), compute.until.Minutes(), closed.Minutes())
-	p.story.incidents = []incident{{
-		id: fmt.Sprintf("idle-gpu%d", nb), kind: ExpectIdle, gpu: nb,
-		from: compute.until, deadline: compute.until + time.Hour, until: closed + time.Minute, end: closed,
-		why: fmt.Sprintf("20 GiB held and idle for %s: one alert, within an hour; the %s idle before the computation is too short to alert on", mins(hold), mins(compute.from-idle1)),
-	}}
+	p.story.incidents = []incident{idleIncident(nb, compute.until, closed, closed+time.Minute,
+		fmt.Sprintf("20 GiB held and idle for %s: one alert, within an hour; the %s idle before the computation is too short to alert on", mins(hold), mins(compute.from-idle1)))}
 	p.story.notes["first_idle_s"] = []Seconds{seconds(idle1), seconds(compute.from)}
 	p.story.notes["compute_s"] = []Seconds{seconds(compute.from), seconds(compute.until)}
 	p.story.notes["closed_at_s"] = seconds(closed)
@@ -263,11 +265,7 @@ func leakGappy(r *rand.Rand) *plan {
 		sortSpans(g.hw.tempOut)
 	}
 	leaker := r.IntN(2)
-	for i := range p.gpus {
-		if i != leaker {
-			p.trainerAt(r, pp, i, tenthsBetween(r, 30*time.Second, 3*time.Minute), durBetween(r, 100*time.Second, 240*time.Second), between(r, 0.45, 0.7))
-		}
-	}
+	p.trainOthers(r, pp, leaker, 30*time.Second, 3*time.Minute, 0.45, 0.7)
 	g := p.gpus[leaker]
 	from := tenthsBetween(r, 15*time.Minute, 30*time.Minute)
 	rate := between(r, 150, 300)
@@ -285,6 +283,15 @@ func leakGappy(r *rand.Rand) *plan {
 		fmt.Sprintf("linear leak of %.0f MiB/min to CUDA OOM; warn >= 30 min before it, through the logger gaps", rate))}
 	p.story.about = fmt.Sprintf("2 GPUs at 1 s; one leaks linearly to OOM; %d logger gaps of 3-10 min; power.draw [N/A] on every row, temperature [N/A] now and then", len(p.clock.gaps))
 	return p.finish()
+}
+
+// idleIncident is a GPU held idle from from until its memory is freed at
+// end: one alert within the hour; the firings until until belong to it.
+func idleIncident(gpu int, from, end, until time.Duration, why string) incident {
+	return incident{
+		id: fmt.Sprintf("idle-gpu%d", gpu), kind: ExpectIdle, gpu: gpu,
+		from: from, deadline: from + time.Hour, until: until, end: end, why: why,
+	}
 }
 
 // leakIncident is a leak from from to an OOM at oom: warned at least 30
@@ -305,11 +312,7 @@ func leakRestart(r *rand.Rand) *plan {
 	p := server(r, 336*time.Minute, 5*time.Second, serverA100x80(), 2)
 	pp := newPeople(r)
 	leaker := r.IntN(2)
-	for i := range p.gpus {
-		if i != leaker {
-			p.trainerAt(r, pp, i, tenthsBetween(r, 1*time.Minute, 5*time.Minute), durBetween(r, 100*time.Second, 240*time.Second), between(r, 0.5, 0.7))
-		}
-	}
+	p.trainOthers(r, pp, leaker, time.Minute, 5*time.Minute, 0.5, 0.7)
 	g := p.gpus[leaker]
 	rate := between(r, 300, 450)
 	oomShare := between(r, 0.99, 0.995)
@@ -399,22 +402,19 @@ func node8(r *rand.Rand) *plan {
 		g := p.gpus[i]
 		switch role {
 		case "fast":
-			p.trainerAt(r, pp, i, tenthsBetween(r, 0, 10*time.Minute), durBetween(r, 100*time.Second, 240*time.Second), between(r, 0.42, 0.75))
+			p.fastTrainerAt(r, pp, i, 0, 10*time.Minute, 0.42, 0.75)
 		case "slow":
 			p.slowTrainerAt(r, pp, i, tenthsBetween(r, 5*time.Minute, 15*time.Minute), between(r, 0.45, 0.7))
 		case "spiky":
-			j := p.trainerAt(r, pp, i, tenthsBetween(r, 0, 15*time.Minute), durBetween(r, 100*time.Second, 240*time.Second), between(r, 0.72, 0.82))
+			j := p.fastTrainerAt(r, pp, i, 0, 15*time.Minute, 0.72, 0.82)
 			withPassesTo(r, j, g, durBetween(r, 9*time.Minute, 11*time.Minute), 0.96, 0.97, p.duration)
 			p.story.roles[i] = fmt.Sprintf("training with eval spikes to 96-97%% for 20-40 s every %s (plateau %s)", mins(j.habits.passes[1].from-j.habits.passes[0].from), g.percent(j.plateauMiB()))
 		case "idle":
-			j := p.trainerAt(r, pp, i, tenthsBetween(r, 0, 10*time.Minute), durBetween(r, 100*time.Second, 240*time.Second), between(r, 0.42, 0.6))
+			j := p.fastTrainerAt(r, pp, i, 0, 10*time.Minute, 0.42, 0.6)
 			j.idleFrom = tenthsBetween(r, 150*time.Minute, 200*time.Minute)
 			p.story.roles[i] = fmt.Sprintf("training, then from %s holds %.0f GiB and computes nothing", mins(j.idleFrom), j.plateauMiB()/1024)
-			p.story.incidents = append(p.story.incidents, incident{
-				id: fmt.Sprintf("idle-gpu%d", i), kind: ExpectIdle, gpu: i,
-				from: j.idleFrom, deadline: j.idleFrom + time.Hour, until: p.duration + time.Minute, end: p.duration,
-				why: "memory held, utilization ~0 to the end: one alert, within an hour",
-			})
+			p.story.incidents = append(p.story.incidents, idleIncident(i, j.idleFrom, p.duration, p.duration+time.Minute,
+				"memory held, utilization ~0 to the end: one alert, within an hour"))
 		case "leak":
 			from := tenthsBetween(r, 30*time.Minute, 60*time.Minute)
 			rate := between(r, 150, 300)
@@ -471,11 +471,8 @@ func tfGrabAll(r *rand.Rand) *plan {
 		}
 		j.idleFrom, j.habits.loadFor = start, 0
 		p.story.roles[i] = "the same job maps ~99% here and computes nothing, " + when
-		p.story.incidents = append(p.story.incidents, incident{
-			id: fmt.Sprintf("idle-gpu%d", i), kind: ExpectIdle, gpu: i,
-			from: start, deadline: start + time.Hour, until: end + time.Minute, end: end,
-			why: "a process holds the whole GPU and computes nothing: one alert within an hour",
-		})
+		p.story.incidents = append(p.story.incidents, idleIncident(i, start, end, end+time.Minute,
+			"a process holds the whole GPU and computes nothing: one alert within an hour"))
 		p.story.resolves = append(p.story.resolves, resolveCheck{gpu: i, after: end, by: end + 10*time.Minute,
 			why: "the job ended and freed the GPU: its idle alert must resolve"})
 	}
@@ -509,7 +506,7 @@ func tfPrealloc(r *rand.Rand) *plan {
 	p := server(r, 4*time.Hour, 5*time.Second, serverA100x80(), 2)
 	pp := newPeople(r)
 	tf := r.IntN(2)
-	p.trainerAt(r, pp, 1-tf, tenthsBetween(r, time.Minute, 5*time.Minute), durBetween(r, 100*time.Second, 240*time.Second), between(r, 0.6, 0.8))
+	p.trainOthers(r, pp, tf, time.Minute, 5*time.Minute, 0.6, 0.8)
 	g := p.gpus[tf]
 	start1 := tenthsBetween(r, 5*time.Minute, 10*time.Minute)
 	end1 := tenthsBetween(r, 80*time.Minute, 100*time.Minute)
@@ -534,9 +531,7 @@ func thermalCycle(r *rand.Rand) *plan {
 	p := server(r, 150*time.Minute, 5*time.Second, serverH100(), 2)
 	pp := newPeople(r)
 	hot := r.IntN(2)
-	for i := range p.gpus {
-		p.trainerAt(r, pp, i, tenthsBetween(r, 0, 3*time.Minute), durBetween(r, 100*time.Second, 240*time.Second), between(r, 0.45, 0.8))
-	}
+	p.trainOthers(r, pp, -1, 0, 3*time.Minute, 0.45, 0.8)
 	g := p.gpus[hot]
 	th := &throttling{
 		heatFrom: tenthsBetween(r, 25*time.Minute, 40*time.Minute),
