@@ -284,15 +284,6 @@ func TestRealisticExplicitStep(t *testing.T) {
 	}
 }
 
-func TestRealisticReadingsPlausible(t *testing.T) {
-	for _, sc := range sim.RealisticScenarios() {
-		for _, seed := range realSeeds {
-			snaps, _, _ := realRun(t, sc, seed)
-			checkPlausible(t, snaps, true)
-		}
-	}
-}
-
 // TestRealisticReadingsFollowLoad checks the readings every realistic GPU
 // shares with the traces: an idle temperature of 29–37 C, power linear in
 // utilization with each model's fit, memory noise of a few MiB, and no GPU

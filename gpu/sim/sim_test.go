@@ -3,7 +3,6 @@ package sim_test
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"math"
 	"reflect"
@@ -227,15 +226,31 @@ func TestLoop(t *testing.T) {
 // sameSnapshots reports whether a and b hold the same readings, unknown
 // (NaN) readings alike.
 func sameSnapshots(a, b []*gpu.Snapshot) bool {
-	return fmt.Sprintf("%+v", snapshotValues(a)) == fmt.Sprintf("%+v", snapshotValues(b))
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if !reflect.DeepEqual(knownReadings(a[i]), knownReadings(b[i])) {
+			return false
+		}
+	}
+	return true
 }
 
-func snapshotValues(snaps []*gpu.Snapshot) []gpu.Snapshot {
-	out := make([]gpu.Snapshot, len(snaps))
-	for i, s := range snaps {
-		out[i] = *s
+// knownReadings is a copy of s with its unknown (NaN) readings set to -1,
+// which reflect.DeepEqual can compare.
+func knownReadings(s *gpu.Snapshot) gpu.Snapshot {
+	c := *s
+	c.Devices = slices.Clone(s.Devices)
+	for i := range c.Devices {
+		d := &c.Devices[i]
+		for _, v := range []*float64{&d.UtilGPU, &d.UtilMem, &d.TempC, &d.PowerW, &d.PowerLimitW} {
+			if math.IsNaN(*v) {
+				*v = -1
+			}
+		}
 	}
-	return out
+	return c
 }
 
 func devices(snaps []*gpu.Snapshot) [][]gpu.Device {
