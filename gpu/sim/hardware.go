@@ -12,7 +12,7 @@ import (
 // The GPUs of the second trace set (shared/traces/v2), with power fitted to
 // it: power.draw is idle + (full − idle) × utilization, with noise of 1.4 %
 // of full, and never reads below 0.8 × idle. Temperatures are drawn per
-// GPU (newHardware).
+// GPU (newServerGPU).
 func serverH100() model {
 	return model{name: "NVIDIA H100 80GB HBM3", memMiB: 81559, powerLimitW: 700, idleW: 72, fullW: 616}
 }
@@ -57,10 +57,10 @@ type hardware struct {
 	warm      bool
 }
 
-// newHardware draws a GPU of model m in a server: its idle temperature,
+// newServerGPU draws a GPU of model m in a server: its idle temperature,
 // how much it warms per percent of load, how fast, and the memory its
 // driver holds with no process.
-func newHardware(r *rand.Rand, m model) *gpuPlan {
+func newServerGPU(r *rand.Rand, m model) *gpuPlan {
 	m.idleC = between(r, 29.5, 37)
 	m.cPerUtil = between(r, 0.24, 0.37)
 	return &gpuPlan{

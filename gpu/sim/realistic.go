@@ -85,7 +85,7 @@ func server(r *rand.Rand, duration, step time.Duration, m model, n int) *plan {
 		story: &story{notes: map[string]any{}},
 	}
 	for range n {
-		p.gpus = append(p.gpus, newHardware(r, m))
+		p.gpus = append(p.gpus, newServerGPU(r, m))
 	}
 	p.story.roles = make([]string, n)
 	return p
@@ -148,9 +148,10 @@ func (g *gpuPlan) percent(memMiB float64) string {
 	return fmt.Sprintf("%.0f%%", 100*(memMiB+g.baselineMiB)/g.memMiB)
 }
 
-// leakOver returns the rate (MiB/min) and the plateau (MiB, of the GPU's
-// total held by the job) of a leak that fills g to oomShare over d,
-// the plateau held within [loShare, hiShare] of the GPU by changing d.
+// leakOver returns how long a leak of rate MiB/min runs before it fills g
+// to oomShare, and the job's plateau before it as a share of g's memory:
+// d, when the plateau that leaves lies in [loShare, hiShare]; otherwise
+// the plateau is clamped to that range and the duration follows from it.
 func leakOver(g *gpuPlan, rate float64, d time.Duration, oomShare, loShare, hiShare float64) (time.Duration, float64) {
 	share := oomShare - rate*d.Minutes()/g.memMiB
 	switch {
