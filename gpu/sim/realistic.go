@@ -544,6 +544,8 @@ func thermalCycle(r *rand.Rand) *plan {
 		tau:      scale(g.hw.tau, between(r, 1.2, 1.5)),
 		powerCut: between(r, 0.2, 0.28),
 	}
+	// It cools to well below the 80 C a hot alert needs to clear.
+	th.afterC = min(th.afterC, 75-th.normalC)
 	th.cycleFrom = th.heatFrom + tenthsBetween(r, 9*time.Minute, 13*time.Minute)
 	th.cycleUntil = th.cycleFrom + tenthsBetween(r, 50*time.Minute, 70*time.Minute)
 	g.hw.throttle = th
