@@ -55,6 +55,7 @@ type gpuPlan struct {
 	baselineMiB float64 // memory no process accounts for (driver, contexts)
 	jobs        []*job
 	fan         *fanFailure // nil: the fan works
+	hw          *hardware   // how a realistic GPU reads; nil in the first five scenarios
 }
 
 // sample is the GPU's reading at offset t; r supplies its noise.
@@ -74,8 +75,7 @@ func (g *gpuPlan) sample(t time.Duration, r *rand.Rand, index int, uuid string) 
 	}
 	util = math.Round(clamp(util, 0, 100))
 	utilMem = math.Round(clamp(utilMem, 0, 100))
-	power := g.idleW + (g.fullW-g.idleW)*util/100 + r.NormFloat64()*(4+4*util/100)
-	return gpu.Device{
+	d := gpu.Device{
 		Index:       index,
 		UUID:        uuid,
 		Name:        g.name,
@@ -83,11 +83,22 @@ func (g *gpuPlan) sample(t time.Duration, r *rand.Rand, index int, uuid string) 
 		MemTotal:    uint64(g.memMiB) * mib,
 		UtilGPU:     util,
 		UtilMem:     utilMem,
-		TempC:       math.Round(clamp(g.temperature(t, util, r), 20, maxTempC)),
-		PowerW:      math.Round(clamp(power, 0.75*g.idleW, powerOvershoot*g.powerLimitW)*100) / 100,
 		PowerLimitW: g.powerLimitW,
 		Processes:   procs,
 	}
+	if g.hw != nil {
+		d.TempC, d.PowerW = g.hw.read(g, t, util, r)
+		return d
+	}
+	power := g.idleW + (g.fullW-g.idleW)*util/100 + r.NormFloat64()*(4+4*util/100)
+	d.TempC = math.Round(clamp(g.temperature(t, util, r), 20, maxTempC))
+	d.PowerW = math.Round(clamp(power, 0.75*g.idleW, powerOvershoot*g.powerLimitW)*100) / 100
+	return d
+}
+
+// lost reports whether the GPU has fallen off the bus by offset t.
+func (g *gpuPlan) lost(t time.Duration) bool {
+	return g.hw != nil && g.hw.lostAt > 0 && t >= g.hw.lostAt
 }
 
 // temperature follows utilization, plus the heat of a failed fan.
@@ -125,6 +136,8 @@ type job struct {
 	spikeMiB              float64       // the job's memory during the spike
 
 	idleFrom time.Duration // from then on memory is held, nothing computed; 0: never
+
+	habits *habits // how a realistic job behaves; nil in the first five scenarios
 }
 
 // leakMiB is a leaking job's memory at t, after leakFrom, without noise.
@@ -142,6 +155,9 @@ type jobState struct {
 func (j *job) at(t time.Duration, r *rand.Rand, room float64) (jobState, bool) {
 	if t < j.start || (j.end > 0 && t >= j.end) {
 		return jobState{}, false
+	}
+	if j.habits != nil {
+		return j.habits.at(j, t, r, room), true
 	}
 	since := t - j.start
 	mem := j.baseMiB

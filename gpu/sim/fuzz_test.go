@@ -21,6 +21,8 @@ func FuzzSource(f *testing.F) {
 	f.Add("thermal", uint64(1<<63), int64(1), false)
 	f.Add("nope", uint64(7), int64(5000), false)
 	f.Add("idle-hog", uint64(18446744073709551615), int64(-5), true)
+	f.Add("leak-gappy", uint64(3), int64(0), false)
+	f.Add("gpu-lost", uint64(9), int64(1), true)
 	f.Fuzz(func(t *testing.T, scenario string, seed uint64, stepMillis int64, loop bool) {
 		step := time.Duration(stepMillis) * time.Millisecond
 		start := time.Date(2026, 5, 1, 0, 0, 0, 0, time.UTC)
@@ -36,7 +38,8 @@ func FuzzSource(f *testing.F) {
 		if !valid {
 			t.Fatalf("New accepted scenario %q, step %v", scenario, step)
 		}
-		if step == 0 {
+		realistic := src.TruthFile() != nil
+		if step == 0 && !realistic {
 			step = sim.DefaultStep
 		}
 		var snaps []*gpu.Snapshot
@@ -48,11 +51,18 @@ func FuzzSource(f *testing.F) {
 			if err != nil {
 				t.Fatalf("Next %d: %v", i, err)
 			}
-			if want := start.Add(time.Duration(i) * step); !s.Time.Equal(want) {
-				t.Fatalf("snapshot %d at %v, want %v", i, s.Time, want)
+			switch {
+			case !realistic:
+				if want := start.Add(time.Duration(i) * step); !s.Time.Equal(want) {
+					t.Fatalf("snapshot %d at %v, want %v", i, s.Time, want)
+				}
+			case i == 0 && s.Time.Before(start):
+				t.Fatalf("first snapshot at %v, before the start %v", s.Time, start)
+			case i > 0 && !s.Time.After(snaps[i-1].Time):
+				t.Fatalf("snapshot %d at %v, not after snapshot %d at %v", i, s.Time, i-1, snaps[i-1].Time)
 			}
 			snaps = append(snaps, s)
 		}
-		checkPlausible(t, snaps)
+		checkPlausible(t, snaps, realistic)
 	})
 }

@@ -66,6 +66,17 @@ func (p *people) trainCommand() string {
 	return commands[p.r.IntN(len(commands))]
 }
 
+// tfCommand returns the command line of a TensorFlow job.
+func (p *people) tfCommand() string {
+	commands := []string{
+		"python train_tf.py --model resnet152 --epochs 90",
+		"python -m official.vision.train --experiment retinanet",
+		"python keras_train.py --model efficientnet-b7 --batch 64",
+		"python t2t_trainer.py --problem translate_ende --model transformer",
+	}
+	return commands[p.r.IntN(len(commands))]
+}
+
 // processes returns the identities of a job's processes: the main one and,
 // with withWorker, a second process of the same command (a data-loader
 // worker that opened its own CUDA context).

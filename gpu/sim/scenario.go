@@ -26,8 +26,11 @@ const (
 // plan is one run of a scenario, drawn from a seed.
 type plan struct {
 	duration time.Duration
+	step     time.Duration // the scenario's own step, for a zero Config.Step; 0: DefaultStep
+	clock    clock         // when samples are taken; zero: every step, exactly
 	gpus     []*gpuPlan
 	truth    []Truth
+	story    *story // what the TruthFile of a realistic scenario says; nil for the others
 }
 
 // builder returns the function that draws the plan of the named scenario,
@@ -47,7 +50,7 @@ func builder(name string) func(*rand.Rand) *plan {
 	case ScenarioAll:
 		return demo
 	}
-	return nil
+	return realisticBuilder(name)
 }
 
 // normalTraining: two H100s start training a few minutes apart; the

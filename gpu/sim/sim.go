@@ -11,9 +11,16 @@
 // drawn from the seed, so that many seeds of one workload test alert rules
 // fairly. The same Config always gives the same snapshots; Truth says what
 // happened, so tests can check alerts against it.
+//
+// The realistic scenarios (RealisticScenarios) are the eleven workloads of
+// the second trace set, shared/traces/v2, with other numbers for every
+// seed: they sample as nvidia-smi does on a real server (a few ms late each
+// loop, with the logger's gaps), lose GPUs and readings, and each has a
+// TruthFile in the format shared/traces/v2/score.py scores alerts against.
 package sim
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -56,7 +63,9 @@ type Config struct {
 	// Start is the time of the first snapshot; zero means 2026-11-29
 	// 09:00:00 UTC, the start of the reference traces.
 	Start time.Time
-	// Step is the time between snapshots; zero means DefaultStep.
+	// Step is the time between snapshots; zero means the scenario's own:
+	// that of its trace in shared/traces/v2 for the realistic scenarios,
+	// DefaultStep for the others.
 	Step time.Duration
 	// Host is every snapshot's Host; empty means DefaultHost. The GPUs'
 	// UUIDs derive from it, so one host keeps its GPUs across seeds.
@@ -74,6 +83,7 @@ const (
 	ExpectNearOOM = "near-oom" // memory above 95 % of the total
 	ExpectIdle    = "idle"     // memory held while computing nothing
 	ExpectHot     = "hot"      // temperature above 85 C
+	ExpectLost    = "lost"     // the GPU fell off the bus and stopped reporting
 )
 
 // Truth is one thing that happens to one GPU in a scenario, so that tests can
@@ -83,7 +93,7 @@ const (
 // and near-oom).
 type Truth struct {
 	GPU    int    // device index
-	Expect string // ExpectNone, ExpectLeak, ExpectNearOOM, ExpectIdle or ExpectHot
+	Expect string // ExpectNone, ExpectLeak, ExpectNearOOM, ExpectIdle, ExpectHot or ExpectLost
 	// From and Until are offsets from Config.Start: when the problem starts
 	// (the leak begins, the batch arrives, the notebook goes idle, the fan
 	// fails) and when it ends (the job dies, the memory is released, the fan
@@ -97,10 +107,12 @@ type Truth struct {
 }
 
 // Scenarios returns the names New accepts: the five two-hour, two-GPU
-// workloads of the reference traces and "all", the 100-minute, five-GPU demo
-// in which every problem starts and ends.
+// workloads of the reference traces, "all", the 100-minute, five-GPU demo
+// in which every problem starts and ends, and the eleven realistic
+// workloads of the second trace set (RealisticScenarios).
 func Scenarios() []string {
-	return []string{ScenarioNormalTraining, ScenarioMemoryLeak, ScenarioBatchSpike, ScenarioIdleHog, ScenarioThermal, ScenarioAll}
+	return append([]string{ScenarioNormalTraining, ScenarioMemoryLeak, ScenarioBatchSpike, ScenarioIdleHog, ScenarioThermal, ScenarioAll},
+		RealisticScenarios()...)
 }
 
 // Source plays a scenario. It implements gpu.Source and is used by one
@@ -109,14 +121,15 @@ type Source struct {
 	cfg      Config
 	build    func(r *rand.Rand) *plan
 	uuids    []string
-	perCycle int // snapshots per cycle
+	perCycle int // clock beats per cycle: ceil(duration / Step)
 
-	cycle   int
-	n       int // snapshots of the current cycle already returned
-	plan    *plan
-	noise   []*rand.Rand // one noise stream per GPU, for the current cycle
-	closed  bool
-	horizon time.Duration // the scenario's duration
+	cycle    int
+	n        int // beats of the current cycle already used
+	plan     *plan
+	noise    []*rand.Rand // one noise stream per GPU, for the current cycle
+	lostSent []bool       // per GPU: its loss was reported in this cycle
+	closed   bool
+	horizon  time.Duration // the scenario's duration
 }
 
 // New returns a Source playing cfg.Scenario. It fails on an unknown scenario
@@ -129,10 +142,7 @@ func New(cfg Config) (*Source, error) {
 	if build == nil {
 		return nil, fmt.Errorf("sim: unknown scenario %q: use one of %s", cfg.Scenario, strings.Join(Scenarios(), ", "))
 	}
-	switch {
-	case cfg.Step == 0:
-		cfg.Step = DefaultStep
-	case cfg.Step < MinStep || cfg.Step > MaxStep:
+	if cfg.Step != 0 && (cfg.Step < MinStep || cfg.Step > MaxStep) {
 		return nil, fmt.Errorf("sim: step %v out of range: use a step between %v and %v (nvidia-smi -l 5 samples every 5s)", cfg.Step, MinStep, MaxStep)
 	}
 	if cfg.Start.IsZero() {
@@ -143,9 +153,12 @@ func New(cfg Config) (*Source, error) {
 	}
 	s := &Source{cfg: cfg, build: build}
 	s.startCycle(0)
+	if s.cfg.Step == 0 {
+		s.cfg.Step = cmp.Or(s.plan.step, DefaultStep)
+	}
 	s.horizon = s.plan.duration
-	// Samples at offsets 0, Step, … before the duration.
-	s.perCycle = int((s.horizon + cfg.Step - 1) / cfg.Step)
+	// Beats of the clock at offsets 0, Step, … before the duration.
+	s.perCycle = int((s.horizon + s.cfg.Step - 1) / s.cfg.Step)
 	s.uuids = make([]string, len(s.plan.gpus))
 	for i := range s.uuids {
 		s.uuids[i] = deviceUUID(cfg.Host, i)
@@ -159,6 +172,7 @@ func (s *Source) startCycle(c int) {
 	s.cycle, s.n = c, 0
 	s.plan = s.build(rand.New(rand.NewPCG(seed, planStream)))
 	s.noise = make([]*rand.Rand, len(s.plan.gpus))
+	s.lostSent = make([]bool, len(s.plan.gpus))
 	for i := range s.noise {
 		s.noise[i] = rand.New(rand.NewPCG(seed, noiseStream+uint64(i)))
 	}
@@ -205,22 +219,38 @@ func (s *Source) Next(ctx context.Context) (*gpu.Snapshot, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	if s.n == s.perCycle {
-		if !s.cfg.Loop {
-			return nil, io.EOF
+	var offset time.Duration
+	for {
+		if s.n == s.perCycle {
+			if !s.cfg.Loop {
+				return nil, io.EOF
+			}
+			s.startCycle(s.cycle + 1)
 		}
-		s.startCycle(s.cycle + 1)
+		offset = s.plan.clock.at(s.n, s.cfg.Step)
+		s.n++
+		if offset >= s.horizon {
+			s.n = s.perCycle // a drifting clock runs out of time before its last beat
+			continue
+		}
+		if !s.plan.clock.down(offset) {
+			break
+		}
 	}
-	offset := time.Duration(s.n) * s.cfg.Step
-	abs := time.Duration(s.cycle*s.perCycle+s.n) * s.cfg.Step
-	s.n++
 	snap := &gpu.Snapshot{
-		Time:    s.cfg.Start.Add(abs),
+		Time:    s.cfg.Start.Add(time.Duration(s.cycle*s.perCycle)*s.cfg.Step + offset),
 		Host:    s.cfg.Host,
-		Devices: make([]gpu.Device, len(s.plan.gpus)),
+		Devices: make([]gpu.Device, 0, len(s.plan.gpus)),
 	}
-	for i := range s.plan.gpus {
-		snap.Devices[i] = s.plan.gpus[i].sample(offset, s.noise[i], i, s.uuids[i])
+	for i, g := range s.plan.gpus {
+		if g.lost(offset) {
+			if !s.lostSent[i] {
+				s.lostSent[i] = true
+				snap.Events = append(snap.Events, lostEvent(snap.Time, i, s.uuids[i]))
+			}
+			continue
+		}
+		snap.Devices = append(snap.Devices, g.sample(offset, s.noise[i], i, s.uuids[i]))
 	}
 	return snap, nil
 }
