@@ -84,7 +84,6 @@ or SLACK_BOT_TOKEN (with SLACK_CHANNEL, default #gpuwatch-demo), is set.`)
 			}
 			return print(ts)
 		},
-		logger: logger,
 	}
 	if err := w.run(ctx); err != nil {
 		return err

@@ -40,7 +40,7 @@ func TestDemoShowsEveryAlert(t *testing.T) {
 			}
 			fired, resolved := transitionCounts(got.stdout)
 			for _, alerts := range [][]string{
-				{"GPUMemoryNearFull"}, {"GPUIdleButHeld"}, {"GPUHot"},
+				{"GPUMemoryNearFull"}, {"GPUIdleButHeld"}, {"GPUHot"}, {"GPULost"},
 				{"GPUMemoryLeak", "GPUOutOfMemorySoon"},
 			} {
 				var f, r int

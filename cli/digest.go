@@ -87,7 +87,6 @@ or daemon needed; the window ends at the log's last sample.`)
 	w := &watcher{
 		source: r,
 		engine: rules.NewEngine(cfg.Rules, rules.Options{}),
-		logger: logger,
 		emit: func(ts []rules.Transition) error {
 			for _, t := range ts {
 				key := fmt.Sprintf("%s/%d/%s", t.Alert, t.GPU, t.UUID)

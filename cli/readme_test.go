@@ -413,12 +413,12 @@ func readmeCommands() map[string]readmeCommand {
 			got := r.gpuwatch(t, args(cmd)...)
 			claim := r.readme.spanAfter(t, "`gpuwatch test leak_test.yaml` prints")
 			want(t, cmd, got, cli.ExitOK, claim)
-			// The failure the README shows, with the leak expected at 28m.
-			r.write(t, "leak_test.yaml", strings.Replace(test, "- at: 40m", "- at: 28m", 1))
+			// The failure the README shows, with the leak expected at 30m.
+			r.write(t, "leak_test.yaml", strings.Replace(test, "- at: 40m", "- at: 30m", 1))
 			got = r.gpuwatch(t, args(cmd)...)
-			failure := strings.Join(r.readme.block(t, "Expecting the leak at `28m`").lines, "\n") + "\n"
+			failure := strings.Join(r.readme.block(t, "Expecting the leak at `30m`").lines, "\n") + "\n"
 			if got.code != cli.ExitUser || got.stdout != failure {
-				t.Errorf("%s expecting the leak at 28m: got %v\nthe README says exit 1 and\n%s", cmd, got, failure)
+				t.Errorf("%s expecting the leak at 30m: got %v\nthe README says exit 1 and\n%s", cmd, got, failure)
 			}
 			r.write(t, "leak_test.yaml", test)
 		}},

@@ -60,7 +60,6 @@ Without --config the rules of config.example.yaml are used. Make a log with:
 		source: r,
 		engine: rules.NewEngine(cfg.Rules, rules.Options{}),
 		emit:   func(ts []rules.Transition) error { transitions += len(ts); return print(ts) },
-		logger: logger,
 		onSnapshot: func(s *gpu.Snapshot) {
 			if snapshots == 0 {
 				first = s.Time

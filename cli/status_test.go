@@ -20,16 +20,16 @@ func TestStatusSim(t *testing.T) {
 		t.Fatalf("status: got exit %d, want %d\nstderr:\n%s", got.code, cli.ExitOK, got.stderr)
 	}
 	// A simulation that no daemon runs is sampled now.
-	head := regexp.MustCompile(`^test-host · (\S+ \S+) UTC · 5 GPUs\n`).FindStringSubmatch(got.stdout)
+	head := regexp.MustCompile(`^test-host · (\S+ \S+) UTC · 6 GPUs\n`).FindStringSubmatch(got.stdout)
 	if head == nil {
-		t.Fatalf("status: got first line %q, want test-host · TIME UTC · 5 GPUs", firstLine(got.stdout))
+		t.Fatalf("status: got first line %q, want test-host · TIME UTC · 6 GPUs", firstLine(got.stdout))
 	}
 	if at, err := time.Parse(time.DateTime, head[1]); err != nil || at.Before(before) || at.After(time.Now()) {
 		t.Errorf("status: got time %s, want now (%v)", head[1], before)
 	}
 	sections := strings.Split(got.stdout, "\n\n")[1:]
-	if len(sections) != 5 {
-		t.Fatalf("status: got %d GPU sections, want 5:\n%s", len(sections), got.stdout)
+	if len(sections) != 6 {
+		t.Fatalf("status: got %d GPU sections, want 6:\n%s", len(sections), got.stdout)
 	}
 	memory := regexp.MustCompile(`(?m)^  memory  \[[█░]{24}\] \d+(\.\d+)? [KMG]?i?B / 79\.6 GiB \(\d+%\)$`)
 	readings := regexp.MustCompile(`(?m)^  util \d+%  mem util \d+%  temp \d+ C  power \d+ W / 700 W$`)

@@ -4,9 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
-	"log/slog"
 
-	"github.com/gpuwatch/gpuwatch/daemon"
 	"github.com/gpuwatch/gpuwatch/gpu"
 	"github.com/gpuwatch/gpuwatch/rules"
 )
@@ -14,12 +12,12 @@ import (
 // watcher is the sampling loop of the commands that print rather than
 // deliver (replay, demo): it takes snapshots from a source, evaluates the
 // rules on each at the snapshot's own time, and hands the transitions to
-// emit.
+// emit. What happens to a GPU (lost, an XID) is told by the alerts it
+// raises, not logged beside them.
 type watcher struct {
 	source gpu.Source
 	engine *rules.Engine
 	emit   func([]rules.Transition) error
-	logger *slog.Logger
 	// onSnapshot, when set, sees every snapshot after evaluation.
 	onSnapshot func(*gpu.Snapshot)
 }
@@ -38,7 +36,6 @@ func (w *watcher) run(ctx context.Context) error {
 			}
 			return err // sources say where: FILE:LINE:COL, or which GPU call failed
 		}
-		daemon.LogEvents(w.logger, snap)
 		if ts := w.engine.Eval(snap); len(ts) > 0 {
 			if err := w.emit(ts); err != nil {
 				return err

@@ -434,6 +434,11 @@ func alertLabels(r *Rule, host string, d *gpu.Device) map[string]string {
 func (e *Engine) emit(s *gpu.Snapshot, d *gpu.Device, gs *gpuState, j int, procs []gpu.Process, repeat bool) {
 	r, a := e.rules[j], &gs.alerts[j]
 	dim := r.When.ValueDimension()
+	if a.State == StateInactive && dim.Base == Seconds {
+		// A duration now (missing for 0s, full in never) says nothing
+		// about a resolved alert.
+		a.Value = math.NaN()
+	}
 	t := Transition{
 		At: s.Time, Rule: r, Alert: r.Name, State: a.State, Repeat: repeat,
 		Severity: r.Severity, Host: s.Host, GPU: d.Index, UUID: d.UUID, GPUName: d.Name,

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -36,20 +37,9 @@ type Exit struct {
 // Text says what happened, for people: "pid 4242 (alice, python train.py)
 // exited with the GPU at 99% — a CUDA out-of-memory is likely".
 func (x *Exit) Text(gpuIndex int) string {
-	var who string
-	switch len(x.Processes) {
-	case 0:
-		who = fmt.Sprintf("the job on GPU %d", gpuIndex)
-	default:
-		parts := make([]string, 0, len(x.Processes))
-		for i, p := range x.Processes {
-			if i == 2 {
-				parts = append(parts, fmt.Sprintf("and %d more", len(x.Processes)-2))
-				break
-			}
-			parts = append(parts, describeProcess(p))
-		}
-		who = strings.Join(parts, ", ")
+	who := fmt.Sprintf("the job on GPU %d", gpuIndex)
+	if len(x.Processes) > 0 {
+		who = describeProcesses(x.Processes)
 	}
 	if math.IsNaN(x.MemPercent) {
 		return who + " exited"
@@ -61,19 +51,47 @@ func (x *Exit) Text(gpuIndex int) string {
 	return text
 }
 
-// describeProcess is "pid 4242 (alice, python train.py)".
-func describeProcess(p gpu.Process) string {
-	var about []string
-	if p.User != "" {
-		about = append(about, p.User)
+// maxExitJobs is how many jobs (a user's command) an exit names.
+const maxExitJobs = 2
+
+// describeProcesses names processes by job, a job's processes together:
+// "pid 4242 (alice, python train.py)", "pids 4242, 4243 (alice, torchrun
+// train.py)", "… and 3 more".
+func describeProcesses(ps []gpu.Process) string {
+	type job struct {
+		user, command string
+		pids          []string
 	}
-	if p.Command != "" {
-		about = append(about, p.Command)
+	var jobs []*job
+	for _, p := range ps {
+		i := slices.IndexFunc(jobs, func(j *job) bool { return j.user == p.User && j.command == p.Command })
+		if i < 0 {
+			jobs, i = append(jobs, &job{user: p.User, command: p.Command}), len(jobs)
+		}
+		jobs[i].pids = append(jobs[i].pids, strconv.Itoa(p.PID))
 	}
-	if len(about) == 0 {
-		return fmt.Sprintf("pid %d", p.PID)
+	var parts []string
+	for i, j := range jobs {
+		if i == maxExitJobs {
+			parts = append(parts, fmt.Sprintf("and %d more", len(jobs)-maxExitJobs))
+			break
+		}
+		text := "pid " + j.pids[0]
+		if len(j.pids) > 1 {
+			text = "pids " + strings.Join(j.pids, ", ")
+		}
+		var about []string
+		for _, s := range []string{j.user, j.command} {
+			if s != "" {
+				about = append(about, s)
+			}
+		}
+		if len(about) > 0 {
+			text += " (" + strings.Join(about, ", ") + ")"
+		}
+		parts = append(parts, text)
 	}
-	return fmt.Sprintf("pid %d (%s)", p.PID, strings.Join(about, ", "))
+	return strings.Join(parts, ", ")
 }
 
 // holder follows who holds one GPU: since when, with which processes, and

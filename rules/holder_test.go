@@ -230,12 +230,14 @@ rules:
 }
 
 func TestExitText(t *testing.T) {
-	two := []gpu.Process{{PID: 1, User: "alice", Command: "torchrun"}, {PID: 2}, {PID: 3, Command: "worker"}}
+	three := []gpu.Process{{PID: 1, User: "alice", Command: "torchrun"}, {PID: 2}, {PID: 3, Command: "worker"}}
+	workers := []gpu.Process{{PID: 7, User: "erin", Command: "torchrun train.py"}, {PID: 8, User: "erin", Command: "torchrun train.py"}}
 	for _, tc := range []struct {
 		x    Exit
 		want string
 	}{
-		{Exit{Processes: two, MemPercent: 50}, "pid 1 (alice, torchrun), pid 2, and 1 more exited with the GPU at 50%"},
+		{Exit{Processes: three, MemPercent: 50}, "pid 1 (alice, torchrun), pid 2, and 1 more exited with the GPU at 50%"},
+		{Exit{Processes: workers, MemPercent: 62.6}, "pids 7, 8 (erin, torchrun train.py) exited with the GPU at 62.6%"},
 		{Exit{MemPercent: math.NaN()}, "the job on GPU 3 exited"},
 	} {
 		if got := tc.x.Text(3); got != tc.want {

@@ -27,7 +27,8 @@ const (
 // rose in at least two-thirds of the window; when it is, Rate says how fast,
 // as the median of the rates:
 //   - a short spike (an evaluation pass lifting memory for a minute) leaves
-//     every floor where it was;
+//     every floor where it was: the newest slice counts only once half of
+//     it is in, so a spike at its start cannot be its floor;
 //   - a few large steps (a caching allocator warming up in ever rarer
 //     steps, a job starting on an empty GPU) change a few floors, and are
 //     outvoted by the slices that did not grow;
@@ -61,6 +62,7 @@ type Trend struct {
 
 	value, rate float64 // cached results
 	valid       bool    // value and rate are up to date
+	young       bool    // they were computed without the newest slice (see isYoung)
 	// afresh says a new series started (a new job): until the trend is
 	// Ready it is known to be zero, not unknown, since nothing has grown
 	// yet.
@@ -137,6 +139,9 @@ func (t *Trend) Add(at time.Time, v float64) {
 		}
 		t.valid = false
 	}
+	if t.valid && t.young && !t.isYoung() {
+		t.valid = false // the newest slice now counts
+	}
 	if math.IsNaN(v) || math.IsInf(v, 0) {
 		return
 	}
@@ -146,6 +151,10 @@ func (t *Trend) Add(at time.Time, v float64) {
 		t.valid = false
 	}
 }
+
+// isYoung reports whether the newest slice has seen less than half of its
+// time.
+func (t *Trend) isYoung() bool { return t.now-t.newest*t.slice < t.slice/2 }
 
 // Last returns the latest sample stored, NaN when there is none.
 func (t *Trend) Last() float64 {
@@ -208,8 +217,15 @@ func (t *Trend) compute() {
 	}
 	var rates [trendSlices - 1]float64 // per second; zero: no change
 	lo := t.newest - trendSlices + 1
+	last := t.newest
+	if t.young = t.isYoung(); t.young {
+		// The newest slice has seen less than half of its time: its floor
+		// may be the top of a spike that has not ended yet. It counts once
+		// half of it is in.
+		last--
+	}
 	prev, prevAt, prevK := math.NaN(), int64(0), int64(0)
-	for k := lo; k <= t.newest; k++ {
+	for k := lo; k <= last; k++ {
 		i := t.at(k)
 		f, at := t.floors[i], t.floorAt[i]
 		if math.IsNaN(f) {

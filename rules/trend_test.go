@@ -72,8 +72,8 @@ func TestTrendNeedsTwoThirdsOfTheWindow(t *testing.T) {
 	for i, v := range values {
 		at := time.Duration(i) * 10 * time.Second
 		// The first slice that grows starts at 30m; its change is counted
-		// from 35m on, the 8th from 70m on.
-		want := at >= 70*time.Minute
+		// once half of the next slice is in, at 37m30s, the 8th at 72m30s.
+		want := at >= 72*time.Minute+30*time.Second
 		if got := v > 0; got != want && at >= 30*time.Minute {
 			t.Fatalf("at %v: trend %v, want positive: %v", at, v, want)
 		}
@@ -247,4 +247,26 @@ func FuzzTrend(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestTrendSpikeAtSliceStart: an evaluation pass that begins with a slice
+// does not become that slice's floor: the newest slice counts only once
+// half of it is in, after the pass.
+func TestTrendSpikeAtSliceStart(t *testing.T) {
+	tr := NewTrend(40 * time.Minute) // slices of 200 s
+	slice := 200 * time.Second
+	for i := 0; i < 12*40; i++ { // 40 minutes flat at 5 s
+		tr.Add(trendBase.Add(time.Duration(i)*5*time.Second), 40000)
+	}
+	start := trendBase.Add(12 * slice)
+	for at := time.Duration(0); at < slice; at += 5 * time.Second {
+		v := 40000.0
+		if at < 40*time.Second {
+			v = 42000 // a pass at the start of the slice
+		}
+		tr.Add(start.Add(at), v)
+		if got := tr.Value(); got > 0 {
+			t.Fatalf("%v into the slice: trend %v, want none from a pass", at, got)
+		}
+	}
 }

@@ -56,6 +56,9 @@ type gpuPlan struct {
 	jobs        []*job
 	fan         *fanFailure // nil: the fan works
 	hw          *hardware   // how a realistic GPU reads; nil in the first five scenarios
+	// lostAt is when the GPU falls off the bus (0: never), backAt when it
+	// answers again after a reset (0: never); its jobs died with it.
+	lostAt, backAt time.Duration
 }
 
 // sample is the GPU's reading at offset t; r supplies its noise.
@@ -96,9 +99,9 @@ func (g *gpuPlan) sample(t time.Duration, r *rand.Rand, index int, uuid string) 
 	return d
 }
 
-// lost reports whether the GPU has fallen off the bus by offset t.
+// lost reports whether the GPU is off the bus at offset t.
 func (g *gpuPlan) lost(t time.Duration) bool {
-	return g.hw != nil && g.hw.lostAt > 0 && t >= g.hw.lostAt
+	return g.lostAt > 0 && t >= g.lostAt && (g.backAt == 0 || t < g.backAt)
 }
 
 // temperature follows utilization, plus the heat of a failed fan.

@@ -48,7 +48,6 @@ type hardware struct {
 	noPower  bool          // power.draw is [N/A] on every row
 	tempNA   float64       // the share of temperature readings that are [N/A]
 	tempOut  []span        // temperature is [N/A] throughout these
-	lostAt   time.Duration // the GPU falls off the bus; 0: never
 
 	// The heatsink's temperature at the last sample, without the heat of
 	// throttling.

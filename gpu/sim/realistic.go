@@ -199,7 +199,7 @@ func gpuLost(r *rand.Rand) *plan {
 	p.trainOthers(r, pp, -1, 0, 3*time.Minute, 0.45, 0.8)
 	lost := r.IntN(len(p.gpus))
 	at := tenthsBetween(r, 60*time.Minute, 100*time.Minute)
-	p.gpus[lost].hw.lostAt = at
+	p.gpus[lost].lostAt = at
 	p.story.roles[lost] += fmt.Sprintf("; no rows from %s on (fell off the bus)", mins(at))
 	p.story.incidents = []incident{{
 		id: fmt.Sprintf("lost-gpu%d", lost), kind: ExpectLost, gpu: lost,

@@ -167,13 +167,15 @@ func thermal(r *rand.Rand) *plan {
 	return p
 }
 
-// demo: five H100s on one host in 100 minutes, every problem starting and
+// demo: six H100s on one host in 100 minutes, every problem starting and
 // ending so that a console user sees each alert fire and resolve: GPU 0
-// leaks ~1.5 GiB/min from ~5 minutes until OOM at ~40 minutes; GPU 1 runs a
-// 97 % batch from ~10 to ~25 minutes; GPU 2 is a notebook holding 20 GiB idle
-// from ~5 to ~85 minutes; GPU 3's fan fails at ~15 minutes (hot for ~20
-// minutes, then repaired); GPU 4 trains quietly. All jobs are already warm at
-// the start, so no warm-up ramp muddies the story.
+// leaks ~1 GiB/min from ~5 minutes until its job dies of OOM at ~55 minutes;
+// GPU 1 runs a 97 % batch from ~10 to ~25 minutes; GPU 2 is a notebook
+// holding 20 GiB idle from ~5 to ~85 minutes; GPU 3's fan fails at ~15
+// minutes (hot for ~20 minutes, then repaired); GPU 4 trains quietly; GPU 5
+// falls off the bus at ~60 minutes, taking its job with it, and answers again
+// after a reset at ~75. All jobs are already warm at the start, so no
+// warm-up ramp muddies the story.
 func demo(r *rand.Rand) *plan {
 	pp := newPeople(r)
 	p := &plan{duration: demoLength}
@@ -181,8 +183,8 @@ func demo(r *rand.Rand) *plan {
 	g0 := &gpuPlan{model: h100()}
 	j0 := trainer(r, pp, 0, 0, 0)
 	leakFrom := durBetween(r, 4*time.Minute, 6*time.Minute)
-	oomAt := leakFrom + durBetween(r, 33*time.Minute, 40*time.Minute)
-	j0.baseMiB = g0.memMiB - between(r, 1.3, 1.6)*1024*(oomAt-leakFrom).Minutes()
+	oomAt := leakFrom + durBetween(r, 48*time.Minute, 52*time.Minute)
+	j0.baseMiB = g0.memMiB - between(r, 0.95, 1.1)*1024*(oomAt-leakFrom).Minutes()
 	g0.jobs = []*job{j0}
 	leak := withLeak(r, 0, g0, j0, leakFrom, oomAt)
 
@@ -213,12 +215,19 @@ func demo(r *rand.Rand) *plan {
 	withEvals(r, j4, durBetween(r, 10*time.Minute, 20*time.Minute))
 	g4 := &gpuPlan{model: h100(), jobs: []*job{j4}}
 
-	p.gpus = []*gpuPlan{g0, g1, g2, g3, g4}
+	j5 := trainer(r, pp, 0, 0, between(r, 40000, 60000))
+	g5 := &gpuPlan{model: h100(), jobs: []*job{j5}}
+	g5.lostAt = durBetween(r, 58*time.Minute, 62*time.Minute)
+	g5.backAt = g5.lostAt + durBetween(r, 13*time.Minute, 16*time.Minute)
+	j5.end = g5.lostAt
+
+	p.gpus = []*gpuPlan{g0, g1, g2, g3, g4, g5}
 	p.truth = append(leak,
 		Truth{GPU: 1, Expect: ExpectNearOOM, From: j1.spikeFrom, Until: j1.spikeUntil},
 		Truth{GPU: 2, Expect: ExpectIdle, From: nb.idleFrom, Until: nb.end},
 		Truth{GPU: 3, Expect: ExpectHot, From: fan.from, Until: fan.repaired},
 		healthy(4, p.duration),
+		Truth{GPU: 5, Expect: ExpectLost, From: g5.lostAt, Until: g5.backAt},
 	)
 	return p
 }

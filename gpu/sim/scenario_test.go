@@ -2,6 +2,7 @@ package sim_test
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -275,11 +276,11 @@ func TestDemo(t *testing.T) {
 		}
 
 		leak := find(t, truth, 0, sim.ExpectLeak)
-		if leak.From < 4*time.Minute || leak.From > 6*time.Minute || leak.OOMAt > 50*time.Minute {
-			t.Errorf("leak %+v, want it from ~5 min to OOM well before the end", leak)
+		if leak.From < 4*time.Minute || leak.From > 6*time.Minute || leak.OOMAt < 50*time.Minute || leak.OOMAt > 60*time.Minute {
+			t.Errorf("leak %+v, want it from ~5 min to OOM at ~55 min", leak)
 		}
-		if r := leak.RateMiBPerMin / 1024; r < 1.3 || r > 1.6 {
-			t.Errorf("leak at %.2f GiB/min, want ~1.5", r)
+		if r := leak.RateMiBPerMin / 1024; r < 0.9 || r > 1.15 {
+			t.Errorf("leak at %.2f GiB/min, want ~1", r)
 		}
 		g0 := gpuSeries(snaps, 0)
 		if got := slopeMiBPerMin(g0.span(leak.From, leak.OOMAt-g0.step), g0.step); got < 0.95*leak.RateMiBPerMin || got > 1.05*leak.RateMiBPerMin {
@@ -336,5 +337,40 @@ func TestDemo(t *testing.T) {
 		if got := maxTemp(g4.devs); got > 80 {
 			t.Errorf("healthy GPU 4 peaks at %v C", got)
 		}
+
+		lost := find(t, truth, 5, sim.ExpectLost)
+		if lost.From < 58*time.Minute || lost.From > 62*time.Minute || lost.Until-lost.From < 13*time.Minute || lost.Until-lost.From > 16*time.Minute {
+			t.Errorf("GPU 5 off the bus %+v, want from ~60 min for ~15 min", lost)
+		}
+		start := snaps[0].Time
+		events := 0
+		for _, s := range snaps {
+			at := s.Time.Sub(start)
+			reports := slices.ContainsFunc(s.Devices, func(d gpu.Device) bool { return d.Index == 5 })
+			if off := at >= lost.From && at < lost.Until; reports == off {
+				t.Fatalf("at %v GPU 5 reports: %v; want it silent from %v to %v", at, reports, lost.From, lost.Until)
+			}
+			for _, ev := range s.Events {
+				if ev.Kind == gpu.EventGPULost && ev.GPU == 5 {
+					events++
+				}
+			}
+			if d := findDevice(s, 5); d != nil && at >= lost.Until && (d.MemUsed > 1<<30 || len(d.Processes) > 0) {
+				t.Fatalf("GPU 5 after its reset holds %d MiB and %d processes; its job died with it", d.MemUsed>>20, len(d.Processes))
+			}
+		}
+		if events != 1 {
+			t.Errorf("got %d GPU-lost events for GPU 5, want one", events)
+		}
 	})
+}
+
+// findDevice returns GPU index of s, nil when it is not in s.
+func findDevice(s *gpu.Snapshot, index int) *gpu.Device {
+	for i := range s.Devices {
+		if s.Devices[i].Index == index {
+			return &s.Devices[i]
+		}
+	}
+	return nil
 }

@@ -250,6 +250,7 @@ func (s *Source) Next(ctx context.Context) (*gpu.Snapshot, error) {
 			}
 			continue
 		}
+		s.lostSent[i] = false // back after a reset: a second loss is reported again
 		snap.Devices = append(snap.Devices, g.sample(offset, s.noise[i], i, s.uuids[i]))
 	}
 	return snap, nil
