@@ -16,9 +16,9 @@ func demoCommand(ctx context.Context, env *Env, args []string) error {
 	fs := newFlags(env, "demo", "[--speed N] [--scenario NAME] [--seed N] [--forever]", `
 Shows gpuwatch working with no GPU and no account: simulated GPUs (a memory
 leak that ends in out-of-memory, a batch spike to 97% memory, a GPU held but
-idle, a fan failure, a healthy trainer) run through the rules of
-config.example.yaml in accelerated time, and every alert that fires or
-resolves is printed here — and posted to Slack too when SLACK_WEBHOOK_URL,
+idle, a fan failure, a healthy trainer, a GPU that falls off the bus) run
+through the rules of config.example.yaml in accelerated time, and every
+alert that fires or resolves is printed here — and posted to Slack too when SLACK_WEBHOOK_URL,
 or SLACK_BOT_TOKEN (with SLACK_CHANNEL, default #gpuwatch-demo), is set.`)
 	speed := fs.Float64("speed", 120, "simulated seconds per real second (0: as fast as possible)")
 	scenario := fs.String("scenario", "all", "what to simulate: "+strings.Join(sim.Scenarios(), ", "))
