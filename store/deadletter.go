@@ -70,7 +70,9 @@ func (db *DB) DeadLetters(limit int) ([]DeadLetter, error) {
 			// decodeDeadLetter copies everything out of bbolt's memory.
 			d, err := decodeDeadLetter(v)
 			if err != nil {
-				return fmt.Errorf("dead letter %x: %w", k, err)
+				// The page is sound but the record in it is not: damage
+				// the page checks cannot see.
+				return fmt.Errorf("dead letter %x is damaged: %w: %w", k, ErrCorrupt, err)
 			}
 			out = append(out, d)
 		}
