@@ -123,7 +123,7 @@ var configFailures = map[string][]string{
 		`7:5: alert "GPUHot" sends to receiver "pager", which is not defined under receivers:`,
 	},
 	"receiver_kind.bad.yaml": {
-		`2:5: receiver "console" needs a kind: console: {}, slack: {channel: …}, or webhook: {url: …}`,
+		`2:5: receiver "console" needs a kind: console: {}, slack: {channel: …}, webhook: {url: …}, or alertmanager: {urls: […]}`,
 		`3:5: receivers[1] needs the field "name"`,
 	},
 	// Tokens of the wrong kind are named, never quoted.
@@ -132,6 +132,20 @@ var configFailures = map[string][]string{
 		"3:14: slack.app_token must be an app-level token, which starts with xapp- (Basic Information → App-Level Tokens, scope connections:write); the value set does not",
 		"4:30: slack.allowed_channels[1] is empty: list channel IDs (C…) or names without '#'",
 		"5:12: slack.admins[0] is empty: list Slack user IDs (U…) or user names",
+	},
+	// Each problem of an alertmanager receiver points at its own field;
+	// the token is never quoted.
+	"alertmanager.bad.yaml": {
+		`4:32: receiver "am" alertmanager.urls[1]: must start with http:// or https://, not "ftp:"`,
+		`4:46: receiver "am" alertmanager.urls[2]: is urls[0] again: list each Alertmanager once`,
+		`4:64: receiver "am" alertmanager.urls[3]: has a query or fragment: give the Alertmanager's base URL; gpuwatch posts to /api/v2/alerts below it`,
+		`5:24: receiver "am" alertmanager.resend_interval: 100ms is shorter than 1s: Alertmanager needs a firing alert again only within minutes; 1m, as Prometheus sends, is a good default`,
+		`7:19: receiver "am" alertmanager.basic_auth: set only one of a bearer token and basic_auth: a request carries one Authorization header`,
+		`7:19: receiver "am" alertmanager.basic_auth: needs password or password_file`,
+		`8:12: receiver "am" alertmanager.tls: needs both cert_file and key_file for a client certificate, or neither`,
+		`8:22: receiver "am" alertmanager.tls.ca_file: open testdata/bad/no-such-ca.pem: no such file or directory`,
+		`9:22: receiver "am" alertmanager.generator_url: must start with http:// or https://, not "gpuwatch:"`,
+		`11:19: receiver "empty" alertmanager.urls: list at least one Alertmanager, such as [http://alertmanager:9093]; every instance of an HA cluster`,
 	},
 	"duplicate_receiver.bad.yaml": {
 		`4:5: receiver "console" is defined twice`,

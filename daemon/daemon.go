@@ -76,6 +76,7 @@ type Daemon struct {
 	engine     *rules.Engine
 	dispatcher *notifier.Dispatcher
 	deliverers map[string]*notifier.Deliverer
+	background []background // integrations' own work, run beside the deliverers
 	addr       atomic.Value // string: where the HTTP API listens
 	// writeMu serializes writes of commits and guards unwritten.
 	writeMu sync.Mutex
@@ -235,6 +236,9 @@ func (d *Daemon) Run(ctx context.Context, src gpu.Source, reload <-chan *config.
 	defer cancel()
 	for _, dl := range d.deliverers {
 		wg.Go(func() { dl.Run(ctx) })
+	}
+	for _, b := range d.background {
+		wg.Go(func() { b.Run(ctx) })
 	}
 	d.startSocketMode(ctx, &wg)
 	wg.Go(func() { d.digests.scheduler.Run(ctx, d.opts.Now, d.fireDigest) })
