@@ -626,3 +626,47 @@ func TestWarnings(t *testing.T) {
 		t.Errorf("got warnings %q, want one about root", got)
 	}
 }
+
+// TestAlertmanagerReceiver: an alertmanager receiver loads, its files
+// relative to the config file, as the server's are.
+func TestAlertmanagerReceiver(t *testing.T) {
+	dir := t.TempDir()
+	cert, key := testcert.Write(t, dir)
+	for name, text := range map[string]string{"token": "am-token\n", "password": "am-password\n"} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	text := fmt.Sprintf(`receivers:
+  - name: am
+    alertmanager:
+      urls: [http://am-0:9093, http://am-1:9093/alertmanager]
+      resend_interval: 30s
+      bearer_token_file: token
+      tls: {ca_file: %s, cert_file: tls.crt, key_file: tls.key}
+  - name: am-basic
+    alertmanager:
+      urls: [https://am:9093]
+      basic_auth: {username: gpuwatch, password_file: password}
+route:
+  receiver: am
+`, filepath.Base(cert))
+	path := filepath.Join(dir, "gpuwatch.yaml")
+	if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c, err := Load(path, noEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	am, basic := c.Receivers[0].Alertmanager, c.Receivers[1].Alertmanager
+	if am == nil || basic == nil {
+		t.Fatalf("got receivers %+v, want two alertmanager ones", c.Receivers)
+	}
+	got := []string{am.BearerTokenFile, am.TLS.CAFile, am.TLS.CertFile, am.TLS.KeyFile, basic.BasicAuth.PasswordFile}
+	want := []string{filepath.Join(dir, "token"), cert, cert, key, filepath.Join(dir, "password")}
+	if !slices.Equal(got, want) || am.ResendInterval != 30*time.Second || len(am.URLs) != 2 {
+		t.Errorf("got files %q, resend_interval %v, urls %q; want files %q beside the config, 30s and both URLs",
+			got, am.ResendInterval, am.URLs, want)
+	}
+}
