@@ -13,15 +13,13 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/base64"
-	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
-	"os"
 	"strings"
-	"syscall"
 	"time"
+
+	"github.com/gpuwatch/gpuwatch/internal/secretfile"
 )
 
 // Settings are the credentials and TLS of the requests to one service.
@@ -252,7 +250,7 @@ func basicCredential(user, password string) string {
 // readSecret reads a token or password file, trimmed of the line break
 // editors add; an empty one is an error.
 func readSecret(path string) (string, error) {
-	b, err := readFile(path, maxSecretFile)
+	b, err := secretfile.Read(path, maxSecretFile)
 	if err != nil {
 		return "", err
 	}
@@ -267,7 +265,7 @@ func readSecret(path string) (string, error) {
 }
 
 func loadCA(path string) (*x509.CertPool, error) {
-	pem, err := readFile(path, maxPEMFile)
+	pem, err := secretfile.Read(path, maxPEMFile)
 	if err != nil {
 		return nil, err
 	}
@@ -279,11 +277,11 @@ func loadCA(path string) (*x509.CertPool, error) {
 }
 
 func loadKeyPair(certFile, keyFile string) (tls.Certificate, error) {
-	cert, err := readFile(certFile, maxPEMFile)
+	cert, err := secretfile.Read(certFile, maxPEMFile)
 	if err != nil {
 		return tls.Certificate{}, err
 	}
-	key, err := readFile(keyFile, maxPEMFile)
+	key, err := secretfile.Read(keyFile, maxPEMFile)
 	if err != nil {
 		return tls.Certificate{}, err
 	}
@@ -293,26 +291,6 @@ func loadKeyPair(certFile, keyFile string) (tls.Certificate, error) {
 		return tls.Certificate{}, fmt.Errorf("%s and %s are not a certificate and its key: %w", certFile, keyFile, err)
 	}
 	return pair, nil
-}
-
-// readFile reads a regular file of at most max bytes. It opens without
-// blocking: a named pipe would wait for a writer.
-func readFile(path string, max int64) ([]byte, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	switch {
-	case err != nil:
-		return nil, err
-	case !fi.Mode().IsRegular():
-		return nil, errors.New(path + " is not a regular file")
-	case fi.Size() > max:
-		return nil, fmt.Errorf("%s has %d bytes, more than the %d it may have", path, fi.Size(), max)
-	}
-	return io.ReadAll(io.LimitReader(f, max))
 }
 
 // CheckURL says what is wrong with an http(s) URL, as the end of a
