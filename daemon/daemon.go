@@ -44,7 +44,8 @@ type Options struct {
 	Console io.Writer
 	// Location is the zone console receivers show times in.
 	Location *time.Location
-	// HTTPClient is used by webhook and Slack receivers; nil means a default.
+	// HTTPClient is used by webhook, Slack and alertmanager receivers; nil
+	// means a default.
 	HTTPClient *http.Client
 	// Backoff is the retry schedule of deliveries; zero means DefaultBackoff.
 	Backoff notifier.Backoff
