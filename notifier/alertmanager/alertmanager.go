@@ -198,8 +198,10 @@ func New(name string, c Config, opts Options) (*Notifier, error) {
 	}
 	settings := c.HTTP()
 	n := &Notifier{name: name, timeout: cmp.Or(c.Timeout, DefaultTimeout), resend: cmp.Or(c.ResendInterval, DefaultResendInterval),
-		generator: strings.TrimSuffix(cmp.Or(c.GeneratorURL, opts.GeneratorURL), "/") + "/api/v1/alerts",
-		now:       opts.Now, log: opts.Logger, accepted: map[uint64][]bool{}, failing: make([]bool, len(c.URLs))}
+		now: opts.Now, log: opts.Logger, accepted: map[uint64][]bool{}, failing: make([]bool, len(c.URLs))}
+	if base := cmp.Or(c.GeneratorURL, opts.GeneratorURL); base != "" {
+		n.generator = strings.TrimSuffix(base, "/") + "/api/v1/alerts"
+	}
 	if n.now == nil {
 		n.now = time.Now
 	}

@@ -318,3 +318,18 @@ func TestNoSecretLeaks(t *testing.T) {
 		}
 	}
 }
+
+// TestGeneratorURL: the config's generator_url wins over the daemon's
+// address; with neither, alerts carry no link rather than a relative one.
+func TestGeneratorURL(t *testing.T) {
+	for _, c := range []struct{ config, option, want string }{
+		{"https://gpuwatch.example.org/", "http://node1:9477", "https://gpuwatch.example.org/api/v1/alerts"},
+		{"", "http://node1:9477", "http://node1:9477/api/v1/alerts"},
+		{"", "", ""},
+	} {
+		n := newNotifier(t, Config{URLs: []string{"http://am:9093"}, GeneratorURL: c.config}, Options{GeneratorURL: c.option})
+		if got := n.postable(&notifiertest.Notification(notifier.StatusFiring).Alerts[0]).GeneratorURL; got != c.want {
+			t.Errorf("generator_url %q, default %q: got %q, want %q", c.config, c.option, got, c.want)
+		}
+	}
+}
