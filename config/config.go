@@ -22,6 +22,7 @@ import (
 	"github.com/gpuwatch/gpuwatch/internal/plural"
 	"github.com/gpuwatch/gpuwatch/internal/strictyaml"
 	"github.com/gpuwatch/gpuwatch/notifier"
+	"github.com/gpuwatch/gpuwatch/notifier/alertmanager"
 	"github.com/gpuwatch/gpuwatch/notifier/slack"
 	"github.com/gpuwatch/gpuwatch/notifier/webhook"
 	"github.com/gpuwatch/gpuwatch/rules"
@@ -94,6 +95,8 @@ type Receiver struct {
 	Console *Console        `yaml:"console"`
 	Slack   *slack.Config   `yaml:"slack"`
 	Webhook *webhook.Config `yaml:"webhook"`
+	// Alertmanager pushes to Alertmanager's API.
+	Alertmanager *alertmanager.Config `yaml:"alertmanager"`
 }
 
 // Console prints notifications to standard output.
@@ -155,6 +158,11 @@ func Parse(file string, data []byte, lookup func(string) (string, bool)) (*Confi
 	c.Server.BearerTokenFile = besideConfig(file, c.Server.BearerTokenFile)
 	if t := c.Server.TLS; t != nil {
 		t.CertFile, t.KeyFile = besideConfig(file, t.CertFile), besideConfig(file, t.KeyFile)
+	}
+	for _, r := range c.Receivers {
+		if r.Alertmanager != nil {
+			r.Alertmanager.ResolvePaths(func(p string) string { return besideConfig(file, p) })
+		}
 	}
 	if y.Rules.Kind != 0 {
 		inline, rerrs := rules.ParseList(file, &y.Rules)
@@ -328,6 +336,13 @@ func (c *Config) validate(root *yaml.Node) strictyaml.Errors {
 		for _, problem := range c.checkReceiver(&r) {
 			fail(item, "receiver %q %s", r.Name, problem)
 		}
+		if r.Alertmanager != nil {
+			block := nodePath(item, "alertmanager")
+			for _, p := range r.Alertmanager.Check() {
+				// routeNode finds "urls[1]" and "tls.ca_file" below the block.
+				fail(routeNode(block, p.Field), "receiver %q alertmanager.%s: %s", r.Name, p.Field, p.Text)
+			}
+		}
 	}
 	_, problems := notifier.NewRoute(c.Route)
 	for _, p := range problems {
@@ -432,9 +447,12 @@ func (c *Config) checkReceiver(r *Receiver) []string {
 		kinds++
 		problems = append(problems, r.Webhook.Check()...)
 	}
+	if r.Alertmanager != nil {
+		kinds++ // its problems name their fields: validate places them
+	}
 	switch {
 	case kinds == 0:
-		problems = append(problems, "needs a kind: console: {}, slack: {channel: …}, or webhook: {url: …}")
+		problems = append(problems, "needs a kind: console: {}, slack: {channel: …}, webhook: {url: …}, or alertmanager: {urls: […]}")
 	case kinds > 1:
 		problems = append(problems, "has more than one kind: give each kind its own receiver")
 	}

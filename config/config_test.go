@@ -123,7 +123,7 @@ var configFailures = map[string][]string{
 		`7:5: alert "GPUHot" sends to receiver "pager", which is not defined under receivers:`,
 	},
 	"receiver_kind.bad.yaml": {
-		`2:5: receiver "console" needs a kind: console: {}, slack: {channel: …}, or webhook: {url: …}`,
+		`2:5: receiver "console" needs a kind: console: {}, slack: {channel: …}, webhook: {url: …}, or alertmanager: {urls: […]}`,
 		`3:5: receivers[1] needs the field "name"`,
 	},
 	// Tokens of the wrong kind are named, never quoted.
@@ -132,6 +132,20 @@ var configFailures = map[string][]string{
 		"3:14: slack.app_token must be an app-level token, which starts with xapp- (Basic Information → App-Level Tokens, scope connections:write); the value set does not",
 		"4:30: slack.allowed_channels[1] is empty: list channel IDs (C…) or names without '#'",
 		"5:12: slack.admins[0] is empty: list Slack user IDs (U…) or user names",
+	},
+	// Each problem of an alertmanager receiver points at its own field;
+	// the token is never quoted.
+	"alertmanager.bad.yaml": {
+		`4:32: receiver "am" alertmanager.urls[1]: must start with http:// or https://, not "ftp:"`,
+		`4:46: receiver "am" alertmanager.urls[2]: is urls[0] again: list each Alertmanager once`,
+		`4:64: receiver "am" alertmanager.urls[3]: has a query or fragment: give the Alertmanager's base URL; gpuwatch posts to /api/v2/alerts below it`,
+		`5:24: receiver "am" alertmanager.resend_interval: 100ms is shorter than 1s: Alertmanager needs a firing alert again only within minutes; 1m, as Prometheus sends, is a good default`,
+		`7:19: receiver "am" alertmanager.basic_auth: set only one of a bearer token and basic_auth: a request carries one Authorization header`,
+		`7:19: receiver "am" alertmanager.basic_auth: needs password or password_file`,
+		`8:12: receiver "am" alertmanager.tls: needs both cert_file and key_file for a client certificate, or neither`,
+		`8:22: receiver "am" alertmanager.tls.ca_file: open testdata/bad/no-such-ca.pem: no such file or directory`,
+		`9:22: receiver "am" alertmanager.generator_url: must start with http:// or https://, not "gpuwatch:"`,
+		`11:19: receiver "empty" alertmanager.urls: list at least one Alertmanager, such as [http://alertmanager:9093]; every instance of an HA cluster`,
 	},
 	"duplicate_receiver.bad.yaml": {
 		`4:5: receiver "console" is defined twice`,
@@ -610,5 +624,49 @@ func TestWarnings(t *testing.T) {
 	got := cfg.Warnings()
 	if len(got) != 1 || !strings.HasPrefix(got[0], `c.yaml: slack.admins lists "root", a user name`) {
 		t.Errorf("got warnings %q, want one about root", got)
+	}
+}
+
+// TestAlertmanagerReceiver: an alertmanager receiver loads, its files
+// relative to the config file, as the server's are.
+func TestAlertmanagerReceiver(t *testing.T) {
+	dir := t.TempDir()
+	cert, key := testcert.Write(t, dir)
+	for name, text := range map[string]string{"token": "am-token\n", "password": "am-password\n"} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	text := fmt.Sprintf(`receivers:
+  - name: am
+    alertmanager:
+      urls: [http://am-0:9093, http://am-1:9093/alertmanager]
+      resend_interval: 30s
+      bearer_token_file: token
+      tls: {ca_file: %s, cert_file: tls.crt, key_file: tls.key}
+  - name: am-basic
+    alertmanager:
+      urls: [https://am:9093]
+      basic_auth: {username: gpuwatch, password_file: password}
+route:
+  receiver: am
+`, filepath.Base(cert))
+	path := filepath.Join(dir, "gpuwatch.yaml")
+	if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c, err := Load(path, noEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	am, basic := c.Receivers[0].Alertmanager, c.Receivers[1].Alertmanager
+	if am == nil || basic == nil {
+		t.Fatalf("got receivers %+v, want two alertmanager ones", c.Receivers)
+	}
+	got := []string{am.BearerTokenFile, am.TLS.CAFile, am.TLS.CertFile, am.TLS.KeyFile, basic.BasicAuth.PasswordFile}
+	want := []string{filepath.Join(dir, "token"), cert, cert, key, filepath.Join(dir, "password")}
+	if !slices.Equal(got, want) || am.ResendInterval != 30*time.Second || len(am.URLs) != 2 {
+		t.Errorf("got files %q, resend_interval %v, urls %q; want files %q beside the config, 30s and both URLs",
+			got, am.ResendInterval, am.URLs, want)
 	}
 }

@@ -3,15 +3,15 @@ package config
 import (
 	"crypto/tls"
 	"fmt"
-	"io"
 	"maps"
 	"net"
-	"os"
 	"slices"
 	"strings"
 
 	"golang.org/x/crypto/bcrypt"
 	"gopkg.in/yaml.v3"
+
+	"github.com/gpuwatch/gpuwatch/internal/secretfile"
 )
 
 // Server configures the HTTP listener: the API that `gpuwatch silence`,
@@ -62,24 +62,8 @@ func (s *Server) Token() (string, error) {
 }
 
 // readSmallFile reads a regular file of at most max bytes: a config that
-// names /dev/zero or a log by mistake gets an error, not a hang.
-func readSmallFile(path string, max int64) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	switch {
-	case err != nil:
-		return nil, err
-	case !fi.Mode().IsRegular():
-		return nil, fmt.Errorf("%s is not a regular file", path)
-	case fi.Size() > max:
-		return nil, fmt.Errorf("%s has %d bytes, more than the %d it may have", path, fi.Size(), max)
-	}
-	return io.ReadAll(io.LimitReader(f, max))
-}
+// names /dev/zero, a log or a named pipe by mistake gets an error, not a hang.
+func readSmallFile(path string, max int64) ([]byte, error) { return secretfile.Read(path, max) }
 
 // LoadCertificate loads the TLS certificate and key; nil without TLS.
 func (s *Server) LoadCertificate() (*tls.Certificate, error) {

@@ -44,7 +44,8 @@ type Options struct {
 	Console io.Writer
 	// Location is the zone console receivers show times in.
 	Location *time.Location
-	// HTTPClient is used by webhook and Slack receivers; nil means a default.
+	// HTTPClient is used by webhook, Slack and alertmanager receivers; nil
+	// means a default.
 	HTTPClient *http.Client
 	// Backoff is the retry schedule of deliveries; zero means DefaultBackoff.
 	Backoff notifier.Backoff
@@ -76,6 +77,7 @@ type Daemon struct {
 	engine     *rules.Engine
 	dispatcher *notifier.Dispatcher
 	deliverers map[string]*notifier.Deliverer
+	background []background // integrations' own work, run beside the deliverers
 	addr       atomic.Value // string: where the HTTP API listens
 	// writeMu serializes writes of commits and guards unwritten.
 	writeMu sync.Mutex
@@ -235,6 +237,9 @@ func (d *Daemon) Run(ctx context.Context, src gpu.Source, reload <-chan *config.
 	defer cancel()
 	for _, dl := range d.deliverers {
 		wg.Go(func() { dl.Run(ctx) })
+	}
+	for _, b := range d.background {
+		wg.Go(func() { b.Run(ctx) })
 	}
 	d.startSocketMode(ctx, &wg)
 	wg.Go(func() { d.digests.scheduler.Run(ctx, d.opts.Now, d.fireDigest) })

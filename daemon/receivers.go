@@ -1,10 +1,14 @@
 package daemon
 
 import (
+	"context"
 	"fmt"
+	"net"
+	"os"
 
 	"github.com/gpuwatch/gpuwatch/config"
 	"github.com/gpuwatch/gpuwatch/notifier"
+	"github.com/gpuwatch/gpuwatch/notifier/alertmanager"
 	"github.com/gpuwatch/gpuwatch/notifier/console"
 	"github.com/gpuwatch/gpuwatch/notifier/slack"
 	"github.com/gpuwatch/gpuwatch/notifier/webhook"
@@ -12,6 +16,17 @@ import (
 
 // BucketSlackMessages remembers which Slack message announced which alert.
 const BucketSlackMessages = "slack-messages"
+
+// BucketAlertmanagerFiring holds, per alertmanager receiver, the firing
+// alerts it re-sends, so a restart resumes re-sending them at once.
+const BucketAlertmanagerFiring = "alertmanager-firing"
+
+// background is an integration with work of its own between
+// notifications (the alertmanager receiver's re-sends); Run does it until
+// ctx ends.
+type background interface {
+	Run(ctx context.Context)
+}
 
 func buildRoute(cfg *config.Config) (*notifier.Route, error) {
 	route, problems := notifier.NewRoute(cfg.Route)
@@ -30,6 +45,9 @@ func (d *Daemon) buildDeliverers(cfg *config.Config) (map[string]*notifier.Deliv
 			return nil, fmt.Errorf("receiver %q: %w", r.Name, err)
 		}
 		out[r.Name] = notifier.NewDeliverer(r.Name, n, d.db, d.opts.Backoff, d.logger)
+		if b, ok := n.(background); ok {
+			d.background = append(d.background, b)
+		}
 	}
 	return out, nil
 }
@@ -45,7 +63,33 @@ func (d *Daemon) buildNotifier(cfg *config.Config, r *config.Receiver) (notifier
 		})
 	case r.Webhook != nil:
 		return webhook.New(r.Name, *r.Webhook, client, d.opts.Now)
+	case r.Alertmanager != nil:
+		return alertmanager.New(r.Name, *r.Alertmanager, alertmanager.Options{
+			HTTPClient: client, Firing: kvBucket{d.db, BucketAlertmanagerFiring}, Now: d.opts.Now,
+			Logger: d.logger.With("receiver", r.Name), GeneratorURL: generatorURL(cfg),
+		})
 	default:
 		return console.New(d.opts.Console, d.opts.Location), nil
 	}
+}
+
+// generatorURL is where Alertmanager's users reach this gpuwatch by
+// default: server.listen, with the host's name when it listens on every
+// interface.
+func generatorURL(cfg *config.Config) string {
+	scheme := "http"
+	if cfg.Server.TLS != nil {
+		scheme = "https"
+	}
+	host, port, err := net.SplitHostPort(cfg.Server.Listen)
+	if err != nil {
+		return scheme + "://" + cfg.Server.Listen
+	}
+	if ip := net.ParseIP(host); host == "" || ip != nil && ip.IsUnspecified() {
+		host = cfg.Host
+		if host == "" {
+			host, _ = os.Hostname()
+		}
+	}
+	return scheme + "://" + net.JoinHostPort(host, port)
 }

@@ -32,6 +32,8 @@ var secretEnv = map[string]string{
 	"TEMPLATE_TOKEN":   "tmpltoken-2e2f",
 	"BASIC_PASSWORD":   "basicpass-3a3b",
 	"ALERTMANAGER_KEY": "amquery-4c4d",
+	"AM_PUSH_TOKEN":    "ampushtoken-5e5f",
+	"AM_PUSH_PASSWORD": "ampushpass-6a6b",
 }
 
 // secretReceivers lists every integration, each with its secrets, every
@@ -49,6 +51,8 @@ var secretReceivers = []struct{ name, block string }{
 	{"pagerduty", `webhook: {url: "BASE/v2/enqueue", format: pagerduty, routing_key: "${PD_ROUTING_KEY}"}`},
 	{"template", `webhook: {url: "BASE/tmpl", format: template, template: '{"status":"{{ .Status }}"}', headers: {Authorization: "Token ${TEMPLATE_TOKEN}"}}`},
 	{"basic", `webhook: {url: "http://user:${BASIC_PASSWORD}@BASEHOST/basic"}`},
+	{"am-bearer", `alertmanager: {urls: ["BASE/am-bearer"], bearer_token: "${AM_PUSH_TOKEN}"}`},
+	{"am-basic", `alertmanager: {urls: ["BASE/am-basic"], basic_auth: {username: gpuwatch, password: "${AM_PUSH_PASSWORD}"}}`},
 }
 
 // secretsConfig sends GPUHot to every receiver of secretReceivers, with
@@ -100,6 +104,8 @@ func TestNoSecretLeaks(t *testing.T) {
 	for _, v := range secretEnv {
 		secrets = append(secrets, v)
 	}
+	// The alertmanager receiver's basic auth, as its header carries it.
+	secrets = append(secrets, base64.StdEncoding.EncodeToString([]byte("gpuwatch:"+secretEnv["AM_PUSH_PASSWORD"])))
 	echo := echoServer(t)
 	rounds := []struct {
 		name string
@@ -162,7 +168,7 @@ func TestNoSecretLeaks(t *testing.T) {
 		switch name {
 		case "FEISHU_SECRET", "DING_SECRET":
 			continue // they sign; they are not sent
-		case "BASIC_PASSWORD":
+		case "BASIC_PASSWORD", "AM_PUSH_PASSWORD":
 			continue // sent base64-encoded in Authorization: Basic
 		}
 		if !strings.Contains(sent.String(), s) {

@@ -3,6 +3,7 @@ package notifier
 import (
 	"cmp"
 	"encoding/base64"
+	"errors"
 	"net/url"
 	"slices"
 	"strings"
@@ -76,4 +77,41 @@ func looksLikeToken(segment string) bool {
 		return false
 	}
 	return len(segment) >= 20 || strings.ContainsFunc(segment, func(r rune) bool { return unicode.IsDigit(r) || unicode.IsUpper(r) })
+}
+
+// RedactError makes err safe to log: every secret is replaced in its text
+// (as Redact does). errors.Is still sees the original chain (a context
+// deadline, …), and a *RetryAfterError in it stays reachable by errors.As
+// with its text redacted too; nothing else of the original is exposed.
+func RedactError(err error, secrets ...string) error {
+	if err == nil {
+		return nil
+	}
+	e := &redactedError{msg: Redact(err.Error(), secrets...), orig: err}
+	var ra *RetryAfterError
+	if errors.As(err, &ra) {
+		e.retryAfter = &RetryAfterError{After: ra.After, Err: errors.New(Redact(ra.Err.Error(), secrets...))}
+	}
+	return e
+}
+
+// redactedError is an error whose text has its secrets replaced.
+type redactedError struct {
+	msg        string
+	orig       error
+	retryAfter *RetryAfterError
+}
+
+func (e *redactedError) Error() string { return e.msg }
+
+// Is reports whether the original error matches target, so callers can
+// tell a deadline from a refusal without reading unredacted text.
+func (e *redactedError) Is(target error) bool { return errors.Is(e.orig, target) }
+
+// Unwrap exposes only the redacted RetryAfterError, if any.
+func (e *redactedError) Unwrap() error {
+	if e.retryAfter == nil {
+		return nil
+	}
+	return e.retryAfter
 }

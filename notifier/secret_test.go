@@ -1,8 +1,13 @@
 package notifier_test
 
 import (
+	"context"
+	"errors"
+	"fmt"
 	"slices"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/gpuwatch/gpuwatch/notifier"
 )
@@ -54,5 +59,25 @@ func TestSecretsEscapedForms(t *testing.T) {
 	}
 	if got := notifier.Redact("ab", secrets...); got != "ab" {
 		t.Errorf("Redact of a 2-byte value: got %q, want short values left alone", got)
+	}
+}
+
+// TestRedactError: the text loses its secrets, a deadline is still a
+// deadline, and a Retry-After still says when, with its text redacted too.
+func TestRedactError(t *testing.T) {
+	const secret = "s3cr3t-token-9"
+	deadline := fmt.Errorf("post https://am/?t=%s: %w", secret, context.DeadlineExceeded)
+	err := notifier.RedactError(deadline, notifier.Secrets(secret)...)
+	if strings.Contains(err.Error(), secret) || !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("got %q (deadline %v), want the secret gone and the deadline kept", err, errors.Is(err, context.DeadlineExceeded))
+	}
+	limited := fmt.Errorf("am: %w", &notifier.RetryAfterError{After: 7 * time.Second, Err: errors.New("HTTP 429 token " + secret)})
+	err = notifier.RedactError(limited, notifier.Secrets(secret)...)
+	var ra *notifier.RetryAfterError
+	if !errors.As(err, &ra) || ra.After != 7*time.Second || strings.Contains(ra.Error(), secret) || strings.Contains(err.Error(), secret) {
+		t.Errorf("got %q (retry after %v), want a RetryAfterError of 7s without the secret", err, ra)
+	}
+	if notifier.RedactError(nil, secret) != nil {
+		t.Error("RedactError(nil): got an error, want nil")
 	}
 }

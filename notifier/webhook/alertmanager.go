@@ -2,9 +2,9 @@ package webhook
 
 import (
 	"encoding/json"
-	"fmt"
-	"hash/fnv"
 	"time"
+
+	"github.com/prometheus/common/model"
 
 	"github.com/gpuwatch/gpuwatch/notifier"
 )
@@ -35,7 +35,7 @@ type alertmanagerAlert struct {
 }
 
 func encodeAlertmanager(receiver string, m *notifier.Notification) ([]byte, error) {
-	msg := alertmanagerMessage{Receiver: receiver, Status: string(m.Status), Version: "4", GroupKey: m.GroupKey,
+	msg := alertmanagerMessage{Receiver: receiver, Status: string(m.Status), Version: "4",
 		Alerts: make([]alertmanagerAlert, 0, len(m.Alerts))}
 	for _, a := range m.Alerts {
 		labels := make(map[string]string, len(a.Labels)+1)
@@ -48,24 +48,35 @@ func encodeAlertmanager(receiver string, m *notifier.Notification) ([]byte, erro
 			annotations["description"] = a.Description
 		}
 		out := alertmanagerAlert{Status: string(a.Status), Labels: labels, Annotations: annotations,
-			StartsAt: a.StartsAt.UTC(), Fingerprint: fingerprint(a.Key)}
+			StartsAt: a.StartsAt.UTC(), Fingerprint: labelSet(labels).Fingerprint().String()}
 		if a.Status == notifier.StatusResolved {
 			out.EndsAt = a.EndsAt.UTC()
 		}
 		msg.Alerts = append(msg.Alerts, out)
 	}
 	msg.GroupLabels = map[string]string{"alertname": m.Alerts[0].Name}
+	msg.GroupKey = groupKey(msg.GroupLabels)
 	msg.CommonLabels = common(msg.Alerts, func(a *alertmanagerAlert) map[string]string { return a.Labels })
 	msg.CommonAnnotations = common(msg.Alerts, func(a *alertmanagerAlert) map[string]string { return a.Annotations })
 	return json.Marshal(msg)
 }
 
-// fingerprint is a stable hex identity of an alert key, shaped like
-// Alertmanager's (16 hex digits of a 64-bit hash).
-func fingerprint(key string) string {
-	h := fnv.New64a()
-	h.Write([]byte(key))
-	return fmt.Sprintf("%016x", h.Sum64())
+// groupKey is the key of a group of alerts, shaped as Alertmanager's
+// (the root route's "{}", then the group labels): a rule's alerts are one
+// group, whether they fire, repeat or resolve, so a consumer ties a
+// resolve to its firing by it.
+func groupKey(groupLabels map[string]string) string {
+	return "{}:" + labelSet(groupLabels).String()
+}
+
+// labelSet is labels as Alertmanager's model holds them; its Fingerprint
+// is the one Alertmanager gives the alert.
+func labelSet(labels map[string]string) model.LabelSet {
+	ls := make(model.LabelSet, len(labels))
+	for k, v := range labels {
+		ls[model.LabelName(k)] = model.LabelValue(v)
+	}
+	return ls
 }
 
 // common returns the pairs every alert shares, as Alertmanager's

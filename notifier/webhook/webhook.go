@@ -75,12 +75,12 @@ import (
 	"io"
 	"maps"
 	"net/http"
-	"net/url"
 	"slices"
 	"strings"
 	"text/template"
 	"time"
 
+	"github.com/gpuwatch/gpuwatch/internal/httpclient"
 	"github.com/gpuwatch/gpuwatch/notifier"
 )
 
@@ -186,16 +186,8 @@ func checkURL(raw, format string) []string {
 		}
 		return []string{"url is missing: set it to the webhook's http(s) URL"}
 	}
-	u, err := url.Parse(raw)
-	switch {
-	case err != nil:
-		return []string{"url is not a valid URL: check for spaces or stray characters"}
-	case u.Scheme == "":
-		return []string{"url must start with http:// or https://"}
-	case u.Scheme != "http" && u.Scheme != "https":
-		return []string{fmt.Sprintf("url must start with http:// or https://, not %q", u.Scheme+":")}
-	case u.Host == "":
-		return []string{"url has no host: write it as https://host/path"}
+	if p := httpclient.CheckURL(raw); p != "" {
+		return []string{"url " + p}
 	}
 	return nil
 }
@@ -382,35 +374,7 @@ func (n *Notifier) post(ctx context.Context, target string, body []byte, answer 
 }
 
 // fail makes err safe to log: every secret the notifier holds is replaced
-// in its text. errors.Is still sees the original chain (context deadline,
-// …), and a *notifier.RetryAfterError in it stays reachable by errors.As
-// with its text redacted too; nothing else of the original is exposed.
+// in its text (see notifier.RedactError).
 func (n *Notifier) fail(err error) error {
-	e := &redactedError{msg: notifier.Redact(err.Error(), n.secrets...), orig: err}
-	var ra *notifier.RetryAfterError
-	if errors.As(err, &ra) {
-		e.retryAfter = &notifier.RetryAfterError{After: ra.After, Err: errors.New(notifier.Redact(ra.Err.Error(), n.secrets...))}
-	}
-	return e
-}
-
-// redactedError is an error whose text has its secrets replaced.
-type redactedError struct {
-	msg        string
-	orig       error
-	retryAfter *notifier.RetryAfterError
-}
-
-func (e *redactedError) Error() string { return e.msg }
-
-// Is reports whether the original error matches target, so callers can
-// tell a deadline from a refusal without reading unredacted text.
-func (e *redactedError) Is(target error) bool { return errors.Is(e.orig, target) }
-
-// Unwrap exposes only the redacted RetryAfterError, if any.
-func (e *redactedError) Unwrap() error {
-	if e.retryAfter == nil {
-		return nil
-	}
-	return e.retryAfter
+	return notifier.RedactError(err, n.secrets...)
 }
