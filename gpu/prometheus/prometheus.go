@@ -49,9 +49,9 @@ type Options struct {
 	// Client sends the queries, with the credentials and TLS the far side
 	// wants; nil means http.DefaultClient.
 	Client *http.Client
-	// Secrets are the credentials Client sends: they are cut out of every
-	// error, even one that quotes the far side's answer.
-	Secrets []string
+	// Secrets returns the credentials Client sends: they are cut out of
+	// every error, even one that quotes the far side's answer. Nil: none.
+	Secrets func() []string
 	Logger  *slog.Logger
 }
 
@@ -89,8 +89,7 @@ func New(opts Options) (*Source, error) {
 	if err != nil {
 		return nil, fmt.Errorf("prometheus client: %w", err)
 	}
-	q := &querier{opts: opts, api: v1.NewAPI(c), client: cfg.Client, build: newBuilder(opts.Schema),
-		secrets: strings.NewReplacer(secretPairs(opts.Secrets)...)}
+	q := &querier{opts: opts, api: v1.NewAPI(c), client: cfg.Client, build: newBuilder(opts.Schema)}
 	return &Source{Poller: gpu.PollFleet(q, opts.Interval), q: q}, nil
 }
 
@@ -104,11 +103,10 @@ func (s *Source) Backfill(ctx context.Context, span time.Duration, warm func(*gp
 
 // querier runs the queries and builds the snapshots.
 type querier struct {
-	opts    Options
-	api     v1.API
-	client  *http.Client
-	build   *builder
-	secrets *strings.Replacer
+	opts   Options
+	api    v1.API
+	client *http.Client
+	build  *builder
 }
 
 // SampleFleet runs an evaluation at time at: one instant query.
@@ -146,7 +144,7 @@ func (q *querier) noSeries() error {
 
 func (q *querier) warn(warnings v1.Warnings) {
 	for _, w := range warnings {
-		q.opts.Logger.Warn("prometheus warns about a query's answer (it may be partial)", "url", q.opts.URL, "warning", q.secrets.Replace(w))
+		q.opts.Logger.Warn("prometheus warns about a query's answer (it may be partial)", "url", q.opts.URL, "warning", q.redact(w))
 	}
 }
 
@@ -169,7 +167,7 @@ func (q *querier) failure(what string, err error) error {
 			msg += ": " + said
 		}
 	}
-	return errors.New(q.secrets.Replace(fmt.Sprintf("%s prometheus at %s: %s", what, q.opts.URL, msg)))
+	return errors.New(q.redact(fmt.Sprintf("%s prometheus at %s: %s", what, q.opts.URL, msg)))
 }
 
 // farSideError is what an answer's body says went wrong: the "error" of
@@ -198,13 +196,15 @@ func vectorPoints(vec model.Vector) []point {
 	return out
 }
 
-// secretPairs makes the replacer pairs that hide each secret.
-func secretPairs(secrets []string) []string {
-	var pairs []string
-	for _, s := range secrets {
+// redact cuts the credentials out of text.
+func (q *querier) redact(text string) string {
+	if q.opts.Secrets == nil {
+		return text
+	}
+	for _, s := range q.opts.Secrets() {
 		if s != "" {
-			pairs = append(pairs, s, "<secret>")
+			text = strings.ReplaceAll(text, s, "<secret>")
 		}
 	}
-	return pairs
+	return text
 }

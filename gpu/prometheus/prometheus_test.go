@@ -269,7 +269,7 @@ func TestSecretsStayOut(t *testing.T) {
 		r.Header.Set("Authorization", "Bearer "+token)
 		return http.DefaultTransport.RoundTrip(r)
 	})}
-	src := newSource(t, srv, Options{Client: client, Secrets: []string{token}})
+	src := newSource(t, srv, Options{Client: client, Secrets: func() []string { return []string{token} }})
 	_, err := src.q.SampleFleet(t.Context(), at0)
 	if err == nil || strings.Contains(err.Error(), token) || !strings.Contains(err.Error(), "Bearer <secret>") {
 		t.Errorf("got %v, want the error without the token", err)
