@@ -19,13 +19,10 @@ import (
 
 // hostName is the config's host or, by default, the machine's name.
 func hostName(c *config.Config) string {
-	if c != nil && c.Host != "" {
-		return c.Host
+	if c == nil {
+		c = &config.Config{}
 	}
-	if h, err := os.Hostname(); err == nil {
-		return h
-	}
-	return "localhost"
+	return c.HostName()
 }
 
 // openSource builds the source the config names.

@@ -471,6 +471,18 @@ func (c *Config) ErrorAt(keys []string, format string, args ...any) *strictyaml.
 	return strictyaml.Errorf(c.File, nodePath(c.root, keys...), format, args...)
 }
 
+// HostName is the name this gpuwatch gives its own host: host, or by
+// default the machine's name.
+func (c *Config) HostName() string {
+	if c.Host != "" {
+		return c.Host
+	}
+	if h, err := os.Hostname(); err == nil {
+		return h
+	}
+	return "localhost"
+}
+
 // Summary is the one-line description `gpuwatch check` prints for a valid
 // config.
 func (c *Config) Summary() string {

@@ -11,6 +11,7 @@ import (
 	"math"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -187,6 +188,29 @@ func Notification(status notifier.Status) *notifier.Notification {
 	}
 	return &notifier.Notification{ID: 1, Receiver: "test", GroupKey: "test/GPUMemoryLeak/" + string(status),
 		Status: status, Alerts: []notifier.Alert{a}, CreatedAt: a.At}
+}
+
+// SourceDown returns a notification of an alert that is about no GPU
+// (GPU -1, no UUID): a hub that cannot read its Prometheus.
+func SourceDown(status notifier.Status) *notifier.Notification {
+	a := notifier.Alert{
+		Key: "hub/GPUWatchSourceDown/", Name: "GPUWatchSourceDown", Status: status, Severity: "critical", Host: "hub", GPU: -1,
+		Labels:  map[string]string{"alert": "GPUWatchSourceDown", "severity": "critical", "host": "hub"},
+		Summary: "gpuwatch on hub cannot read its source: no GPU is watched until it answers", Description: "query prometheus at http://prometheus:9090: connection refused",
+		Value: notifier.Float(math.NaN()), Trend: notifier.Float(math.NaN()), TimeToFull: notifier.Float(math.NaN()), StartsAt: Start, At: Start,
+	}
+	if status == notifier.StatusResolved {
+		a.EndsAt = Start.Add(3 * time.Minute)
+		a.At = a.EndsAt
+	}
+	return &notifier.Notification{ID: 1, Receiver: "test", GroupKey: "test/GPUWatchSourceDown/" + string(status),
+		Status: status, Alerts: []notifier.Alert{a}, CreatedAt: a.At}
+}
+
+// NamesAGPU reports whether text names GPU -1 in any of the ways the
+// formats name a GPU ("GPU -1", "gpu-1", "GPU:** -1", "gpu": -1).
+func NamesAGPU(text string) bool {
+	return regexp.MustCompile(`(?i)gpu\W{0,6}-1`).MatchString(text)
 }
 
 // AssertNoSecrets fails the test if any secret appears in text (errors,
