@@ -70,8 +70,8 @@ func encodeDiscord(m *notifier.Notification) ([]byte, error) {
 			Title:       truncate(alertTitle(a), discordMaxTitle),
 			Description: truncate(alertText(a, st), discordMaxDescription),
 			Color:       alertColor(a),
-			Fields:    []discordField{{Name: "Host", Value: a.Host, Inline: true}},
-			Timestamp: a.At.UTC(),
+			Fields:      []discordField{{Name: "Host", Value: a.Host, Inline: true}},
+			Timestamp:   a.At.UTC(),
 		}
 		if a.OnGPU() {
 			e.Fields = append(e.Fields, discordField{Name: "GPU", Value: fmt.Sprintf("%d", a.GPU), Inline: true})
