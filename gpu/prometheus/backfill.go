@@ -3,10 +3,9 @@ package prometheus
 import (
 	"context"
 	"fmt"
+	"net/url"
+	"strconv"
 	"time"
-
-	v1 "github.com/prometheus/client_golang/api/prometheus/v1"
-	"github.com/prometheus/common/model"
 
 	"github.com/gpuwatch/gpuwatch/gpu"
 )
@@ -18,14 +17,21 @@ func (q *querier) backfill(ctx context.Context, end time.Time, span time.Duratio
 		return nil
 	}
 	step := max(q.opts.Interval, (span+MaxPoints-1)/MaxPoints)
-	r := v1.Range{Start: end.Add(-span), End: end, Step: step}
-	var series []*model.SampleStream
+	var series []seriesAnswer
 	for _, name := range q.opts.Schema.names() {
-		m, err := q.rangeQuery(ctx, name, r)
+		a, err := q.get(ctx, "/api/v1/query_range", url.Values{
+			"query": {q.opts.Selector.Query([]string{name})},
+			"start": {formatTime(end.Add(-span))},
+			"end":   {formatTime(end)},
+			"step":  {strconv.FormatFloat(step.Seconds(), 'f', -1, 64)},
+		})
 		if err != nil {
-			return err
+			return q.failure("range query", err)
 		}
-		series = append(series, m...)
+		if a.resultType != "matrix" {
+			return fmt.Errorf("prometheus at %s answered a %q to a range query, not a matrix", q.opts.URL, a.resultType)
+		}
+		series = append(series, a.series...)
 	}
 	replay(series, func(at time.Time, points []point) {
 		for _, s := range q.build.build(at, points) {
@@ -35,47 +41,35 @@ func (q *querier) backfill(ctx context.Context, end time.Time, span time.Duratio
 	return nil
 }
 
-func (q *querier) rangeQuery(ctx context.Context, name string, r v1.Range) (model.Matrix, error) {
-	ctx, cancel := context.WithTimeout(ctx, q.opts.Timeout)
-	defer cancel()
-	val, warnings, _, err := q.api.QueryRange(ctx, q.opts.Selector.Query([]string{name}), r)
-	if err != nil {
-		return nil, q.failure("range query", err)
-	}
-	q.warn(warnings)
-	m, ok := val.(model.Matrix)
-	if !ok {
-		return nil, fmt.Errorf("prometheus at %s answered a %s to a range query, not a matrix", q.opts.URL, val.Type())
-	}
-	return m, nil
-}
-
 // replay calls f once per timestamp of the series, in time order, with
-// the value of every series that has one then. Each series' points are in
+// the value of every series that has one then. Each series' samples are in
 // time order (as the API answers them); a cursor per series walks them, so
 // nothing but one step's points is held besides the answers.
-func replay(series []*model.SampleStream, f func(at time.Time, points []point)) {
+func replay(series []seriesAnswer, f func(at time.Time, points []point)) {
 	cursor := make([]int, len(series))
 	var points []point
 	for {
-		next, found := model.Time(0), false
-		for i, s := range series {
-			if c := cursor[i]; c < len(s.Values) && (!found || s.Values[c].Timestamp < next) {
-				next, found = s.Values[c].Timestamp, true
+		var next int64
+		found := false
+		for i := range series {
+			s := series[i].samples
+			if c := cursor[i]; c < len(s) && (!found || s[c].t < next) {
+				next, found = s[c].t, true
 			}
 		}
 		if !found {
 			return
 		}
 		points = points[:0]
-		for i, s := range series {
-			for cursor[i] < len(s.Values) && s.Values[cursor[i]].Timestamp <= next {
-				if s.Values[cursor[i]].Timestamp == next {
-					points = append(points, point{metric: s.Metric, value: float64(s.Values[cursor[i]].Value)})
+		for i := range series {
+			s := &series[i]
+			for cursor[i] < len(s.samples) && s.samples[cursor[i]].t <= next {
+				if s.samples[cursor[i]].t == next {
+					points = append(points, point{labels: &s.labels, value: s.samples[cursor[i]].v})
 				}
 				cursor[i]++
 			}
 		}
-		f(next.Time(), points)
+		f(time.UnixMilli(next).UTC(), points)
 	}
 }

@@ -9,14 +9,12 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/prometheus/common/model"
-
 	"github.com/gpuwatch/gpuwatch/gpu"
 )
 
 // point is one series' value at an evaluation's time.
 type point struct {
-	metric model.Metric
+	labels *labelSet
 	value  float64
 }
 
@@ -121,11 +119,12 @@ func compareKeys(a, b deviceKey) int {
 
 // add files one series under its GPU; false when it names no host or GPU.
 func (b *builder) add(devs map[deviceKey]*deviceBuild, p *point) bool {
-	f := b.families[string(p.metric[model.MetricNameLabel])]
+	ls := p.labels
+	f := b.families[ls.name]
 	if f == nil {
 		return false
 	}
-	key, ok := keyOf(f.schema, p.metric)
+	key, ok := keyOf(f.schema, ls)
 	if !ok {
 		return false
 	}
@@ -137,24 +136,27 @@ func (b *builder) add(devs map[deviceKey]*deviceBuild, p *point) bool {
 		devs[key] = d
 	}
 	if d.dev.Name == "" {
-		d.dev.Name = string(p.metric[nameLabel(f.schema)])
+		d.dev.Name = ls.gpuName
+		if f.schema == SchemaDCGM {
+			d.dev.Name = ls.modelName
+		}
 	}
 	switch f.name {
 	case gwXID:
-		d.xids = append(d.xids, xidSample{code: string(p.metric["xid"]), value: p.value})
+		d.xids = append(d.xids, xidSample{code: ls.xid, value: p.value})
 	case dcgmXID:
 		d.xids = append(d.xids, xidSample{value: p.value})
 	case gwProcessMemory:
-		pid, _ := strconv.Atoi(string(p.metric["pid"]))
-		d.processes = append(d.processes, gpu.Process{PID: pid, User: string(p.metric["user"]), Command: string(p.metric["command"]),
-			Container: string(p.metric["container"]), MemUsed: bytes(p.value)})
+		pid, _ := strconv.Atoi(ls.pid)
+		d.processes = append(d.processes, gpu.Process{PID: pid, User: ls.user, Command: ls.command,
+			Container: ls.container, MemUsed: byteCount(p.value)})
 	case gwUserMemory:
-		d.users = append(d.users, gpu.Process{User: string(p.metric["user"]), MemUsed: bytes(p.value)})
+		d.users = append(d.users, gpu.Process{User: ls.user, MemUsed: byteCount(p.value)})
 	default:
 		f.apply(d, p.value)
 	}
 	if f.schema == SchemaDCGM {
-		d.addPod(p.metric)
+		d.addPod(ls)
 	}
 	return true
 }
@@ -163,39 +165,30 @@ func (b *builder) add(devs map[deviceKey]*deviceBuild, p *point) bool {
 // (gpuwatch) or Hostname (dcgm-exporter), else instance; the index from
 // gpu; the UUID from uuid or UUID. The series of a MIG instance (dcgm's
 // GPU_I_ID) are not about a whole GPU.
-func keyOf(schema Schema, m model.Metric) (deviceKey, bool) {
-	hostLabel, uuidLabel := model.LabelName("host"), model.LabelName("uuid")
+func keyOf(schema Schema, ls *labelSet) (deviceKey, bool) {
+	host, uuid := ls.host, ls.uuid
 	if schema == SchemaDCGM {
-		hostLabel, uuidLabel = "Hostname", "UUID"
-		if m["GPU_I_ID"] != "" {
+		host, uuid = ls.hostname, ls.uuidDCGM
+		if ls.gpuInstance != "" {
 			return deviceKey{}, false
 		}
 	}
-	host := string(m[hostLabel])
 	if host == "" {
-		host = string(m[model.InstanceLabel])
+		host = ls.instance
 	}
-	index, err := strconv.Atoi(string(m["gpu"]))
+	index, err := strconv.Atoi(ls.gpu)
 	if host == "" || err != nil || index < 0 {
 		return deviceKey{}, false
 	}
-	return deviceKey{schema: schema, host: host, uuid: string(m[uuidLabel]), index: index}, true
-}
-
-func nameLabel(schema Schema) model.LabelName {
-	if schema == SchemaDCGM {
-		return "modelName"
-	}
-	return "name"
+	return deviceKey{schema: schema, host: host, uuid: uuid, index: index}, true
 }
 
 // addPod notes the Kubernetes pod dcgm-exporter says uses the GPU.
-func (d *deviceBuild) addPod(m model.Metric) {
-	ns, pod := string(m["namespace"]), string(m["pod"])
-	if pod == "" {
+func (d *deviceBuild) addPod(ls *labelSet) {
+	if ls.pod == "" {
 		return
 	}
-	p := gpu.Process{Command: string(m["container"]), Container: "k8s:" + ns + "/" + pod}
+	p := gpu.Process{Command: ls.container, Container: "k8s:" + ls.namespace + "/" + ls.pod}
 	if !slices.Contains(d.pods, p) {
 		d.pods = append(d.pods, p)
 	}
@@ -229,8 +222,8 @@ func (d *deviceBuild) device() gpu.Device {
 		}
 	}
 	if finite(d.memUsed) && finite(total) && total > 0 && d.memUsed >= 0 {
-		dev.MemTotal = bytes(total)
-		dev.MemUsed = min(bytes(d.memUsed), dev.MemTotal)
+		dev.MemTotal = byteCount(total)
+		dev.MemUsed = min(byteCount(d.memUsed), dev.MemTotal)
 	}
 	switch {
 	case len(d.processes) > 0:
@@ -308,8 +301,8 @@ func xidEvent(d *deviceBuild, x xidSample, prev float64, had, known bool) (gpu.E
 
 func finite(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
 
-// bytes converts a reading in bytes; unknown or negative is 0.
-func bytes(v float64) uint64 {
+// byteCount converts a reading in bytes; unknown or negative is 0.
+func byteCount(v float64) uint64 {
 	switch {
 	case !(v > 0):
 		return 0

@@ -1,23 +1,32 @@
 package prometheus
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/prometheus/common/model"
-
 	"github.com/gpuwatch/gpuwatch/gpu"
 )
 
-// series makes a point of a GPU's series: name, then label pairs.
+// series makes a point of a GPU's series: name, then label pairs, read
+// by the answer parser.
 func series(value float64, name string, labels ...string) point {
-	m := model.Metric{model.MetricNameLabel: model.LabelValue(name)}
+	m := map[string]string{"__name__": name}
 	for i := 0; i+1 < len(labels); i += 2 {
-		m[model.LabelName(labels[i])] = model.LabelValue(labels[i+1])
+		m[labels[i]] = labels[i+1]
 	}
-	return point{metric: m, value: value}
+	raw, err := json.Marshal(m)
+	if err != nil {
+		panic(err)
+	}
+	var ls labelSet
+	p := &parser{data: raw, intern: map[string]string{}}
+	if err := p.labels(&ls); err != nil {
+		panic(err)
+	}
+	return point{labels: &ls, value: value}
 }
 
 func agent(value float64, name string, extra ...string) point {

@@ -9,8 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/common/model"
-
 	"github.com/gpuwatch/gpuwatch/gpu"
 )
 
@@ -35,10 +33,10 @@ func FuzzSelector(f *testing.F) {
 	})
 }
 
-// FuzzAnswer feeds any bytes as the result of an instant query, twice (the
-// second evaluation compares with the first), to the parser and the
-// snapshot builder: whatever decodes becomes snapshots that keep the
-// Source contract, and nothing panics.
+// FuzzAnswer feeds any bytes as the answer to an instant query, twice
+// (the second evaluation compares with the first), to the answer parser
+// and the snapshot builder: the parser decodes or refuses, and what it
+// decodes becomes snapshots that keep the Source contract. Nothing panics.
 func FuzzAnswer(f *testing.F) {
 	for _, name := range []string{"dcgm.json", "gpuwatch.json"} {
 		raw, err := os.ReadFile(filepath.Join("testdata", name))
@@ -59,20 +57,30 @@ func FuzzAnswer(f *testing.F) {
 			if err != nil {
 				f.Fatal(err)
 			}
-			f.Add(seed)
+			f.Add([]byte(`{"status":"success","data":{"resultType":"vector","result":` + string(seed) + `}}`))
 		}
 	}
-	f.Add([]byte(`[{"metric":{"__name__":"gpuwatch_gpu_memory_used_bytes","host":"a","gpu":"0"},"value":[1,"NaN"]}]`))
-	f.Add([]byte(`[{"metric":{"__name__":"DCGM_FI_DEV_XID_ERRORS","Hostname":"a","gpu":"0","UUID":"x"},"value":[1,"+Inf"]}]`))
+	f.Add([]byte(`{"status":"success","data":{"resultType":"vector","result":[{"metric":{"__name__":"gpuwatch_gpu_memory_used_bytes","host":"a","gpu":"0"},"value":[1,"NaN"]}]},"warnings":["partial"]}`))
+	f.Add([]byte(`{"status":"success","data":{"resultType":"matrix","result":[{"metric":{"__name__":"DCGM_FI_DEV_XID_ERRORS","Hostname":"a\u00e9","gpu":"0","UUID":"x"},"values":[[1,"+Inf"],[2.5,"79"]]}]}}`))
+	f.Add([]byte(`{"status":"error","errorType":"bad_data","error":"parse error"}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		var vec model.Vector
-		if json.Unmarshal(data, &vec) != nil {
+		a, err := parseAnswer(data)
+		if err != nil {
+			if !strings.HasPrefix(err.Error(), "the answer is not Prometheus's JSON: at byte ") {
+				t.Errorf("error %q does not say where", err)
+			}
 			return
+		}
+		var points []point
+		for i := range a.series {
+			for _, s := range a.series[i].samples {
+				points = append(points, point{labels: &a.series[i].labels, value: s.v})
+			}
 		}
 		b := newBuilder(SchemaAuto)
 		for i := range 2 {
 			at := at0.Add(time.Duration(i) * time.Minute)
-			checkSnapshots(t, at, b.build(at, vectorPoints(vec)))
+			checkSnapshots(t, at, b.build(at, points))
 		}
 	})
 }

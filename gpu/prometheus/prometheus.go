@@ -19,18 +19,17 @@ package prometheus
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/api"
 	v1 "github.com/prometheus/client_golang/api/prometheus/v1"
-	"github.com/prometheus/common/model"
 
 	"github.com/gpuwatch/gpuwatch/gpu"
 )
@@ -62,6 +61,10 @@ const DefaultTimeout = 10 * time.Second
 // refuses more than 11,000.
 const MaxPoints = 11000
 
+// maxAnswer is the largest answer read: a fleet of 10,000 GPUs answers
+// some 40 MB.
+const maxAnswer = 1 << 30
+
 // Source reads a fleet's GPUs from Prometheus; it is a gpu.Source (one
 // snapshot per host and evaluation, hosts in order) used by one goroutine.
 type Source struct {
@@ -89,7 +92,7 @@ func New(opts Options) (*Source, error) {
 	if err != nil {
 		return nil, fmt.Errorf("prometheus client: %w", err)
 	}
-	q := &querier{opts: opts, api: v1.NewAPI(c), client: cfg.Client, build: newBuilder(opts.Schema)}
+	q := &querier{opts: opts, api: c, client: cfg.Client, build: newBuilder(opts.Schema)}
 	return &Source{Poller: gpu.PollFleet(q, opts.Interval), q: q}, nil
 }
 
@@ -104,31 +107,72 @@ func (s *Source) Backfill(ctx context.Context, span time.Duration, warm func(*gp
 // querier runs the queries and builds the snapshots.
 type querier struct {
 	opts   Options
-	api    v1.API
+	api    api.Client
 	client *http.Client
 	build  *builder
 }
 
 // SampleFleet runs an evaluation at time at: one instant query.
 func (q *querier) SampleFleet(ctx context.Context, at time.Time) ([]*gpu.Snapshot, error) {
-	ctx, cancel := context.WithTimeout(ctx, q.opts.Timeout)
-	defer cancel()
-	query := q.opts.Selector.Query(q.opts.Schema.names())
-	val, warnings, _, err := q.api.Query(ctx, query, at)
+	a, err := q.get(ctx, "/api/v1/query", url.Values{
+		"query": {q.opts.Selector.Query(q.opts.Schema.names())},
+		"time":  {formatTime(at)},
+	})
 	if err != nil {
 		return nil, &gpu.SourceError{At: at, Err: q.failure("query", err)}
 	}
-	q.warn(warnings)
-	vec, ok := val.(model.Vector)
-	if !ok {
-		return nil, &gpu.SourceError{At: at, Err: fmt.Errorf("prometheus at %s answered a %s to an instant query, not a vector", q.opts.URL, val.Type())}
+	if a.resultType != "vector" {
+		return nil, &gpu.SourceError{At: at, Err: fmt.Errorf("prometheus at %s answered a %q to an instant query, not a vector", q.opts.URL, a.resultType)}
 	}
-	snaps := q.build.build(at, vectorPoints(vec))
+	points := make([]point, 0, len(a.series))
+	for i := range a.series {
+		if s := &a.series[i]; len(s.samples) > 0 {
+			points = append(points, point{labels: &s.labels, value: s.samples[0].v})
+		}
+	}
+	snaps := q.build.build(at, points)
 	q.logSkipped()
 	if len(snaps) == 0 {
 		return nil, &gpu.SourceError{At: at, Err: q.noSeries()}
 	}
 	return snaps, nil
+}
+
+// get asks the query API and decodes its answer; an answer that is not a
+// success is an error saying what Prometheus said.
+func (q *querier) get(ctx context.Context, path string, params url.Values) (*answer, error) {
+	ctx, cancel := context.WithTimeout(ctx, q.opts.Timeout)
+	defer cancel()
+	u := q.api.URL(path, nil)
+	u.RawQuery = params.Encode()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, body, err := q.api.Do(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	if len(body) > maxAnswer {
+		return nil, fmt.Errorf("the answer has %d bytes, more than the %d gpuwatch reads: narrow source.prometheus.selector", len(body), maxAnswer)
+	}
+	a, perr := parseAnswer(body)
+	switch {
+	case resp.StatusCode/100 != 2 || (perr == nil && a.status != "success"):
+		if perr == nil && a.errorMsg != "" {
+			return nil, &v1.Error{Type: v1.ErrorType(a.errorType), Msg: a.errorMsg}
+		}
+		return nil, fmt.Errorf("HTTP %d: %s", resp.StatusCode, clip(strings.TrimSpace(string(body)), 300))
+	case perr != nil:
+		return nil, perr
+	}
+	q.warn(a.warnings)
+	return a, nil
+}
+
+// formatTime writes a time as the API takes it: seconds since the epoch.
+func formatTime(t time.Time) string {
+	return strconv.FormatFloat(float64(t.UnixNano())/1e9, 'f', -1, 64)
 }
 
 // noSeries is the error of an answer without a single GPU series, when
@@ -142,7 +186,7 @@ func (q *querier) noSeries() error {
 		q.opts.URL, q.opts.Schema, sel)
 }
 
-func (q *querier) warn(warnings v1.Warnings) {
+func (q *querier) warn(warnings []string) {
 	for _, w := range warnings {
 		q.opts.Logger.Warn("prometheus warns about a query's answer (it may be partial)", "url", q.opts.URL, "warning", q.redact(w))
 	}
@@ -156,44 +200,17 @@ func (q *querier) logSkipped() {
 
 // failure words a failed query, without any credential.
 func (q *querier) failure(what string, err error) error {
-	var apiErr *v1.Error
 	msg := err.Error()
-	switch {
-	case errors.Is(err, context.DeadlineExceeded):
+	if errors.Is(err, context.DeadlineExceeded) {
 		msg = fmt.Sprintf("no answer within %v (source.prometheus.timeout)", q.opts.Timeout)
-	case errors.As(err, &apiErr):
-		msg = strings.TrimSpace(string(apiErr.Type) + ": " + apiErr.Msg)
-		if said := farSideError(apiErr.Detail); said != "" {
-			msg += ": " + said
-		}
 	}
 	return errors.New(q.redact(fmt.Sprintf("%s prometheus at %s: %s", what, q.opts.URL, msg)))
-}
-
-// farSideError is what an answer's body says went wrong: the "error" of
-// an API error, or the start of its text.
-func farSideError(body string) string {
-	var e struct {
-		Error string `json:"error"`
-	}
-	if json.Unmarshal([]byte(body), &e) == nil {
-		return clip(e.Error, 300)
-	}
-	return clip(strings.TrimSpace(body), 300)
 }
 
 // Close lets go of idle connections.
 func (q *querier) Close() error {
 	q.client.CloseIdleConnections()
 	return nil
-}
-
-func vectorPoints(vec model.Vector) []point {
-	out := make([]point, len(vec))
-	for i, s := range vec {
-		out[i] = point{metric: s.Metric, value: float64(s.Value)}
-	}
-	return out
 }
 
 // redact cuts the credentials out of text.
