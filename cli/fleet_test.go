@@ -135,6 +135,13 @@ scrape_configs:
 			t.Errorf("the hub sent %q: want alerts on a's and b's GPU 0 only", a)
 		}
 	}
+	// gpuwatch status asks the hub: every host, and the alerts with theirs.
+	status := gpuwatch(t, "status", "--config", hubPath)
+	for _, want := range []string{"a · ", "\nb · ", "\nc · ", "GPUHot [critical] a gpu0 since"} {
+		if !strings.Contains(status.stdout, want) {
+			t.Errorf("gpuwatch status --config hub.yaml: got\n%s\nwant it to contain %q", status.stdout, want)
+		}
+	}
 
 	if code := agents["c"].stop(); code != 0 {
 		t.Errorf("agent c stopped with exit %d", code)
