@@ -55,34 +55,6 @@ rules:
 `, filepath.Join(dir, "hub.db"), addr, promURL, hookURL)
 }
 
-// fleetAlert is what the test reads of a generic webhook alert.
-type fleetAlert struct {
-	Alert, Status, Host string
-	GPU                 *int
-}
-
-func (a fleetAlert) String() string {
-	gpu := "-"
-	if a.GPU != nil {
-		gpu = fmt.Sprint(*a.GPU)
-	}
-	return a.Status + " " + a.Alert + " " + a.Host + "/" + gpu
-}
-
-// received lists the alerts the hook got, one "firing GPUHot a/0" each.
-func received(t *testing.T, hook *notifiertest.Server) []string {
-	var out []string
-	for _, r := range hook.Requests() {
-		var m struct{ Alerts []fleetAlert }
-		if err := json.Unmarshal(r.Body, &m); err != nil {
-			t.Fatal(err)
-		}
-		for _, a := range m.Alerts {
-			out = append(out, a.String())
-		}
-	}
-	return out
-}
 
 // TestFleetOnRealPrometheus runs three gpuwatch agents on simulated GPUs
 // as hosts a (a fan fails: GPU 0 runs hot), b (a batch fills GPU 0's
@@ -127,10 +99,10 @@ scrape_configs:
 	defer hub.stop()
 
 	fleettest.Eventually(t, 60*time.Second, "GPUHot on a's GPU 0 and GPUMemoryNearFull on b's", func() (bool, string) {
-		got := received(t, hook)
+		got := hook.AlertLines(t)
 		return slices.Contains(got, "firing GPUHot a/0") && slices.Contains(got, "firing GPUMemoryNearFull b/0"), strings.Join(got, "\n")
 	})
-	for _, a := range received(t, hook) {
+	for _, a := range hook.AlertLines(t) {
 		if !strings.HasSuffix(a, " a/0") && !strings.HasSuffix(a, " b/0") {
 			t.Errorf("the hub sent %q: want alerts on a's and b's GPU 0 only", a)
 		}
@@ -147,19 +119,19 @@ scrape_configs:
 		t.Errorf("agent c stopped with exit %d", code)
 	}
 	fleettest.Eventually(t, 30*time.Second, "GPULost on c's two GPUs", func() (bool, string) {
-		got := received(t, hook)
+		got := hook.AlertLines(t)
 		return slices.Contains(got, "firing GPULost c/0") && slices.Contains(got, "firing GPULost c/1"), strings.Join(got, "\n")
 	})
 
 	prom.Stop()
 	fleettest.Eventually(t, 30*time.Second, "GPUWatchSourceDown", func() (bool, string) {
-		got := received(t, hook)
+		got := hook.AlertLines(t)
 		return slices.Contains(got, "firing GPUWatchSourceDown hub/-"), strings.Join(got, "\n")
 	})
 	if !strings.Contains(hub.stderr.String(), "the source does not answer") {
 		t.Errorf("the hub's log does not say the source is down:\n%s", hub.stderr.String())
 	}
-	if n := strings.Count(strings.Join(received(t, hook), "\n"), "GPUWatchSourceDown"); n != 1 {
+	if n := strings.Count(strings.Join(hook.AlertLines(t), "\n"), "GPUWatchSourceDown"); n != 1 {
 		t.Errorf("GPUWatchSourceDown sent %d times, want once", n)
 	}
 }

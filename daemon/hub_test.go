@@ -55,34 +55,6 @@ func newHubPrometheus(t *testing.T) *hubPrometheus {
 	return p
 }
 
-// hubAlert is what the tests read of a generic webhook alert.
-type hubAlert struct {
-	Alert, Status, Host string
-	GPU                 *int
-}
-
-func (a hubAlert) String() string {
-	gpu := "-"
-	if a.GPU != nil {
-		gpu = fmt.Sprint(*a.GPU)
-	}
-	return fmt.Sprintf("%s %s %s/%s", a.Status, a.Alert, a.Host, gpu)
-}
-
-// hubAlerts lists what the hook got, one alert a line.
-func hubAlerts(t *testing.T, h *notifiertest.Server) []string {
-	var out []string
-	for _, r := range h.Requests() {
-		var m struct{ Alerts []hubAlert }
-		if err := json.Unmarshal(r.Body, &m); err != nil {
-			t.Fatal(err)
-		}
-		for _, a := range m.Alerts {
-			out = append(out, a.String())
-		}
-	}
-	return out
-}
 
 // runHub runs a hub on p until the test ends or stop is called.
 func runHub(t *testing.T, cfg *config.Config) (d *daemon.Daemon, logs *notifiertest.Buffer, stop func()) {
@@ -147,8 +119,8 @@ func TestHubSourceDown(t *testing.T) {
 	hook := notifiertest.NewServer(t, func(int, *notifiertest.Request) notifiertest.Response { return notifiertest.Response{Status: 200} })
 	cfg := hubConfig(t, dir, prom.URL, hook.URL)
 	d, _, stop := runHub(t, cfg)
-	waitFor(t, "GPUHot on b", func() bool { return len(hubAlerts(t, hook)) == 1 })
-	if got := hubAlerts(t, hook); got[0] != "firing GPUHot b/0" {
+	waitFor(t, "GPUHot on b", func() bool { return len(hook.AlertLines(t)) == 1 })
+	if got := hook.AlertLines(t); got[0] != "firing GPUHot b/0" {
 		t.Fatalf("got %q, want GPUHot firing on b GPU 0", got)
 	}
 	if hosts := d.Snapshots(); len(hosts) != 2 || hosts[0].Host != "a" || hosts[1].Host != "b" {
@@ -156,10 +128,10 @@ func TestHubSourceDown(t *testing.T) {
 	}
 
 	prom.down.Store(true)
-	waitFor(t, "GPUWatchSourceDown", func() bool { return len(hubAlerts(t, hook)) == 2 })
+	waitFor(t, "GPUWatchSourceDown", func() bool { return len(hook.AlertLines(t)) == 2 })
 	before := prom.queries.Load()
 	waitFor(t, "more failed evaluations", func() bool { return prom.queries.Load() > before+5 })
-	if got := hubAlerts(t, hook); len(got) != 2 || got[1] != "firing GPUWatchSourceDown hub/-" {
+	if got := hook.AlertLines(t); len(got) != 2 || got[1] != "firing GPUWatchSourceDown hub/-" {
 		t.Fatalf("got %q, want one GPUWatchSourceDown firing on hub without a GPU", got)
 	}
 	var alerts []daemon.AlertJSON
@@ -177,10 +149,10 @@ func TestHubSourceDown(t *testing.T) {
 	before = prom.queries.Load()
 	waitFor(t, "evaluations after the restart", func() bool { return prom.queries.Load() > before+3 })
 	prom.down.Store(false)
-	waitFor(t, "the resolve", func() bool { return len(hubAlerts(t, hook)) >= 3 })
+	waitFor(t, "the resolve", func() bool { return len(hook.AlertLines(t)) >= 3 })
 	time.Sleep(300 * time.Millisecond)
 	want := []string{"firing GPUHot b/0", "firing GPUWatchSourceDown hub/-", "resolved GPUWatchSourceDown hub/-"}
-	if got := hubAlerts(t, hook); strings.Join(got, "\n") != strings.Join(want, "\n") {
+	if got := hook.AlertLines(t); strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("the hook got\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }

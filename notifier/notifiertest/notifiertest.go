@@ -7,11 +7,13 @@ package notifiertest
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"io"
 	"math"
 	"net/http"
 	"net/http/httptest"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -82,6 +84,33 @@ func (s *Server) Requests() []Request {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return append([]Request(nil), s.requests...)
+}
+
+// AlertLines lists the alerts of the generic webhook messages the server
+// received, one "firing GPUHot node1/0" each (host/- for an alert about no
+// GPU), in arrival order; a body that is not one fails the test.
+func (s *Server) AlertLines(t testing.TB) []string {
+	t.Helper()
+	var out []string
+	for _, r := range s.Requests() {
+		var m struct {
+			Alerts []struct {
+				Alert, Status, Host string
+				GPU                 *int
+			}
+		}
+		if err := json.Unmarshal(r.Body, &m); err != nil {
+			t.Fatalf("a request that is not a generic webhook message: %v\n%s", err, r.Body)
+		}
+		for _, a := range m.Alerts {
+			gpu := "-"
+			if a.GPU != nil {
+				gpu = strconv.Itoa(*a.GPU)
+			}
+			out = append(out, a.Status+" "+a.Alert+" "+a.Host+"/"+gpu)
+		}
+	}
+	return out
 }
 
 // StatusCase is an HTTP status and how a notifier must treat it.
