@@ -55,7 +55,6 @@ rules:
 `, filepath.Join(dir, "hub.db"), addr, promURL, hookURL)
 }
 
-
 // TestFleetOnRealPrometheus runs three gpuwatch agents on simulated GPUs
 // as hosts a (a fan fails: GPU 0 runs hot), b (a batch fills GPU 0's
 // memory) and c (healthy training), the real Prometheus scraping their

@@ -55,7 +55,6 @@ func newHubPrometheus(t *testing.T) *hubPrometheus {
 	return p
 }
 
-
 // runHub runs a hub on p until the test ends or stop is called.
 func runHub(t *testing.T, cfg *config.Config) (d *daemon.Daemon, logs *notifiertest.Buffer, stop func()) {
 	t.Helper()
