@@ -18,6 +18,7 @@ import (
 
 	"github.com/gpuwatch/gpuwatch/cli"
 	"github.com/gpuwatch/gpuwatch/config"
+	"github.com/gpuwatch/gpuwatch/internal/fleettest"
 )
 
 // The README is executable: TestREADMECommands runs every command it
@@ -694,6 +695,10 @@ func TestREADMEConfigs(t *testing.T) {
 	n := 0
 	for _, b := range rd.blocks {
 		text := dedent(b.lines)
+		if b.lang == "yaml" && strings.HasPrefix(text, "# prometheus.yml") {
+			checkPrometheusConfig(t, b.line, text)
+			continue
+		}
 		if b.lang != "yaml" || strings.Contains(text, "\ntests:") {
 			continue // a rule test file, not a config
 		}
@@ -736,6 +741,26 @@ func TestREADMEConfigs(t *testing.T) {
 	}
 }
 
+// checkPrometheusConfig checks a prometheus.yml the README shows with
+// promtool, as Prometheus would load it; the files it names need not
+// exist here.
+func checkPrometheusConfig(t *testing.T, line int, text string) {
+	t.Helper()
+	promtool, err := exec.LookPath("promtool")
+	if err != nil && os.Getenv(fleettest.RequireEnv) != "require" {
+		t.Logf("the README's prometheus.yml at line %d is not checked: promtool is not installed", line)
+		return
+	}
+	path := filepath.Join(t.TempDir(), "prometheus.yml")
+	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.CommandContext(t.Context(), promtool, "check", "config", "--syntax-only", path).CombinedOutput()
+	if err != nil {
+		t.Errorf("the README's prometheus.yml at line %d: promtool check config: %v\n%s", line, err, out)
+	}
+}
+
 func dedent(lines []string) string {
 	indent := -1
 	for _, l := range lines {
@@ -768,7 +793,7 @@ func splitErrors(err error) []string {
 func TestREADMEConfigTable(t *testing.T) {
 	rd := readREADME(t)
 	for _, key := range []string{"host", "source.type", "source.interval", "source.sim.scenario", "source.sim.seed", "source.sim.speed",
-		"source.replay.file", "source.replay.speed", "storage.path", "storage.retention", "server.listen",
+		"source.replay.file", "source.replay.speed", "source.prometheus.url", "source.prometheus.selector", "storage.path", "storage.retention", "server.listen",
 		"slack.bot_token", "slack.signing_secret", "slack.app_token", "slack.api_url", "slack.allowed_channels", "slack.admins",
 		"receivers", "route", "rule_files", "rules", "digests"} {
 		if !strings.Contains(rd.text, "| `"+key+"` |") {
@@ -777,10 +802,10 @@ func TestREADMEConfigTable(t *testing.T) {
 	}
 	// Every field of the config's sections is one of those keys.
 	for section, v := range map[string]any{"source": config.Source{}, "source.sim": config.SimSource{}, "source.replay": config.ReplaySource{},
-		"storage": config.Storage{}, "server": config.Server{}, "slack": config.Slack{}} {
+		"source.prometheus": config.PrometheusSource{}, "storage": config.Storage{}, "server": config.Server{}, "slack": config.Slack{}} {
 		for _, name := range yamlFields(v) {
 			key := section + "." + name
-			if name == "sim" || name == "replay" {
+			if name == "sim" || name == "replay" || name == "prometheus" {
 				continue
 			}
 			if !strings.Contains(rd.text, "| `"+key+"` |") {

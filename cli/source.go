@@ -11,6 +11,7 @@ import (
 	"github.com/gpuwatch/gpuwatch/gpu"
 	"github.com/gpuwatch/gpuwatch/gpu/nvml"
 	"github.com/gpuwatch/gpuwatch/gpu/proc"
+	"github.com/gpuwatch/gpuwatch/gpu/prometheus"
 	"github.com/gpuwatch/gpuwatch/gpu/replay"
 	"github.com/gpuwatch/gpuwatch/gpu/sim"
 	"github.com/gpuwatch/gpuwatch/internal/plural"
@@ -18,13 +19,10 @@ import (
 
 // hostName is the config's host or, by default, the machine's name.
 func hostName(c *config.Config) string {
-	if c != nil && c.Host != "" {
-		return c.Host
+	if c == nil {
+		c = &config.Config{}
 	}
-	if h, err := os.Hostname(); err == nil {
-		return h
-	}
-	return "localhost"
+	return c.HostName()
 }
 
 // openSource builds the source the config names.
@@ -40,6 +38,17 @@ func openSource(c *config.Config, env *Env, logger *slog.Logger) (gpu.Source, er
 			return nil, userErr(err)
 		}
 		return gpu.Pace(s, c.Source.Sim.Speed), nil
+	case "prometheus":
+		opts, err := c.PrometheusOptions()
+		if err != nil {
+			return nil, userErr(err)
+		}
+		opts.Logger = logger
+		s, err := prometheus.New(opts)
+		if err != nil {
+			return nil, userErr(err)
+		}
+		return s, nil
 	case "replay":
 		r, err := replay.Open(c.Source.Replay.File, replay.Options{Host: host, Location: env.Location, Logger: logger})
 		if err != nil {

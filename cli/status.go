@@ -57,7 +57,12 @@ source works without a GPU).`)
 		// and its alerts are of one moment (a simulation of its own here
 		// would show another).
 		if view, addr, ok := daemonStatus(ctx, env, server); ok {
-			printStatus(env.Stdout, view.snapshot(), env.Location)
+			for i, snap := range view.snapshots() {
+				if i > 0 {
+					fmt.Fprintln(env.Stdout)
+				}
+				printStatus(env.Stdout, snap, env.Location)
+			}
 			fmt.Fprintf(env.Stdout, "\n(the last sample of gpuwatch run at %s)\n", addr)
 			printAlerts(env, view.Alerts)
 			return nil
@@ -95,10 +100,23 @@ func daemonStatus(ctx context.Context, env *Env, server *config.Server) (*status
 	return &view, strings.TrimPrefix(strings.TrimPrefix(c.base, "http://"), "https://"), true
 }
 
-// snapshot turns the API's answer back into the snapshot it describes.
-func (v *statusView) snapshot() *gpu.Snapshot {
-	s := &gpu.Snapshot{Host: v.Host, Time: *v.Time}
-	for _, g := range v.GPUs {
+// snapshots turn the API's answer back into the snapshots it describes:
+// the latest one, or, from a hub, the latest of every host.
+func (v *statusView) snapshots() []*gpu.Snapshot {
+	if len(v.Hosts) <= 1 {
+		return []*gpu.Snapshot{snapshotOf(v.Host, *v.Time, v.GPUs)}
+	}
+	out := make([]*gpu.Snapshot, len(v.Hosts))
+	for i, h := range v.Hosts {
+		out[i] = snapshotOf(h.Host, h.Time, h.GPUs)
+	}
+	return out
+}
+
+// snapshotOf is a host's snapshot as the API shows it.
+func snapshotOf(host string, at time.Time, gpus []daemon.GPUJSON) *gpu.Snapshot {
+	s := &gpu.Snapshot{Host: host, Time: at}
+	for _, g := range gpus {
 		d := gpu.Device{Index: g.Index, UUID: g.UUID, Name: g.Name, UtilGPU: float64(g.UtilizationGPU),
 			UtilMem: float64(g.UtilizationMemory), TempC: float64(g.TemperatureC), PowerW: float64(g.PowerW),
 			PowerLimitW: float64(g.PowerLimitW), Processes: g.Processes}
@@ -133,7 +151,14 @@ func printAlerts(env *Env, alerts []daemon.AlertJSON) {
 	}
 	fmt.Fprintln(env.Stdout, "\nactive alerts:")
 	for _, a := range alerts {
-		fmt.Fprintf(env.Stdout, "  %-8s %s [%s] gpu%d since %s: %s\n", strings.ToUpper(a.State), a.Alert, a.Severity, a.GPU,
+		where := fmt.Sprintf("gpu%d", a.GPU)
+		switch {
+		case a.GPU < 0: // not about a GPU: gpuwatch's own, such as GPUWatchSourceDown
+			where = a.Host
+		case a.Host != "":
+			where = a.Host + " " + where
+		}
+		fmt.Fprintf(env.Stdout, "  %-8s %s [%s] %s since %s: %s\n", strings.ToUpper(a.State), a.Alert, a.Severity, where,
 			a.Since.In(env.Location).Format(time.DateTime), a.ValueText)
 	}
 }

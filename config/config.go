@@ -51,10 +51,11 @@ type Config struct {
 
 // Source says where snapshots come from.
 type Source struct {
-	Type     string        `yaml:"type"`     // nvml | sim | replay
-	Interval time.Duration `yaml:"interval"` // sampling interval (nvml), step (sim)
-	Sim      SimSource     `yaml:"sim"`
-	Replay   ReplaySource  `yaml:"replay"`
+	Type       string           `yaml:"type"`     // nvml | sim | replay | prometheus
+	Interval   time.Duration    `yaml:"interval"` // sampling interval (nvml), step (sim), evaluation interval (prometheus)
+	Sim        SimSource        `yaml:"sim"`
+	Replay     ReplaySource     `yaml:"replay"`
+	Prometheus PrometheusSource `yaml:"prometheus"`
 }
 
 // SimSource configures simulated GPUs.
@@ -191,9 +192,11 @@ func (c *Config) applyDefaults() {
 	if c.Source.Type == "" {
 		c.Source.Type = "nvml"
 	}
-	if c.Source.Interval == 0 {
+	intervalSet := c.Source.Interval != 0
+	if !intervalSet {
 		c.Source.Interval = DefaultInterval
 	}
+	c.prometheusDefaults(intervalSet)
 	if c.Source.Sim.Scenario == "" {
 		c.Source.Sim.Scenario = "all"
 	}
@@ -311,9 +314,9 @@ func (c *Config) validate(root *yaml.Node) strictyaml.Errors {
 			fail(at("source", "replay", "speed"), "source.replay.speed must be 0 (as fast as possible) or more")
 		}
 	case "prometheus":
-		fail(at("source", "type"), "source.type prometheus is not available yet; use nvml, sim or replay")
+		c.checkPrometheus(at, fail)
 	default:
-		fail(at("source", "type"), "source.type %q is not one of nvml, sim, replay", c.Source.Type)
+		fail(at("source", "type"), "source.type %q is not one of nvml, sim, replay, prometheus", c.Source.Type)
 	}
 	if c.Source.Interval < 100*time.Millisecond {
 		fail(at("source", "interval"), "source.interval %v is too short: sample at most every 100ms (5s is a good default)", c.Source.Interval)
@@ -484,6 +487,18 @@ func (c *Config) ErrorAt(keys []string, format string, args ...any) *strictyaml.
 		return &strictyaml.Error{File: c.File, Pos: strictyaml.Pos{Line: 1, Col: 1}, Msg: fmt.Sprintf(format, args...)}
 	}
 	return strictyaml.Errorf(c.File, nodePath(c.root, keys...), format, args...)
+}
+
+// HostName is the name this gpuwatch gives its own host: host, or by
+// default the machine's name.
+func (c *Config) HostName() string {
+	if c.Host != "" {
+		return c.Host
+	}
+	if h, err := os.Hostname(); err == nil {
+		return h
+	}
+	return "localhost"
 }
 
 // Summary is the one-line description `gpuwatch check` prints for a valid

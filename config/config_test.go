@@ -88,10 +88,24 @@ var configFailures = map[string][]string{
 		"8:11: when must be a condition such as `memory.used_percent > 95`",
 	},
 	"source_type.bad.yaml": {
-		`3:9: source.type "nvidia" is not one of nvml, sim, replay`,
+		`3:9: source.type "nvidia" is not one of nvml, sim, replay, prometheus`,
 	},
 	"prometheus.bad.yaml": {
-		`1:16: source.type prometheus is not available yet; use nvml, sim or replay`,
+		`1:9: source.prometheus.url is required with type prometheus: the query API of Prometheus, Thanos, Mimir or VictoriaMetrics, such as http://prometheus:9090`,
+	},
+	// Credentials in the URL are refused without quoting them.
+	"prometheus_fields.bad.yaml": {
+		`5:10: source.prometheus.url holds credentials: put them in source.prometheus.basic_auth (or bearer_token_file), where logs never show them`,
+		`6:15: source.prometheus.selector at column 1: a selector starts with {, as in {cluster="a"}`,
+		`7:13: source.prometheus.schema "dcgm-exporter" is not one of gpuwatch, dcgm, auto`,
+		`8:14: source.prometheus.timeout 20s is longer than source.interval 15s: evaluations would wait for each other; make it shorter`,
+		`10:24: source.prometheus.bearer_token_file: set only one of bearer_token and bearer_token_file`,
+	},
+	"prometheus_auth.bad.yaml": {
+		`4:10: source.prometheus.url "prometheus:9090" is not an http:// or https:// URL such as http://prometheus:9090`,
+		`5:15: source.prometheus.selector at column 15: __name__ is gpuwatch's to choose (it asks for the GPU series of the schema): select by other labels, such as {job="gpu"}`,
+		`7:7: source.prometheus.basic_auth needs a username`,
+		`9:7: source.prometheus.tls: ca_file testdata/bad/prometheus_auth.bad.yaml holds no PEM certificate`,
 	},
 	"sim_scenario.bad.yaml": {
 		`5:15: source.sim.scenario "leak" is not one of normal-training, memory-leak, batch-spike, idle-hog, thermal, all, creep-plateau, gpu-lost, idle-resume, leak-gappy, leak-restart, leak-slow, node8, noisy-1s, tf-grab-all, tf-prealloc, thermal-cycle`,
@@ -177,7 +191,7 @@ var configFailures = map[string][]string{
 	// whichever stage (decoding, rules, validation) found them.
 	"many.bad.yaml": {
 		`5:15: source.sim.scenario "leaky" is not one of normal-training, memory-leak, batch-spike, idle-hog, thermal, all, creep-plateau, gpu-lost, idle-resume, leak-gappy, leak-restart, leak-slow, node8, noisy-1s, tf-grab-all, tf-prealloc, thermal-cycle`,
-		`6:3: unknown field "intervall" in source (did you mean "interval"?); valid fields: type, interval, sim, replay`,
+		`6:3: unknown field "intervall" in source (did you mean "interval"?); valid fields: type, interval, sim, replay, prometheus`,
 		`10:5: receiver "console" is defined twice`,
 		`13:13: route.receiver "pager" is not a receiver; define it under receivers:`,
 		`16:28: when: unit "%" is a percentage but temperature is degrees Celsius; use C`,
@@ -445,7 +459,7 @@ func TestSecretsStayOutOfErrors(t *testing.T) {
 	if strings.Contains(err.Error(), secret) {
 		t.Errorf("got errors quoting the secret:\n%v", err)
 	}
-	want := `c.yaml:3:9: source.type "${SLACK_BOT_TOKEN}" is not one of nvml, sim, replay`
+	want := `c.yaml:3:9: source.type "${SLACK_BOT_TOKEN}" is not one of nvml, sim, replay, prometheus`
 	if !slices.Contains(strings.Split(err.Error(), "\n"), want) {
 		t.Errorf("got errors\n%v\nwant among them\n%s", err, want)
 	}

@@ -2,6 +2,8 @@ package config
 
 import (
 	"fmt"
+	"net"
+	"net/url"
 	"strings"
 
 	"github.com/gpuwatch/gpuwatch/notifier/slack"
@@ -18,5 +20,16 @@ func (c *Config) Warnings() []string {
 				"and users can change theirs; list the user ID instead (Slack profile → ⋯ → Copy member ID)", c.File, u))
 		}
 	}
+	if p := &c.Source.Prometheus; c.Source.Type == "prometheus" && strings.HasPrefix(p.URL, "http://") &&
+		(p.BearerToken != "" || p.BearerTokenFile != "" || p.BasicAuth != BasicAuth{}) && !loopbackURL(p.URL) {
+		out = append(out, fmt.Sprintf("%s: source.prometheus.url is plain http:// to another machine, and the credentials would cross the network "+
+			"in clear; use https:// (with tls.ca_file for a private CA)", c.File))
+	}
 	return out
+}
+
+// loopbackURL reports whether a URL's host is this machine.
+func loopbackURL(raw string) bool {
+	u, err := url.Parse(raw)
+	return err == nil && IsLoopback(net.JoinHostPort(u.Hostname(), "0"))
 }

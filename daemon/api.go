@@ -291,11 +291,22 @@ func writeError(w http.ResponseWriter, status int, msg string) {
 
 // StatusJSON is GET /api/v1/status: the latest snapshot of the GPUs and
 // the active alerts. Time is null and GPUs empty before the first sample.
+// Host, Time and GPUs are the latest snapshot's (of any host, on a hub);
+// Hosts has the latest snapshot of every host, sorted by host.
 type StatusJSON struct {
 	Host   string      `json:"host"`
 	Time   *time.Time  `json:"time"`
 	GPUs   []GPUJSON   `json:"gpus"`
+	Hosts  []HostJSON  `json:"hosts"`
 	Alerts []AlertJSON `json:"alerts"`
+}
+
+// HostJSON is one host's latest snapshot. A host whose GPUs all stopped
+// reporting has no GPUs.
+type HostJSON struct {
+	Host string    `json:"host"`
+	Time time.Time `json:"time"`
+	GPUs []GPUJSON `json:"gpus"`
 }
 
 // GPUJSON is one GPU's readings; a reading the GPU does not provide is
@@ -321,7 +332,8 @@ type AlertJSON struct {
 	Alert          string    `json:"alert"`
 	Severity       string    `json:"severity"`
 	State          string    `json:"state"`
-	GPU            int       `json:"gpu"`
+	Host           string    `json:"host"`
+	GPU            int       `json:"gpu"` // -1 for an alert not about a GPU (GPUWatchSourceDown)
 	UUID           string    `json:"uuid"`
 	Since          time.Time `json:"since"`
 	ValueText      string    `json:"value_text"`
@@ -348,25 +360,33 @@ func gpuJSON(dev *gpu.Device) GPUJSON {
 
 // alertsJSON is the active alerts, firing first, as the API shows them.
 func (d *Daemon) alertsJSON() []AlertJSON {
-	active := d.Alerts()
+	active := d.activeAlerts()
 	out := make([]AlertJSON, len(active))
 	for i, a := range active {
-		out[i] = AlertJSON{Key: a.Key, Alert: a.Name, Severity: a.Severity, State: a.State, GPU: a.GPU, UUID: a.UUID,
+		out[i] = AlertJSON{Key: a.Key, Alert: a.Name, Severity: a.Severity, State: a.State, Host: a.Host, GPU: a.GPU, UUID: a.UUID,
 			Since: a.Since, ValueText: a.ValueText, Summary: a.Summary, AcknowledgedBy: a.Acknowledged}
 	}
 	return out
 }
 
 func (d *Daemon) status(w http.ResponseWriter, _ *http.Request) {
-	out := StatusJSON{GPUs: []GPUJSON{}, Alerts: d.alertsJSON()}
+	out := StatusJSON{GPUs: []GPUJSON{}, Hosts: []HostJSON{}, Alerts: d.alertsJSON()}
 	if snap := d.Snapshot(); snap != nil {
 		at := snap.Time
-		out.Host, out.Time = snap.Host, &at
-		for i := range snap.Devices {
-			out.GPUs = append(out.GPUs, gpuJSON(&snap.Devices[i]))
-		}
+		out.Host, out.Time, out.GPUs = snap.Host, &at, gpusJSON(snap)
+	}
+	for _, snap := range d.Snapshots() {
+		out.Hosts = append(out.Hosts, HostJSON{Host: snap.Host, Time: snap.Time, GPUs: gpusJSON(snap)})
 	}
 	writeJSON(w, http.StatusOK, out)
+}
+
+func gpusJSON(snap *gpu.Snapshot) []GPUJSON {
+	out := make([]GPUJSON, len(snap.Devices))
+	for i := range snap.Devices {
+		out[i] = gpuJSON(&snap.Devices[i])
+	}
+	return out
 }
 
 func (d *Daemon) alerts(w http.ResponseWriter, _ *http.Request) {

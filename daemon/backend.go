@@ -33,26 +33,36 @@ func (d *Daemon) Digest(window time.Duration) (string, []byte, error) {
 // Snapshot is the latest sample of the GPUs; nil before the first.
 func (d *Daemon) Snapshot() *gpu.Snapshot { return d.last.Load() }
 
-// Alerts are the pending and firing alerts: firing first, then by GPU and
-// rule.
+// Alerts are the pending and firing alerts: firing first, then by host,
+// GPU and rule.
 func (d *Daemon) Alerts() []slackbot.ActiveAlert {
-	host := ""
-	snap := d.last.Load()
-	if snap != nil {
-		host = snap.Host
+	active := d.activeAlerts()
+	out := make([]slackbot.ActiveAlert, len(active))
+	for i := range active {
+		out[i] = active[i].ActiveAlert
 	}
+	return out
+}
+
+// activeAlert is an active alert with the host it is on.
+type activeAlert struct {
+	slackbot.ActiveAlert
+	Host string
+}
+
+func (d *Daemon) activeAlerts() []activeAlert {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	active := d.engine.Active()
-	out := make([]slackbot.ActiveAlert, 0, len(active))
+	out := make([]activeAlert, 0, len(active))
 	for i := range active {
 		a := &active[i]
 		al := slackbot.ActiveAlert{
-			Key: notifier.AlertKey(host, a.Rule.Name, a.UUID), Name: a.Rule.Name, Severity: string(a.Rule.Severity),
+			Key: notifier.AlertKey(a.Host, a.Rule.Name, a.UUID), Name: a.Rule.Name, Severity: string(a.Rule.Severity),
 			State: a.State.String(), GPU: a.GPU, UUID: a.UUID, Since: a.ActiveAt, Summary: a.Summary,
 		}
 		if al.Summary == "" {
-			al.Summary = pendingSummary(a, snap)
+			al.Summary = pendingSummary(a, d.fleet.of(a.Host))
 		}
 		if a.Rule.When != nil {
 			al.ValueText = a.Rule.When.ValueDimension().Format(a.Value)
@@ -61,25 +71,27 @@ func (d *Daemon) Alerts() []slackbot.ActiveAlert {
 			al.Since = a.FiredAt
 			al.Acknowledged, _ = d.dispatcher.Acknowledged(al.Key)
 		}
-		out = append(out, al)
+		out = append(out, activeAlert{ActiveAlert: al, Host: a.Host})
 	}
-	slices.SortStableFunc(out, func(a, b slackbot.ActiveAlert) int {
-		return cmp.Or(cmp.Compare(stateRank(a.State), stateRank(b.State)), cmp.Compare(a.GPU, b.GPU), cmp.Compare(a.Name, b.Name))
+	if a, ok := d.sourceDownAlert(); ok {
+		out = append(out, a)
+	}
+	slices.SortStableFunc(out, func(a, b activeAlert) int {
+		return cmp.Or(cmp.Compare(stateRank(a.State), stateRank(b.State)), cmp.Compare(a.Host, b.Host), cmp.Compare(a.GPU, b.GPU), cmp.Compare(a.Name, b.Name))
 	})
 	return out
 }
 
 // pendingSummary is the summary of an alert that has not fired yet (the
 // engine renders a rule's summary when its alert fires): the rule's
-// template on the latest snapshot of the alert's GPU.
+// template on the latest snapshot of the alert's host.
 func pendingSummary(a *rules.AlertState, snap *gpu.Snapshot) string {
 	data := rules.TemplateData{Alert: a.Rule.Name, GPU: a.GPU, UUID: a.UUID, Value: a.Value,
-		Severity: string(a.Rule.Severity), Labels: a.Rule.Labels}
+		Severity: string(a.Rule.Severity), Labels: a.Rule.Labels, Host: a.Host}
 	if a.Rule.When != nil {
 		data.ValueText = a.Rule.When.ValueDimension().Format(a.Value)
 	}
 	if snap != nil {
-		data.Host = snap.Host
 		for i := range snap.Devices {
 			if dev := &snap.Devices[i]; dev.UUID == a.UUID && dev.Index == a.GPU {
 				data.Name, data.Processes = dev.Name, dev.Processes
@@ -102,9 +114,21 @@ func stateRank(state string) int {
 }
 
 // History is GPU index's memory and utilization over the window, one
-// point a minute, capped at a day; false for a GPU never sampled.
+// point a minute, capped at a day; false for a GPU never sampled. The GPU
+// is the latest snapshot's host's (see HostHistory for a fleet's).
 func (d *Daemon) History(index int, window time.Duration) (slackbot.History, bool) {
-	return d.history.History(index, window)
+	host := ""
+	if s := d.last.Load(); s != nil {
+		host = s.Host
+	}
+	return d.HostHistory(host, index, window)
+}
+
+// HostHistory is host's GPU index's memory and utilization over the
+// window, one point a minute, capped at a day; false for a GPU never
+// sampled.
+func (d *Daemon) HostHistory(host string, index int, window time.Duration) (slackbot.History, bool) {
+	return d.history.History(host, index, window)
 }
 
 // Silences lists every silence: active, pending, expired.
@@ -156,14 +180,13 @@ func (d *Daemon) ExpireSilence(id string) error {
 // acknowledged it, durably; the acknowledgement ends when the alert
 // resolves.
 func (d *Daemon) Acknowledge(alertKey, by string) error {
-	host := ""
-	if s := d.last.Load(); s != nil {
-		host = s.Host
-	}
 	d.mu.Lock()
 	firing := slices.ContainsFunc(d.engine.Active(), func(a rules.AlertState) bool {
-		return a.State == rules.StateFiring && notifier.AlertKey(host, a.Rule.Name, a.UUID) == alertKey
+		return a.State == rules.StateFiring && notifier.AlertKey(a.Host, a.Rule.Name, a.UUID) == alertKey
 	})
+	if a, ok := d.sourceDownAlert(); ok && a.Key == alertKey {
+		firing = true
+	}
 	if !firing {
 		d.mu.Unlock()
 		return fmt.Errorf("alert %s is not firing: only a firing alert can be acknowledged (see /gpu alerts)", alertKey)

@@ -101,13 +101,20 @@ type Daemon struct {
 	storagePath string
 
 	// What the Slack app reads and acts through.
-	last    atomic.Pointer[gpu.Snapshot] // the latest snapshot
+	last    atomic.Pointer[gpu.Snapshot] // the latest snapshot, of any host
+	fleet   *fleet                       // the latest snapshot of every host
 	history *histories                   // the last day of every GPU, for /gpu history
 	app     *slackbot.App                // nil without slack.signing_secret and slack.app_token
 
 	digests *digests // usage rollups and the digest schedule
 
 	auth *authenticator // nil when the server section asks for no credentials
+
+	// health follows whether the source answers (guarded by mu); hub is
+	// whether the source is a fleet's Prometheus, whose GPUs /metrics
+	// does not export again.
+	health sourceHealth
+	hub    bool
 }
 
 // New opens the store, restores what the last run left (alert states,
@@ -130,8 +137,9 @@ func New(cfg *config.Config, opts Options) (*Daemon, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open the state store (storage.path): %w", err)
 	}
-	d := &Daemon{opts: opts, logger: opts.Logger, db: watch(db, opts.Now), cfg: cfg, history: newHistories(),
-		staleAfter: staleAfter(cfg), interval: cfg.Source.Interval, storagePath: cfg.Storage.Path}
+	d := &Daemon{opts: opts, logger: opts.Logger, db: watch(db, opts.Now), cfg: cfg, history: newHistories(), fleet: newFleet(),
+		staleAfter: staleAfter(cfg), interval: cfg.Source.Interval, storagePath: cfg.Storage.Path,
+		health: sourceHealth{host: cfg.HostName()}, hub: cfg.Source.Type == "prometheus"}
 	d.sampledAt.Store(opts.Now().UnixNano())
 	if err := d.start(cfg); err != nil {
 		db.Close()
@@ -168,6 +176,9 @@ func (d *Daemon) start(cfg *config.Config) error {
 	}
 	if err := d.restoreAcks(); err != nil {
 		return err
+	}
+	if err := d.restoreSourceDown(); err != nil {
+		return fmt.Errorf("load the source's state: %w", err)
 	}
 	d.engine = d.newEngine(cfg)
 	records, err := d.loadAlerts()
@@ -250,8 +261,11 @@ func (d *Daemon) Run(ctx context.Context, src gpu.Source, reload <-chan *config.
 		return err
 	}
 	defer srv.Shutdown(context.Background())
+	d.backfill(ctx, src)
 	for {
 		snap, err := src.Next(ctx)
+		var sourceErr *gpu.SourceError
+		step := func() { d.Step(snap) }
 		switch {
 		case ctx.Err() != nil:
 			return nil
@@ -259,6 +273,8 @@ func (d *Daemon) Run(ctx context.Context, src gpu.Source, reload <-chan *config.
 			d.logger.Info("the source has no more samples; delivering what is queued")
 			d.drain(ctx)
 			return nil
+		case errors.As(err, &sourceErr):
+			step = func() { d.sourceFailed(sourceErr) }
 		case err != nil:
 			return err
 		}
@@ -273,7 +289,7 @@ func (d *Daemon) Run(ctx context.Context, src gpu.Source, reload <-chan *config.
 		go func() {
 			defer close(stepped)
 			began := time.Now()
-			d.Step(snap)
+			step()
 			d.observeStep(time.Since(began))
 		}()
 		select {
@@ -299,10 +315,19 @@ func (d *Daemon) evaluate(snap *gpu.Snapshot) *notifier.Commit {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.last.Store(snap)
+	d.fleet.record(snap)
 	d.history.Record(snap)
 	LogEvents(d.logger, snap)
 	ts := d.engine.Eval(snap)
-	c := d.dispatcher.Dispatch(snap.Time, ts)
+	all := ts
+	back := d.sourceAnswered(snap.Time)
+	if back != nil {
+		all = append(back, ts...)
+	}
+	c := d.dispatcher.Dispatch(snap.Time, all)
+	if back != nil {
+		c.DeleteRecord(BucketSource, sourceDownKey)
+	}
 	for i := range ts {
 		t := &ts[i]
 		if t.Resolved() {
@@ -541,9 +566,9 @@ func LogEvents(logger *slog.Logger, s *gpu.Snapshot) {
 		switch ev.Kind {
 		case gpu.EventGPULost:
 			logger.Error("GPU lost: it fell off the bus or stopped answering; the other GPUs are still watched",
-				"gpu", ev.GPU, "uuid", ev.UUID, "detail", ev.Detail)
+				"host", s.Host, "gpu", ev.GPU, "uuid", ev.UUID, "detail", ev.Detail)
 		case gpu.EventXID:
-			logger.Warn("XID error", "gpu", ev.GPU, "uuid", ev.UUID, "xid", ev.XID, "detail", ev.Detail)
+			logger.Warn("XID error", "host", s.Host, "gpu", ev.GPU, "uuid", ev.UUID, "xid", ev.XID, "detail", ev.Detail)
 		}
 	}
 }

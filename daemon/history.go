@@ -12,14 +12,14 @@ import (
 // historyMinutes is how much history each GPU keeps: a day of minutes.
 const historyMinutes = 24 * 60
 
-// minuteBucket sums one minute of one GPU's samples. minute (Unix minutes)
-// says which minute the slot holds now: a slot last written a day or more
-// ago reads as empty.
+// minuteBucket sums one minute of one GPU's samples in 16 bytes (a hub
+// keeps a day of every GPU of its fleet). minute (Unix minutes) says which
+// minute the slot holds now: a slot last written a day or more ago reads
+// as empty, and so does one never written (minute 0, counts 0).
 type minuteBucket struct {
-	minute          int64
-	memSum, utilSum float64
-	memN, utilN     uint32
-	written         bool
+	minute          int32
+	memSum, utilSum float32 // percent, at most 100 per sample
+	memN, utilN     uint16
 }
 
 // gpuHistory is one GPU's last day, a ring of minute buckets indexed by
@@ -29,23 +29,24 @@ type gpuHistory struct {
 	buckets [historyMinutes]minuteBucket
 }
 
-// histories keeps every GPU's memory and utilization of the last day, one
-// point a minute, for /gpu history. A sample costs O(1) and, once its GPU
-// is known, allocates nothing.
+// histories keeps the memory and utilization of every GPU of every host
+// of the last day, one point a minute, for /gpu history. A sample costs
+// O(1) and, once its GPU is known, allocates nothing.
 type histories struct {
 	mu      sync.RWMutex
 	byUUID  map[historyKey]*gpuHistory
-	byIndex map[int]*gpuHistory // the GPU that last had the index
+	byIndex map[historyKey]*gpuHistory // the GPU that last had the host's index
 }
 
-// historyKey identifies a GPU: by UUID, or by index when it has none.
+// historyKey identifies a GPU: by host and UUID, or by host and index when
+// it has no UUID (and, in byIndex, always).
 type historyKey struct {
-	uuid  string
-	index int
+	host, uuid string
+	index      int
 }
 
 func newHistories() *histories {
-	return &histories{byUUID: map[historyKey]*gpuHistory{}, byIndex: map[int]*gpuHistory{}}
+	return &histories{byUUID: map[historyKey]*gpuHistory{}, byIndex: map[historyKey]*gpuHistory{}}
 }
 
 // unixMinute is the minute t falls in, counted from the Unix epoch.
@@ -67,21 +68,21 @@ func (h *histories) Record(s *gpu.Snapshot) {
 	defer h.mu.Unlock()
 	for i := range s.Devices {
 		d := &s.Devices[i]
-		g := h.gpu(d)
+		g := h.gpu(s.Host, d)
 		if minute <= g.last-historyMinutes {
 			continue
 		}
 		g.last = max(g.last, minute)
 		b := &g.buckets[ringSlot(minute)]
-		if !b.written || b.minute != minute {
-			*b = minuteBucket{minute: minute, written: true}
+		if int64(b.minute) != minute {
+			*b = minuteBucket{minute: int32(minute)}
 		}
-		if d.MemTotal > 0 {
-			b.memSum += 100 * float64(d.MemUsed) / float64(d.MemTotal)
+		if d.MemTotal > 0 && b.memN < math.MaxUint16 {
+			b.memSum += float32(100 * float64(d.MemUsed) / float64(d.MemTotal))
 			b.memN++
 		}
-		if !math.IsNaN(d.UtilGPU) && !math.IsInf(d.UtilGPU, 0) {
-			b.utilSum += d.UtilGPU
+		if !math.IsNaN(d.UtilGPU) && !math.IsInf(d.UtilGPU, 0) && b.utilN < math.MaxUint16 {
+			b.utilSum += float32(d.UtilGPU)
 			b.utilN++
 		}
 	}
@@ -95,9 +96,9 @@ func ringSlot(minute int64) int {
 	return int(slot)
 }
 
-// gpu returns the history of d, making it on d's first sample.
-func (h *histories) gpu(d *gpu.Device) *gpuHistory {
-	key := historyKey{uuid: d.UUID}
+// gpu returns the history of host's GPU d, making it on d's first sample.
+func (h *histories) gpu(host string, d *gpu.Device) *gpuHistory {
+	key := historyKey{host: host, uuid: d.UUID}
 	if key.uuid == "" {
 		key.index = d.Index
 	}
@@ -106,20 +107,20 @@ func (h *histories) gpu(d *gpu.Device) *gpuHistory {
 		g = &gpuHistory{last: math.MinInt64 + historyMinutes}
 		h.byUUID[key] = g
 	}
-	if h.byIndex[d.Index] != g {
-		h.byIndex[d.Index] = g
+	if at := (historyKey{host: host, index: d.Index}); h.byIndex[at] != g {
+		h.byIndex[at] = g
 	}
 	return g
 }
 
-// History returns GPU index's last window (rounded up to whole minutes,
-// capped at a day; 0 or less means the whole day), one point a minute,
-// ending at the minute of the GPU's latest sample. Minutes without a
-// reading are NaN. ok is false for a GPU never seen.
-func (h *histories) History(index int, window time.Duration) (slackbot.History, bool) {
+// History returns host's GPU index's last window (rounded up to whole
+// minutes, capped at a day; 0 or less means the whole day), one point a
+// minute, ending at the minute of the GPU's latest sample. Minutes without
+// a reading are NaN. ok is false for a GPU never seen.
+func (h *histories) History(host string, index int, window time.Duration) (slackbot.History, bool) {
 	h.mu.RLock()
 	defer h.mu.RUnlock()
-	g, ok := h.byIndex[index]
+	g, ok := h.byIndex[historyKey{host: host, index: index}]
 	if !ok {
 		return slackbot.History{}, false
 	}
@@ -138,14 +139,14 @@ func (h *histories) History(index int, window time.Duration) (slackbot.History, 
 		m := first + int64(i)
 		out.MemoryUsed[i], out.Utilization[i] = math.NaN(), math.NaN()
 		b := &g.buckets[ringSlot(m)]
-		if !b.written || b.minute != m {
+		if int64(b.minute) != m {
 			continue
 		}
 		if b.memN > 0 {
-			out.MemoryUsed[i] = b.memSum / float64(b.memN)
+			out.MemoryUsed[i] = float64(b.memSum) / float64(b.memN)
 		}
 		if b.utilN > 0 {
-			out.Utilization[i] = b.utilSum / float64(b.utilN)
+			out.Utilization[i] = float64(b.utilSum) / float64(b.utilN)
 		}
 	}
 	return out, true

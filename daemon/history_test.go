@@ -46,7 +46,7 @@ func TestHistoryMinutes(t *testing.T) {
 	h.Record(sample(t0.Add(60*time.Second), [2]float64{40, nan})) // the next minute; utilization unknown
 	h.Record(sample(t0.Add(3*time.Minute+59*time.Second), [2]float64{50, 10}))
 
-	got, ok := h.History(0, 5*time.Minute)
+	got, ok := h.History("node1", 0, 5*time.Minute)
 	if !ok {
 		t.Fatal("History(0): got false, want GPU 0's history")
 	}
@@ -61,7 +61,7 @@ func TestHistoryMinutes(t *testing.T) {
 	if !same(got.Utilization, wantUtil) {
 		t.Errorf("utilization: got %v, want %v", got.Utilization, wantUtil)
 	}
-	if _, ok := h.History(1, time.Hour); ok {
+	if _, ok := h.History("node1", 1, time.Hour); ok {
 		t.Errorf("History(1): got true for a GPU never seen, want false")
 	}
 }
@@ -83,7 +83,7 @@ func TestHistoryWindow(t *testing.T) {
 		{0, historyMinutes, float64((3*historyMinutes/2 - 1) % 100)},              // the whole day
 	}
 	for _, tt := range tests {
-		got, _ := h.History(0, tt.window)
+		got, _ := h.History("node1", 0, tt.window)
 		if len(got.MemoryUsed) != tt.wantLen || len(got.Utilization) != tt.wantLen {
 			t.Errorf("window %v: got %d/%d points, want %d", tt.window, len(got.MemoryUsed), len(got.Utilization), tt.wantLen)
 			continue
@@ -94,7 +94,7 @@ func TestHistoryWindow(t *testing.T) {
 	}
 	// The oldest point of the full day is the minute a day before the
 	// last: the ring wrapped and kept exactly a day.
-	got, _ := h.History(0, 24*time.Hour)
+	got, _ := h.History("node1", 0, 24*time.Hour)
 	first := 3*historyMinutes/2 - historyMinutes
 	if want := float64(first % 100); got.MemoryUsed[0] != want {
 		t.Errorf("after the wrap: got first point %v, want %v (minute %d)", got.MemoryUsed[0], want, first)
@@ -111,7 +111,7 @@ func TestHistoryWrapForgetsOldMinutes(t *testing.T) {
 	// A day later the GPU is sampled again: the slot of t0+1m is reused for
 	// t0+1d+1m; t0 is more than a day old and must read as a gap, not 10.
 	h.Record(sample(t0.Add(24*time.Hour+time.Minute), [2]float64{30, 30}))
-	got, _ := h.History(0, 0)
+	got, _ := h.History("node1", 0, 0)
 	if n := len(got.MemoryUsed); n != historyMinutes {
 		t.Fatalf("got %d points, want %d", n, historyMinutes)
 	}
@@ -125,7 +125,7 @@ func TestHistoryWrapForgetsOldMinutes(t *testing.T) {
 	}
 	// A sample more than a day behind the latest is ignored.
 	h.Record(sample(t0, [2]float64{99, 99}))
-	if got, _ := h.History(0, 0); !math.IsNaN(got.MemoryUsed[0]) || got.MemoryUsed[historyMinutes-1] != 30 {
+	if got, _ := h.History("node1", 0, 0); !math.IsNaN(got.MemoryUsed[0]) || got.MemoryUsed[historyMinutes-1] != 30 {
 		t.Errorf("a sample a day late: got first %v last %v, want NaN and 30", got.MemoryUsed[0], got.MemoryUsed[historyMinutes-1])
 	}
 }
@@ -147,7 +147,7 @@ func TestHistoryDevices(t *testing.T) {
 		{1, []float64{25, 50}, []float64{5, 6}}, // GPU-b, last seen as 1
 	}
 	for _, tt := range tests {
-		got, ok := h.History(tt.index, 2*time.Minute)
+		got, ok := h.History("", tt.index, 2*time.Minute)
 		if !ok || !same(got.MemoryUsed, tt.wantMem) || !same(got.Utilization, tt.wantU) {
 			t.Errorf("History(%d): got %v %v %v, want %v %v", tt.index, ok, got.MemoryUsed, got.Utilization, tt.wantMem, tt.wantU)
 		}
@@ -188,6 +188,32 @@ func BenchmarkHistoryDay(b *testing.B) {
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		h.History(0, 24*time.Hour)
+		h.History("node1", 0, 24*time.Hour)
+	}
+}
+
+// TestHistoryKeepsHostsApart: a hub keeps GPU 0 of every host, and
+// GPUs without a UUID of two hosts, apart.
+func TestHistoryKeepsHostsApart(t *testing.T) {
+	h := newHistories()
+	for i, host := range []string{"a", "b"} {
+		s := sample(t0, [2]float64{float64(10 * (i + 1)), 1})
+		s.Host = host
+		h.Record(s)
+		s = &gpu.Snapshot{Time: t0, Host: host, Devices: []gpu.Device{{Index: 1, MemUsed: uint64(i + 1), MemTotal: 100, UtilGPU: 1}}}
+		h.Record(s)
+	}
+	for i, host := range []string{"a", "b"} {
+		got, ok := h.History(host, 0, time.Minute)
+		if want := float64(10 * (i + 1)); !ok || got.MemoryUsed[0] != want {
+			t.Errorf("History(%s, 0): %v %v, want %v", host, ok, got.MemoryUsed, want)
+		}
+		got, ok = h.History(host, 1, time.Minute)
+		if want := float64(i + 1); !ok || got.MemoryUsed[0] != want {
+			t.Errorf("History(%s, 1) (no UUID): %v %v, want %v", host, ok, got.MemoryUsed, want)
+		}
+	}
+	if _, ok := h.History("c", 0, time.Minute); ok {
+		t.Error("History(c, 0): true for a host never seen")
 	}
 }

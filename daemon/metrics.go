@@ -63,7 +63,16 @@ func (p slogPrinter) Println(v ...any) {
 // metricsSource is the daemon as the metrics Collector reads it.
 type metricsSource struct{ d *Daemon }
 
-func (s metricsSource) Snapshot() *gpu.Snapshot { return s.d.Snapshot() }
+// Snapshot is the latest snapshot; on a hub, without its GPUs: the
+// fleet's GPUs are in the Prometheus the hub reads, and exporting them
+// again would feed them back to it as the hub's own.
+func (s metricsSource) Snapshot() *gpu.Snapshot {
+	snap := s.d.Snapshot()
+	if snap == nil || !s.d.hub {
+		return snap
+	}
+	return &gpu.Snapshot{Time: snap.Time, Host: s.d.health.host}
+}
 
 func (s metricsSource) Alerts() []metrics.Alert {
 	active := s.d.Alerts()

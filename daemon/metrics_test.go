@@ -332,11 +332,11 @@ route:
 	var got []daemon.AlertJSON
 	getJSON(t, r, "/api/v1/alerts", &got)
 	want := []daemon.AlertJSON{
-		{Key: "node1/GPUHot/GPU-00000000-aaaa-bbbb-cccc-dddddddddddd", Alert: "GPUHot", Severity: "critical", State: "firing",
+		{Key: "node1/GPUHot/GPU-00000000-aaaa-bbbb-cccc-dddddddddddd", Alert: "GPUHot", Severity: "critical", State: "firing", Host: "node1",
 			GPU: 0, UUID: "GPU-00000000-aaaa-bbbb-cccc-dddddddddddd", Since: base, Summary: "GPU 0 is hot"},
-		{Key: "node1/GPUWarm/GPU-00000000-aaaa-bbbb-cccc-dddddddddddd", Alert: "GPUWarm", Severity: "warning", State: "pending",
+		{Key: "node1/GPUWarm/GPU-00000000-aaaa-bbbb-cccc-dddddddddddd", Alert: "GPUWarm", Severity: "warning", State: "pending", Host: "node1",
 			GPU: 0, UUID: "GPU-00000000-aaaa-bbbb-cccc-dddddddddddd", Since: base},
-		{Key: "node1/GPUWarm/GPU-00000001-aaaa-bbbb-cccc-dddddddddddd", Alert: "GPUWarm", Severity: "warning", State: "pending",
+		{Key: "node1/GPUWarm/GPU-00000001-aaaa-bbbb-cccc-dddddddddddd", Alert: "GPUWarm", Severity: "warning", State: "pending", Host: "node1",
 			GPU: 1, UUID: "GPU-00000001-aaaa-bbbb-cccc-dddddddddddd", Since: base},
 	}
 	if len(got) != len(want) {

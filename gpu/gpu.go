@@ -107,3 +107,24 @@ type Sampler interface {
 	Sample(ctx context.Context, at time.Time) (*Snapshot, error)
 	Close() error
 }
+
+// SourceError is a failure of a source that may pass: the query API of a
+// hub's Prometheus does not answer, or answers with an error. The daemon
+// keeps running on it, raises an alert of its own, and resolves it when
+// the source answers again; any other error from Next stops the daemon.
+type SourceError struct {
+	At  time.Time // when the source tried: the evaluation's time
+	Err error
+}
+
+func (e *SourceError) Error() string { return e.Err.Error() }
+
+// Unwrap returns the cause.
+func (e *SourceError) Unwrap() error { return e.Err }
+
+// FleetSampler reads many hosts at once: one snapshot per host, every one
+// at the time given. PollFleet turns it into a Source.
+type FleetSampler interface {
+	SampleFleet(ctx context.Context, at time.Time) ([]*Snapshot, error)
+	Close() error
+}

@@ -6,36 +6,63 @@ import (
 	"time"
 )
 
-// Poller turns a Sampler into a Source: it samples at once, then on every
-// tick of its interval, passing the tick's time down as the snapshot's time.
-// It is the only place a live source reads the clock.
+// Poller turns a Sampler (or a FleetSampler) into a Source: it samples at
+// once, then on every tick of its interval, passing the tick's time down as
+// the snapshots' time. It is the only place a live source reads the clock.
 type Poller struct {
-	sampler  Sampler
+	sample   func(ctx context.Context, at time.Time) ([]*Snapshot, error)
+	close    func() error
 	interval time.Duration
 	ticker   *time.Ticker
+	queue    []*Snapshot // the rest of a fleet's sample, one host per Next
 }
 
 // Poll returns a Source that samples s every interval.
 func Poll(s Sampler, interval time.Duration) *Poller {
-	return &Poller{sampler: s, interval: interval}
+	one := func(ctx context.Context, at time.Time) ([]*Snapshot, error) {
+		snap, err := s.Sample(ctx, at)
+		if err != nil {
+			return nil, err
+		}
+		return []*Snapshot{snap}, nil
+	}
+	return &Poller{sample: one, close: s.Close, interval: interval}
 }
 
-// Next waits for the next tick (the first call returns at once) and samples.
+// PollFleet returns a Source that samples every host of s every interval
+// and returns their snapshots one at a time, in the order s gave them.
+func PollFleet(s FleetSampler, interval time.Duration) *Poller {
+	return &Poller{sample: s.SampleFleet, close: s.Close, interval: interval}
+}
+
+// Next returns the next host's snapshot of the last sample or, when they
+// are all taken, waits for the next tick (the first call returns at once)
+// and samples.
 func (p *Poller) Next(ctx context.Context) (*Snapshot, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	at := time.Now()
-	if p.ticker == nil {
-		p.ticker = time.NewTicker(p.interval)
-	} else {
-		select {
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case at = <-p.ticker.C:
+	for len(p.queue) == 0 {
+		if err := ctx.Err(); err != nil {
+			return nil, err
 		}
+		at := time.Now()
+		if p.ticker == nil {
+			p.ticker = time.NewTicker(p.interval)
+		} else {
+			select {
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			case at = <-p.ticker.C:
+			}
+		}
+		snaps, err := p.sample(ctx, at)
+		if err != nil {
+			return nil, err
+		}
+		p.queue = snaps
 	}
-	return p.sampler.Sample(ctx, at)
+	s := p.queue[0]
+	p.queue[0] = nil
+	p.queue = p.queue[1:]
+	return s, nil
 }
 
 // Close stops the ticker and closes the sampler.
@@ -43,7 +70,7 @@ func (p *Poller) Close() error {
 	if p.ticker != nil {
 		p.ticker.Stop()
 	}
-	return p.sampler.Close()
+	return p.close()
 }
 
 // Pacer slows a Source that runs in its own time (a simulation, a replay)

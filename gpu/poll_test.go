@@ -123,3 +123,34 @@ func TestPaceClock(t *testing.T) {
 		}
 	})
 }
+
+type fleetSampler struct{ hosts []string }
+
+func (f *fleetSampler) SampleFleet(_ context.Context, at time.Time) ([]*Snapshot, error) {
+	var out []*Snapshot
+	for _, h := range f.hosts {
+		out = append(out, &Snapshot{Time: at, Host: h})
+	}
+	return out, nil
+}
+
+func (f *fleetSampler) Close() error { return nil }
+
+func TestPollFleetReturnsEveryHostOfATickThenWaits(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := PollFleet(&fleetSampler{hosts: []string{"a", "b"}}, 30*time.Second)
+		start := time.Now()
+		for i, want := range []struct {
+			host  string
+			after time.Duration
+		}{{"a", 0}, {"b", 0}, {"a", 30 * time.Second}, {"b", 30 * time.Second}} {
+			s, err := p.Next(t.Context())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if s.Host != want.host || s.Time.Sub(start) != want.after {
+				t.Errorf("snapshot %d: %s at +%v, want %s at +%v", i, s.Host, s.Time.Sub(start), want.host, want.after)
+			}
+		}
+	})
+}

@@ -8,6 +8,7 @@ package notifier
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"math"
 	"time"
 
@@ -108,6 +109,23 @@ type Alert struct {
 	// LastReport is when a GPU that stopped reporting last did (Processes
 	// are then the ones it reported last); zero while it reports.
 	LastReport time.Time `json:"last_report,omitzero"`
+}
+
+// OnGPU reports whether the alert is about a GPU. gpuwatch's own alerts
+// (GPUWatchSourceDown: a hub cannot read its Prometheus) have GPU -1 and
+// no UUID, and notifications leave the GPU out of them.
+func (a *Alert) OnGPU() bool { return a.GPU >= 0 }
+
+// GPUText names the alert's GPU, "GPU 0 (NVIDIA H100 80GB HBM3)", or
+// "" for an alert not about a GPU.
+func (a *Alert) GPUText() string {
+	switch {
+	case !a.OnGPU():
+		return ""
+	case a.GPUName == "":
+		return fmt.Sprintf("GPU %d", a.GPU)
+	}
+	return fmt.Sprintf("GPU %d (%s)", a.GPU, a.GPUName)
 }
 
 // Exit is a job leaving a GPU, as a resolve notice tells it.

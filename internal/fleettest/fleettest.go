@@ -14,6 +14,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -57,7 +58,13 @@ type Server struct {
 	URL  string // http://127.0.0.1:PORT
 	Addr string // 127.0.0.1:PORT
 	Dir  string // its data directory; its log is Dir/log
+
+	stop func()
 }
+
+// Stop ends the server now, before the test ends: what a crash or an
+// outage looks like to those who talk to it.
+func (s *Server) Stop() { s.stop() }
 
 // Prometheus starts Prometheus with the given prometheus.yml and returns
 // once it is ready.
@@ -122,12 +129,16 @@ func start(t testing.TB, dir, addr, bin string, args ...string) *Server {
 		cancel()
 		t.Fatalf("start %s: %v", bin, err)
 	}
-	t.Cleanup(func() {
-		cancel()
-		cmd.Wait()
-		logFile.Close()
-	})
-	s := &Server{URL: "http://" + addr, Addr: addr, Dir: dir}
+	var once sync.Once
+	stop := func() {
+		once.Do(func() {
+			cancel()
+			cmd.Wait()
+			logFile.Close()
+		})
+	}
+	t.Cleanup(stop)
+	s := &Server{URL: "http://" + addr, Addr: addr, Dir: dir, stop: stop}
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		resp, err := http.Get(s.URL + "/-/ready")

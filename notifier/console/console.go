@@ -90,9 +90,11 @@ func Format(b *strings.Builder, a *notifier.Alert, loc *time.Location) {
 	case a.Repeat:
 		head = "STILL FIRING"
 	}
-	fmt.Fprintf(b, "%s  %s %s [%s] %s gpu%d", a.At.In(loc).Format("2006-01-02 15:04:05"),
-		head, a.Name, a.Severity, a.Host, a.GPU)
-	if a.GPUName != "" { // a log without the name column
+	fmt.Fprintf(b, "%s  %s %s [%s] %s", a.At.In(loc).Format("2006-01-02 15:04:05"), head, a.Name, a.Severity, a.Host)
+	if a.OnGPU() {
+		fmt.Fprintf(b, " gpu%d", a.GPU)
+	}
+	if a.OnGPU() && a.GPUName != "" { // a log without the name column
 		fmt.Fprintf(b, " (%s)", a.GPUName)
 	}
 	b.WriteByte('\n')

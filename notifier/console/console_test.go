@@ -5,11 +5,13 @@ import (
 	"context"
 	"errors"
 	"math"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/gpuwatch/gpuwatch/gpu"
 	"github.com/gpuwatch/gpuwatch/notifier"
+	"github.com/gpuwatch/gpuwatch/notifier/notifiertest"
 )
 
 var _ notifier.Notifier = (*Notifier)(nil)
@@ -129,5 +131,18 @@ func TestNotifyDigest(t *testing.T) {
 				t.Errorf("got\n%q\nwant\n%q", got, tt.want)
 			}
 		})
+	}
+}
+
+// TestAlertNotAboutAGPU: the console leaves the GPU out of an alert with
+// GPU -1 (a hub's GPUWatchSourceDown).
+func TestAlertNotAboutAGPU(t *testing.T) {
+	for _, status := range []notifier.Status{notifier.StatusFiring, notifier.StatusResolved} {
+		var b strings.Builder
+		Format(&b, &notifiertest.SourceDown(status).Alerts[0], time.UTC)
+		want := "GPUWatchSourceDown [critical] hub\n"
+		if got := b.String(); notifiertest.NamesAGPU(got) || !strings.Contains(got, want) {
+			t.Errorf("%s: got\n%s\nwant a first line ending %q", status, got, want)
+		}
 	}
 }

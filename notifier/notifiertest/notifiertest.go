@@ -7,10 +7,13 @@ package notifiertest
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"io"
 	"math"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -81,6 +84,33 @@ func (s *Server) Requests() []Request {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return append([]Request(nil), s.requests...)
+}
+
+// AlertLines lists the alerts of the generic webhook messages the server
+// received, one "firing GPUHot node1/0" each (host/- for an alert about no
+// GPU), in arrival order; a body that is not one fails the test.
+func (s *Server) AlertLines(t testing.TB) []string {
+	t.Helper()
+	var out []string
+	for _, r := range s.Requests() {
+		var m struct {
+			Alerts []struct {
+				Alert, Status, Host string
+				GPU                 *int
+			}
+		}
+		if err := json.Unmarshal(r.Body, &m); err != nil {
+			t.Fatalf("a request that is not a generic webhook message: %v\n%s", err, r.Body)
+		}
+		for _, a := range m.Alerts {
+			gpu := "-"
+			if a.GPU != nil {
+				gpu = strconv.Itoa(*a.GPU)
+			}
+			out = append(out, a.Status+" "+a.Alert+" "+a.Host+"/"+gpu)
+		}
+	}
+	return out
 }
 
 // StatusCase is an HTTP status and how a notifier must treat it.
@@ -187,6 +217,29 @@ func Notification(status notifier.Status) *notifier.Notification {
 	}
 	return &notifier.Notification{ID: 1, Receiver: "test", GroupKey: "test/GPUMemoryLeak/" + string(status),
 		Status: status, Alerts: []notifier.Alert{a}, CreatedAt: a.At}
+}
+
+// SourceDown returns a notification of an alert that is about no GPU
+// (GPU -1, no UUID): a hub that cannot read its Prometheus.
+func SourceDown(status notifier.Status) *notifier.Notification {
+	a := notifier.Alert{
+		Key: "hub/GPUWatchSourceDown/", Name: "GPUWatchSourceDown", Status: status, Severity: "critical", Host: "hub", GPU: -1,
+		Labels:  map[string]string{"alert": "GPUWatchSourceDown", "severity": "critical", "host": "hub"},
+		Summary: "gpuwatch on hub cannot read its source: no GPU is watched until it answers", Description: "query prometheus at http://prometheus:9090: connection refused",
+		Value: notifier.Float(math.NaN()), Trend: notifier.Float(math.NaN()), TimeToFull: notifier.Float(math.NaN()), StartsAt: Start, At: Start,
+	}
+	if status == notifier.StatusResolved {
+		a.EndsAt = Start.Add(3 * time.Minute)
+		a.At = a.EndsAt
+	}
+	return &notifier.Notification{ID: 1, Receiver: "test", GroupKey: "test/GPUWatchSourceDown/" + string(status),
+		Status: status, Alerts: []notifier.Alert{a}, CreatedAt: a.At}
+}
+
+// NamesAGPU reports whether text names GPU -1 in any of the ways the
+// formats name a GPU ("GPU -1", "gpu-1", "GPU:** -1", "gpu": -1).
+func NamesAGPU(text string) bool {
+	return regexp.MustCompile(`(?i)gpu\W{0,6}-1`).MatchString(text)
 }
 
 // AssertNoSecrets fails the test if any secret appears in text (errors,

@@ -131,7 +131,11 @@ func header(alerts []notifier.Alert) string {
 // since when, who holds the GPU, and the last 30 minutes.
 func alertBlocks(a *notifier.Alert, now time.Time) []goslack.Block {
 	var text strings.Builder
-	fmt.Fprintf(&text, "*GPU %d · %s* on `%s`\n", a.GPU, blockkit.EscapeClip(a.GPUName, maxNameRunes), blockkit.EscapeClip(a.Host, maxNameRunes))
+	if a.OnGPU() {
+		fmt.Fprintf(&text, "*GPU %d · %s* on `%s`\n", a.GPU, blockkit.EscapeClip(a.GPUName, maxNameRunes), blockkit.EscapeClip(a.Host, maxNameRunes))
+	} else {
+		fmt.Fprintf(&text, "*%s* on `%s`\n", blockkit.EscapeClip(a.Name, maxNameRunes), blockkit.EscapeClip(a.Host, maxNameRunes))
+	}
 	fmt.Fprintf(&text, "%s %s", statusEmoji(a), statusLine(a, now))
 	if a.Summary != "" {
 		fmt.Fprintf(&text, "\n%s", blockkit.EscapeClip(a.Summary, maxTextRunes))
@@ -268,13 +272,26 @@ func extraLabels(labels map[string]string) string {
 	return strings.Join(parts, " ")
 }
 
+// onHost is where an alert is, "GPU 0 (NVIDIA H100) on node1", or
+// "node1" for an alert not about a GPU.
+func onHost(a *notifier.Alert) string {
+	if !a.OnGPU() {
+		return a.Host
+	}
+	return a.GPUText() + " on " + a.Host
+}
+
 // moreAlerts sums up the alerts a message has no room for.
 func moreAlerts(alerts []notifier.Alert) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "… and %d more:", len(alerts))
 	for i := range alerts {
 		a := &alerts[i]
-		fmt.Fprintf(&b, "\n%s GPU %d on `%s` · %s", statusEmoji(a), a.GPU, blockkit.EscapeClip(a.Host, maxNameRunes), blockkit.EscapeClip(a.ValueText, maxNameRunes))
+		where := "`" + blockkit.EscapeClip(a.Host, maxNameRunes) + "`"
+		if a.OnGPU() {
+			where = fmt.Sprintf("GPU %d on %s", a.GPU, where)
+		}
+		fmt.Fprintf(&b, "\n%s %s · %s", statusEmoji(a), where, blockkit.EscapeClip(a.ValueText, maxNameRunes))
 	}
 	return b.String()
 }
@@ -289,7 +306,7 @@ func fallback(alerts []notifier.Alert, now time.Time) string {
 			break
 		}
 		a := &alerts[i]
-		line := fmt.Sprintf("%s %s [%s] on %s GPU %d (%s)", statusEmoji(a), a.Name, a.Severity, a.Host, a.GPU, a.GPUName)
+		line := strings.TrimSpace(fmt.Sprintf("%s %s [%s] on %s %s", statusEmoji(a), a.Name, a.Severity, a.Host, a.GPUText()))
 		switch {
 		case a.Status == notifier.StatusResolved:
 			line += ": resolved"
@@ -317,7 +334,7 @@ func repeatReply(alerts []notifier.Alert, now time.Time) string {
 		if d, ok := firingFor(a, now); ok {
 			line += " after " + shortDuration(d)
 		}
-		line += fmt.Sprintf(": GPU %d (%s) on %s · value %s", a.GPU, a.GPUName, a.Host, a.ValueText)
+		line += fmt.Sprintf(": %s · value %s", onHost(a), a.ValueText)
 		if a.TrendText != "" {
 			line += ", trend " + a.TrendText
 		}
@@ -342,7 +359,7 @@ func resolvedReply(alerts []notifier.Alert, now time.Time) string {
 		if d, ok := resolvedAfter(a, now); ok {
 			line += " after " + shortDuration(d)
 		}
-		line += fmt.Sprintf(": GPU %d (%s) on %s · %s", a.GPU, a.GPUName, a.Host, a.Name)
+		line += fmt.Sprintf(": %s · %s", onHost(a), a.Name)
 		if a.Value.Known() {
 			line += " · now " + a.ValueText
 		}

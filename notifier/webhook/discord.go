@@ -70,13 +70,13 @@ func encodeDiscord(m *notifier.Notification) ([]byte, error) {
 			Title:       truncate(alertTitle(a), discordMaxTitle),
 			Description: truncate(alertText(a, st), discordMaxDescription),
 			Color:       alertColor(a),
-			Fields: []discordField{
-				{Name: "Host", Value: a.Host, Inline: true},
-				{Name: "GPU", Value: fmt.Sprintf("%d", a.GPU), Inline: true},
-				{Name: "Severity", Value: a.Severity, Inline: true},
-			},
-			Timestamp: a.At.UTC(),
+			Fields:      []discordField{{Name: "Host", Value: a.Host, Inline: true}},
+			Timestamp:   a.At.UTC(),
 		}
+		if a.OnGPU() {
+			e.Fields = append(e.Fields, discordField{Name: "GPU", Value: fmt.Sprintf("%d", a.GPU), Inline: true})
+		}
+		e.Fields = append(e.Fields, discordField{Name: "Severity", Value: a.Severity, Inline: true})
 		size := utf8.RuneCountInString(e.Title) + utf8.RuneCountInString(e.Description) + 30
 		if len(msg.Embeds) == discordMaxEmbeds || chars+size > discordMaxEmbedChars {
 			msg.Content += fmt.Sprintf(" (%d more alerts not shown)", len(m.Alerts)-i)

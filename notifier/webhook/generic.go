@@ -29,7 +29,7 @@ type genericAlert struct {
 	Repeat      bool              `json:"repeat"`
 	Severity    string            `json:"severity"`
 	Host        string            `json:"host"`
-	GPU         int               `json:"gpu"`
+	GPU         *int              `json:"gpu"` // null for an alert not about a GPU
 	UUID        string            `json:"uuid"`
 	GPUName     string            `json:"gpu_name"`
 	Labels      map[string]string `json:"labels"`
@@ -61,11 +61,15 @@ func encodeGeneric(receiver string, m *notifier.Notification) ([]byte, error) {
 		GroupKey: m.GroupKey, Alerts: make([]genericAlert, 0, len(m.Alerts))}
 	for _, a := range m.Alerts {
 		g := genericAlert{Key: a.Key, Alert: a.Name, Status: string(a.Status), Repeat: a.Repeat,
-			Severity: a.Severity, Host: a.Host, GPU: a.GPU, UUID: a.UUID, GPUName: a.GPUName,
+			Severity: a.Severity, Host: a.Host, UUID: a.UUID, GPUName: a.GPUName,
 			Labels: a.Labels, Summary: a.Summary, Description: a.Description,
 			Value: a.Value, ValueText: a.ValueText, Trend: a.Trend, TrendText: a.TrendText,
 			TimeToFull: a.TimeToFull, StartsAt: a.StartsAt.UTC(), At: a.At.UTC(),
 			Processes: make([]genericProcess, 0, len(a.Processes))}
+		if a.OnGPU() {
+			index := a.GPU
+			g.GPU = &index
+		}
 		if g.Labels == nil {
 			g.Labels = map[string]string{}
 		}

@@ -48,7 +48,7 @@ func encodePagerDuty(routingKey string, a *notifier.Alert) ([]byte, error) {
 	}
 	summary := a.Summary
 	if summary == "" {
-		summary = fmt.Sprintf("%s on %s GPU %d", a.Name, a.Host, a.GPU)
+		summary = strings.TrimSpace(fmt.Sprintf("%s on %s %s", a.Name, a.Host, a.GPUText()))
 	}
 	details := map[string]any{"value": a.ValueText, "gpu_name": a.GPUName, "uuid": a.UUID, "labels": a.Labels,
 		"starts_at": a.StartsAt.UTC()}
@@ -65,9 +65,18 @@ func encodePagerDuty(routingKey string, a *notifier.Alert) ([]byte, error) {
 		details["processes"] = a.Processes
 	}
 	ev.Payload = &pagerDutyPayload{Summary: shorten(summary, pagerDutyMaxSummary), Source: a.Host,
-		Severity: pagerDutySeverity(a.Severity), Timestamp: a.At.UTC(), Component: fmt.Sprintf("gpu %d", a.GPU),
+		Severity: pagerDutySeverity(a.Severity), Timestamp: a.At.UTC(), Component: pagerDutyComponent(a),
 		Group: a.Host, Class: a.Name, CustomDetails: details}
 	return json.Marshal(ev)
+}
+
+// pagerDutyComponent is the part of the host the alert is about: its GPU,
+// or gpuwatch itself.
+func pagerDutyComponent(a *notifier.Alert) string {
+	if !a.OnGPU() {
+		return "gpuwatch"
+	}
+	return fmt.Sprintf("gpu %d", a.GPU)
 }
 
 // pagerDutySeverity maps ours onto PagerDuty's critical, error, warning, info.

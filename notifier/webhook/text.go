@@ -65,7 +65,7 @@ func statusWord(a *notifier.Alert) string {
 // on node1 GPU 0 (NVIDIA H100 80GB HBM3)", or "… on 3 GPUs of node1".
 func headline(m *notifier.Notification) string {
 	a := &m.Alerts[0]
-	where := fmt.Sprintf("%s GPU %d (%s)", a.Host, a.GPU, a.GPUName)
+	where := strings.TrimSpace(a.Host + " " + a.GPUText())
 	if len(m.Alerts) > 1 {
 		hosts := distinct(m.Alerts, func(a *notifier.Alert) string { return a.Host })
 		where = fmt.Sprintf("%d GPUs of %s", len(m.Alerts), strings.Join(hosts, ", "))
@@ -75,7 +75,11 @@ func headline(m *notifier.Notification) string {
 
 // alertTitle names one alert: "[critical] GPUMemoryLeak · node1 GPU 0".
 func alertTitle(a *notifier.Alert) string {
-	return fmt.Sprintf("%s %s [%s] %s · %s GPU %d", severityMark(a), statusWord(a), a.Severity, a.Name, a.Host, a.GPU)
+	title := fmt.Sprintf("%s %s [%s] %s · %s", severityMark(a), statusWord(a), a.Severity, a.Name, a.Host)
+	if a.OnGPU() {
+		title += fmt.Sprintf(" GPU %d", a.GPU)
+	}
+	return title
 }
 
 // alertText is what a person needs to act on one alert: what is wrong,
@@ -88,7 +92,11 @@ func alertText(a *notifier.Alert, s style) string {
 	} else {
 		add("**%s**", s.esc(a.Name))
 	}
-	add("**Severity:** %s · **Host:** %s · **GPU:** %d (%s)", s.esc(a.Severity), s.esc(a.Host), a.GPU, s.esc(a.GPUName))
+	if a.OnGPU() {
+		add("**Severity:** %s · **Host:** %s · **GPU:** %d (%s)", s.esc(a.Severity), s.esc(a.Host), a.GPU, s.esc(a.GPUName))
+	} else {
+		add("**Severity:** %s · **Host:** %s", s.esc(a.Severity), s.esc(a.Host))
+	}
 	if a.Status == notifier.StatusResolved {
 		add("**Resolved** after %s (fired %s, resolved %s)", formatDuration(a.EndsAt.Sub(a.StartsAt).Seconds()),
 			formatTime(a.StartsAt), formatTime(a.EndsAt))

@@ -24,7 +24,7 @@
 //	    "repeat": false,                      // true: a reminder of an alert still firing
 //	    "severity": "critical",               // info | warning | critical
 //	    "host": "node1",
-//	    "gpu": 0,
+//	    "gpu": 0,                             // null for an alert about no GPU (GPUWatchSourceDown)
 //	    "uuid": "GPU-cd61…",
 //	    "gpu_name": "NVIDIA H100 80GB HBM3",
 //	    "labels": {"alert": "GPUMemoryLeak", "severity": "critical", "host": "node1", "gpu": "0", "uuid": "GPU-cd61…"},

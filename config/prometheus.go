@@ -1,0 +1,134 @@
+package config
+
+import (
+	"fmt"
+	"net/url"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/gpuwatch/gpuwatch/gpu/prometheus"
+)
+
+// PrometheusSource is a hub's source: the query API of the Prometheus (or
+// Thanos, Mimir, VictoriaMetrics) that scrapes the fleet.
+type PrometheusSource struct {
+	URL      string `yaml:"url"`
+	Selector string `yaml:"selector"` // label matchers added to every query: {cluster="a"}
+	Schema   string `yaml:"schema"`   // gpuwatch | dcgm | auto
+	// Timeout bounds each query.
+	Timeout         time.Duration `yaml:"timeout"`
+	BearerToken     string        `yaml:"bearer_token"`
+	BearerTokenFile string        `yaml:"bearer_token_file"`
+	BasicAuth       BasicAuth     `yaml:"basic_auth"`
+	TLS             ClientTLS     `yaml:"tls"`
+}
+
+// Defaults of a prometheus source.
+const (
+	// DefaultPrometheusInterval is a hub's source.interval: Prometheus
+	// scrapes every 15 to 60 seconds, so evaluating more often reads the
+	// same samples again.
+	DefaultPrometheusInterval = 30 * time.Second
+	DefaultPrometheusTimeout  = prometheus.DefaultTimeout
+)
+
+// client is the HTTP client settings of the source.
+func (p *PrometheusSource) client() HTTPClient {
+	return HTTPClient{BearerToken: p.BearerToken, BearerTokenFile: p.BearerTokenFile, BasicAuth: p.BasicAuth, TLS: p.TLS}
+}
+
+// prometheusDefaults fills in what a prometheus source leaves out and
+// makes its files relative to the config.
+func (c *Config) prometheusDefaults(intervalSet bool) {
+	if c.Source.Type != "prometheus" {
+		return
+	}
+	p := &c.Source.Prometheus
+	if !intervalSet {
+		c.Source.Interval = DefaultPrometheusInterval
+	}
+	if p.Schema == "" {
+		p.Schema = string(prometheus.SchemaAuto)
+	}
+	if p.Timeout == 0 {
+		p.Timeout = DefaultPrometheusTimeout
+	}
+	for _, f := range []*string{&p.BearerTokenFile, &p.BasicAuth.PasswordFile, &p.TLS.CAFile, &p.TLS.CertFile, &p.TLS.KeyFile} {
+		*f = besideConfig(c.File, *f)
+	}
+}
+
+// checkPrometheus reports what is wrong with a prometheus source. It reads
+// the files it names but sends nothing: check works without the network.
+func (c *Config) checkPrometheus(at func(...string) *yaml.Node, fail func(*yaml.Node, string, ...any)) {
+	p := &c.Source.Prometheus
+	key := func(keys ...string) *yaml.Node { return at(append([]string{"source", "prometheus"}, keys...)...) }
+	if problem := prometheusURLProblem(p.URL); problem != "" {
+		fail(key("url"), "source.prometheus.url %s", problem)
+	}
+	if _, err := prometheus.ParseSelector(p.Selector); err != nil {
+		fail(key("selector"), "source.prometheus.%v", err)
+	}
+	if _, err := prometheus.ParseSchema(p.Schema); err != nil {
+		fail(key("schema"), "source.prometheus.%v", err)
+	}
+	if p.Timeout > c.Source.Interval {
+		fail(key("timeout"), "source.prometheus.timeout %v is longer than source.interval %v: evaluations would wait for each other; make it shorter", p.Timeout, c.Source.Interval)
+	}
+	cl := p.client()
+	for _, problem := range cl.problems("source.prometheus") {
+		fail(key(problem.keys...), "%s", problem.msg)
+	}
+}
+
+// prometheusURLProblem says what is wrong with a query API URL; "" when
+// nothing is. Credentials belong in basic_auth, not the URL, where logs and
+// errors would show them.
+func prometheusURLProblem(raw string) string {
+	if raw == "" {
+		return "is required with type prometheus: the query API of Prometheus, Thanos, Mimir or VictoriaMetrics, such as http://prometheus:9090"
+	}
+	u, err := url.Parse(raw)
+	switch {
+	case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "":
+		return fmt.Sprintf("%q is not an http:// or https:// URL such as http://prometheus:9090", afterCredentials(raw))
+	case u.User != nil:
+		return "holds credentials: put them in source.prometheus.basic_auth (or bearer_token_file), where logs never show them"
+	case u.RawQuery != "" || u.Fragment != "":
+		return fmt.Sprintf("%q has a query or fragment: give the API's base, such as http://prometheus:9090 or https://mimir.example.net/prometheus", raw)
+	}
+	return ""
+}
+
+// afterCredentials is a URL without what may be credentials: the text
+// up to its last @.
+func afterCredentials(raw string) string {
+	if i := strings.LastIndexByte(raw, '@'); i >= 0 {
+		return "…" + raw[i:]
+	}
+	return raw
+}
+
+// PrometheusOptions are the options of the prometheus source the config
+// describes, its HTTP client made (the files it names read); Logger is the
+// caller's to set.
+func (c *Config) PrometheusOptions() (prometheus.Options, error) {
+	p := &c.Source.Prometheus
+	sel, err := prometheus.ParseSelector(p.Selector)
+	if err != nil {
+		return prometheus.Options{}, err
+	}
+	schema, err := prometheus.ParseSchema(p.Schema)
+	if err != nil {
+		return prometheus.Options{}, err
+	}
+	cl := p.client()
+	client, secrets, err := cl.Client()
+	if err != nil {
+		return prometheus.Options{}, fmt.Errorf("source.prometheus: %w", err)
+	}
+	return prometheus.Options{URL: p.URL, Selector: sel, Schema: schema, Interval: c.Source.Interval,
+		Timeout: p.Timeout, Client: client, Secrets: secrets}, nil
+}

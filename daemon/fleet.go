@@ -1,0 +1,84 @@
+package daemon
+
+import (
+	"cmp"
+	"context"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/gpuwatch/gpuwatch/gpu"
+)
+
+// fleet is the latest snapshot of every host the daemon has seen: one on
+// a GPU server, every host of the fleet on a hub.
+type fleet struct {
+	mu     sync.RWMutex
+	byHost map[string]*gpu.Snapshot
+}
+
+func newFleet() *fleet { return &fleet{byHost: map[string]*gpu.Snapshot{}} }
+
+func (f *fleet) record(s *gpu.Snapshot) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.byHost[s.Host] = s
+}
+
+// of is host's latest snapshot; nil for a host never seen.
+func (f *fleet) of(host string) *gpu.Snapshot {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	return f.byHost[host]
+}
+
+func (f *fleet) snapshots() []*gpu.Snapshot {
+	f.mu.RLock()
+	out := make([]*gpu.Snapshot, 0, len(f.byHost))
+	for _, s := range f.byHost {
+		out = append(out, s)
+	}
+	f.mu.RUnlock()
+	slices.SortFunc(out, func(a, b *gpu.Snapshot) int { return cmp.Compare(a.Host, b.Host) })
+	return out
+}
+
+// Snapshots is the latest snapshot of every host, sorted by host: one on a
+// GPU server, every host of the fleet on a hub (a host whose GPUs all
+// stopped reporting has one without GPUs). Empty before the first sample.
+func (d *Daemon) Snapshots() []*gpu.Snapshot { return d.fleet.snapshots() }
+
+// backfiller is a source that can tell what its hosts looked like before
+// it started (a hub's Prometheus): Run feeds that past to the rules
+// engine, so rules over windows judge at the first evaluation.
+type backfiller interface {
+	Backfill(ctx context.Context, span time.Duration, warm func(*gpu.Snapshot)) error
+}
+
+// backfill warms the engine's windows and the GPUs' history from src's
+// past over the longest window the rules read, when src can tell it. A
+// failure is logged: the windows then fill as the samples come.
+func (d *Daemon) backfill(ctx context.Context, src gpu.Source) {
+	b, ok := src.(backfiller)
+	if !ok {
+		return
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	span := d.engine.Lookback()
+	if span <= 0 {
+		return
+	}
+	n := 0
+	err := b.Backfill(ctx, span, func(s *gpu.Snapshot) {
+		d.engine.Warm(s)
+		d.history.Record(s)
+		n++
+	})
+	if err != nil {
+		d.logger.Warn("cannot read the past from the source: windows fill as samples come, so rules over windows judge only after them",
+			"window", span, "err", err)
+		return
+	}
+	d.logger.Info("rule windows filled from the source's past", "window", span, "snapshots", n)
+}

@@ -1,0 +1,193 @@
+package daemon_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/gpuwatch/gpuwatch/config"
+	"github.com/gpuwatch/gpuwatch/daemon"
+	"github.com/gpuwatch/gpuwatch/gpu/prometheus"
+	"github.com/gpuwatch/gpuwatch/notifier/notifiertest"
+)
+
+// hubPrometheus answers instant queries with two hosts of gpuwatch
+// agents, a and b, b's GPU 0 at 90 °C; while down it answers 503.
+type hubPrometheus struct {
+	*httptest.Server
+	down    atomic.Bool
+	queries atomic.Int64
+}
+
+func newHubPrometheus(t *testing.T) *hubPrometheus {
+	p := &hubPrometheus{}
+	p.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p.queries.Add(1)
+		if p.down.Load() || r.URL.Path != "/api/v1/query" {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			fmt.Fprint(w, `{"status":"error","errorType":"unavailable","error":"the TSDB is starting"}`)
+			return
+		}
+		var result []string
+		for _, host := range []string{"a", "b"} {
+			for g := range 2 {
+				temp := 60
+				if host == "b" && g == 0 {
+					temp = 90
+				}
+				labels := fmt.Sprintf(`"host":%q,"gpu":"%d","uuid":"GPU-%s%d","name":"NVIDIA H100 80GB HBM3"`, host, g, host, g)
+				for name, v := range map[string]any{"gpuwatch_gpu_temperature_celsius": temp, "gpuwatch_gpu_memory_used_bytes": 1 << 30,
+					"gpuwatch_gpu_memory_total_bytes": 80 << 30} {
+					result = append(result, fmt.Sprintf(`{"metric":{"__name__":%q,%s},"value":[%d,"%v"]}`, name, labels, time.Now().Unix(), v))
+				}
+			}
+		}
+		fmt.Fprintf(w, `{"status":"success","data":{"resultType":"vector","result":[%s]}}`, strings.Join(result, ","))
+	}))
+	t.Cleanup(p.Close)
+	return p
+}
+
+// runHub runs a hub on p until the test ends or stop is called.
+func runHub(t *testing.T, cfg *config.Config) (d *daemon.Daemon, logs *notifiertest.Buffer, stop func()) {
+	t.Helper()
+	opts, err := cfg.PrometheusOptions()
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, err := prometheus.New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	logs = &notifiertest.Buffer{}
+	d, err = daemon.New(cfg, options(logs, &notifiertest.Buffer{}, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- d.Run(ctx, src, nil) }()
+	stopped := false
+	stop = func() {
+		if stopped {
+			return
+		}
+		stopped = true
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+		src.Close()
+		d.Close()
+	}
+	t.Cleanup(stop)
+	return d, logs, stop
+}
+
+func hubConfig(t *testing.T, dir, prometheusURL, hookURL string) *config.Config {
+	return parseConfig(t, dir, fmt.Sprintf(`
+host: hub
+source:
+  type: prometheus
+  interval: 100ms
+  prometheus: {url: %s, schema: gpuwatch, timeout: 90ms}
+receivers:
+  - name: hook
+    webhook: {url: %s, format: generic}
+route:
+  receiver: hook
+  group_wait: 0s
+%s`, prometheusURL, hookURL, hotRule), nil)
+}
+
+// TestHubSourceDown runs a hub on a Prometheus that goes down and comes
+// back: the hub alerts for the right host and GPU while it answers, raises
+// one GPUWatchSourceDown (on its own host, about no GPU) however many
+// evaluations fail, keeps running, and resolves it when Prometheus
+// answers again; a restart in between neither repeats nor forgets it.
+func TestHubSourceDown(t *testing.T) {
+	dir := t.TempDir()
+	prom := newHubPrometheus(t)
+	hook := notifiertest.NewServer(t, func(int, *notifiertest.Request) notifiertest.Response { return notifiertest.Response{Status: 200} })
+	cfg := hubConfig(t, dir, prom.URL, hook.URL)
+	d, _, stop := runHub(t, cfg)
+	waitFor(t, "GPUHot on b", func() bool { return len(hook.AlertLines(t)) == 1 })
+	if got := hook.AlertLines(t); got[0] != "firing GPUHot b/0" {
+		t.Fatalf("got %q, want GPUHot firing on b GPU 0", got)
+	}
+	if hosts := d.Snapshots(); len(hosts) != 2 || hosts[0].Host != "a" || hosts[1].Host != "b" {
+		t.Errorf("Snapshots: %d hosts, want a and b", len(hosts))
+	}
+
+	prom.down.Store(true)
+	waitFor(t, "GPUWatchSourceDown", func() bool { return len(hook.AlertLines(t)) == 2 })
+	before := prom.queries.Load()
+	waitFor(t, "more failed evaluations", func() bool { return prom.queries.Load() > before+5 })
+	if got := hook.AlertLines(t); len(got) != 2 || got[1] != "firing GPUWatchSourceDown hub/-" {
+		t.Fatalf("got %q, want one GPUWatchSourceDown firing on hub without a GPU", got)
+	}
+	var alerts []daemon.AlertJSON
+	if err := json.Unmarshal([]byte(get(t, "http://"+d.Addr()+"/api/v1/alerts")), &alerts); err != nil {
+		t.Fatal(err)
+	}
+	if len(alerts) != 2 || alerts[1].Alert != daemon.SourceDownAlert || alerts[1].Host != "hub" || alerts[1].GPU != -1 ||
+		alerts[0].Host != "b" || !strings.Contains(alerts[1].Summary, "the TSDB is starting") {
+		t.Errorf("/api/v1/alerts: %+v, want GPUHot on b and GPUWatchSourceDown on hub saying why", alerts)
+	}
+
+	// A restart while Prometheus is still down: no second announcement.
+	stop()
+	runHub(t, cfg)
+	before = prom.queries.Load()
+	waitFor(t, "evaluations after the restart", func() bool { return prom.queries.Load() > before+3 })
+	prom.down.Store(false)
+	waitFor(t, "the resolve", func() bool { return len(hook.AlertLines(t)) >= 3 })
+	time.Sleep(300 * time.Millisecond)
+	want := []string{"firing GPUHot b/0", "firing GPUWatchSourceDown hub/-", "resolved GPUWatchSourceDown hub/-"}
+	if got := hook.AlertLines(t); strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("the hook got\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// TestHubStatusAndMetrics: a hub's /api/v1/status lists every host, and
+// its /metrics has its own series but not the fleet's GPUs.
+func TestHubStatusAndMetrics(t *testing.T) {
+	dir := t.TempDir()
+	prom := newHubPrometheus(t)
+	hook := notifiertest.NewServer(t, func(int, *notifiertest.Request) notifiertest.Response { return notifiertest.Response{Status: 200} })
+	d, _, _ := runHub(t, hubConfig(t, dir, prom.URL, hook.URL))
+	waitFor(t, "both hosts", func() bool { return len(d.Snapshots()) == 2 })
+	var status daemon.StatusJSON
+	if err := json.Unmarshal([]byte(get(t, "http://"+d.Addr()+"/api/v1/status")), &status); err != nil {
+		t.Fatal(err)
+	}
+	if len(status.Hosts) != 2 || status.Hosts[0].Host != "a" || len(status.Hosts[0].GPUs) != 2 || status.Hosts[1].Host != "b" || status.Time == nil {
+		t.Errorf("/api/v1/status: %+v, want hosts a and b of 2 GPUs each", status)
+	}
+	metrics := get(t, "http://"+d.Addr()+"/metrics")
+	if strings.Contains(metrics, "gpuwatch_gpu_") || !strings.Contains(metrics, `gpuwatch_alerts{alert="GPUHot"`) ||
+		!strings.Contains(metrics, `gpuwatch_last_sample_timestamp_seconds{host="hub"}`) {
+		t.Errorf("a hub's /metrics: want its own series and no gpuwatch_gpu_*; got\n%s", metrics)
+	}
+}
+
+func get(t *testing.T, url string) string {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}

@@ -1,0 +1,75 @@
+package prometheus
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"strconv"
+	"time"
+
+	"github.com/gpuwatch/gpuwatch/gpu"
+)
+
+// backfill reads (end−span, end] with one range query per series family
+// and builds one evaluation per step, in time order.
+func (q *querier) backfill(ctx context.Context, end time.Time, span time.Duration, warm func(*gpu.Snapshot)) error {
+	if span <= 0 {
+		return nil
+	}
+	step := max(q.opts.Interval, (span+MaxPoints-1)/MaxPoints)
+	var series []seriesAnswer
+	for _, name := range q.opts.Schema.names() {
+		a, err := q.get(ctx, "/api/v1/query_range", url.Values{
+			"query": {q.opts.Selector.Query([]string{name})},
+			"start": {formatTime(end.Add(-span))},
+			"end":   {formatTime(end)},
+			"step":  {strconv.FormatFloat(step.Seconds(), 'f', -1, 64)},
+		})
+		if err != nil {
+			return q.failure("range query", err)
+		}
+		if a.resultType != "matrix" {
+			return fmt.Errorf("prometheus at %s answered a %q to a range query, not a matrix", q.opts.URL, a.resultType)
+		}
+		series = append(series, a.series...)
+	}
+	replay(series, func(at time.Time, points []point) {
+		for _, s := range q.build.build(at, points) {
+			warm(s)
+		}
+	})
+	return nil
+}
+
+// replay calls f once per timestamp of the series, in time order, with
+// the value of every series that has one then. Each series' samples are in
+// time order (as the API answers them); a cursor per series walks them, so
+// nothing but one step's points is held besides the answers.
+func replay(series []seriesAnswer, f func(at time.Time, points []point)) {
+	cursor := make([]int, len(series))
+	var points []point
+	for {
+		var next int64
+		found := false
+		for i := range series {
+			s := series[i].samples
+			if c := cursor[i]; c < len(s) && (!found || s[c].t < next) {
+				next, found = s[c].t, true
+			}
+		}
+		if !found {
+			return
+		}
+		points = points[:0]
+		for i := range series {
+			s := &series[i]
+			for cursor[i] < len(s.samples) && s.samples[cursor[i]].t <= next {
+				if s.samples[cursor[i]].t == next {
+					points = append(points, point{labels: &s.labels, value: s.samples[cursor[i]].v})
+				}
+				cursor[i]++
+			}
+		}
+		f(time.UnixMilli(next).UTC(), points)
+	}
+}

@@ -1,0 +1,106 @@
+package prometheus
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gpuwatch/gpuwatch/gpu"
+)
+
+// FuzzSelector: any text parses or is refused with an error; what parses
+// prints as a selector that parses to the same.
+func FuzzSelector(f *testing.F) {
+	for _, s := range []string{`{cluster="a"}`, `{a=~'x.*', b!="\"", c!~` + "`y`}", `{`, `{a="\u00e9\x00"}`, ""} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, text string) {
+		sel, err := ParseSelector(text)
+		if err != nil {
+			if !strings.HasPrefix(err.Error(), "selector at column ") {
+				t.Errorf("error %q does not say where", err)
+			}
+			return
+		}
+		again, err := ParseSelector(sel.String())
+		if err != nil || again.String() != sel.String() {
+			t.Errorf("%q parsed as %s, which parses as %s (%v)", text, sel, again, err)
+		}
+	})
+}
+
+// FuzzAnswer feeds any bytes as the answer to an instant query, twice
+// (the second evaluation compares with the first), to the answer parser
+// and the snapshot builder: the parser decodes or refuses, and what it
+// decodes becomes snapshots that keep the Source contract. Nothing panics.
+func FuzzAnswer(f *testing.F) {
+	for _, name := range []string{"dcgm.json", "gpuwatch.json"} {
+		raw, err := os.ReadFile(filepath.Join("testdata", name))
+		if err != nil {
+			f.Fatal(err)
+		}
+		var answer struct {
+			Data struct {
+				Result []json.RawMessage `json:"result"`
+			} `json:"data"`
+		}
+		if err := json.Unmarshal(raw, &answer); err != nil {
+			f.Fatal(err)
+		}
+		// A few series of each: the fuzzer is slow on large inputs.
+		for i := 0; i+6 <= len(answer.Data.Result); i += 24 {
+			seed, err := json.Marshal(answer.Data.Result[i : i+6])
+			if err != nil {
+				f.Fatal(err)
+			}
+			f.Add([]byte(`{"status":"success","data":{"resultType":"vector","result":` + string(seed) + `}}`))
+		}
+	}
+	f.Add([]byte(`{"status":"success","data":{"resultType":"vector","result":[{"metric":{"__name__":"gpuwatch_gpu_memory_used_bytes","host":"a","gpu":"0"},"value":[1,"NaN"]}]},"warnings":["partial"]}`))
+	f.Add([]byte(`{"status":"success","data":{"resultType":"matrix","result":[{"metric":{"__name__":"DCGM_FI_DEV_XID_ERRORS","Hostname":"a\u00e9","gpu":"0","UUID":"x"},"values":[[1,"+Inf"],[2.5,"79"]]}]}}`))
+	f.Add([]byte(`{"status":"error","errorType":"bad_data","error":"parse error"}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		a, err := parseAnswer(data)
+		if err != nil {
+			if !strings.HasPrefix(err.Error(), "the answer is not Prometheus's JSON: at byte ") {
+				t.Errorf("error %q does not say where", err)
+			}
+			return
+		}
+		var points []point
+		for i := range a.series {
+			for _, s := range a.series[i].samples {
+				points = append(points, point{labels: &a.series[i].labels, value: s.v})
+			}
+		}
+		b := newBuilder(SchemaAuto)
+		for i := range 2 {
+			at := at0.Add(time.Duration(i) * time.Minute)
+			checkSnapshots(t, at, b.build(at, points))
+		}
+	})
+}
+
+func checkSnapshots(t *testing.T, at time.Time, snaps []*gpu.Snapshot) {
+	t.Helper()
+	if !slices.IsSortedFunc(snaps, func(a, b *gpu.Snapshot) int { return strings.Compare(a.Host, b.Host) }) {
+		t.Fatalf("hosts not sorted: %s", hostsOf(snaps))
+	}
+	for _, s := range snaps {
+		if !s.Time.Equal(at) || s.Host == "" {
+			t.Fatalf("snapshot of %q at %v, want a host at %v", s.Host, s.Time, at)
+		}
+		for i, d := range s.Devices {
+			if d.MemUsed > d.MemTotal {
+				t.Fatalf("%s GPU %d: memory used %d > total %d", s.Host, d.Index, d.MemUsed, d.MemTotal)
+			}
+			if i > 0 && d.Index < s.Devices[i-1].Index {
+				t.Fatalf("%s: GPU %d after %d", s.Host, d.Index, s.Devices[i-1].Index)
+			}
+		}
+	}
+}

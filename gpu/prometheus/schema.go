@@ -1,0 +1,108 @@
+package prometheus
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// Schema says which exporter's series a hub reads.
+type Schema string
+
+// The schemas.
+const (
+	// SchemaGPUWatch reads gpuwatch agents' own /metrics: per-GPU series
+	// labelled gpu, uuid, name and host.
+	SchemaGPUWatch Schema = "gpuwatch"
+	// SchemaDCGM reads NVIDIA dcgm-exporter's DCGM_FI_DEV_* series,
+	// labelled gpu, UUID, modelName and Hostname (else the host is the
+	// instance label), and pod, namespace, container on Kubernetes.
+	SchemaDCGM Schema = "dcgm"
+	// SchemaAuto reads both; a GPU both report is read from gpuwatch's.
+	SchemaAuto Schema = "auto"
+)
+
+// Schemas are the schema names a config may give.
+func Schemas() []string {
+	return []string{string(SchemaGPUWatch), string(SchemaDCGM), string(SchemaAuto)}
+}
+
+// ParseSchema checks a schema name; "" is SchemaAuto.
+func ParseSchema(name string) (Schema, error) {
+	if name == "" {
+		return SchemaAuto, nil
+	}
+	if !slices.Contains(Schemas(), name) {
+		return "", fmt.Errorf("schema %q is not one of %s", name, strings.Join(Schemas(), ", "))
+	}
+	return Schema(name), nil
+}
+
+// family is one series family a schema reads and what it says of a GPU.
+type family struct {
+	name   string
+	schema Schema // SchemaGPUWatch or SchemaDCGM
+	apply  func(d *deviceBuild, v float64)
+}
+
+// The series families gpuwatch reads. Counters and per-process or
+// per-user series are handled apart (see deviceBuild.add); their apply is
+// nil.
+const (
+	gwInfo          = "gpuwatch_gpu_info"
+	gwLost          = "gpuwatch_gpu_lost"
+	gwXID           = "gpuwatch_gpu_xid_errors_total"
+	gwProcessMemory = "gpuwatch_gpu_process_memory_bytes"
+	gwUserMemory    = "gpuwatch_gpu_user_memory_bytes"
+	dcgmXID         = "DCGM_FI_DEV_XID_ERRORS"
+)
+
+// mib is a dcgm-exporter memory unit.
+const mib = 1 << 20
+
+var families = []family{
+	{gwInfo, SchemaGPUWatch, func(*deviceBuild, float64) {}},
+	{gwLost, SchemaGPUWatch, func(d *deviceBuild, v float64) { d.lost = v == 1 }},
+	{"gpuwatch_gpu_memory_used_bytes", SchemaGPUWatch, func(d *deviceBuild, v float64) { d.memUsed = v }},
+	{"gpuwatch_gpu_memory_total_bytes", SchemaGPUWatch, func(d *deviceBuild, v float64) { d.memTotal = v }},
+	{"gpuwatch_gpu_utilization_ratio", SchemaGPUWatch, func(d *deviceBuild, v float64) { d.dev.UtilGPU = 100 * v }},
+	{"gpuwatch_gpu_memory_utilization_ratio", SchemaGPUWatch, func(d *deviceBuild, v float64) { d.dev.UtilMem = 100 * v }},
+	{"gpuwatch_gpu_temperature_celsius", SchemaGPUWatch, func(d *deviceBuild, v float64) { d.dev.TempC = v }},
+	{"gpuwatch_gpu_power_watts", SchemaGPUWatch, func(d *deviceBuild, v float64) { d.dev.PowerW = v }},
+	{"gpuwatch_gpu_power_limit_watts", SchemaGPUWatch, func(d *deviceBuild, v float64) { d.dev.PowerLimitW = v }},
+	{gwXID, SchemaGPUWatch, nil},
+	{gwProcessMemory, SchemaGPUWatch, nil},
+	{gwUserMemory, SchemaGPUWatch, nil},
+
+	{"DCGM_FI_DEV_FB_USED", SchemaDCGM, func(d *deviceBuild, v float64) { d.memUsed = v * mib }},
+	{"DCGM_FI_DEV_FB_FREE", SchemaDCGM, func(d *deviceBuild, v float64) { d.memFree = v * mib }},
+	{"DCGM_FI_DEV_FB_RESERVED", SchemaDCGM, func(d *deviceBuild, v float64) { d.memReserved = v * mib }},
+	{"DCGM_FI_DEV_GPU_UTIL", SchemaDCGM, func(d *deviceBuild, v float64) { d.dev.UtilGPU = v }},
+	{"DCGM_FI_DEV_MEM_COPY_UTIL", SchemaDCGM, func(d *deviceBuild, v float64) { d.dev.UtilMem = v }},
+	{"DCGM_FI_DEV_GPU_TEMP", SchemaDCGM, func(d *deviceBuild, v float64) { d.dev.TempC = v }},
+	{"DCGM_FI_DEV_POWER_USAGE", SchemaDCGM, func(d *deviceBuild, v float64) { d.dev.PowerW = v }},
+	{"DCGM_FI_DEV_POWER_MGMT_LIMIT", SchemaDCGM, func(d *deviceBuild, v float64) { d.dev.PowerLimitW = v }},
+	{dcgmXID, SchemaDCGM, nil},
+}
+
+// familiesOf indexes the families schema s reads by name.
+func familiesOf(s Schema) map[string]*family {
+	m := make(map[string]*family, len(families))
+	for i := range families {
+		if f := &families[i]; s == SchemaAuto || f.schema == s {
+			m[f.name] = f
+		}
+	}
+	return m
+}
+
+// names are the series names schema s reads, in a fixed order.
+func (s Schema) names() []string {
+	var out []string
+	for _, f := range families {
+		if s == SchemaAuto || f.schema == s {
+			out = append(out, f.name)
+		}
+	}
+	return out
+}
