@@ -104,8 +104,10 @@ var configFailures = map[string][]string{
 	"prometheus_auth.bad.yaml": {
 		`4:10: source.prometheus.url "prometheus:9090" is not an http:// or https:// URL such as http://prometheus:9090`,
 		`5:15: source.prometheus.selector at column 15: __name__ is gpuwatch's to choose (it asks for the GPU series of the schema): select by other labels, such as {job="gpu"}`,
-		`7:7: source.prometheus.basic_auth needs a username`,
-		`9:7: source.prometheus.tls: ca_file testdata/bad/prometheus_auth.bad.yaml holds no PEM certificate`,
+		`7:7: source.prometheus.basic_auth: needs username`,
+		`7:22: source.prometheus.basic_auth.password_file: open testdata/bad/nowhere/password: no such file or directory`,
+		`9:7: source.prometheus.tls: needs both cert_file and key_file for a client certificate, or neither`,
+		`9:16: source.prometheus.tls.ca_file: testdata/bad/prometheus_auth.bad.yaml holds no PEM certificate`,
 	},
 	"sim_scenario.bad.yaml": {
 		`5:15: source.sim.scenario "leak" is not one of normal-training, memory-leak, batch-spike, idle-hog, thermal, all, creep-plateau, gpu-lost, idle-resume, leak-gappy, leak-restart, leak-slow, node8, noisy-1s, tf-grab-all, tf-prealloc, thermal-cycle`,

@@ -9,6 +9,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/gpuwatch/gpuwatch/gpu/prometheus"
+	"github.com/gpuwatch/gpuwatch/internal/httpclient"
 )
 
 // PrometheusSource is a hub's source: the query API of the Prometheus (or
@@ -19,10 +20,10 @@ type PrometheusSource struct {
 	Schema   string `yaml:"schema"`   // gpuwatch | dcgm | auto
 	// Timeout bounds each query.
 	Timeout         time.Duration `yaml:"timeout"`
-	BearerToken     string        `yaml:"bearer_token"`
-	BearerTokenFile string        `yaml:"bearer_token_file"`
-	BasicAuth       BasicAuth     `yaml:"basic_auth"`
-	TLS             ClientTLS     `yaml:"tls"`
+	BearerToken     string                `yaml:"bearer_token"`
+	BearerTokenFile string                `yaml:"bearer_token_file"`
+	BasicAuth       *httpclient.BasicAuth `yaml:"basic_auth"`
+	TLS             *httpclient.TLS       `yaml:"tls"`
 }
 
 // Defaults of a prometheus source.
@@ -35,8 +36,8 @@ const (
 )
 
 // client is the HTTP client settings of the source.
-func (p *PrometheusSource) client() HTTPClient {
-	return HTTPClient{BearerToken: p.BearerToken, BearerTokenFile: p.BearerTokenFile, BasicAuth: p.BasicAuth, TLS: p.TLS}
+func (p *PrometheusSource) client() httpclient.Settings {
+	return httpclient.Settings{BearerToken: p.BearerToken, BearerTokenFile: p.BearerTokenFile, BasicAuth: p.BasicAuth, TLS: p.TLS}
 }
 
 // prometheusDefaults fills in what a prometheus source leaves out and
@@ -55,9 +56,9 @@ func (c *Config) prometheusDefaults(intervalSet bool) {
 	if p.Timeout == 0 {
 		p.Timeout = DefaultPrometheusTimeout
 	}
-	for _, f := range []*string{&p.BearerTokenFile, &p.BasicAuth.PasswordFile, &p.TLS.CAFile, &p.TLS.CertFile, &p.TLS.KeyFile} {
-		*f = besideConfig(c.File, *f)
-	}
+	cl := p.client()
+	cl.ResolvePaths(func(f string) string { return besideConfig(c.File, f) })
+	p.BearerTokenFile = cl.BearerTokenFile // BasicAuth and TLS are resolved in place
 }
 
 // checkPrometheus reports what is wrong with a prometheus source. It reads
@@ -78,8 +79,8 @@ func (c *Config) checkPrometheus(at func(...string) *yaml.Node, fail func(*yaml.
 		fail(key("timeout"), "source.prometheus.timeout %v is longer than source.interval %v: evaluations would wait for each other; make it shorter", p.Timeout, c.Source.Interval)
 	}
 	cl := p.client()
-	for _, problem := range cl.problems("source.prometheus") {
-		fail(key(problem.keys...), "%s", problem.msg)
+	for _, problem := range cl.Check() {
+		fail(key(strings.Split(problem.Field, ".")...), "source.prometheus.%s: %s", problem.Field, problem.Text)
 	}
 }
 
@@ -125,10 +126,11 @@ func (c *Config) PrometheusOptions() (prometheus.Options, error) {
 		return prometheus.Options{}, err
 	}
 	cl := p.client()
-	client, secrets, err := cl.Client()
+	client, err := cl.Client(0) // each query has its own timeout
 	if err != nil {
 		return prometheus.Options{}, fmt.Errorf("source.prometheus: %w", err)
 	}
+	secrets := cl.Secrets // read again when asked: token files are rotated
 	return prometheus.Options{URL: p.URL, Selector: sel, Schema: schema, Interval: c.Source.Interval,
 		Timeout: p.Timeout, Client: client, Secrets: secrets}, nil
 }

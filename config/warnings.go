@@ -21,7 +21,7 @@ func (c *Config) Warnings() []string {
 		}
 	}
 	if p := &c.Source.Prometheus; c.Source.Type == "prometheus" && strings.HasPrefix(p.URL, "http://") &&
-		(p.BearerToken != "" || p.BearerTokenFile != "" || p.BasicAuth != BasicAuth{}) && !loopbackURL(p.URL) {
+		(p.BearerToken != "" || p.BearerTokenFile != "" || p.BasicAuth != nil) && !loopbackURL(p.URL) {
 		out = append(out, fmt.Sprintf("%s: source.prometheus.url is plain http:// to another machine, and the credentials would cross the network "+
 			"in clear; use https:// (with tls.ca_file for a private CA)", c.File))
 	}

@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
@@ -51,6 +52,9 @@ type TLS struct {
 	// server that asks for one.
 	CertFile string `yaml:"cert_file"`
 	KeyFile  string `yaml:"key_file"`
+	// ServerName is the name to verify the server's certificate against,
+	// when it is not the URL's host (a proxy, an IP address).
+	ServerName string `yaml:"server_name"`
 	// InsecureSkipVerify accepts any server certificate: for tests only.
 	InsecureSkipVerify bool `yaml:"insecure_skip_verify"`
 }
@@ -176,7 +180,7 @@ func (s *Settings) Secrets() []string {
 		}
 		out = append(out, b.Password, password, basicCredential(b.Username, password))
 	}
-	return out
+	return slices.DeleteFunc(out, func(s string) bool { return s == "" })
 }
 
 func (s *Settings) tlsConfig() (*tls.Config, error) {
@@ -184,7 +188,7 @@ func (s *Settings) tlsConfig() (*tls.Config, error) {
 	if t == nil {
 		return nil, nil
 	}
-	cfg := &tls.Config{InsecureSkipVerify: t.InsecureSkipVerify, MinVersion: tls.VersionTLS12}
+	cfg := &tls.Config{ServerName: t.ServerName, InsecureSkipVerify: t.InsecureSkipVerify, MinVersion: tls.VersionTLS12}
 	if t.CAFile != "" {
 		pool, err := loadCA(t.CAFile)
 		if err != nil {
