@@ -323,7 +323,7 @@ func readmeCommands() map[string]readmeCommand {
 		"cp config.example.yaml config.yaml": {run: func(t *testing.T, r *readmeRun, cmd string) {
 			want(t, cmd, r.shell(t, r.dir, cmd), 0)
 			// "adapt the rules, then": the test keeps its state in its folder.
-			r.edit(t, "config.yaml", "path: /var/lib/gpuwatch/gpuwatch.db", "path: "+filepath.Join(r.dir, "state", "gpuwatch.db"))
+			r.edit(t, "config.yaml", "# path: /var/lib/gpuwatch/gpuwatch.db", "path: "+filepath.Join(r.dir, "state", "gpuwatch.db"))
 			r.edit(t, "config.yaml", "listen: 127.0.0.1:9477", "listen: "+r.addr)
 		}},
 		check: {run: func(t *testing.T, r *readmeRun, cmd string) {
