@@ -316,6 +316,16 @@ func readmeCommands() map[string]readmeCommand {
 			skip: "compiles go-nvml's C code again with other flags, two minutes; the demo it runs is the one above"},
 		`go env -w CGO_CFLAGS="-O2 -g -Wno-deprecated-declarations"`: {skip: "changes the Go settings of whoever runs the tests"},
 		"go install …@v1.2.3": {skip: "installs a release from the module proxy; TestBuildInfo reads the version it stamps"},
+		// What installs gpuwatch on a server: the module deploy/ tests it
+		// (.ci/run runs them, on a release it builds first).
+		"sudo apt install ./gpuwatch_*_amd64.deb": {skip: "installs on this machine; deploy's TestReleaseDeb unpacks the .deb with dpkg-deb and runs what it installs (version, demo, check of /etc/gpuwatch/config.yaml, the unit), TestReleaseRPM reads the .rpm"},
+		"sudo systemctl enable --now gpuwatch":    {skip: "needs systemd as PID 1; deploy's TestSystemdUnitVerifies runs systemd-analyze verify on the unit and the packaged one"},
+		"SLACK_BOT_TOKEN=xoxb-… SLACK_SIGNING_SECRET=… deploy/kubernetes/install": {
+			skip: "needs a cluster; deploy's TestKubernetesManifests runs it with a kubectl that records its arguments, and renders what it applies with kustomize"},
+		"docker build -t gpuwatch .": {skip: "no Docker engine here; deploy's TestDockerfile, TestDockerfileLint and TestDockerBuildContext (gpuwatch built from the files the build context holds) check it"},
+		"docker run -d --name gpuwatch --gpus all --pid=host --network=host -v gpuwatch-state:/var/lib/gpuwatch gpuwatch": {
+			skip: "no Docker engine nor GPU here; the image's entry point and config are checked by deploy's TestDockerfile"},
+		"scripts/release --version v1.2.3": {skip: "builds the release for both architectures, minutes; .ci/run runs it and the deploy tests check what it makes"},
 		build: {run: func(t *testing.T, r *readmeRun, cmd string) {
 			if _, err := os.Stat(r.bin); err != nil {
 				t.Errorf("%s: %v", cmd, err) // run before every other command, by setup
@@ -324,7 +334,7 @@ func readmeCommands() map[string]readmeCommand {
 		"cp config.example.yaml config.yaml": {run: func(t *testing.T, r *readmeRun, cmd string) {
 			want(t, cmd, r.shell(t, r.dir, cmd), 0)
 			// "adapt the rules, then": the test keeps its state in its folder.
-			r.edit(t, "config.yaml", "path: /var/lib/gpuwatch/gpuwatch.db", "path: "+filepath.Join(r.dir, "state", "gpuwatch.db"))
+			r.edit(t, "config.yaml", "# path: /var/lib/gpuwatch/gpuwatch.db", "path: "+filepath.Join(r.dir, "state", "gpuwatch.db"))
 			r.edit(t, "config.yaml", "listen: 127.0.0.1:9477", "listen: "+r.addr)
 		}},
 		check: {run: func(t *testing.T, r *readmeRun, cmd string) {

@@ -153,7 +153,7 @@ func Parse(file string, data []byte, lookup func(string) (string, bool)) (*Confi
 		Slack: y.Slack, Receivers: y.Receivers, Route: y.Route, RuleFiles: y.RuleFiles,
 		Digests: y.Digests, root: root,
 	}
-	c.applyDefaults()
+	c.applyDefaults(lookup)
 	// Files a config names are relative to it, like rule_files.
 	c.Source.Replay.File = besideConfig(file, c.Source.Replay.File)
 	c.Server.BearerTokenFile = besideConfig(file, c.Server.BearerTokenFile)
@@ -188,7 +188,7 @@ func besideConfig(config, path string) string {
 	return filepath.Join(filepath.Dir(config), path)
 }
 
-func (c *Config) applyDefaults() {
+func (c *Config) applyDefaults(lookup func(string) (string, bool)) {
 	if c.Source.Type == "" {
 		c.Source.Type = "nvml"
 	}
@@ -201,7 +201,7 @@ func (c *Config) applyDefaults() {
 		c.Source.Sim.Scenario = "all"
 	}
 	if c.Storage.Path == "" {
-		c.Storage.Path = DefaultStoragePath
+		c.Storage.Path = DefaultStorage(lookup)
 	}
 	if c.Storage.Retention == 0 {
 		c.Storage.Retention = DefaultRetention

@@ -292,8 +292,8 @@ func TestExampleConfig(t *testing.T) {
 	if c.Source != want {
 		t.Errorf("source: got %+v, want %+v", c.Source, want)
 	}
-	if c.Storage.Path != DefaultStoragePath || c.Server.Listen != DefaultListen {
-		t.Errorf("storage, server: got %q %q, want %q %q", c.Storage.Path, c.Server.Listen, DefaultStoragePath, DefaultListen)
+	if c.Storage.Path != DefaultStorage(noEnv) || c.Server.Listen != DefaultListen {
+		t.Errorf("storage, server: got %q %q, want %q %q", c.Storage.Path, c.Server.Listen, DefaultStorage(noEnv), DefaultListen)
 	}
 	if len(c.Receivers) != 1 || c.Receivers[0].Name != "console" || c.Receivers[0].Console == nil {
 		t.Errorf("receivers: got %+v, want one console receiver", c.Receivers)
@@ -331,7 +331,7 @@ func TestDefaults(t *testing.T) {
 		{"source.type", c.Source.Type, "nvml"},
 		{"source.interval", c.Source.Interval, DefaultInterval},
 		{"source.sim.scenario", c.Source.Sim.Scenario, "all"},
-		{"storage.path", c.Storage.Path, DefaultStoragePath},
+		{"storage.path", c.Storage.Path, DefaultStorage(noEnv)},
 		{"server.listen", c.Server.Listen, DefaultListen},
 		{"route.receiver", c.Route.Receiver, "console"},
 		{"receivers", len(c.Receivers), 1},

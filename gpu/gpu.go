@@ -56,7 +56,7 @@ type Process struct {
 	PID       int    `json:"pid"`
 	User      string `json:"user"`                // user name, from the process's real uid
 	Command   string `json:"command"`             // command line, arguments separated by spaces
-	Container string `json:"container,omitempty"` // "docker:ID", "k8s:POD-UID/ID", …, from the cgroup path
+	Container string `json:"container,omitempty"` // "docker:ID", "k8s:NAMESPACE/POD", "k8s:POD-UID/ID", …, from the cgroup path
 	MemUsed   uint64 `json:"memory_bytes"`        // bytes of this GPU's memory the process holds
 }
 

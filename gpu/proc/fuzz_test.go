@@ -109,3 +109,27 @@ func FuzzParseStatComm(f *testing.F) {
 		}
 	})
 }
+
+func FuzzParsePodLogDir(f *testing.F) {
+	f.Add("ml-team_train-llama-0_" + podDsh)
+	f.Add("kube-system_etcd-node-1_6d9c2c3a0b4e5f60718293a4b5c6d7e8")
+	f.Add("a_b_c_d")
+	f.Add("__")
+	f.Fuzz(func(t *testing.T, dir string) {
+		ns, pod, uid, ok := ParsePodLogDir(dir)
+		if !ok {
+			if ns != "" || pod != "" || uid != "" {
+				t.Errorf("ParsePodLogDir(%q) = %q, %q, %q, false; want empty parts", dir, ns, pod, uid)
+			}
+			return
+		}
+		// What it names is the folder, and a name of a form that reaches
+		// chat messages only in letters, digits, '-' and '.'.
+		if !strings.EqualFold(ns+"_"+pod+"_"+uid, dir) {
+			t.Errorf("ParsePodLogDir(%q) = %q, %q, %q: not the folder's parts", dir, ns, pod, uid)
+		}
+		if strings.ContainsFunc(ns+pod+uid, func(r rune) bool { return !strings.ContainsRune("abcdefghijklmnopqrstuvwxyz0123456789-.", r) }) {
+			t.Errorf("ParsePodLogDir(%q) = %q, %q, %q: want only a-z, 0-9, '-' and '.'", dir, ns, pod, uid)
+		}
+	})
+}

@@ -1,9 +1,11 @@
 // Package proc attributes GPU processes to people and workloads: from a PID
 // it finds the user name, the command line and the container, reading the
-// /proc file system and the passwd file.
+// /proc file system, the passwd file and, for Kubernetes pods, the names of
+// the kubelet's pod log folders.
 //
-// Parsing is kept apart from I/O: ParseStatusUID, ParsePasswd, ParseCmdline
-// and ParseCgroup take the text of one file, and Reader does the reading.
+// Parsing is kept apart from I/O: ParseStatusUID, ParsePasswd, ParseCmdline,
+// ParseCgroup and ParsePodLogDir take the text of one file or name, and
+// Reader and PodNames do the reading.
 package proc
 
 import (
@@ -26,6 +28,7 @@ import (
 type Reader struct {
 	procRoot   string
 	passwdPath string
+	pods       *PodNames
 
 	mu     sync.Mutex
 	users  map[int]string // the passwd file by uid, nil until first read
@@ -43,7 +46,7 @@ type passwdVersion struct {
 // ("/proc" when empty) that resolves uids through the passwd file at
 // passwdPath ("/etc/passwd" when empty). In a container that watches the
 // host, point them at the host's files, for example "/host/proc" and
-// "/host/etc/passwd".
+// "/host/etc/passwd". Pods are named from DefaultPodLogs (see PodNames).
 func NewReader(procRoot string, passwdPath string) *Reader {
 	if procRoot == "" {
 		procRoot = "/proc"
@@ -51,7 +54,7 @@ func NewReader(procRoot string, passwdPath string) *Reader {
 	if passwdPath == "" {
 		passwdPath = "/etc/passwd"
 	}
-	return &Reader{procRoot: procRoot, passwdPath: passwdPath}
+	return &Reader{procRoot: procRoot, passwdPath: passwdPath, pods: NewPodNames(DefaultPodLogs)}
 }
 
 // Attribute fills p.User, p.Command and p.Container from p.PID.
@@ -63,7 +66,8 @@ func NewReader(procRoot string, passwdPath string) *Reader {
 // another user namespace). Command is the command line; for a kernel thread
 // or a zombie, whose command line is empty, it is the command name in
 // brackets, as ps shows it ("[kworker/0:1]"). Container is as ParseCgroup
-// returns it, "" outside containers.
+// returns it, "" outside containers, except that a Kubernetes pod the pod
+// log folder names is "k8s:NAMESPACE/NAME" rather than its UID.
 func (r *Reader) Attribute(p *gpu.Process) {
 	if p == nil || p.PID <= 0 {
 		return
@@ -78,7 +82,7 @@ func (r *Reader) Attribute(p *gpu.Process) {
 		p.Command = cmd
 	}
 	if cgroup, err := os.ReadFile(filepath.Join(dir, "cgroup")); err == nil {
-		p.Container = ParseCgroup(string(cgroup))
+		p.Container = r.pods.podContainer(ParseCgroup(string(cgroup)))
 	}
 }
 

@@ -1,0 +1,9 @@
+#!/bin/sh
+# Before removal (not an upgrade): stop and disable the service.
+set -e
+[ -d /run/systemd/system ] || exit 0
+case "$1" in
+remove | 0) # deb remove; rpm erase (no version left)
+	systemctl disable --now gpuwatch.service || true ;;
+esac
+exit 0
