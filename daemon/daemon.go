@@ -221,6 +221,14 @@ func (d *Daemon) loadAlerts() ([]rules.AlertRecord, error) {
 
 func alertRecordKey(t *rules.Transition) string { return t.Alert + "/" + t.UUID }
 
+// ruleLabels are the labels of the rule a transition is of.
+func ruleLabels(t *rules.Transition) map[string]string {
+	if t.Rule == nil {
+		return nil
+	}
+	return t.Rule.Labels
+}
+
 // Close releases the store. When a write has not finished (a stalled
 // disk), it leaves the file to the operating system rather than wait.
 func (d *Daemon) Close() error {
@@ -335,7 +343,7 @@ func (d *Daemon) evaluate(snap *gpu.Snapshot) *notifier.Commit {
 			continue
 		}
 		var b bytes.Buffer
-		if err := gob.NewEncoder(&b).Encode(rules.AlertRecord{Rule: t.Alert, UUID: t.UUID, Alert: t.AlertState}); err != nil {
+		if err := gob.NewEncoder(&b).Encode(rules.AlertRecord{Rule: t.Alert, UUID: t.UUID, Severity: t.Severity, Labels: ruleLabels(t), Alert: t.AlertState}); err != nil {
 			d.logger.Error("cannot encode an alert state", "alert", t.Alert, "err", err)
 			continue
 		}

@@ -147,6 +147,7 @@ type gpuState struct {
 	alerts                  []Alert
 	applies                 []bool
 	repeat                  []time.Duration // per rule: how often to repeat a firing alert
+	orphans                 []orphan        // firing alerts whose rule is gone, to resolve
 	seen
 }
 
@@ -364,6 +365,9 @@ func missingDevice(d *gpu.Device) gpu.Device {
 // evalDevice feeds the GPU's windows with d and steps each of its alerts;
 // procs are the processes its transitions name.
 func (e *Engine) evalDevice(s *gpu.Snapshot, d *gpu.Device, gs *gpuState, procs []gpu.Process) {
+	if len(gs.orphans) > 0 {
+		e.resolveOrphans(s, d, gs, procs)
+	}
 	e.feed(s.Time, d, gs)
 	e.xids = e.xids[:0]
 	for i := range s.Events {
@@ -577,6 +581,8 @@ func (e *Engine) Inherit(old *Engine) {
 				gs.alerts[j] = ogs.alerts[k]
 			}
 		}
+		gs.orphans = append(gs.orphans, ogs.orphans...)
+		adoptOrphans(gs, old.rules, ogs.alerts, e.rules)
 		return gs
 	}
 	for _, ogs := range old.order {
@@ -591,17 +597,23 @@ func (e *Engine) Inherit(old *Engine) {
 	e.eval = old.eval
 }
 
-// AlertRecord is an alert's state as saved across restarts.
+// AlertRecord is an alert's state as saved across restarts. Severity and
+// Labels are its rule's, so that an alert whose rule a restart finds gone
+// can still be resolved the way it was sent.
 type AlertRecord struct {
-	Rule string
-	UUID string
+	Rule     string
+	UUID     string
+	Severity Severity
+	Labels   map[string]string
 	Alert
 }
 
 // Restore gives the engine alert states saved before a restart. Each is
-// applied when its GPU first appears; records of rules that no longer exist
-// are dropped. A restored firing alert is not announced again; if its
-// condition is known not to hold at the first evaluation, it resolves then.
+// applied when its GPU first appears. A restored firing alert is not
+// announced again; if its condition is known not to hold at the first
+// evaluation, it resolves then. A firing alert of a rule that no longer
+// exists resolves at that first evaluation; other records of such rules
+// are dropped.
 func (e *Engine) Restore(recs []AlertRecord) {
 	e.restored = map[string][]AlertRecord{}
 	for _, r := range recs {
@@ -615,8 +627,13 @@ func (e *Engine) restore(gs *gpuState, d *gpu.Device) {
 		return
 	}
 	for _, rec := range recs {
-		if j := slices.IndexFunc(e.rules, func(r *Rule) bool { return r.Name == rec.Rule }); j >= 0 {
+		j := slices.IndexFunc(e.rules, func(r *Rule) bool { return r.Name == rec.Rule })
+		switch {
+		case j >= 0:
 			gs.alerts[j] = rec.Alert
+		case rec.State == StateFiring:
+			gone := &Rule{Name: rec.Rule, Severity: rec.Severity, Labels: rec.Labels}
+			gs.orphans = append(gs.orphans, orphan{rule: gone, alert: rec.Alert})
 		}
 	}
 	delete(e.restored, d.UUID)
