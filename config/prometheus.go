@@ -19,7 +19,7 @@ type PrometheusSource struct {
 	Selector string `yaml:"selector"` // label matchers added to every query: {cluster="a"}
 	Schema   string `yaml:"schema"`   // gpuwatch | dcgm | auto
 	// Timeout bounds each query.
-	Timeout         time.Duration `yaml:"timeout"`
+	Timeout         time.Duration         `yaml:"timeout"`
 	BearerToken     string                `yaml:"bearer_token"`
 	BearerTokenFile string                `yaml:"bearer_token_file"`
 	BasicAuth       *httpclient.BasicAuth `yaml:"basic_auth"`
