@@ -33,14 +33,19 @@ func (d *Daemon) Digest(window time.Duration) (string, []byte, error) {
 // Snapshot is the latest sample of the GPUs; nil before the first.
 func (d *Daemon) Snapshot() *gpu.Snapshot { return d.last.Load() }
 
-// Alerts are the pending and firing alerts: firing first, then by GPU and
-// rule.
-func (d *Daemon) Alerts() []slackbot.ActiveAlert {
-	host := ""
-	snap := d.last.Load()
-	if snap != nil {
-		host = snap.Host
+// Snapshots are the latest sample of every host, sorted by host: the one
+// host the daemon samples; none before the first sample.
+func (d *Daemon) Snapshots() []*gpu.Snapshot {
+	if s := d.last.Load(); s != nil {
+		return []*gpu.Snapshot{s}
 	}
+	return nil
+}
+
+// Alerts are the pending and firing alerts: firing first, then by host,
+// GPU and rule.
+func (d *Daemon) Alerts() []slackbot.ActiveAlert {
+	snap := d.last.Load()
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	active := d.engine.Active()
@@ -48,7 +53,7 @@ func (d *Daemon) Alerts() []slackbot.ActiveAlert {
 	for i := range active {
 		a := &active[i]
 		al := slackbot.ActiveAlert{
-			Key: notifier.AlertKey(host, a.Rule.Name, a.UUID), Name: a.Rule.Name, Severity: string(a.Rule.Severity),
+			Key: notifier.AlertKey(a.Host, a.Rule.Name, a.UUID), Host: a.Host, Name: a.Rule.Name, Severity: string(a.Rule.Severity),
 			State: a.State.String(), GPU: a.GPU, UUID: a.UUID, Since: a.ActiveAt, Summary: a.Summary,
 		}
 		if al.Summary == "" {
@@ -64,7 +69,7 @@ func (d *Daemon) Alerts() []slackbot.ActiveAlert {
 		out = append(out, al)
 	}
 	slices.SortStableFunc(out, func(a, b slackbot.ActiveAlert) int {
-		return cmp.Or(cmp.Compare(stateRank(a.State), stateRank(b.State)), cmp.Compare(a.GPU, b.GPU), cmp.Compare(a.Name, b.Name))
+		return cmp.Or(cmp.Compare(stateRank(a.State), stateRank(b.State)), cmp.Compare(a.Host, b.Host), cmp.Compare(a.GPU, b.GPU), cmp.Compare(a.Name, b.Name))
 	})
 	return out
 }
@@ -101,9 +106,14 @@ func stateRank(state string) int {
 	return 1
 }
 
-// History is GPU index's memory and utilization over the window, one
-// point a minute, capped at a day; false for a GPU never sampled.
-func (d *Daemon) History(index int, window time.Duration) (slackbot.History, bool) {
+// History is the memory and utilization of host's GPU index over the
+// window, one point a minute, capped at a day; false for a GPU never
+// sampled. The daemon keeps the history of its own host: another host has
+// none.
+func (d *Daemon) History(host string, index int, window time.Duration) (slackbot.History, bool) {
+	if s := d.last.Load(); s != nil && host != "" && host != s.Host {
+		return slackbot.History{}, false
+	}
 	return d.history.History(index, window)
 }
 
@@ -156,13 +166,9 @@ func (d *Daemon) ExpireSilence(id string) error {
 // acknowledged it, durably; the acknowledgement ends when the alert
 // resolves.
 func (d *Daemon) Acknowledge(alertKey, by string) error {
-	host := ""
-	if s := d.last.Load(); s != nil {
-		host = s.Host
-	}
 	d.mu.Lock()
 	firing := slices.ContainsFunc(d.engine.Active(), func(a rules.AlertState) bool {
-		return a.State == rules.StateFiring && notifier.AlertKey(host, a.Rule.Name, a.UUID) == alertKey
+		return a.State == rules.StateFiring && notifier.AlertKey(a.Host, a.Rule.Name, a.UUID) == alertKey
 	})
 	if !firing {
 		d.mu.Unlock()
