@@ -167,6 +167,7 @@ func (d *Daemon) start(cfg *config.Config) error {
 	if err := d.restoreAcks(); err != nil {
 		return err
 	}
+	d.configureMetrics(cfg)
 	d.engine = d.newEngine(cfg)
 	records, err := d.loadAlerts()
 	if err != nil {
@@ -295,6 +296,7 @@ func (d *Daemon) evaluate(snap *gpu.Snapshot) *notifier.Commit {
 	defer d.mu.Unlock()
 	d.last.Store(snap)
 	d.history.Record(snap)
+	d.trackGPUs(snap)
 	LogEvents(d.logger, snap)
 	ts := d.engine.Eval(snap)
 	c := d.dispatcher.Dispatch(snap.Time, ts)
@@ -483,6 +485,7 @@ func (d *Daemon) Reload(cfg *config.Config) {
 		}
 		d.dispatcher.SetRoute(route)
 	}
+	d.configureMetrics(cfg)
 	e := d.newEngine(cfg)
 	e.Inherit(d.engine)
 	d.engine, d.cfg = e, cfg

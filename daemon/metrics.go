@@ -3,31 +3,53 @@ package daemon
 import (
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/gpuwatch/gpuwatch/config"
 	"github.com/gpuwatch/gpuwatch/gpu"
 	"github.com/gpuwatch/gpuwatch/metrics"
 	"github.com/gpuwatch/gpuwatch/notifier"
 )
 
-// daemonMetrics is the daemon's Prometheus registry and the histogram Run
-// observes each Step into. Its zero value is ready: the registry is made
+// daemonMetrics is the daemon's Prometheus registry, the histogram Run
+// observes each Step into, and the Tracker each snapshot feeds (energy,
+// XID errors, lost GPUs). Its zero value is ready: the registry is made
 // on first use.
 type daemonMetrics struct {
 	once           sync.Once
 	registry       *prometheus.Registry
 	sampleDuration prometheus.Histogram
+	gpus           *metrics.Tracker
+	// perProcess is the config's metrics.per_process, which a reload
+	// switches.
+	perProcess atomic.Bool
 }
 
-// init makes the registry, once.
+// init makes the registry and the tracker, once.
 func (m *daemonMetrics) init(d *Daemon) {
 	m.once.Do(func() {
 		m.sampleDuration = metrics.NewSampleDuration()
-		m.registry = metrics.NewRegistry(metricsSource{d}, d.opts.Version, m.sampleDuration)
+		m.gpus = metrics.NewTracker()
+		m.registry = metrics.NewRegistry(metricsSource{d},
+			metrics.Options{Version: d.opts.Version, GPUs: m.gpus, PerProcess: m.perProcess.Load}, m.sampleDuration)
 	})
+}
+
+// configureMetrics applies the config's metrics section (at start and on
+// a reload).
+func (d *Daemon) configureMetrics(cfg *config.Config) {
+	d.metrics.perProcess.Store(cfg.Metrics.PerProcess)
+}
+
+// trackGPUs feeds a snapshot to the series that follow GPUs across
+// snapshots.
+func (d *Daemon) trackGPUs(snap *gpu.Snapshot) {
+	d.metrics.init(d)
+	d.metrics.gpus.Observe(snap)
 }
 
 // Registry is the daemon's Prometheus registry, the one GET /metrics
@@ -63,7 +85,7 @@ func (p slogPrinter) Println(v ...any) {
 // metricsSource is the daemon as the metrics Collector reads it.
 type metricsSource struct{ d *Daemon }
 
-func (s metricsSource) Snapshot() *gpu.Snapshot { return s.d.Snapshot() }
+func (s metricsSource) Snapshots() []*gpu.Snapshot { return s.d.Snapshots() }
 
 func (s metricsSource) Alerts() []metrics.Alert {
 	active := s.d.Alerts()

@@ -28,6 +28,14 @@ const (
 	RollupUnknownUser = "unknown"
 )
 
+// Bridged reports whether gap, the time between two samples of a GPU,
+// counts as covered: at most MaxBridgedGap, and at most GapIntervals times
+// previous, the GPU's interval before (0 when unknown). Time integrals
+// (usage, energy) add nothing over a gap that is not bridged.
+func Bridged(gap, previous time.Duration) bool {
+	return gap > 0 && gap <= MaxBridgedGap && (previous <= 0 || gap <= GapIntervals*previous)
+}
+
 // Kinds of records in a checkpoint key.
 const (
 	recordGPU   = "gpu"
@@ -169,7 +177,7 @@ func (r *Rollups) updateGPU(st *gpuState, d *gpu.Device, host string, ns, hour i
 		if gap <= 0 {
 			return
 		}
-		if gap <= int64(MaxBridgedGap) && (st.lastGapNS == 0 || gap <= GapIntervals*st.lastGapNS) {
+		if Bridged(time.Duration(gap), time.Duration(st.lastGapNS)) {
 			dt = float64(gap) / 1e9
 		}
 		st.lastGapNS = gap
