@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -50,7 +49,7 @@ func BenchmarkAgentCost(b *testing.B) {
 		b.Fatalf("go build: %v\n%s", err, out)
 	}
 	scenario, gpus := agentScenario(b)
-	addr := loopbackAddr(b)
+	addr := freeAddr(b)
 	cfg := strings.NewReplacer("  type: nvml", "  type: sim", "  interval: 5s", "  interval: 1s",
 		"scenario: all ", "scenario: "+scenario+" ",
 		"path: /var/lib/gpuwatch/gpuwatch.db", "path: "+filepath.Join(dir, "state.db"),
@@ -126,17 +125,6 @@ func agentScenario(b *testing.B) (string, int) {
 		}
 	}
 	return best, most
-}
-
-// loopbackAddr is a loopback address no one listens on right now.
-func loopbackAddr(tb testing.TB) string {
-	tb.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
 }
 
 // get returns the body of a GET, "" on any failure.
