@@ -214,7 +214,7 @@ func TestFleetHistory(t *testing.T) {
 func TestFleetSilence(t *testing.T) {
 	ta := newFleetApp(t)
 	k := ta.run(t, "silence gpu 2 1h", "U0ADMIN", "admin")
-	contains(t, "gpu without host", k.all(), "GPU 2 is on each of the 3 hosts: say which, e.g. `/gpu silence gpu 2 on node1 2h`")
+	contains(t, "gpu without host", k.all(), "There is a GPU 2 on each of the 3 hosts: say which host's, e.g. `/gpu silence gpu 2 on node1 1h`")
 	if len(ta.b.added) != 0 {
 		t.Fatalf("got %d silences, want none for a GPU of no host", len(ta.b.added))
 	}

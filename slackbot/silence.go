@@ -45,12 +45,12 @@ func targetMatchers(t SilenceTarget) (notifier.Matchers, error) {
 // fleet, a GPU index is on every host, so the command must say which; a
 // host is named as the fleet spells it. The note says when the host does
 // not report now (the silence still mutes it when it does).
-func (a *App) fleetTarget(t SilenceTarget) (SilenceTarget, string, *reply) {
+func (a *App) fleetTarget(t SilenceTarget, d time.Duration) (SilenceTarget, string, *reply) {
 	f := a.fleet()
 	if t.Host == "" {
 		if t.IsGPU() && f.several() {
-			return t, "", errorReply(fmt.Sprintf("GPU %d is on each of the %d hosts: say which, e.g. `/gpu silence gpu %d on %s 2h`.",
-				t.GPU, len(f), t.GPU, hostName(f[0].Host)))
+			return t, "", errorReply(fmt.Sprintf("There is a GPU %d on each of the %d hosts: say which host's, e.g. `/gpu silence gpu %d on %s %s`.",
+				t.GPU, len(f), t.GPU, hostName(f[0].Host), span(d)))
 		}
 		return t, "", nil
 	}
@@ -75,7 +75,7 @@ func (a *App) silence(cmd Command, u user) *reply {
 	if !a.mayChange(u) {
 		return a.refusal("silence alerts")
 	}
-	target, hostNote, r := a.fleetTarget(cmd.Target)
+	target, hostNote, r := a.fleetTarget(cmd.Target, cmd.Duration)
 	if r != nil {
 		return r
 	}
