@@ -14,7 +14,9 @@ import (
 	"time"
 
 	root "github.com/gpuwatch/gpuwatch"
+	"github.com/gpuwatch/gpuwatch/config"
 	"github.com/gpuwatch/gpuwatch/gpu/sim"
+	"github.com/gpuwatch/gpuwatch/metrics"
 )
 
 // userHZ is the unit of the CPU times in /proc/PID/stat: Linux reports
@@ -33,7 +35,8 @@ const agentScrapeEvery = 15
 // benchmark scrapes every 15 s. One op is one second of the agent's life.
 // It reports the CPU the agent used (from /proc/PID/stat, in % of one
 // core), its resident memory at the end and its peak (VmRSS, VmHWM, in
-// MiB). Targets: ≤ 1 %CPU and ≤ 30 MiB.
+// MiB), and the samples it evaluated per second (from its /metrics: 1
+// when it keeps up). Targets: ≤ 1 %CPU and ≤ 30 MiB.
 //
 // The default run is a second or two; the measurement is ten
 // minutes:
@@ -58,6 +61,10 @@ func BenchmarkAgentCost(b *testing.B) {
 	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
 		b.Fatal(err)
 	}
+	if c, err := config.Load(path, noEnv); err != nil || c.Source.Type != "sim" || c.Source.Interval != time.Second ||
+		c.Source.Sim.Scenario != scenario || c.Source.Sim.Speed != 1 {
+		b.Fatalf("the agent's config (config.example.yaml edited) is not the sim at 1 s, speed 1, scenario %s: %v", scenario, err)
+	}
 	ctx, cancel := context.WithCancel(b.Context())
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, "run", "--config", path)
@@ -71,9 +78,9 @@ func BenchmarkAgentCost(b *testing.B) {
 		cmd.Process.Signal(os.Interrupt)
 		cmd.Wait()
 	}()
-	metrics := "http://" + addr + "/metrics"
+	metricsURL := "http://" + addr + "/metrics"
 	deadline := time.Now().Add(time.Minute)
-	for !strings.Contains(get(metrics), "gpuwatch_last_sample_timestamp_seconds") {
+	for !strings.Contains(get(metricsURL), "gpuwatch_last_sample_timestamp_seconds") {
 		if time.Now().After(deadline) {
 			b.Fatalf("gpuwatch run sampled nothing within a minute:\n%s", stderr.String())
 		}
@@ -81,22 +88,25 @@ func BenchmarkAgentCost(b *testing.B) {
 	}
 	stat := fmt.Sprintf("/proc/%d/stat", cmd.Process.Pid)
 	status := fmt.Sprintf("/proc/%d/status", cmd.Process.Pid)
-	before := cpuTicks(b, stat)
+	before, samples := cpuTicks(b, stat), sampleCount(b, get(metricsURL))
 	b.ResetTimer()
 	began := time.Now()
 	for i := range b.N {
 		time.Sleep(time.Until(began.Add(time.Duration(i+1) * time.Second)))
 		if (i+1)%agentScrapeEvery == 0 {
-			get(metrics)
+			get(metricsURL)
 		}
 	}
 	b.StopTimer()
 	used := float64(cpuTicks(b, stat)-before) / userHZ
+	samples = sampleCount(b, get(metricsURL)) - samples
 	rss, hwm, ok := processMemory(status)
 	if !ok {
 		b.Fatalf("gpuwatch run exited during the benchmark:\n%s", stderr.String())
 	}
-	b.ReportMetric(100*used/time.Since(began).Seconds(), "%CPU")
+	elapsed := time.Since(began).Seconds()
+	b.ReportMetric(100*used/elapsed, "%CPU")
+	b.ReportMetric(samples/elapsed, "samples/s")
 	b.ReportMetric(rss, "RSS-MiB")
 	b.ReportMetric(hwm, "peak-RSS-MiB")
 	b.ReportMetric(float64(gpus), "gpus")
@@ -136,6 +146,22 @@ func get(url string) string {
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(resp.Body)
 	return string(body)
+}
+
+// sampleCount is how many samples the agent has evaluated, from its
+// /metrics text: the count of gpuwatch_sample_duration_seconds.
+func sampleCount(b *testing.B, text string) float64 {
+	b.Helper()
+	for line := range strings.Lines(text) {
+		if rest, ok := strings.CutPrefix(line, metrics.SampleDurationName+"_count "); ok {
+			n, err := strconv.ParseFloat(strings.TrimSpace(rest), 64)
+			if err == nil {
+				return n
+			}
+		}
+	}
+	b.Fatalf("/metrics has no %s_count", metrics.SampleDurationName)
+	return 0
 }
 
 // cpuTicks reads a process's user and system CPU time, in USER_HZ ticks.
