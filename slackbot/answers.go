@@ -155,6 +155,7 @@ func (a *App) fleetStatus(f fleet) *reply {
 	for _, s := range f[:min(len(f), maxStatusHosts)] {
 		lines = append(lines, hostLine(s, alertsOn(alerts, s.Host), newest, now))
 	}
+	lines = append(lines, elsewhere(f, alerts)...)
 	for chunk := range slices.Chunk(lines, statusHostsBlock) {
 		blocks = append(blocks, section(strings.Join(chunk, "\n")))
 	}
@@ -180,6 +181,39 @@ func hostLine(s *gpu.Snapshot, alerts []ActiveAlert, newest, now time.Time) stri
 		line += " · last sample " + since(now, s.Time) + " ago"
 	}
 	return line
+}
+
+// elsewhere are the lines of the hosts that have alerts and no snapshot
+// (the hub's own, whose source is down): "*hub* · 🔥 1 firing:
+// GPUWatchSourceDown".
+func elsewhere(f fleet, alerts []ActiveAlert) []string {
+	byHost := map[string][]ActiveAlert{}
+	var hosts []string
+	for _, al := range alerts {
+		if al.Host == "" || slices.ContainsFunc(f, func(s *gpu.Snapshot) bool { return s.Host == al.Host }) {
+			continue
+		}
+		if byHost[al.Host] == nil {
+			hosts = append(hosts, al.Host)
+		}
+		byHost[al.Host] = append(byHost[al.Host], al)
+	}
+	slices.Sort(hosts)
+	lines := make([]string, 0, min(len(hosts), maxNamedHosts))
+	for _, h := range hosts[:min(len(hosts), maxNamedHosts)] {
+		names := make([]string, 0, len(byHost[h]))
+		for _, al := range byHost[h] {
+			if !slices.Contains(names, al.Name) {
+				names = append(names, al.Name)
+			}
+		}
+		lines = append(lines, fmt.Sprintf("*%s* · no GPU of its own%s: %s", hostName(h), countAlerts(byHost[h]),
+			blockkit.EscapeClip(strings.Join(names, ", "), 200)))
+	}
+	if n := len(hosts) - len(lines); n > 0 {
+		lines = append(lines, fmt.Sprintf("…and %d more hosts with alerts and no GPU: `/gpu alerts` lists them", n))
+	}
+	return lines
 }
 
 // deviceText is one GPU's lines in /gpu status.
@@ -232,8 +266,15 @@ func stateEmoji(state string) string {
 }
 
 // where names a GPU in mrkdwn: "GPU 3", or "node1 GPU 3" in a fleet.
+// An alert about no one GPU (GPU -1: the source is down) is "node1", or
+// "gpuwatch" on one host.
 func where(several bool, host string, index int) string {
-	if several {
+	switch {
+	case index < 0 && several:
+		return hostName(host)
+	case index < 0:
+		return "gpuwatch"
+	case several:
 		return hostName(host) + " GPU " + strconv.Itoa(index)
 	}
 	return "GPU " + strconv.Itoa(index)

@@ -174,6 +174,25 @@ func TestFleetOf125Hosts(t *testing.T) {
 	}
 }
 
+// TestFleetSourceDown: an alert of no GPU (the hub's source is down, GPU
+// -1) on a host with no snapshot is in /gpu status and /gpu alerts, named
+// by its host, with no GPU.
+func TestFleetSourceDown(t *testing.T) {
+	ta := newFleetApp(t)
+	ta.b.alerts = append(ta.b.alerts, ActiveAlert{Key: "hub/GPUWatchSourceDown/", Host: "hub", Name: "GPUWatchSourceDown",
+		Severity: "critical", State: "firing", GPU: -1, Since: testNow.Add(-2 * time.Minute)})
+	k := ta.run(t, "status", "U1", "alice")
+	contains(t, "status", k.all(), "*hub* · no GPU of its own · 🔥 1 firing: GPUWatchSourceDown")
+	k = ta.run(t, "alerts", "U1", "alice")
+	contains(t, "alerts", k.all(), "🔥 *GPUWatchSourceDown* · hub · critical")
+	if strings.Contains(k.all(), "GPU -1") {
+		t.Errorf("/gpu alerts: got %q, want no GPU -1", k.all())
+	}
+	one := newTestApp(t, 2, nil)
+	one.b.alerts = []ActiveAlert{{Key: "node1/GPUWatchSourceDown/", Host: "node1", Name: "GPUWatchSourceDown", State: "firing", GPU: -1, Since: testNow}}
+	contains(t, "one host", one.run(t, "alerts", "U1", "alice").all(), "🔥 *GPUWatchSourceDown* · gpuwatch")
+}
+
 func TestFleetTopAndAlerts(t *testing.T) {
 	ta := newFleetApp(t)
 	k := ta.run(t, "top", "U1", "alice")
