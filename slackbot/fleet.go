@@ -29,8 +29,9 @@ func (a *App) fleet() fleet {
 // several reports whether the answers must say which host each GPU is on.
 func (f fleet) several() bool { return len(f) > 1 }
 
-// maxNamedHosts is how many hosts an error lists when it names the hosts
-// a command could have meant.
+// maxNamedHosts is how many hosts an answer names one by one: the hosts a
+// command could have meant, in an error; the hosts with alerts and no
+// GPU, in /gpu status.
 const maxNamedHosts = 10
 
 // pick returns the snapshots a command about host covers: every host's
