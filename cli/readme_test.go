@@ -733,7 +733,7 @@ func TestREADMEConfigs(t *testing.T) {
 	}
 	// Inline examples that start with a key of the config file, such as
 	// `slack: {bot_token: …}`, are parts of a config too.
-	topLevel := regexp.MustCompile(`^(host|source|storage|server|slack|receivers|route|rule_files|rules|digests): \S`)
+	topLevel := regexp.MustCompile(`^(host|source|storage|server|metrics|slack|receivers|route|rule_files|rules|digests): \S`)
 	for _, span := range rd.spans {
 		if !topLevel.MatchString(span) {
 			continue
@@ -803,7 +803,7 @@ func splitErrors(err error) []string {
 func TestREADMEConfigTable(t *testing.T) {
 	rd := readREADME(t)
 	for _, key := range []string{"host", "source.type", "source.interval", "source.sim.scenario", "source.sim.seed", "source.sim.speed",
-		"source.replay.file", "source.replay.speed", "source.prometheus.url", "source.prometheus.selector", "storage.path", "storage.retention", "server.listen",
+		"source.replay.file", "source.replay.speed", "source.prometheus.url", "source.prometheus.selector", "storage.path", "storage.retention", "server.listen", "metrics.per_process",
 		"slack.bot_token", "slack.signing_secret", "slack.app_token", "slack.api_url", "slack.allowed_channels", "slack.admins",
 		"receivers", "route", "rule_files", "rules", "digests"} {
 		if !strings.Contains(rd.text, "| `"+key+"` |") {
@@ -812,7 +812,7 @@ func TestREADMEConfigTable(t *testing.T) {
 	}
 	// Every field of the config's sections is one of those keys.
 	for section, v := range map[string]any{"source": config.Source{}, "source.sim": config.SimSource{}, "source.replay": config.ReplaySource{},
-		"source.prometheus": config.PrometheusSource{}, "storage": config.Storage{}, "server": config.Server{}, "slack": config.Slack{}} {
+		"source.prometheus": config.PrometheusSource{}, "storage": config.Storage{}, "server": config.Server{}, "metrics": config.Metrics{}, "slack": config.Slack{}} {
 		for _, name := range yamlFields(v) {
 			key := section + "." + name
 			if name == "sim" || name == "replay" || name == "prometheus" {

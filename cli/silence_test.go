@@ -16,7 +16,7 @@ import (
 )
 
 // freeAddr returns a loopback address no one listens on right now.
-func freeAddr(t *testing.T) string {
+func freeAddr(t testing.TB) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

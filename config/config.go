@@ -37,6 +37,7 @@ type Config struct {
 	Source    Source
 	Storage   Storage
 	Server    Server
+	Metrics   Metrics
 	Slack     Slack
 	Receivers []Receiver
 	Route     notifier.RouteConfig
@@ -78,6 +79,14 @@ type Storage struct {
 	Retention time.Duration `yaml:"retention"`
 }
 
+// Metrics says what GET /metrics serves beyond the per-GPU and per-user
+// series.
+type Metrics struct {
+	// PerProcess adds gpuwatch_gpu_process_memory_bytes, one series per
+	// process on a GPU: a series per job, so off unless asked.
+	PerProcess bool `yaml:"per_process"`
+}
+
 // Slack is the Slack app: the bot token Slack receivers post with, and
 // (for the slash commands to come) the signing secret and app token.
 type Slack struct {
@@ -117,6 +126,7 @@ type fileYAML struct {
 	Source    Source               `yaml:"source"`
 	Storage   Storage              `yaml:"storage"`
 	Server    Server               `yaml:"server"`
+	Metrics   Metrics              `yaml:"metrics"`
 	Slack     Slack                `yaml:"slack"`
 	Receivers []Receiver           `yaml:"receivers"`
 	Route     notifier.RouteConfig `yaml:"route"`
@@ -149,7 +159,7 @@ func Parse(file string, data []byte, lookup func(string) (string, bool)) (*Confi
 	var y fileYAML
 	errs = strictyaml.Decode(file, root, &y)
 	c := &Config{
-		File: file, Host: y.Host, Source: y.Source, Storage: y.Storage, Server: y.Server,
+		File: file, Host: y.Host, Source: y.Source, Storage: y.Storage, Server: y.Server, Metrics: y.Metrics,
 		Slack: y.Slack, Receivers: y.Receivers, Route: y.Route, RuleFiles: y.RuleFiles,
 		Digests: y.Digests, root: root,
 	}

@@ -67,8 +67,13 @@ var configFailures = map[string][]string{
 		"6:15: alias *loop is inside the value of its own anchor &loop: it would stand for an endless document; write the value out",
 	},
 	"unknown_field.bad.yaml": {
-		`1:1: unknown field "sorce" in the file (did you mean "source"?); valid fields: host, source, storage, server, slack, receivers, route, rule_files, rules, digests`,
+		`1:1: unknown field "sorce" in the file (did you mean "source"?); valid fields: host, source, storage, server, metrics, slack, receivers, route, rule_files, rules, digests`,
 		`5:3: unknown field "listn" in server (did you mean "listen"?); valid fields: listen, tls, basic_auth_users, bearer_token, bearer_token_file`,
+	},
+	// metrics.per_process is a bool; the section has no other key.
+	"metrics.bad.yaml": {
+		`2:16: metrics.per_process must be true or false, not "maybe"`,
+		`3:3: unknown field "per_users" in metrics; valid fields: per_process`,
 	},
 	"unknown_rule_field.bad.yaml": {
 		`4:5: unknown field "severty" in rules[0] (did you mean "severity"?); ` + ruleFields,
@@ -339,8 +344,23 @@ func TestDefaults(t *testing.T) {
 		{"receivers[0].console", c.Receivers[0].Console != nil, true},
 		{"host", c.Host, ""},
 		{"rules", len(c.Rules), 1},
+		{"metrics.per_process", c.Metrics.PerProcess, false},
 	}
 	verify(t, checks)
+}
+
+// TestMetricsPerProcess: the per-process series are opt-in.
+func TestMetricsPerProcess(t *testing.T) {
+	for text, want := range map[string]bool{"metrics: {per_process: true}\n": true, "metrics: {per_process: false}\n": false, "metrics:\n": false} {
+		c, err := Parse("c.yaml", []byte(text), noEnv)
+		if err != nil {
+			t.Errorf("Parse(%q): %v", text, err)
+			continue
+		}
+		if c.Metrics.PerProcess != want {
+			t.Errorf("Parse(%q): got metrics.per_process %v, want %v", text, c.Metrics.PerProcess, want)
+		}
+	}
 }
 
 // TestEmptySections checks that a section written but left empty behaves

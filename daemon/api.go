@@ -360,7 +360,7 @@ func gpuJSON(dev *gpu.Device) GPUJSON {
 
 // alertsJSON is the active alerts, firing first, as the API shows them.
 func (d *Daemon) alertsJSON() []AlertJSON {
-	active := d.activeAlerts()
+	active := d.Alerts()
 	out := make([]AlertJSON, len(active))
 	for i, a := range active {
 		out[i] = AlertJSON{Key: a.Key, Alert: a.Name, Severity: a.Severity, State: a.State, Host: a.Host, GPU: a.GPU, UUID: a.UUID,

@@ -36,29 +36,14 @@ func (d *Daemon) Snapshot() *gpu.Snapshot { return d.last.Load() }
 // Alerts are the pending and firing alerts: firing first, then by host,
 // GPU and rule.
 func (d *Daemon) Alerts() []slackbot.ActiveAlert {
-	active := d.activeAlerts()
-	out := make([]slackbot.ActiveAlert, len(active))
-	for i := range active {
-		out[i] = active[i].ActiveAlert
-	}
-	return out
-}
-
-// activeAlert is an active alert with the host it is on.
-type activeAlert struct {
-	slackbot.ActiveAlert
-	Host string
-}
-
-func (d *Daemon) activeAlerts() []activeAlert {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	active := d.engine.Active()
-	out := make([]activeAlert, 0, len(active))
+	out := make([]slackbot.ActiveAlert, 0, len(active))
 	for i := range active {
 		a := &active[i]
 		al := slackbot.ActiveAlert{
-			Key: notifier.AlertKey(a.Host, a.Rule.Name, a.UUID), Name: a.Rule.Name, Severity: string(a.Rule.Severity),
+			Key: notifier.AlertKey(a.Host, a.Rule.Name, a.UUID), Host: a.Host, Name: a.Rule.Name, Severity: string(a.Rule.Severity),
 			State: a.State.String(), GPU: a.GPU, UUID: a.UUID, Since: a.ActiveAt, Summary: a.Summary,
 		}
 		if al.Summary == "" {
@@ -71,12 +56,12 @@ func (d *Daemon) activeAlerts() []activeAlert {
 			al.Since = a.FiredAt
 			al.Acknowledged, _ = d.dispatcher.Acknowledged(al.Key)
 		}
-		out = append(out, activeAlert{ActiveAlert: al, Host: a.Host})
+		out = append(out, al)
 	}
 	if a, ok := d.sourceDownAlert(); ok {
 		out = append(out, a)
 	}
-	slices.SortStableFunc(out, func(a, b activeAlert) int {
+	slices.SortStableFunc(out, func(a, b slackbot.ActiveAlert) int {
 		return cmp.Or(cmp.Compare(stateRank(a.State), stateRank(b.State)), cmp.Compare(a.Host, b.Host), cmp.Compare(a.GPU, b.GPU), cmp.Compare(a.Name, b.Name))
 	})
 	return out
@@ -113,21 +98,13 @@ func stateRank(state string) int {
 	return 1
 }
 
-// History is GPU index's memory and utilization over the window, one
-// point a minute, capped at a day; false for a GPU never sampled. The GPU
-// is the latest snapshot's host's (see HostHistory for a fleet's).
-func (d *Daemon) History(index int, window time.Duration) (slackbot.History, bool) {
-	host := ""
-	if s := d.last.Load(); s != nil {
+// History is the memory and utilization of host's GPU index over the
+// window, one point a minute, capped at a day; false for a GPU never
+// sampled. An empty host is the latest snapshot's.
+func (d *Daemon) History(host string, index int, window time.Duration) (slackbot.History, bool) {
+	if s := d.last.Load(); s != nil && host == "" {
 		host = s.Host
 	}
-	return d.HostHistory(host, index, window)
-}
-
-// HostHistory is host's GPU index's memory and utilization over the
-// window, one point a minute, capped at a day; false for a GPU never
-// sampled.
-func (d *Daemon) HostHistory(host string, index int, window time.Duration) (slackbot.History, bool) {
 	return d.history.History(host, index, window)
 }
 

@@ -47,15 +47,18 @@ func TestBackendAlerts(t *testing.T) {
 	if s := r.D.Snapshot(); s == nil || !s.Time.Equal(base.Add(30*time.Second)) || s.Devices[0].TempC != 91 {
 		t.Errorf("Snapshot: got %+v, want the second sample", s)
 	}
+	if s := r.D.Snapshots(); len(s) != 1 || s[0] != r.D.Snapshot() {
+		t.Errorf("Snapshots: got %v, want the one host's latest sample", s)
+	}
 	got := r.D.Alerts()
 	want := []slackbot.ActiveAlert{
-		{Key: alertKey("GPUHot", 0), Name: "GPUHot", Severity: "critical", State: "firing", GPU: 0,
+		{Key: alertKey("GPUHot", 0), Host: "node1", Name: "GPUHot", Severity: "critical", State: "firing", GPU: 0,
 			UUID: snapshot(base, 0).Devices[0].UUID, Since: base, ValueText: "91 C", Summary: "GPU 0 is hot"},
 		// Pending alerts have a summary too, though the engine renders the
 		// rule's only when it fires.
-		{Key: alertKey("GPUWarm", 0), Name: "GPUWarm", Severity: "warning", State: "pending", GPU: 0,
+		{Key: alertKey("GPUWarm", 0), Host: "node1", Name: "GPUWarm", Severity: "warning", State: "pending", GPU: 0,
 			UUID: snapshot(base, 0).Devices[0].UUID, Since: base, ValueText: "91 C", Summary: "GPUWarm on GPU 0: 91 C"},
-		{Key: alertKey("GPUWarm", 1), Name: "GPUWarm", Severity: "warning", State: "pending", GPU: 1,
+		{Key: alertKey("GPUWarm", 1), Host: "node1", Name: "GPUWarm", Severity: "warning", State: "pending", GPU: 1,
 			UUID: snapshot(base, 0, 0).Devices[1].UUID, Since: base, ValueText: "76 C", Summary: "GPUWarm on GPU 1: 76 C"},
 	}
 	if !slices.EqualFunc(got, want, func(a, b slackbot.ActiveAlert) bool { return a.Since.Equal(b.Since) && a == withSince(b, a.Since) }) {
@@ -75,7 +78,7 @@ func TestBackendHistory(t *testing.T) {
 	for i := range 10 { // one sample every 30s for 5 minutes
 		r.D.Step(snapshot(base.Add(time.Duration(i)*30*time.Second), 50, 50))
 	}
-	got, ok := r.D.History(1, 10*time.Minute)
+	got, ok := r.D.History("node1", 1, 10*time.Minute)
 	if !ok {
 		t.Fatal("History(1): got false, want GPU 1's history")
 	}
@@ -92,8 +95,11 @@ func TestBackendHistory(t *testing.T) {
 			t.Errorf("point %d: got memory %v utilization %v, want %v and %v", i, m, u, wantMem, wantUtil)
 		}
 	}
-	if _, ok := r.D.History(2, time.Hour); ok {
+	if _, ok := r.D.History("node1", 2, time.Hour); ok {
 		t.Errorf("History(2): got true for a GPU the host does not have, want false")
+	}
+	if _, ok := r.D.History("node2", 1, time.Hour); ok {
+		t.Errorf("History(node2, 1): got true for a host the daemon does not sample, want false")
 	}
 }
 

@@ -180,6 +180,7 @@ func (d *Daemon) start(cfg *config.Config) error {
 	if err := d.restoreSourceDown(); err != nil {
 		return fmt.Errorf("load the source's state: %w", err)
 	}
+	d.configureMetrics(cfg)
 	d.engine = d.newEngine(cfg)
 	records, err := d.loadAlerts()
 	if err != nil {
@@ -325,6 +326,7 @@ func (d *Daemon) evaluate(snap *gpu.Snapshot) *notifier.Commit {
 	d.last.Store(snap)
 	d.fleet.record(snap)
 	d.history.Record(snap)
+	d.trackGPUs(snap)
 	LogEvents(d.logger, snap)
 	ts := d.engine.Eval(snap)
 	all := ts
@@ -521,6 +523,7 @@ func (d *Daemon) Reload(cfg *config.Config) {
 		}
 		d.dispatcher.SetRoute(route)
 	}
+	d.configureMetrics(cfg)
 	e := d.newEngine(cfg)
 	e.Inherit(d.engine)
 	d.engine, d.cfg = e, cfg

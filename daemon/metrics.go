@@ -3,31 +3,56 @@ package daemon
 import (
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/gpuwatch/gpuwatch/config"
 	"github.com/gpuwatch/gpuwatch/gpu"
 	"github.com/gpuwatch/gpuwatch/metrics"
 	"github.com/gpuwatch/gpuwatch/notifier"
 )
 
-// daemonMetrics is the daemon's Prometheus registry and the histogram Run
-// observes each Step into. Its zero value is ready: the registry is made
+// daemonMetrics is the daemon's Prometheus registry, the histogram Run
+// observes each Step into, and the Tracker each snapshot feeds (energy,
+// XID errors, lost GPUs). Its zero value is ready: the registry is made
 // on first use.
 type daemonMetrics struct {
 	once           sync.Once
 	registry       *prometheus.Registry
 	sampleDuration prometheus.Histogram
+	gpus           *metrics.Tracker
+	// perProcess is the config's metrics.per_process, which a reload
+	// switches.
+	perProcess atomic.Bool
 }
 
-// init makes the registry, once.
+// init makes the registry and the tracker, once.
 func (m *daemonMetrics) init(d *Daemon) {
 	m.once.Do(func() {
 		m.sampleDuration = metrics.NewSampleDuration()
-		m.registry = metrics.NewRegistry(metricsSource{d}, d.opts.Version, m.sampleDuration)
+		m.gpus = metrics.NewTracker()
+		m.registry = metrics.NewRegistry(metricsSource{d},
+			metrics.Options{Version: d.opts.Version, GPUs: m.gpus, PerProcess: m.perProcess.Load}, m.sampleDuration)
 	})
+}
+
+// configureMetrics applies the config's metrics section (at start and on
+// a reload).
+func (d *Daemon) configureMetrics(cfg *config.Config) {
+	d.metrics.perProcess.Store(cfg.Metrics.PerProcess)
+}
+
+// trackGPUs feeds a snapshot to the series that follow GPUs across
+// snapshots. A hub exports no fleet GPUs (see metricsSource.Snapshots), so
+// it tracks none.
+func (d *Daemon) trackGPUs(snap *gpu.Snapshot) {
+	d.metrics.init(d)
+	if !d.hub {
+		d.metrics.gpus.Observe(snap)
+	}
 }
 
 // Registry is the daemon's Prometheus registry, the one GET /metrics
@@ -63,15 +88,15 @@ func (p slogPrinter) Println(v ...any) {
 // metricsSource is the daemon as the metrics Collector reads it.
 type metricsSource struct{ d *Daemon }
 
-// Snapshot is the latest snapshot; on a hub, without its GPUs: the
-// fleet's GPUs are in the Prometheus the hub reads, and exporting them
-// again would feed them back to it as the hub's own.
-func (s metricsSource) Snapshot() *gpu.Snapshot {
+// Snapshots are the latest snapshots; on a hub, none: the fleet's GPUs
+// are in the Prometheus the hub reads, and exporting them again would feed
+// them back to it as the hub's own.
+func (s metricsSource) Snapshots() []*gpu.Snapshot {
 	snap := s.d.Snapshot()
 	if snap == nil || !s.d.hub {
-		return snap
+		return s.d.Snapshots()
 	}
-	return &gpu.Snapshot{Time: snap.Time, Host: s.d.health.host}
+	return []*gpu.Snapshot{{Time: snap.Time, Host: s.d.health.host}}
 }
 
 func (s metricsSource) Alerts() []metrics.Alert {

@@ -113,16 +113,16 @@ func (h *sourceHealth) transition(at time.Time, state rules.State) rules.Transit
 
 // sourceDownAlert is SourceDownAlert as an active alert, while the source
 // does not answer. The caller holds d.mu.
-func (d *Daemon) sourceDownAlert() (activeAlert, bool) {
+func (d *Daemon) sourceDownAlert() (slackbot.ActiveAlert, bool) {
 	h := &d.health
 	if h.down == nil {
-		return activeAlert{}, false
+		return slackbot.ActiveAlert{}, false
 	}
 	t := h.transition(h.down.Since, rules.StateFiring)
 	key := notifier.AlertKey(h.host, SourceDownAlert, "")
 	by, _ := d.dispatcher.Acknowledged(key)
-	return activeAlert{Host: h.host, ActiveAlert: slackbot.ActiveAlert{
-		Key: key, Name: SourceDownAlert, Severity: string(t.Severity), State: rules.StateFiring.String(), GPU: -1,
+	return slackbot.ActiveAlert{
+		Key: key, Host: h.host, Name: SourceDownAlert, Severity: string(t.Severity), State: rules.StateFiring.String(), GPU: -1,
 		Since: h.down.Since, Summary: t.Summary + ": " + h.down.Err, ValueText: "down", Acknowledged: by,
-	}}, true
+	}, true
 }

@@ -48,6 +48,7 @@ type UserHour struct {
 	User string    `json:"user"`
 	GPU  int       `json:"gpu"`
 	UUID string    `json:"uuid"`
+	Host string    `json:"host,omitempty"` // the GPU's host; records before fleets have none
 	// GPUSeconds is the time the user held the GPU, shared between the
 	// users on it by their share of its process memory.
 	GPUSeconds float64 `json:"gpu_seconds"`

@@ -56,8 +56,8 @@ type section struct {
 	lines   []string
 }
 
-// sections lays out the report in reading order: host one-liners, GPUs,
-// top users, idle holders, alerts.
+// sections lays out the report in reading order: host one-liners, GPUs
+// (a fleet's hosts), top users, idle holders, alerts.
 func (r *Report) sections(st style) []section {
 	host := []string{r.hostLine()}
 	if e := r.energyLine(); e != "" {
@@ -65,22 +65,19 @@ func (r *Report) sections(st style) []section {
 	}
 	out := []section{{lines: host}}
 
-	gpus := make([]string, len(r.GPUs))
-	for i := range r.GPUs {
-		gpus[i] = r.gpuLine(&r.GPUs[i], st)
-	}
+	machines := r.gpusSection(st)
 	users := make([]string, len(r.Users))
 	for i := range r.Users {
-		users[i] = userLine(&r.Users[i], st)
+		users[i] = r.userLine(&r.Users[i], st)
 	}
 	idle := make([]string, len(r.IdleHolders))
 	for i := range r.IdleHolders {
-		idle[i] = idleLine(&r.IdleHolders[i], st)
+		idle[i] = r.idleLine(&r.IdleHolders[i], st)
 	}
 	idle = append(idle, r.idleGPULines(st)...)
 	underused := make([]string, len(r.Underused))
 	for i := range r.Underused {
-		underused[i] = underusedLine(&r.Underused[i], st)
+		underused[i] = r.underusedLine(&r.Underused[i], st)
 	}
 	alerts := make([]string, len(r.Alerts))
 	for i := range r.Alerts {
@@ -100,7 +97,7 @@ func (r *Report) sections(st style) []section {
 		alertsHeading = fmt.Sprintf("Alerts (%d still firing)", still)
 	}
 	return append(out,
-		list("GPUs", gpus, 0, "No GPU data in this window."),
+		machines,
 		list("Top users", users, r.OtherUsers, "No processes attributed to users in this window."),
 		list("Held idle", idle, r.OtherIdle, "Nobody held a GPU idle for "+duration(MinIdleHeld.Seconds())+" or more."),
 		list("Held at low utilization", underused, 0, fmt.Sprintf("No GPU was held busy under %d%% utilization for %s or more.",
@@ -108,9 +105,51 @@ func (r *Report) sections(st style) []section {
 		list(alertsHeading, alerts, 0, "No alerts fired."))
 }
 
+// gpusSection lists each GPU or, for a fleet, each host.
+func (r *Report) gpusSection(st style) section {
+	if !r.Fleet() {
+		gpus := make([]string, len(r.GPUs))
+		for i := range r.GPUs {
+			gpus[i] = r.gpuLine(&r.GPUs[i], st)
+		}
+		return list("GPUs", gpus, 0, "No GPU data in this window.")
+	}
+	hosts := make([]string, 0, min(len(r.Hosts), MaxHostLines))
+	for i := range r.Hosts[:min(len(r.Hosts), MaxHostLines)] {
+		hosts = append(hosts, r.hostReportLine(&r.Hosts[i], st))
+	}
+	return list("Hosts", hosts, len(r.Hosts)-len(hosts), "No GPU data in this window.")
+}
+
+// hostReportLine is one host of a fleet: "node1 8 GPUs ▁▂▃ avg 41%; busy
+// 150.0h, held idle 20.0h; 45.2 kWh".
+func (r *Report) hostReportLine(h *HostReport, st style) string {
+	var b strings.Builder
+	b.WriteString(st.bold(st.text(h.Host)) + " " + plural.Count(h.GPUs, "GPU"))
+	if h.Sparkline != "" {
+		b.WriteString(" " + st.code(h.Sparkline))
+	}
+	fmt.Fprintf(&b, " avg %s; busy %sh, held idle %sh", percent(h.AvgUtil), hours(h.BusyHours), hours(h.IdleHeldHours))
+	if h.EnergyKWh > 0 {
+		b.WriteString("; " + kwh(h.EnergyKWh))
+		if r.Priced {
+			b.WriteString(" (" + r.money(h.Cost) + ")")
+		}
+	}
+	return b.String()
+}
+
+// gpuName names a GPU in a line: "GPU 2", or "node1 GPU 2" in a fleet.
+func (r *Report) gpuName(host string, gpu int, st style) string {
+	if r.Fleet() {
+		return st.text(host) + " GPU " + strconv.Itoa(gpu)
+	}
+	return "GPU " + strconv.Itoa(gpu)
+}
+
 // underusedLine: "GPU 2: alice's python train.py held it 3h at 18% average
 // utilization — starved by its input pipeline, or too small for this GPU".
-func underusedLine(u *Underused, st style) string {
+func (r *Report) underusedLine(u *Underused, st style) string {
 	who := "its job"
 	switch {
 	case u.User != "" && u.Command != "":
@@ -119,7 +158,7 @@ func underusedLine(u *Underused, st style) string {
 		who = st.text(u.User)
 	}
 	return fmt.Sprintf("%s: %s held it %s at %s average utilization — starved by its input pipeline, or too small for this GPU",
-		st.bold("GPU "+strconv.Itoa(u.GPU)), who, duration(u.Hours*3600), percent(u.AvgUtil))
+		st.bold(r.gpuName(u.Host, u.GPU, st)), who, duration(u.Hours*3600), percent(u.AvgUtil))
 }
 
 // list is a titled section of lines, counting the others left out, or
@@ -135,8 +174,12 @@ func list(heading string, lines []string, others int, none string) section {
 }
 
 func (r *Report) hostLine() string {
+	gpus := plural.Count(len(r.GPUs), "GPU")
+	if r.Fleet() {
+		gpus = plural.Count(len(r.Hosts), "host") + ", " + gpus
+	}
 	return fmt.Sprintf("%s, %s GPU-hours covered: average utilization %s, busy %s of the time, held idle %s (%s GPU-hours)",
-		plural.Count(len(r.GPUs), "GPU"), hours(r.CoveredHours), percent(r.AvgUtil), percent(100*r.BusyShare),
+		gpus, hours(r.CoveredHours), percent(r.AvgUtil), percent(100*r.BusyShare),
 		percent(100*r.IdleShare), hours(r.IdleHeldHours))
 }
 
@@ -174,21 +217,41 @@ func (r *Report) gpuLine(g *GPUReport, st style) string {
 	return b.String()
 }
 
-func userLine(u *UserReport, st style) string {
-	gpus := make([]string, len(u.GPUs))
-	for i, g := range u.GPUs {
+// maxUserHosts is how many hosts a user's line names; the others are
+// counted.
+const maxUserHosts = 3
+
+func (r *Report) userLine(u *UserReport, st style) string {
+	head := fmt.Sprintf("%s %s GPU-hours, %s GiB-hours on ", st.bold(st.text(u.User)), hours(u.GPUHours), hours(u.GiBHours))
+	if !r.Fleet() {
+		return head + gpuList(u.GPUs)
+	}
+	var on []string
+	for _, h := range u.Hosts[:min(len(u.Hosts), maxUserHosts)] {
+		on = append(on, st.text(h.Host)+" "+gpuList(h.GPUs))
+	}
+	if n := len(u.Hosts) - maxUserHosts; n > 0 {
+		on = append(on, "and "+plural.Count(n, "more host"))
+	}
+	return head + strings.Join(on, "; ")
+}
+
+// gpuList is "GPU 0" or "GPUs 0, 1".
+func gpuList(indexes []int) string {
+	gpus := make([]string, len(indexes))
+	for i, g := range indexes {
 		gpus[i] = strconv.Itoa(g)
 	}
 	label := "GPU "
 	if len(gpus) > 1 {
 		label = "GPUs "
 	}
-	return fmt.Sprintf("%s %s GPU-hours, %s GiB-hours on %s%s", st.bold(st.text(u.User)), hours(u.GPUHours), hours(u.GiBHours),
-		label, strings.Join(gpus, ", "))
+	return label + strings.Join(gpus, ", ")
 }
 
-func idleLine(h *IdleHolder, st style) string {
-	return fmt.Sprintf("%s held %s on GPU %d idle for %s", st.bold(st.text(h.User)), formatBytes(h.MaxBytes), h.GPU, duration(h.Seconds))
+func (r *Report) idleLine(h *IdleHolder, st style) string {
+	return fmt.Sprintf("%s held %s on %s idle for %s", st.bold(st.text(h.User)), formatBytes(h.MaxBytes), r.gpuName(h.Host, h.GPU, st),
+		duration(h.Seconds))
 }
 
 // idleGPULines name the GPUs held idle that no holder accounts for: the
@@ -198,12 +261,12 @@ func (r *Report) idleGPULines(st style) []string {
 	var lines []string
 	for i := range r.GPUs {
 		g := &r.GPUs[i]
-		named := slices.ContainsFunc(r.IdleHolders, func(h IdleHolder) bool { return h.GPU == g.GPU })
+		named := slices.ContainsFunc(r.IdleHolders, func(h IdleHolder) bool { return h.Host == g.Host && h.GPU == g.GPU })
 		if named || g.IdleHeldHours*3600 < MinIdleHeld.Seconds() {
 			continue
 		}
 		lines = append(lines, fmt.Sprintf("%s was held idle for %s (memory held, utilization under %d%%); the data names no processes to say by whom",
-			st.bold("GPU "+strconv.Itoa(g.GPU)), duration(g.IdleHeldHours*3600), BusyPercent))
+			st.bold(r.gpuName(g.Host, g.GPU, st)), duration(g.IdleHeldHours*3600), BusyPercent))
 	}
 	return lines
 }

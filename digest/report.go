@@ -9,6 +9,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/gpuwatch/gpuwatch/internal/plural"
 	spark "github.com/gpuwatch/gpuwatch/internal/sparkline"
 
 	"github.com/gpuwatch/gpuwatch/notifier"
@@ -22,6 +23,9 @@ const (
 	DefaultTopUsers = 5
 	// MaxIdleHolders is how many idle holders a report lists.
 	MaxIdleHolders = 10
+	// MaxHostLines is how many hosts a fleet's report lists, one line
+	// each.
+	MaxHostLines = 50
 	// MinIdleHeld is the shortest idle hold worth naming: shorter holds are
 	// jobs starting or finishing, not waste.
 	MinIdleHeld = 5 * time.Minute
@@ -40,6 +44,8 @@ const (
 // Options says what a report covers and how it is shown.
 type Options struct {
 	Name string // the digest's name in the config
+	// Host names the host in the title when the hours are of one host; a
+	// report of several hosts (a hub's fleet) counts them instead.
 	Host string
 	// From and To bound the window; zero values take the span of the hours
 	// given.
@@ -73,7 +79,7 @@ type Report struct {
 	Currency string         `json:"currency,omitempty"`
 	Priced   bool           `json:"priced"` // a price per kWh was set
 
-	// Host totals over every GPU.
+	// Totals over every GPU (of every host).
 	CoveredHours  float64 `json:"covered_hours"`   // GPU-hours the samples cover
 	AvgUtil       float64 `json:"avg_util"`        // weighted by time
 	BusyShare     float64 `json:"busy_share"`      // busy time / covered time
@@ -82,8 +88,12 @@ type Report struct {
 	EnergyKWh     float64 `json:"energy_kwh"`
 	Cost          float64 `json:"cost,omitempty"`
 
-	GPUs []GPUReport `json:"gpus"`
-	// Users are the top users by GPU-hours; OtherUsers counts the rest.
+	// Hosts are the hosts of the hours, by name, each one's totals; GPUs
+	// are every host's GPUs, by host and index.
+	Hosts []HostReport `json:"hosts"`
+	GPUs  []GPUReport  `json:"gpus"`
+	// Users are the top users by GPU-hours across every host; OtherUsers
+	// counts the rest.
 	Users      []UserReport `json:"users"`
 	OtherUsers int          `json:"other_users"`
 	// IdleHolders are the longest idle holds, longest first; OtherIdle
@@ -100,6 +110,7 @@ type Report struct {
 // Underused is a GPU a job kept busy at low utilization: starved by its
 // input pipeline, or too small for the GPU.
 type Underused struct {
+	Host    string  `json:"host,omitempty"`
 	GPU     int     `json:"gpu"`
 	UUID    string  `json:"uuid"`
 	Hours   float64 `json:"hours"`    // held hours at low utilization
@@ -110,8 +121,23 @@ type Underused struct {
 	Command string `json:"command,omitempty"`
 }
 
+// HostReport is one host over the window: its GPUs' totals.
+type HostReport struct {
+	Host          string  `json:"host"`
+	GPUs          int     `json:"gpus"`
+	CoveredHours  float64 `json:"covered_hours"`
+	AvgUtil       float64 `json:"avg_util"`
+	BusyHours     float64 `json:"busy_hours"`
+	IdleHeldHours float64 `json:"idle_held_hours"`
+	EnergyKWh     float64 `json:"energy_kwh"`
+	Cost          float64 `json:"cost,omitempty"`
+	// Sparkline draws the host's hourly average utilization, as a GPU's.
+	Sparkline string `json:"sparkline"`
+}
+
 // GPUReport is one GPU over the window.
 type GPUReport struct {
+	Host          string  `json:"host,omitempty"`
 	GPU           int     `json:"gpu"`
 	UUID          string  `json:"uuid"`
 	Name          string  `json:"name"`
@@ -135,12 +161,21 @@ type UserReport struct {
 	User     string  `json:"user"`
 	GPUHours float64 `json:"gpu_hours"`
 	GiBHours float64 `json:"gib_hours"`
-	GPUs     []int   `json:"gpus"` // the GPUs used, ascending
+	GPUs     []int   `json:"gpus"` // the indexes of the GPUs used, ascending, whichever their host
+	// Hosts say which GPUs of which host the user used, by host.
+	Hosts []UserHost `json:"hosts"`
+}
+
+// UserHost is the GPUs a user used on one host.
+type UserHost struct {
+	Host string `json:"host"`
+	GPUs []int  `json:"gpus"` // ascending
 }
 
 // IdleHolder is a user who held memory on a GPU that computed nothing.
 type IdleHolder struct {
 	User     string  `json:"user"`
+	Host     string  `json:"host,omitempty"`
 	GPU      int     `json:"gpu"`
 	UUID     string  `json:"uuid"`
 	Seconds  float64 `json:"seconds"`
@@ -184,12 +219,57 @@ func Build(gpus []GPUHour, users []UserHour, alerts []AlertHour, o Options) *Rep
 	o.From = o.From.Truncate(time.Hour)
 	r := &Report{Name: o.Name, Host: o.Host, From: o.From, To: o.To, Location: o.Location,
 		Currency: o.Currency, Priced: o.PricePerKWh > 0}
+	users = withHosts(users, gpus)
 	r.buildGPUs(gpus, o)
 	r.buildUsers(users, o.TopUsers)
 	r.buildUnderused(gpus, users)
 	r.buildAlerts(alerts, o)
 	return r
 }
+
+// withHosts gives the user hours that name no host (written before hosts
+// were kept with them) the host of their GPU's hours: the host of the GPU
+// of that UUID, or the one host of the hours. It copies users before it
+// changes one.
+func withHosts(users []UserHour, gpus []GPUHour) []UserHour {
+	if !slices.ContainsFunc(users, func(u UserHour) bool { return u.Host == "" }) {
+		return users
+	}
+	byUUID := map[string]string{}
+	hosts := map[string]bool{}
+	for i := range gpus {
+		if g := &gpus[i]; g.Host != "" {
+			hosts[g.Host] = true
+			if g.UUID != "" {
+				byUUID[g.UUID] = g.Host
+			}
+		}
+	}
+	only := ""
+	if len(hosts) == 1 {
+		for h := range hosts {
+			only = h
+		}
+	}
+	users = slices.Clone(users)
+	for i := range users {
+		if u := &users[i]; u.Host == "" {
+			u.Host = cmp.Or(byUUID[u.UUID], only)
+		}
+	}
+	return users
+}
+
+// slot is a host's GPU as a report counts it: by index, so that a GPU
+// replaced in its slot reads as one line, as on the host.
+type slot struct {
+	host string
+	gpu  int
+}
+
+// Fleet reports whether the report covers several hosts: its lines then
+// say which host each GPU is on, and it lists hosts rather than GPUs.
+func (r *Report) Fleet() bool { return len(r.Hosts) > 1 }
 
 // buildUnderused finds the GPUs held busy at low utilization: hours that a
 // job held the GPU for at least half of, at an average utilization between
@@ -201,7 +281,7 @@ func (r *Report) buildUnderused(gpus []GPUHour, users []UserHour) {
 		heldSeconds, utilSeconds float64
 		hours                    map[time.Time]bool
 	}
-	byGPU := map[int]*acc{}
+	bySlot := map[slot]*acc{}
 	for i := range gpus {
 		h := &gpus[i]
 		if h.Seconds <= 0 || h.HeldSeconds < minHeldShare*h.Seconds {
@@ -211,48 +291,50 @@ func (r *Report) buildUnderused(gpus []GPUHour, users []UserHour) {
 		if util < BusyPercent || util >= LowUtilPercent {
 			continue
 		}
-		a := byGPU[h.GPU]
+		k := slot{h.Host, h.GPU}
+		a := bySlot[k]
 		if a == nil {
-			a = &acc{Underused: Underused{GPU: h.GPU, UUID: h.UUID}, hours: map[time.Time]bool{}}
-			byGPU[h.GPU] = a
+			a = &acc{Underused: Underused{Host: h.Host, GPU: h.GPU, UUID: h.UUID}, hours: map[time.Time]bool{}}
+			bySlot[k] = a
 		}
 		a.heldSeconds += h.HeldSeconds
 		a.utilSeconds += h.HeldUtilSeconds
 		a.hours[h.Hour] = true
 	}
 	// Who held each GPU most in its underused hours, and with what job.
-	seconds := map[int]map[string]float64{}
-	commands := map[int]map[string]string{}
+	seconds := map[slot]map[string]float64{}
+	commands := map[slot]map[string]string{}
 	for i := range users {
 		u := &users[i]
-		a := byGPU[u.GPU]
+		k := slot{u.Host, u.GPU}
+		a := bySlot[k]
 		if a == nil || !a.hours[u.Hour] || u.User == "" || u.User == RollupUnknownUser {
 			continue
 		}
-		if seconds[u.GPU] == nil {
-			seconds[u.GPU], commands[u.GPU] = map[string]float64{}, map[string]string{}
+		if seconds[k] == nil {
+			seconds[k], commands[k] = map[string]float64{}, map[string]string{}
 		}
-		seconds[u.GPU][u.User] += u.GPUSeconds
+		seconds[k][u.User] += u.GPUSeconds
 		if u.Command != "" {
-			commands[u.GPU][u.User] = u.Command
+			commands[k][u.User] = u.Command
 		}
 	}
 	r.Underused = []Underused{}
-	for gpu, a := range byGPU {
+	for k, a := range bySlot {
 		if a.heldSeconds < MinUnderused.Seconds() {
 			continue
 		}
 		a.Hours, a.AvgUtil = a.heldSeconds/3600, 100*a.utilSeconds/a.heldSeconds
 		best := 0.0
-		for _, user := range slices.Sorted(maps.Keys(seconds[gpu])) {
-			if s := seconds[gpu][user]; s > best {
-				best, a.User, a.Command = s, user, commands[gpu][user]
+		for _, user := range slices.Sorted(maps.Keys(seconds[k])) {
+			if s := seconds[k][user]; s > best {
+				best, a.User, a.Command = s, user, commands[k][user]
 			}
 		}
 		r.Underused = append(r.Underused, a.Underused)
 	}
 	slices.SortFunc(r.Underused, func(a, b Underused) int {
-		return cmp.Or(cmp.Compare(b.Hours, a.Hours), cmp.Compare(a.GPU, b.GPU))
+		return cmp.Or(cmp.Compare(b.Hours, a.Hours), cmp.Compare(a.Host, b.Host), cmp.Compare(a.GPU, b.GPU))
 	})
 }
 
@@ -270,10 +352,30 @@ func span(gpus []GPUHour) (from, to time.Time) {
 	return from, to
 }
 
-// gpuAcc sums one GPU's hours.
+// gpuAcc sums one GPU's hours (or one host's).
 type gpuAcc struct {
 	GPUHour           // sums and maxima; Hour unused
 	spark   []float64 // util seconds and seconds per sparkline cell, interleaved
+	gpus    int       // a host's: how many GPUs
+}
+
+// add sums an hour into the accumulator; cell is its sparkline cell, or
+// -1 outside the window.
+func (a *gpuAcc) add(h *GPUHour, cell int) {
+	a.Samples += h.Samples
+	a.Seconds += h.Seconds
+	a.UtilSeconds += h.UtilSeconds
+	a.BusySeconds += h.BusySeconds
+	a.IdleHeldSeconds += h.IdleHeldSeconds
+	a.EnergyJoules += h.EnergyJoules
+	a.UtilMax = maxKnown(a.UtilMax, h.UtilMax)
+	a.MemMax = max(a.MemMax, h.MemMax)
+	a.MemTotal = max(a.MemTotal, h.MemTotal)
+	a.TempMax = maxKnown(a.TempMax, h.TempMax)
+	if cell >= 0 && cell < len(a.spark)/2 {
+		a.spark[2*cell] += h.UtilSeconds
+		a.spark[2*cell+1] += h.Seconds
+	}
 }
 
 func (r *Report) buildGPUs(gpus []GPUHour, o Options) {
@@ -283,15 +385,20 @@ func (r *Report) buildGPUs(gpus []GPUHour, o Options) {
 	cells := (hours + perCell - 1) / perCell
 
 	var accs []*gpuAcc
-	index := map[int]int{} // GPU index → place in accs
-	var util, busy, seconds, idle, joules float64
+	index := map[slot]int{} // → place in accs
+	hostAccs := map[string]*gpuAcc{}
+	var total gpuAcc
 	for i := range gpus {
 		h := &gpus[i]
-		k, ok := index[h.GPU]
+		k, ok := index[slot{h.Host, h.GPU}]
 		if !ok {
 			k = len(accs)
-			index[h.GPU] = k
-			accs = append(accs, &gpuAcc{GPUHour: GPUHour{GPU: h.GPU}, spark: make([]float64, 2*cells)})
+			index[slot{h.Host, h.GPU}] = k
+			accs = append(accs, &gpuAcc{GPUHour: GPUHour{GPU: h.GPU, Host: h.Host}, spark: make([]float64, 2*cells)})
+			if hostAccs[h.Host] == nil {
+				hostAccs[h.Host] = &gpuAcc{GPUHour: GPUHour{Host: h.Host}, spark: make([]float64, 2*cells)}
+			}
+			hostAccs[h.Host].gpus++
 		}
 		a := accs[k]
 		if h.UUID != "" {
@@ -300,38 +407,39 @@ func (r *Report) buildGPUs(gpus []GPUHour, o Options) {
 		if h.Name != "" {
 			a.Name = h.Name
 		}
-		a.Samples += h.Samples
-		a.Seconds += h.Seconds
-		a.UtilSeconds += h.UtilSeconds
-		a.BusySeconds += h.BusySeconds
-		a.IdleHeldSeconds += h.IdleHeldSeconds
-		a.EnergyJoules += h.EnergyJoules
-		a.UtilMax = maxKnown(a.UtilMax, h.UtilMax)
-		a.MemMax = max(a.MemMax, h.MemMax)
-		a.MemTotal = max(a.MemTotal, h.MemTotal)
-		a.TempMax = maxKnown(a.TempMax, h.TempMax)
-		if c := int(math.Floor(h.Hour.Sub(start).Hours())) / perCell; c >= 0 && c < cells {
-			a.spark[2*c] += h.UtilSeconds
-			a.spark[2*c+1] += h.Seconds
+		cell := -1
+		if c := int(math.Floor(h.Hour.Sub(start).Hours())); c >= 0 {
+			cell = c / perCell
 		}
-		util, busy, seconds, idle, joules = util+h.UtilSeconds, busy+h.BusySeconds, seconds+h.Seconds, idle+h.IdleHeldSeconds, joules+h.EnergyJoules
+		a.add(h, cell)
+		hostAccs[h.Host].add(h, cell)
+		total.add(h, -1)
 	}
-	slices.SortFunc(accs, func(a, b *gpuAcc) int { return cmp.Compare(a.GPU, b.GPU) })
+	slices.SortFunc(accs, func(a, b *gpuAcc) int { return cmp.Or(cmp.Compare(a.Host, b.Host), cmp.Compare(a.GPU, b.GPU)) })
 	r.GPUs = make([]GPUReport, len(accs))
 	for i, a := range accs {
 		g := &r.GPUs[i]
-		*g = GPUReport{GPU: a.GPU, UUID: a.UUID, Name: a.Name, CoveredHours: a.Seconds / 3600,
+		*g = GPUReport{Host: a.Host, GPU: a.GPU, UUID: a.UUID, Name: a.Name, CoveredHours: a.Seconds / 3600,
 			AvgUtil: 100 * ratio(a.UtilSeconds, a.Seconds), PeakUtil: a.UtilMax, PeakMem: a.MemMax, MemTotal: a.MemTotal,
 			BusyHours: a.BusySeconds / 3600, IdleHeldHours: a.IdleHeldSeconds / 3600, PeakTemp: a.TempMax,
 			EnergyKWh: a.EnergyJoules / 3.6e6, Sparkline: sparkline(a.spark)}
 		g.Cost = o.PricePerKWh * g.EnergyKWh
 	}
-	r.CoveredHours = seconds / 3600
-	r.AvgUtil = 100 * ratio(util, seconds)
-	r.BusyShare = ratio(busy, seconds)
-	r.IdleShare = ratio(idle, seconds)
-	r.IdleHeldHours = idle / 3600
-	r.EnergyKWh = joules / 3.6e6
+	r.Hosts = make([]HostReport, 0, len(hostAccs))
+	for _, host := range slices.Sorted(maps.Keys(hostAccs)) {
+		a := hostAccs[host]
+		h := HostReport{Host: host, GPUs: a.gpus, CoveredHours: a.Seconds / 3600, AvgUtil: 100 * ratio(a.UtilSeconds, a.Seconds),
+			BusyHours: a.BusySeconds / 3600, IdleHeldHours: a.IdleHeldSeconds / 3600, EnergyKWh: a.EnergyJoules / 3.6e6,
+			Sparkline: sparkline(a.spark)}
+		h.Cost = o.PricePerKWh * h.EnergyKWh
+		r.Hosts = append(r.Hosts, h)
+	}
+	r.CoveredHours = total.Seconds / 3600
+	r.AvgUtil = 100 * ratio(total.UtilSeconds, total.Seconds)
+	r.BusyShare = ratio(total.BusySeconds, total.Seconds)
+	r.IdleShare = ratio(total.IdleHeldSeconds, total.Seconds)
+	r.IdleHeldHours = total.IdleHeldSeconds / 3600
+	r.EnergyKWh = total.EnergyJoules / 3.6e6
 	r.Cost = o.PricePerKWh * r.EnergyKWh
 }
 
@@ -369,7 +477,8 @@ func sparkline(cells []float64) string {
 // userAcc sums one user's hours.
 type userAcc struct {
 	UserReport
-	idle map[int]*IdleHolder // by GPU
+	slots []slot               // the GPUs used
+	idle  map[slot]*IdleHolder // by GPU
 }
 
 func (r *Report) buildUsers(users []UserHour, top int) {
@@ -390,17 +499,18 @@ func (r *Report) buildUsers(users []UserHour, top int) {
 		a := accs[k]
 		a.GPUHours += h.GPUSeconds / 3600
 		a.GiBHours += h.ByteSeconds / (1 << 30) / 3600
-		if !slices.Contains(a.GPUs, h.GPU) {
-			a.GPUs = append(a.GPUs, h.GPU)
+		at := slot{h.Host, h.GPU}
+		if !slices.Contains(a.slots, at) {
+			a.slots = append(a.slots, at)
 		}
 		if h.IdleHeldSeconds > 0 {
 			if a.idle == nil {
-				a.idle = map[int]*IdleHolder{}
+				a.idle = map[slot]*IdleHolder{}
 			}
-			ih := a.idle[h.GPU]
+			ih := a.idle[at]
 			if ih == nil {
-				ih = &IdleHolder{User: name, GPU: h.GPU, UUID: h.UUID}
-				a.idle[h.GPU] = ih
+				ih = &IdleHolder{User: name, Host: h.Host, GPU: h.GPU, UUID: h.UUID}
+				a.idle[at] = ih
 			}
 			ih.Seconds += h.IdleHeldSeconds
 			ih.MaxBytes = max(ih.MaxBytes, h.IdleHeldMax)
@@ -408,7 +518,7 @@ func (r *Report) buildUsers(users []UserHour, top int) {
 	}
 	var holders []IdleHolder
 	for _, a := range accs {
-		slices.Sort(a.GPUs)
+		a.placeGPUs()
 		for _, ih := range a.idle {
 			if ih.Seconds >= MinIdleHeld.Seconds() {
 				holders = append(holders, *ih)
@@ -424,13 +534,29 @@ func (r *Report) buildUsers(users []UserHour, top int) {
 	}
 	r.OtherUsers = len(accs) - len(r.Users)
 	slices.SortFunc(holders, func(a, b IdleHolder) int {
-		return cmp.Or(cmp.Compare(b.Seconds, a.Seconds), cmp.Compare(a.User, b.User), cmp.Compare(a.GPU, b.GPU))
+		return cmp.Or(cmp.Compare(b.Seconds, a.Seconds), cmp.Compare(a.User, b.User), cmp.Compare(a.Host, b.Host), cmp.Compare(a.GPU, b.GPU))
 	})
 	r.IdleHolders = holders[:min(MaxIdleHolders, len(holders))]
 	r.OtherIdle = len(holders) - len(r.IdleHolders)
 	if r.IdleHolders == nil {
 		r.IdleHolders = []IdleHolder{}
 	}
+}
+
+// placeGPUs fills the user's GPUs (indexes) and Hosts from the GPUs used.
+func (a *userAcc) placeGPUs() {
+	slices.SortFunc(a.slots, func(x, y slot) int { return cmp.Or(cmp.Compare(x.host, y.host), cmp.Compare(x.gpu, y.gpu)) })
+	for _, s := range a.slots {
+		if !slices.Contains(a.GPUs, s.gpu) {
+			a.GPUs = append(a.GPUs, s.gpu)
+		}
+		if n := len(a.Hosts); n == 0 || a.Hosts[n-1].Host != s.host {
+			a.Hosts = append(a.Hosts, UserHost{Host: s.host})
+		}
+		h := &a.Hosts[len(a.Hosts)-1]
+		h.GPUs = append(h.GPUs, s.gpu)
+	}
+	slices.Sort(a.GPUs)
 }
 
 func (r *Report) buildAlerts(alerts []AlertHour, o Options) {
@@ -473,11 +599,14 @@ func (r *Report) buildAlerts(alerts []AlertHour, o Options) {
 }
 
 // Title names the report: "GPU usage on node1, Mon 30 Nov 09:00 – Tue 1 Dec
-// 09:00", in the report's zone.
+// 09:00", in the report's zone; a fleet's says "on 12 hosts".
 func (r *Report) Title() string {
 	const layout = "Mon 2 Jan 15:04"
 	on := ""
-	if r.Host != "" {
+	switch {
+	case r.Fleet():
+		on = " on " + plural.Count(len(r.Hosts), "host")
+	case r.Host != "":
 		on = " on " + r.Host
 	}
 	return fmt.Sprintf("GPU usage%s, %s – %s", on, r.From.In(r.loc()).Format(layout), r.To.In(r.loc()).Format(layout))

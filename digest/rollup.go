@@ -28,6 +28,14 @@ const (
 	RollupUnknownUser = "unknown"
 )
 
+// Bridged reports whether gap, the time between two samples of a GPU,
+// counts as covered: at most MaxBridgedGap, and at most GapIntervals times
+// previous, the GPU's interval before (0 when unknown). Time integrals
+// (usage, energy) add nothing over a gap that is not bridged.
+func Bridged(gap, previous time.Duration) bool {
+	return gap > 0 && gap <= MaxBridgedGap && (previous <= 0 || gap <= GapIntervals*previous)
+}
+
 // Kinds of records in a checkpoint key.
 const (
 	recordGPU   = "gpu"
@@ -39,7 +47,9 @@ const (
 const noHour = math.MinInt64
 
 // Rollups keeps hourly usage rollups per GPU, per user and GPU, and per
-// alert rule, updated from every snapshot. It is safe for concurrent use.
+// alert rule, updated from every snapshot. A GPU is its host's GPU: the
+// snapshots of many hosts (a hub's fleet) keep apart GPUs whose indexes,
+// or even UUIDs, repeat across hosts. It is safe for concurrent use.
 //
 // A sample covers the time since the previous sample of the same GPU (its
 // dt), and that time counts in the hour of the sample. Time integrals use the
@@ -53,9 +63,9 @@ const noHour = math.MinInt64
 // them, so a restart loses at most the samples not yet checkpointed.
 type Rollups struct {
 	mu    sync.Mutex
-	hours map[int64]*hourBucket // by the hour's start, Unix seconds
-	gpus  map[string]*gpuState  // by gpuKey
-	order []*gpuState           // the GPUs of the last snapshot, by position
+	hours map[int64]*hourBucket  // by the hour's start, Unix seconds
+	gpus  map[string]*gpuState   // by gpuKey
+	order map[string][]*gpuState // by host: the GPUs of its last snapshot, by position
 }
 
 // hourBucket holds one clock hour's records.
@@ -87,6 +97,7 @@ type alertRecord struct {
 // gpuState is what Update remembers of a GPU between samples.
 type gpuState struct {
 	key   string
+	host  string
 	uuid  string
 	index int
 
@@ -121,6 +132,7 @@ func NewRollups() *Rollups {
 	return &Rollups{
 		hours: make(map[int64]*hourBucket),
 		gpus:  make(map[string]*gpuState),
+		order: make(map[string][]*gpuState),
 	}
 }
 
@@ -134,32 +146,37 @@ func (r *Rollups) Update(s *gpu.Snapshot) {
 	ns := s.Time.UnixNano()
 	hour := hourStart(s.Time.Unix())
 	r.mu.Lock()
+	order := r.order[s.Host]
 	for i := range s.Devices {
 		d := &s.Devices[i]
-		r.updateGPU(r.state(i, d), d, s.Host, ns, hour)
+		var st *gpuState
+		st, order = r.state(order, i, s.Host, d)
+		r.updateGPU(st, d, s.Host, ns, hour)
 	}
+	r.order[s.Host] = order
 	r.mu.Unlock()
 }
 
-// state finds the GPU's state, first at its position in the last snapshot.
-func (r *Rollups) state(i int, d *gpu.Device) *gpuState {
-	if i < len(r.order) {
-		if st := r.order[i]; st != nil && st.uuid == d.UUID && st.index == d.Index {
-			return st
+// state finds the GPU's state, first at its position in its host's last
+// snapshot (order), which it updates and returns.
+func (r *Rollups) state(order []*gpuState, i int, host string, d *gpu.Device) (*gpuState, []*gpuState) {
+	if i < len(order) {
+		if st := order[i]; st != nil && st.uuid == d.UUID && st.index == d.Index {
+			return st, order
 		}
 	}
-	key := gpuKey(d.UUID, d.Index)
+	key := gpuKey(host, d.UUID, d.Index)
 	st := r.gpus[key]
 	if st == nil {
-		st = &gpuState{key: key, uuid: d.UUID, lastPower: math.NaN(), hour: noHour}
+		st = &gpuState{key: key, host: host, uuid: d.UUID, lastPower: math.NaN(), hour: noHour}
 		r.gpus[key] = st
 	}
 	st.index = d.Index
-	for len(r.order) <= i {
-		r.order = append(r.order, nil)
+	for len(order) <= i {
+		order = append(order, nil)
 	}
-	r.order[i] = st
-	return st
+	order[i] = st
+	return st, order
 }
 
 func (r *Rollups) updateGPU(st *gpuState, d *gpu.Device, host string, ns, hour int64) {
@@ -169,7 +186,7 @@ func (r *Rollups) updateGPU(st *gpuState, d *gpu.Device, host string, ns, hour i
 		if gap <= 0 {
 			return
 		}
-		if gap <= int64(MaxBridgedGap) && (st.lastGapNS == 0 || gap <= GapIntervals*st.lastGapNS) {
+		if Bridged(time.Duration(gap), time.Duration(st.lastGapNS)) {
 			dt = float64(gap) / 1e9
 		}
 		st.lastGapNS = gap
@@ -310,7 +327,7 @@ func (r *Rollups) userRecord(st *gpuState, user string) *userRecord {
 	k := userKey{st.key, user}
 	rec := st.bucket.users[k]
 	if rec == nil {
-		rec = &userRecord{UserHour: UserHour{Hour: hourTime(st.hour), User: user, GPU: st.index, UUID: st.uuid}}
+		rec = &userRecord{UserHour: UserHour{Hour: hourTime(st.hour), User: user, GPU: st.index, UUID: st.uuid, Host: st.host}}
 		st.bucket.users[k] = rec
 	}
 	return rec
@@ -334,7 +351,8 @@ func (r *Rollups) RecordAlert(alert string, firedAt time.Time, duration time.Dur
 }
 
 // Window returns copies of the hours whose start lies in [from truncated to
-// the hour, to), sorted by hour, then GPU (and user), or alert name.
+// the hour, to), sorted by hour, then host and GPU (and user), or alert
+// name.
 func (r *Rollups) Window(from, to time.Time) (gpus []GPUHour, users []UserHour, alerts []AlertHour) {
 	lo := hourStart(from.Unix())
 	r.mu.Lock()
@@ -354,10 +372,11 @@ func (r *Rollups) Window(from, to time.Time) (gpus []GPUHour, users []UserHour, 
 	}
 	r.mu.Unlock()
 	slices.SortFunc(gpus, func(a, b GPUHour) int {
-		return cmp.Or(a.Hour.Compare(b.Hour), cmp.Compare(a.GPU, b.GPU), cmp.Compare(a.UUID, b.UUID))
+		return cmp.Or(a.Hour.Compare(b.Hour), cmp.Compare(a.Host, b.Host), cmp.Compare(a.GPU, b.GPU), cmp.Compare(a.UUID, b.UUID))
 	})
 	slices.SortFunc(users, func(a, b UserHour) int {
-		return cmp.Or(a.Hour.Compare(b.Hour), cmp.Compare(a.GPU, b.GPU), cmp.Compare(a.UUID, b.UUID), cmp.Compare(a.User, b.User))
+		return cmp.Or(a.Hour.Compare(b.Hour), cmp.Compare(a.Host, b.Host), cmp.Compare(a.GPU, b.GPU), cmp.Compare(a.UUID, b.UUID),
+			cmp.Compare(a.User, b.User))
 	})
 	slices.SortFunc(alerts, func(a, b AlertHour) int {
 		return cmp.Or(a.Hour.Compare(b.Hour), cmp.Compare(a.Alert, b.Alert))
@@ -369,13 +388,15 @@ func (r *Rollups) Window(from, to time.Time) (gpus []GPUHour, users []UserHour, 
 // checkpoint into the store. A key is the hour, the kind and the record's
 // identity:
 //
-//	2026-11-30T09/gpu/GPU-UUID
-//	2026-11-30T09/user/GPU-UUID/alice
+//	2026-11-30T09/gpu/HOST/GPU-UUID
+//	2026-11-30T09/user/HOST/GPU-UUID/alice
 //	2026-11-30T09/alert/rule-name
 //
 // (a GPU without a UUID is "#INDEX"); a value is the compact JSON of the
 // record's GPUHour, UserHour or AlertHour. The current hour's records come
-// back at every call while samples arrive.
+// back at every call while samples arrive. Records written before hosts
+// were part of the key (2026-11-30T09/gpu/GPU-UUID) still load, under
+// their own keys.
 func (r *Rollups) Dirty() map[string][]byte {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -458,8 +479,8 @@ func (r *Rollups) load(key string, value []byte) error {
 		if err := decodeRecord(value, &rec.GPUHour, hour); err != nil {
 			return err
 		}
-		want = gpuKey(rec.UUID, rec.GPU)
-		if id == want {
+		want = gpuKey(rec.Host, rec.UUID, rec.GPU)
+		if id == want || id == gpuKey("", rec.UUID, rec.GPU) {
 			b := r.bucket(hour)
 			if old := b.gpus[id]; old != nil {
 				old.GPUHour = rec.GPUHour // live states point at old
@@ -473,7 +494,7 @@ func (r *Rollups) load(key string, value []byte) error {
 		if err := decodeRecord(value, &rec.UserHour, hour); err != nil {
 			return err
 		}
-		k := userKey{gpuKey(rec.UUID, rec.GPU), rec.User}
+		k := userKey{gpuKey(rec.Host, rec.UUID, rec.GPU), rec.User}
 		want = k.gpu + "/" + k.user
 		if id == want {
 			b := r.bucket(hour)
@@ -568,12 +589,18 @@ func hourKey(start int64) string {
 	return hourTime(start).Format(hourKeyLayout) + "/"
 }
 
-// gpuKey identifies a GPU: its UUID, or "#INDEX" when it has none.
-func gpuKey(uuid string, index int) string {
-	if uuid != "" {
-		return uuid
+// gpuKey identifies a GPU: its host, then its UUID or "#INDEX" when it
+// has none ("node1/GPU-UUID", "node1/#0"). Without a host it is the key
+// records had before hosts were part of it ("GPU-UUID").
+func gpuKey(host, uuid string, index int) string {
+	id := uuid
+	if id == "" {
+		id = "#" + strconv.Itoa(index)
 	}
-	return "#" + strconv.Itoa(index)
+	if host == "" {
+		return id
+	}
+	return host + "/" + id
 }
 
 // hourStart is the start of the UTC hour of a Unix time, in Unix seconds.

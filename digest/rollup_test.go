@@ -6,6 +6,7 @@ import (
 	"io"
 	"math"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -448,7 +449,7 @@ func TestRollupsDirtyLoad(t *testing.T) {
 	if got, want := len(records), 3*5+1; got != want {
 		t.Errorf("got %d records, want %d", got, want)
 	}
-	for _, k := range []string{"2026-11-30T09/gpu/GPU-a", "2026-11-30T10/user/GPU-b/carol", "2026-11-30T10/alert/hot"} {
+	for _, k := range []string{"2026-11-30T09/gpu/h1/GPU-a", "2026-11-30T10/user/h1/GPU-b/carol", "2026-11-30T10/alert/hot"} {
 		if _, ok := records[k]; !ok {
 			t.Errorf("records lack key %q", k)
 		}
@@ -512,7 +513,8 @@ func TestRollupsLoadErrors(t *testing.T) {
 		{"2026-11-30T09/gpu/GPU-a", `{"hour":`, "does not decode"},
 		{"2026-11-30T09/gpu/GPU-a", `{"hour":"2026-11-30T09:00:00Z","extra":1}`, "unknown field"},
 		{"2026-11-30T09/gpu/GPU-a", good + `{}`, "data after the record"},
-		{"2026-11-30T09/gpu/GPU-b", good, `names "GPU-b" but the record is for "GPU-a"`},
+		{"2026-11-30T09/gpu/GPU-b", good, `names "GPU-b" but the record is for "h1/GPU-a"`},
+		{"2026-11-30T09/gpu/h2/GPU-a", good, `names "h2/GPU-a" but the record is for "h1/GPU-a"`},
 		{"2026-11-30T10/gpu/GPU-a", good, "is not the key's"},
 		{"2026-11-30/gpu/GPU-a", good, "is not like 2026-11-30T09"},
 		{"2026-11-30T09", good, "not HOUR/KIND/ID"},
@@ -592,4 +594,93 @@ func FuzzRollupsLoad(f *testing.F) {
 			t.Errorf("loaded one record, Window got %d+%d+%d", len(gpus), len(users), len(alerts))
 		}
 	})
+}
+
+// TestRollupsFleet: the snapshots of two hosts, one after the other as a
+// hub gets them, keep apart GPUs whose indexes and even UUIDs repeat, and
+// cost no allocation once known.
+func TestRollupsFleet(t *testing.T) {
+	r := NewRollups()
+	snaps := []*gpu.Snapshot{rollBenchSnapshot(8), rollBenchSnapshot(8), rollBenchSnapshot(2)}
+	snaps[1].Host = "h2"
+	snaps[2].Host = "h3"
+	for i := range snaps[2].Devices {
+		snaps[2].Devices[i].UUID = "" // GPUs known by index only
+	}
+	step := func() {
+		for _, s := range snaps {
+			r.Update(s)
+			s.Time = s.Time.Add(5 * time.Second)
+		}
+	}
+	for range 12 {
+		step()
+	}
+	if allocs := testing.AllocsPerRun(50, step); allocs != 0 {
+		t.Errorf("Update of three hosts in steady state: got %v allocations, want 0", allocs)
+	}
+	gpus, users, _ := r.Window(rollBase, rollBase.Add(time.Hour))
+	if len(gpus) != 18 || len(users) != 36 {
+		t.Fatalf("got %d GPU hours and %d user hours, want 18 and 36 (8+8+2 GPUs, two users each)", len(gpus), len(users))
+	}
+	for _, h := range gpus {
+		if h.Samples != 12+1+50 || h.Host == "" { // AllocsPerRun runs once more than asked
+			t.Errorf("%s GPU %d: got %d samples, want 63 (its host's alone)", h.Host, h.GPU, h.Samples)
+		}
+	}
+	for _, u := range users {
+		if u.Host == "" {
+			t.Errorf("user hour %+v: got no host, want its GPU's", u)
+		}
+	}
+	records := r.Dirty()
+	for _, k := range []string{"2026-11-30T09/gpu/h1/GPU-0-0000-0000-0000-000000000000", "2026-11-30T09/gpu/h2/GPU-0-0000-0000-0000-000000000000",
+		"2026-11-30T09/gpu/h3/#1", "2026-11-30T09/user/h3/#1/bob"} {
+		if _, ok := records[k]; !ok {
+			t.Errorf("records lack key %q", k)
+		}
+	}
+	if g, u, _ := rollLoaded(t, records).Window(rollBase, rollBase.Add(time.Hour)); !reflect.DeepEqual(g, gpus) || !reflect.DeepEqual(u, users) {
+		t.Errorf("after Load: the fleet's hours differ")
+	}
+}
+
+// TestRollupsLoadBeforeHosts: records written before hosts were part of
+// the key load under their keys; the hour they were in goes on under the
+// new keys, both count, and Prune deletes both.
+func TestRollupsLoadBeforeHosts(t *testing.T) {
+	old := map[string][]byte{
+		"2026-11-30T09/gpu/GPU-a": []byte(`{"hour":"2026-11-30T09:00:00Z","gpu":0,"uuid":"GPU-a","name":"A100","host":"h1","samples":360,` +
+			`"seconds":1800,"util_seconds":900,"util_max":50,"mem_max_bytes":0,"mem_total_bytes":0,"busy_seconds":1800,"idle_held_seconds":0,"temp_max_c":50,"energy_joules":0}`),
+		"2026-11-30T09/user/GPU-a/alice": []byte(`{"hour":"2026-11-30T09:00:00Z","user":"alice","gpu":0,"uuid":"GPU-a","gpu_seconds":1800,"byte_seconds":0,` +
+			`"idle_held_seconds":0,"idle_held_max_bytes":0}`),
+	}
+	r := rollLoaded(t, old)
+	rollFill(r, 1800, 3600) // the second half of the hour, after the upgrade
+	gpus, users, _ := r.Window(rollBase, rollBase.Add(time.Hour))
+	var seconds, alice float64
+	for _, h := range gpus {
+		if h.UUID == "GPU-a" {
+			seconds += h.Seconds
+		}
+	}
+	for _, u := range users {
+		if u.User == "alice" {
+			alice += u.GPUSeconds
+		}
+	}
+	// The report puts the old user hour on its GPU's host.
+	if rep := Build(gpus, users, nil, Options{}); rep.Fleet() || len(rep.Users) == 0 || rep.Users[0].User != "alice" ||
+		!reflect.DeepEqual(rep.Users[0].Hosts, []UserHost{{Host: "h1", GPUs: []int{0}}}) {
+		t.Errorf("report of the upgrade hour: got hosts %+v and users %+v, want alice on h1 GPU 0", rep.Hosts, rep.Users)
+	}
+	if seconds < 3595 || alice < 1800+0.75*1795 {
+		t.Errorf("GPU-a: got %v s and alice %v GPU-seconds, want the hour's both halves", seconds, alice)
+	}
+	keys := r.Prune(rollBase.Add(2 * time.Hour))
+	for k := range old {
+		if !slices.Contains(keys, k) {
+			t.Errorf("Prune: got keys %q, want the old key %s among them", keys, k)
+		}
+	}
 }

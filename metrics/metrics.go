@@ -1,18 +1,24 @@
 // Package metrics exposes gpuwatch to Prometheus: per-GPU gauges from the
-// latest snapshot, alert states, notification counters per receiver and
-// failure reason, outbox depths, the duration of each sample's evaluation,
-// build info, and the Go runtime and process collectors.
+// latest snapshot of each host, who uses each GPU (memory and utilization
+// by user, bounded; by process, when asked), the GPUs known and lost,
+// energy and XID counters, alert states, notification counters per
+// receiver and failure reason, outbox depths, the duration of each
+// sample's evaluation, build info, and the Go runtime and process
+// collectors. A hub over Prometheus reads the same series back (schema
+// "gpuwatch").
 //
 // Nothing here is registered globally. The daemon makes a Registry with
-// NewRegistry, passing a Source it implements; the Collector reads the
-// Source at scrape time, so a scrape always shows the latest state and
-// costs nothing between scrapes.
+// NewRegistry, passing a Source it implements and a Tracker it feeds; the
+// Collector reads them at scrape time, so a scrape always shows the latest
+// state and costs nothing between scrapes.
 package metrics
 
 import (
 	"math"
 	"runtime"
 	"strconv"
+	"strings"
+	"unicode/utf8"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -24,8 +30,9 @@ import (
 // Source is what the Collector reads at scrape time. Every method is safe
 // to call from any goroutine and returns quickly.
 type Source interface {
-	// Snapshot is the latest sample of the GPUs; nil before the first.
-	Snapshot() *gpu.Snapshot
+	// Snapshots are the latest sample of every host; none before the
+	// first.
+	Snapshots() []*gpu.Snapshot
 	// Alerts are the pending and firing alerts.
 	Alerts() []Alert
 	// OutboxDepth is how many notifications wait per receiver.
@@ -56,11 +63,25 @@ func NewSampleDuration() prometheus.Histogram {
 	})
 }
 
+// Options say what a Collector shows beyond its Source.
+type Options struct {
+	// Version is gpuwatch's version, for gpuwatch_build_info ("unknown"
+	// when empty).
+	Version string
+	// GPUs, when set, gives the series that follow a GPU across snapshots:
+	// gpuwatch_gpu_info, _lost, _energy_joules_total, _xid_errors_total.
+	GPUs *Tracker
+	// PerProcess, when set and true, adds the per-process series
+	// gpuwatch_gpu_process_memory_bytes (config metrics.per_process); a
+	// function, so that a reload switches it.
+	PerProcess func() bool
+}
+
 // NewRegistry returns a registry holding a Collector on src, sampleDuration
 // (nil for none), and the Go runtime and process collectors.
-func NewRegistry(src Source, version string, sampleDuration prometheus.Histogram) *prometheus.Registry {
+func NewRegistry(src Source, o Options, sampleDuration prometheus.Histogram) *prometheus.Registry {
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(NewCollector(src, version),
+	reg.MustRegister(NewCollector(src, o),
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if sampleDuration != nil {
@@ -73,20 +94,24 @@ var gpuLabels = []string{"gpu", "uuid", "name", "host"}
 
 // Collector turns a Source into gpuwatch's metrics at scrape time.
 type Collector struct {
-	src     Source
-	version string
+	src        Source
+	version    string
+	gpus       *Tracker
+	perProcess func() bool
 
 	memUsed, memTotal, utilGPU, utilMem, temp, power, powerLimit *prometheus.Desc
 	processes                                                    *prometheus.Desc
+	info, lost, energy, xids                                     *prometheus.Desc
+	userMem, userUtil, processMem                                *prometheus.Desc
 
 	alerts                         *prometheus.Desc
 	sent, failed, retried, dead    *prometheus.Desc
 	outboxDepth, buildInfo, sample *prometheus.Desc
 }
 
-// NewCollector returns a Collector reading src; version is gpuwatch's
-// version, for gpuwatch_build_info ("unknown" when empty).
-func NewCollector(src Source, version string) *Collector {
+// NewCollector returns a Collector reading src.
+func NewCollector(src Source, o Options) *Collector {
+	version := o.Version
 	if version == "" {
 		version = "unknown"
 	}
@@ -94,9 +119,11 @@ func NewCollector(src Source, version string) *Collector {
 		return prometheus.NewDesc(name, help, labels, nil)
 	}
 	return &Collector{
-		src:     src,
-		version: version,
-		memUsed: gauge("gpuwatch_gpu_memory_used_bytes", "GPU memory in use, in bytes.", gpuLabels...),
+		src:        src,
+		version:    version,
+		gpus:       o.GPUs,
+		perProcess: o.PerProcess,
+		memUsed:    gauge("gpuwatch_gpu_memory_used_bytes", "GPU memory in use, in bytes.", gpuLabels...),
 		memTotal: gauge("gpuwatch_gpu_memory_total_bytes",
 			"GPU memory in all, in bytes.", gpuLabels...),
 		utilGPU: gauge("gpuwatch_gpu_utilization_ratio",
@@ -107,6 +134,22 @@ func NewCollector(src Source, version string) *Collector {
 		power:      gauge("gpuwatch_gpu_power_watts", "GPU power draw, in watts.", gpuLabels...),
 		powerLimit: gauge("gpuwatch_gpu_power_limit_watts", "GPU power limit, in watts.", gpuLabels...),
 		processes:  gauge("gpuwatch_gpu_processes", "Compute processes on the GPU.", gpuLabels...),
+		info:       gauge("gpuwatch_gpu_info", "Always 1, for every GPU gpuwatch knows, reporting or lost.", gpuLabels...),
+		lost: gauge("gpuwatch_gpu_lost",
+			"1 while a GPU gpuwatch knew has stopped reporting (NVML lost it: fell off the bus, stopped answering), else 0.", gpuLabels...),
+		energy: gauge("gpuwatch_gpu_energy_joules_total",
+			"Energy the GPU used since gpuwatch started, in joules: its power integrated over the samples' times (gaps of more than a few intervals are not bridged).", gpuLabels...),
+		xids: gauge("gpuwatch_gpu_xid_errors_total",
+			"XID errors the driver reported for the GPU, by XID code.", append(gpuLabels[:4:4], "xid")...),
+		userMem: gauge("gpuwatch_gpu_user_memory_bytes",
+			"GPU memory held by a user's processes, in bytes; the "+strconv.Itoa(MaxUsersPerGPU)+" largest users of each GPU, the rest summed as user=\""+OtherUsers+"\".",
+			"gpu", "uuid", "host", "user"),
+		userUtil: gauge("gpuwatch_gpu_user_utilization_ratio",
+			"The GPU's utilization (0 to 1) shared among its users by their share of its process memory; users as in gpuwatch_gpu_user_memory_bytes.",
+			"gpu", "uuid", "host", "user"),
+		processMem: gauge("gpuwatch_gpu_process_memory_bytes",
+			"GPU memory held by one process, in bytes (config metrics.per_process; command clipped to "+strconv.Itoa(MaxCommandLabel)+" characters).",
+			"gpu", "uuid", "host", "pid", "user", "command", "container"),
 		alerts: gauge("gpuwatch_alerts",
 			"Pending and firing alerts, by rule, severity and state.", "alert", "severity", "state"),
 		sent: gauge("gpuwatch_notifications_sent_total",
@@ -130,7 +173,8 @@ func NewCollector(src Source, version string) *Collector {
 // Describe sends every metric's description.
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.memUsed, c.memTotal, c.utilGPU, c.utilMem, c.temp, c.power,
-		c.powerLimit, c.processes, c.alerts, c.sent, c.failed, c.retried, c.dead, c.outboxDepth, c.buildInfo, c.sample} {
+		c.powerLimit, c.processes, c.info, c.lost, c.energy, c.xids, c.userMem, c.userUtil, c.processMem,
+		c.alerts, c.sent, c.failed, c.retried, c.dead, c.outboxDepth, c.buildInfo, c.sample} {
 		ch <- d
 	}
 }
@@ -138,8 +182,14 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 // Collect reads the Source and sends every metric.
 func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(c.buildInfo, prometheus.GaugeValue, 1, c.version, runtime.Version())
-	if snap := c.src.Snapshot(); snap != nil {
-		c.collectGPUs(ch, snap)
+	perProcess := c.perProcess != nil && c.perProcess()
+	for _, snap := range c.src.Snapshots() {
+		if snap != nil {
+			c.collectGPUs(ch, snap, perProcess)
+		}
+	}
+	if c.gpus != nil {
+		c.gpus.collect(ch, c)
 	}
 	c.collectAlerts(ch, c.src.Alerts())
 	for receiver, n := range c.src.OutboxDepth() {
@@ -155,20 +205,18 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	}
 }
 
-func (c *Collector) collectGPUs(ch chan<- prometheus.Metric, snap *gpu.Snapshot) {
+func (c *Collector) collectGPUs(ch chan<- prometheus.Metric, snap *gpu.Snapshot, perProcess bool) {
 	if !snap.Time.IsZero() {
-		ch <- prometheus.MustNewConstMetric(c.sample, prometheus.GaugeValue,
-			float64(snap.Time.UnixNano())/1e9, snap.Host)
+		send(ch, c.sample, prometheus.GaugeValue, float64(snap.Time.UnixNano())/1e9, snap.Host)
 	}
 	for i := range snap.Devices {
 		d := &snap.Devices[i]
 		labels := []string{strconv.Itoa(d.Index), d.UUID, d.Name, snap.Host}
 		// Unknown readings (NaN) are left out rather than shown as a value.
 		gauge := func(desc *prometheus.Desc, v float64) {
-			if math.IsNaN(v) || math.IsInf(v, 0) {
-				return
+			if known(v) {
+				send(ch, desc, prometheus.GaugeValue, v, labels...)
 			}
-			ch <- prometheus.MustNewConstMetric(desc, prometheus.GaugeValue, v, labels...)
 		}
 		if d.MemKnown() {
 			gauge(c.memUsed, float64(d.MemUsed))
@@ -180,8 +228,32 @@ func (c *Collector) collectGPUs(ch chan<- prometheus.Metric, snap *gpu.Snapshot)
 		gauge(c.power, d.PowerW)
 		gauge(c.powerLimit, d.PowerLimitW)
 		gauge(c.processes, float64(len(d.Processes)))
+		c.collectUsers(ch, snap.Host, d)
+		if perProcess {
+			c.collectProcesses(ch, snap.Host, d)
+		}
 	}
 }
+
+// send sends one metric, its label values made valid UTF-8 (a command
+// line or a user name from /proc may not be), which Prometheus requires.
+func send(ch chan<- prometheus.Metric, desc *prometheus.Desc, typ prometheus.ValueType, v float64, labels ...string) {
+	for i, l := range labels {
+		if !utf8.ValidString(l) {
+			labels[i] = strings.ToValidUTF8(l, "\uFFFD")
+		}
+	}
+	m, err := prometheus.NewConstMetric(desc, typ, v, labels...)
+	if err != nil { // the label count is the Desc's own: cannot happen
+		m = prometheus.NewInvalidMetric(desc, err)
+	}
+	ch <- m
+}
+
+// known reports whether a reading is a number.
+func known(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
+
+func nan() float64 { return math.NaN() }
 
 // collectAlerts counts alerts by rule, severity and state: one series per
 // rule and state whatever the number of GPUs, so the cardinality stays that

@@ -24,7 +24,12 @@ type fakeSource struct {
 	stats  map[string]notifier.DeliveryStats
 }
 
-func (f *fakeSource) Snapshot() *gpu.Snapshot                          { return f.snap }
+func (f *fakeSource) Snapshots() []*gpu.Snapshot {
+	if f.snap == nil {
+		return nil
+	}
+	return []*gpu.Snapshot{f.snap}
+}
 func (f *fakeSource) Alerts() []metrics.Alert                          { return f.alerts }
 func (f *fakeSource) OutboxDepth() map[string]int                      { return f.depth }
 func (f *fakeSource) DeliveryStats() map[string]notifier.DeliveryStats { return f.stats }
@@ -55,7 +60,7 @@ func failed(pairs ...any) map[string]int64 {
 }
 
 func TestCollectorGPUs(t *testing.T) {
-	c := metrics.NewCollector(&fakeSource{snap: twoGPUs()}, "v1.2.3")
+	c := metrics.NewCollector(&fakeSource{snap: twoGPUs()}, metrics.Options{Version: "v1.2.3"})
 	const h0 = `gpu="0",host="node1",name="NVIDIA H100 80GB HBM3",uuid="GPU-0"`
 	const h1 = `gpu="1",host="node1",name="Tesla K80",uuid="GPU-1"`
 	want := fmt.Sprintf(`
@@ -99,7 +104,7 @@ gpuwatch_last_sample_timestamp_seconds{host="node1"} %[3]d
 }
 
 func TestCollectorBeforeFirstSample(t *testing.T) {
-	c := metrics.NewCollector(&fakeSource{}, "")
+	c := metrics.NewCollector(&fakeSource{}, metrics.Options{})
 	if n := testutil.CollectAndCount(c, "gpuwatch_gpu_temperature_celsius", "gpuwatch_last_sample_timestamp_seconds"); n != 0 {
 		t.Errorf("GPU series before the first sample: got %d, want 0", n)
 	}
@@ -127,7 +132,7 @@ func TestCollectorAlertsAndDeliveries(t *testing.T) {
 			"team": {Sent: 2, Failed: failed()},
 		},
 	}
-	c := metrics.NewCollector(src, "v1")
+	c := metrics.NewCollector(src, metrics.Options{Version: "v1"})
 	want := `
 # HELP gpuwatch_alerts Pending and firing alerts, by rule, severity and state.
 # TYPE gpuwatch_alerts gauge
@@ -190,7 +195,7 @@ gpuwatch_notifications_dead_total{receiver="team"} 0
 func TestCollectorLint(t *testing.T) {
 	src := &fakeSource{snap: twoGPUs(), alerts: []metrics.Alert{{Name: "GPUHot", Severity: "critical", State: "firing"}},
 		depth: map[string]int{"ops": 1}, stats: map[string]notifier.DeliveryStats{"ops": {Failed: failed()}}}
-	problems, err := testutil.CollectAndLint(metrics.NewCollector(src, "v1"))
+	problems, err := testutil.CollectAndLint(metrics.NewCollector(src, metrics.Options{Version: "v1"}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -202,7 +207,7 @@ func TestCollectorLint(t *testing.T) {
 func TestNewRegistry(t *testing.T) {
 	h := metrics.NewSampleDuration()
 	h.Observe(0.002)
-	reg := metrics.NewRegistry(&fakeSource{snap: twoGPUs()}, "v1", h)
+	reg := metrics.NewRegistry(&fakeSource{snap: twoGPUs()}, metrics.Options{Version: "v1"}, h)
 	for _, name := range []string{metrics.SampleDurationName, "gpuwatch_build_info", "go_goroutines", "gpuwatch_gpu_temperature_celsius"} {
 		n, err := testutil.GatherAndCount(reg, name)
 		if err != nil {
@@ -217,20 +222,24 @@ func TestNewRegistry(t *testing.T) {
 	}
 }
 
-// BenchmarkCollect16GPUs is one scrape's collection for a 16-GPU host
-// with a few alerts and receivers.
+// BenchmarkCollect16GPUs is one scrape's collection for a 16-GPU host,
+// two users on each GPU, with a few alerts and receivers.
 func BenchmarkCollect16GPUs(b *testing.B) {
 	snap := &gpu.Snapshot{Time: at, Host: "node1"}
 	for i := range 16 {
 		snap.Devices = append(snap.Devices, gpu.Device{Index: i, UUID: fmt.Sprintf("GPU-%02d", i), Name: "NVIDIA H100 80GB HBM3",
-			MemUsed: 20 << 30, MemTotal: 80 << 30, UtilGPU: 90, UtilMem: 40, TempC: 70, PowerW: 500, PowerLimitW: 700})
+			MemUsed: 20 << 30, MemTotal: 80 << 30, UtilGPU: 90, UtilMem: 40, TempC: 70, PowerW: 500, PowerLimitW: 700,
+			Processes: []gpu.Process{{PID: 100 + i, User: "alice", Command: "python train.py", MemUsed: 15 << 30},
+				{PID: 200 + i, User: "bob", Command: "python eval.py", MemUsed: 5 << 30}}})
 	}
+	tracker := metrics.NewTracker()
+	tracker.Observe(snap)
 	src := &fakeSource{snap: snap,
 		alerts: []metrics.Alert{{Name: "GPUHot", Severity: "critical", State: "firing"}, {Name: "GPUIdleButHeld", Severity: "warning", State: "pending"}},
 		depth:  map[string]int{"ops": 0, "team": 0},
 		stats:  map[string]notifier.DeliveryStats{"ops": {Failed: failed()}, "team": {Failed: failed()}}}
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(metrics.NewCollector(src, "v1"))
+	reg.MustRegister(metrics.NewCollector(src, metrics.Options{Version: "v1", GPUs: tracker}))
 	b.ReportAllocs()
 	for b.Loop() {
 		if _, err := reg.Gather(); err != nil {

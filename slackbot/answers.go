@@ -43,13 +43,15 @@ func (a *App) command(ctx context.Context, sc goslack.SlashCommand) *reply {
 func (a *App) answer(cmd Command, perr error, u user) *reply {
 	switch cmd.Kind {
 	case CmdStatus:
-		return a.status()
+		return a.status(cmd.Host)
 	case CmdTop:
-		return a.top()
+		return a.top(cmd.Host)
 	case CmdAlerts:
-		return a.alerts()
+		return a.alerts(cmd.Host)
+	case CmdFree:
+		return a.free(cmd.Host)
 	case CmdHistory:
-		return a.history(cmd.GPU, cmd.Window)
+		return a.history(cmd.Host, cmd.GPU, cmd.Window)
 	case CmdSilence:
 		return a.silence(cmd, u)
 	case CmdSilences:
@@ -67,15 +69,37 @@ func noSample() *reply {
 	return private("⏳ gpuwatch has not read the GPUs yet; try again in a few seconds.")
 }
 
-// status shows every GPU: memory, utilization, temperature, power, the top
-// process and the GPU's active alerts.
-func (a *App) status() *reply {
-	snap := a.backend.Snapshot()
-	if snap == nil {
-		return noSample()
+// hosts returns the snapshots a command about host covers, or the answer
+// to give instead: before the first sample, or for an unknown host.
+func (a *App) hosts(host string) (fleet, *reply) {
+	f := a.fleet()
+	if len(f) == 0 {
+		return nil, noSample()
 	}
+	picked, err := f.pick(host)
+	if err != nil {
+		return nil, errorReply(err.Error() + ".")
+	}
+	return picked, nil
+}
+
+// status shows one host's GPUs or, for a fleet, one line per host.
+func (a *App) status(host string) *reply {
+	f, r := a.hosts(host)
+	if r != nil {
+		return r
+	}
+	if f.several() {
+		return a.fleetStatus(f)
+	}
+	return a.hostStatus(f[0])
+}
+
+// hostStatus shows every GPU of a host: memory, utilization, temperature,
+// power, the top process and the GPU's active alerts.
+func (a *App) hostStatus(snap *gpu.Snapshot) *reply {
 	now := a.backend.Now()
-	alerts := a.backend.Alerts()
+	alerts := alertsOn(a.backend.Alerts(), snap.Host)
 	title := fmt.Sprintf("🖥 %s · %s", snap.Host, plural.Count(len(snap.Devices), "GPU"))
 	blocks := []goslack.Block{
 		header(title),
@@ -88,7 +112,7 @@ func (a *App) status() *reply {
 			blocks = append(blocks, note(fmt.Sprintf("…and %d more GPUs", len(snap.Devices)-i)))
 			break
 		}
-		blocks = append(blocks, section(deviceText(&snap.Devices[i], alerts, now)))
+		blocks = append(blocks, section(deviceText(snap.Host, &snap.Devices[i], alerts, now)))
 	}
 	if len(snap.Devices) == 0 {
 		blocks = append(blocks, section("This host reports no GPUs."))
@@ -96,8 +120,104 @@ func (a *App) status() *reply {
 	return message(title, blocks...)
 }
 
+// Limits of /gpu status for a fleet: a line per host, and lines per
+// section well under Slack's 3,000 characters (a line is at most about
+// 170).
+const (
+	maxStatusHosts   = 200
+	statusHostsBlock = 15
+)
+
+// staleAfter is how far behind the fleet's newest sample a host's may be
+// before its line says how old it is.
+const staleAfter = time.Minute
+
+// fleetStatus shows one line per host: its GPUs busy, idle-held and free,
+// and its alerts.
+func (a *App) fleetStatus(f fleet) *reply {
+	now := a.backend.Now()
+	alerts := a.backend.Alerts()
+	newest := f[0].Time
+	var total uses
+	for _, s := range f {
+		total.add(s)
+		if s.Time.After(newest) {
+			newest = s.Time
+		}
+	}
+	title := fmt.Sprintf("🖥 %s · %s", plural.Count(len(f), "host"), plural.Count(f.gpuCount(), "GPU"))
+	blocks := []goslack.Block{
+		header(title),
+		note(fmt.Sprintf("Sampled %s (%s ago) · %s%s · `/gpu status &lt;host&gt;` shows one, `/gpu free` lists the free GPUs",
+			localTime(newest), since(now, newest), total, countAlerts(alerts))),
+	}
+	lines := make([]string, 0, min(len(f), maxStatusHosts))
+	for _, s := range f[:min(len(f), maxStatusHosts)] {
+		lines = append(lines, hostLine(s, alertsOn(alerts, s.Host), newest, now))
+	}
+	lines = append(lines, elsewhere(f, alerts)...)
+	for chunk := range slices.Chunk(lines, statusHostsBlock) {
+		blocks = append(blocks, section(strings.Join(chunk, "\n")))
+	}
+	if len(f) > maxStatusHosts {
+		blocks = append(blocks, note(fmt.Sprintf("…and %d more hosts: `/gpu status &lt;host&gt;` shows any of them", len(f)-maxStatusHosts)))
+	}
+	return message(title, blocks...)
+}
+
+// hostLine is one host's line in /gpu status for a fleet: "*node1* · 8
+// GPUs: 5 busy, 1 idle-held, 2 free · 🔥 2 firing".
+func hostLine(s *gpu.Snapshot, alerts []ActiveAlert, newest, now time.Time) string {
+	line := "*" + hostName(s.Host) + "* · "
+	if len(s.Devices) == 0 {
+		line += "⚠️ no GPU reports"
+	} else {
+		var u uses
+		u.add(s)
+		line += plural.Count(len(s.Devices), "GPU") + ": " + u.String()
+	}
+	line += countAlerts(alerts).String()
+	if newest.Sub(s.Time) > staleAfter {
+		line += " · last sample " + since(now, s.Time) + " ago"
+	}
+	return line
+}
+
+// elsewhere are the lines of the hosts that have alerts and no snapshot
+// (the hub's own, whose source is down): "*hub* · 🔥 1 firing:
+// GPUWatchSourceDown".
+func elsewhere(f fleet, alerts []ActiveAlert) []string {
+	byHost := map[string][]ActiveAlert{}
+	var hosts []string
+	for _, al := range alerts {
+		if al.Host == "" || slices.ContainsFunc(f, func(s *gpu.Snapshot) bool { return s.Host == al.Host }) {
+			continue
+		}
+		if byHost[al.Host] == nil {
+			hosts = append(hosts, al.Host)
+		}
+		byHost[al.Host] = append(byHost[al.Host], al)
+	}
+	slices.Sort(hosts)
+	lines := make([]string, 0, min(len(hosts), maxNamedHosts))
+	for _, h := range hosts[:min(len(hosts), maxNamedHosts)] {
+		names := make([]string, 0, len(byHost[h]))
+		for _, al := range byHost[h] {
+			if !slices.Contains(names, al.Name) {
+				names = append(names, al.Name)
+			}
+		}
+		lines = append(lines, fmt.Sprintf("*%s* · no GPU of its own%s: %s", hostName(h), countAlerts(byHost[h]),
+			blockkit.EscapeClip(strings.Join(names, ", "), 200)))
+	}
+	if n := len(hosts) - len(lines); n > 0 {
+		lines = append(lines, fmt.Sprintf("…and %d more hosts with alerts and no GPU: `/gpu alerts` lists them", n))
+	}
+	return lines
+}
+
 // deviceText is one GPU's lines in /gpu status.
-func deviceText(d *gpu.Device, alerts []ActiveAlert, now time.Time) string {
+func deviceText(host string, d *gpu.Device, alerts []ActiveAlert, now time.Time) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "*GPU %d* · %s\n", d.Index, blockkit.EscapeClip(d.Name, 80))
 	if d.MemKnown() {
@@ -121,8 +241,7 @@ func deviceText(d *gpu.Device, alerts []ActiveAlert, now time.Time) string {
 		b.WriteString("no processes\n")
 	}
 	for i := range alerts {
-		al := &alerts[i]
-		if al.GPU == d.Index && (al.UUID == "" || d.UUID == "" || al.UUID == d.UUID) {
+		if al := &alerts[i]; onDevice(al, host, d) {
 			fmt.Fprintf(&b, "%s *%s* %s %s\n", stateEmoji(al.State), blockkit.EscapeClip(al.Name, 80), al.State, since(now, al.Since))
 		}
 	}
@@ -146,41 +265,62 @@ func stateEmoji(state string) string {
 	return "⏳"
 }
 
+// where names a GPU in mrkdwn: "GPU 3", or "node1 GPU 3" in a fleet.
+// An alert about no one GPU (GPU -1: the source is down) is "node1", or
+// "gpuwatch" on one host.
+func where(several bool, host string, index int) string {
+	switch {
+	case index < 0 && several:
+		return hostName(host)
+	case index < 0:
+		return "gpuwatch"
+	case several:
+		return hostName(host) + " GPU " + strconv.Itoa(index)
+	}
+	return "GPU " + strconv.Itoa(index)
+}
+
 // gpuProcess is a process and the GPU it runs on.
 type gpuProcess struct {
-	gpu int
+	host string
+	gpu  int
 	gpu.Process
 }
 
 // maxTopProcesses is how many processes /gpu top lists.
 const maxTopProcesses = 40
 
-// top lists the processes on every GPU by GPU memory, largest first.
-func (a *App) top() *reply {
-	snap := a.backend.Snapshot()
-	if snap == nil {
-		return noSample()
+// top lists the processes on every GPU (of one host, or of the fleet) by
+// GPU memory, largest first.
+func (a *App) top(host string) *reply {
+	f, r := a.hosts(host)
+	if r != nil {
+		return r
 	}
 	var ps []gpuProcess
-	for _, d := range snap.Devices {
-		for _, p := range d.Processes {
-			ps = append(ps, gpuProcess{d.Index, p})
+	for _, s := range f {
+		for _, d := range s.Devices {
+			for _, p := range d.Processes {
+				ps = append(ps, gpuProcess{s.Host, d.Index, p})
+			}
 		}
 	}
 	slices.SortStableFunc(ps, func(x, y gpuProcess) int {
-		if c := cmp.Compare(y.MemUsed, x.MemUsed); c != 0 {
-			return c
-		}
-		return cmp.Compare(x.gpu, y.gpu)
+		return cmp.Or(cmp.Compare(y.MemUsed, x.MemUsed), cmp.Compare(x.host, y.host), cmp.Compare(x.gpu, y.gpu))
 	})
-	title := fmt.Sprintf("👤 Processes on %s by GPU memory", snap.Host)
+	on := f[0].Host
+	if f.several() {
+		on = plural.Count(len(f), "host")
+	}
+	title := fmt.Sprintf("👤 Processes on %s by GPU memory", on)
 	blocks := []goslack.Block{header(title)}
 	if len(ps) == 0 {
 		return message(title, append(blocks, section("No compute processes on any GPU."))...)
 	}
 	var lines []string
 	for _, p := range ps[:min(len(ps), maxTopProcesses)] {
-		line := fmt.Sprintf("`GPU %d` *%s* %s · `%s` · pid %d", p.gpu, gib(p.MemUsed), blockkit.EscapeClip(p.User, 40), blockkit.EscapeClip(p.Command, 80), p.PID)
+		line := fmt.Sprintf("`%s` *%s* %s · `%s` · pid %d", where(f.several(), p.host, p.gpu), gib(p.MemUsed),
+			blockkit.EscapeClip(p.User, 40), blockkit.EscapeClip(p.Command, 80), p.PID)
 		if p.Container != "" {
 			line += " · " + blockkit.EscapeClip(p.Container, 60)
 		}
@@ -196,19 +336,29 @@ func (a *App) top() *reply {
 	return message(title, blocks...)
 }
 
-// alerts lists the firing and pending alerts.
-func (a *App) alerts() *reply {
+// alerts lists the firing and pending alerts, of one host or of all.
+func (a *App) alerts(host string) *reply {
 	now := a.backend.Now()
 	alerts := a.backend.Alerts()
-	firing := 0
-	for i := range alerts {
-		if alerts[i].State == "firing" {
-			firing++
+	f := a.fleet()
+	on := ""
+	if host != "" {
+		picked, err := f.pick(host)
+		if err != nil {
+			return errorReply(err.Error() + ".")
 		}
+		alerts = alertsOn(alerts, picked[0].Host)
+		on = " on " + picked[0].Host
 	}
-	title := fmt.Sprintf("🚨 %d firing, %d pending", firing, len(alerts)-firing)
+	// A fleet's alerts say their host; so do alerts from a host that has
+	// no snapshot (one whose series are gone).
+	several := f.several() || slices.ContainsFunc(alerts, func(al ActiveAlert) bool {
+		return al.Host != "" && (len(f) == 0 || al.Host != f[0].Host)
+	})
+	c := countAlerts(alerts)
+	title := fmt.Sprintf("🚨 %d firing, %d pending%s", c.firing, c.pending, on)
 	if len(alerts) == 0 {
-		title = "✅ No alerts are firing or pending"
+		title = "✅ No alerts are firing or pending" + on
 		return message(title, section(title))
 	}
 	blocks := []goslack.Block{header(title)}
@@ -218,15 +368,15 @@ func (a *App) alerts() *reply {
 			blocks = append(blocks, note(fmt.Sprintf("…and %d more alerts", len(alerts)-i)))
 			break
 		}
-		blocks = append(blocks, section(alertText(&alerts[i], now)))
+		blocks = append(blocks, section(alertText(&alerts[i], several, now)))
 	}
 	return message(title, blocks...)
 }
 
 // alertText is one alert's lines in /gpu alerts.
-func alertText(al *ActiveAlert, now time.Time) string {
+func alertText(al *ActiveAlert, several bool, now time.Time) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s *%s* · GPU %d", stateEmoji(al.State), blockkit.EscapeClip(al.Name, 80), al.GPU)
+	fmt.Fprintf(&b, "%s *%s* · %s", stateEmoji(al.State), blockkit.EscapeClip(al.Name, 80), where(several, al.Host, al.GPU))
 	if al.Severity != "" {
 		b.WriteString(" · " + blockkit.EscapeClip(al.Severity, 20))
 	}
@@ -246,21 +396,42 @@ func alertText(al *ActiveAlert, now time.Time) string {
 // historyWidth is the most bars a sparkline has.
 const historyWidth = 60
 
-// history draws sparklines of a GPU's memory and utilization.
-func (a *App) history(index int, window time.Duration) *reply {
-	h, ok := a.backend.History(index, window)
+// history draws sparklines of a GPU's memory and utilization. In a fleet
+// the command names the host; with one host it need not.
+func (a *App) history(host string, index int, window time.Duration) *reply {
+	f := a.fleet()
+	named := host != ""
+	switch {
+	case named:
+		picked, err := f.pick(host)
+		if err != nil {
+			return errorReply(err.Error() + ".")
+		}
+		host = picked[0].Host
+	case f.several():
+		return errorReply(fmt.Sprintf("Say which host's GPU %d: write `/gpu history &lt;host&gt; %d`; %s.", index, index, f.names()))
+	case len(f) == 1:
+		host = f[0].Host
+	}
+	h, ok := a.backend.History(host, index, window)
 	if !ok {
 		known := "no GPUs are known yet"
-		if snap := a.backend.Snapshot(); snap != nil && len(snap.Devices) > 0 {
-			idx := make([]string, len(snap.Devices))
-			for i, d := range snap.Devices {
+		if picked, _ := f.pick(host); len(picked) == 1 && len(picked[0].Devices) > 0 {
+			idx := make([]string, len(picked[0].Devices))
+			for i, d := range picked[0].Devices {
 				idx[i] = strconv.Itoa(d.Index)
 			}
 			known = "this host has GPUs " + strings.Join(idx, ", ")
+			if named {
+				known = hostName(host) + " has GPUs " + strings.Join(idx, ", ")
+			}
 		}
 		return errorReply(fmt.Sprintf("GPU %d is unknown: %s.", index, known))
 	}
 	title := fmt.Sprintf("📈 GPU %d · last %s", index, span(window))
+	if named || f.several() {
+		title = fmt.Sprintf("📈 %s GPU %d · last %s", host, index, span(window)) // a header: plain text, not escaped
+	}
 	mem, util := downsample(h.MemoryUsed, historyWidth), downsample(h.Utilization, historyWidth)
 	text := fmt.Sprintf("*Memory* `%s` %s\n*Utilization* `%s` %s",
 		spark(mem), seriesSummary(h.MemoryUsed), spark(util), seriesSummary(h.Utilization))
@@ -285,12 +456,13 @@ func seriesSummary(vs []float64) string {
 }
 
 // helpText lists the commands.
-const helpText = "*gpuwatch* answers `/gpu` with the GPUs of this host:\n" +
-	"• `/gpu` or `/gpu status`: every GPU's memory, utilization, temperature, power, top process and alerts\n" +
-	"• `/gpu top`: processes by GPU memory, with user, command and container\n" +
-	"• `/gpu alerts`: firing and pending alerts, since when, who acknowledged them\n" +
-	"• `/gpu history &lt;gpu&gt; [window]`: sparklines of memory and utilization (window 1h by default, up to 24h)\n" +
-	"• `/gpu silence &lt;alert|gpu N|all&gt; &lt;duration&gt; [reason]`: mute alerts, e.g. `/gpu silence GPUHot 2h fan repair`\n" +
+const helpText = "*gpuwatch* answers `/gpu` with the GPUs of this host, or of every host of a fleet:\n" +
+	"• `/gpu` or `/gpu status`: every GPU's memory, utilization, temperature, power, top process and alerts; in a fleet, one line per host (GPUs busy, idle-held, free, alerts), and `/gpu status &lt;host&gt;` shows one host's GPUs\n" +
+	"• `/gpu free [host]`: the GPUs no one holds now (no process, under 1 GiB in use), with model and free memory\n" +
+	"• `/gpu top [host]`: processes by GPU memory, with user, command and container\n" +
+	"• `/gpu alerts [host]`: firing and pending alerts, since when, who acknowledged them\n" +
+	"• `/gpu history [host] &lt;gpu&gt; [window]`: sparklines of memory and utilization (window 1h by default, up to 24h; the host is needed in a fleet)\n" +
+	"• `/gpu silence &lt;alert|gpu N|all&gt; &lt;duration&gt; [reason]`: mute alerts, e.g. `/gpu silence GPUHot 2h fan repair`; `on &lt;host&gt;` after what to silence mutes one host's, e.g. `/gpu silence gpu 2 on node3 1h`\n" +
 	"• `/gpu silences`: the silences; `/gpu unsilence &lt;id&gt;` ends one\n" +
 	"• `/gpu digest [window]`: the usage digest: per GPU and per user, idle holders, alerts, energy (window 24h by default, up to 35d)\n" +
 	"Add `public` to any command to answer in the channel instead of only to you."

@@ -11,18 +11,21 @@ import (
 	"github.com/gpuwatch/gpuwatch/notifier"
 )
 
-// Backend is what the Slack app needs from the running gpuwatch. Every
-// method is safe to call from any goroutine and returns quickly (no I/O
-// beyond the local store).
+// Backend is what the Slack app needs from the running gpuwatch: one host
+// or, on a hub, a fleet. Every method is safe to call from any goroutine
+// and returns quickly (no I/O beyond the local store).
 type Backend interface {
-	// Snapshot is the latest sample of the GPUs; nil before the first.
-	Snapshot() *gpu.Snapshot
-	// Alerts are the pending and firing alerts, firing first, then by GPU.
+	// Snapshots are the latest sample of every host, sorted by host; empty
+	// before the first. A host whose GPUs all stopped reporting has a
+	// snapshot without devices.
+	Snapshots() []*gpu.Snapshot
+	// Alerts are the pending and firing alerts, firing first, then by
+	// host and GPU.
 	Alerts() []ActiveAlert
-	// History is GPU index's memory and utilization over the window
-	// (capped at what is kept, 24h), one point a minute, oldest first;
-	// false when the GPU is unknown.
-	History(gpu int, window time.Duration) (History, bool)
+	// History is the memory and utilization of host's GPU index over the
+	// window (capped at what is kept, 24h), one point a minute, oldest
+	// first; false when the GPU is unknown.
+	History(host string, gpu int, window time.Duration) (History, bool)
 	// Silences lists the silences: active, pending, expired.
 	Silences() []notifier.Silence
 	// AddSilence adds a silence (the ID is assigned).
@@ -42,6 +45,7 @@ type Backend interface {
 // ActiveAlert is a pending or firing alert, as /gpu alerts shows it.
 type ActiveAlert struct {
 	Key          string // notifier.AlertKey: host/rule/uuid
+	Host         string // the host of the alert's GPU
 	Name         string
 	Severity     string
 	State        string // "pending" or "firing"

@@ -14,6 +14,9 @@ type Command struct {
 	Kind   CommandKind
 	Public bool // "public" was given: answer in the channel, not only to the user
 
+	// Host is the host the command is about (status, top, alerts, free,
+	// history); "" means every host, or the only one.
+	Host   string
 	GPU    int           // history: the GPU index
 	Window time.Duration // history and digest: how far back
 
@@ -38,6 +41,7 @@ const (
 	CmdSilences
 	CmdUnsilence
 	CmdDigest
+	CmdFree
 )
 
 // String returns the subcommand as typed.
@@ -59,28 +63,38 @@ func (k CommandKind) String() string {
 		return "unsilence"
 	case CmdDigest:
 		return "digest"
+	case CmdFree:
+		return "free"
 	}
 	return "help"
 }
 
 // SilenceTarget is what /gpu silence mutes: one alert by name, one GPU, or
-// everything.
+// everything; on one host, or on every host.
 type SilenceTarget struct {
 	All   bool
 	GPU   int    // when Alert == "" and !All
 	Alert string // an alert (rule) name
+	Host  string // "on HOST": only that host's alerts; "" for every host
 }
 
 // String returns the target as the user would type it.
 func (t SilenceTarget) String() string {
+	what := "gpu " + strconv.Itoa(t.GPU)
 	switch {
 	case t.All:
-		return "all"
+		what = "all"
 	case t.Alert != "":
-		return t.Alert
+		what = t.Alert
 	}
-	return "gpu " + strconv.Itoa(t.GPU)
+	if t.Host != "" {
+		what += " on " + t.Host
+	}
+	return what
 }
+
+// IsGPU reports whether the target is one GPU (by index).
+func (t SilenceTarget) IsGPU() bool { return !t.All && t.Alert == "" }
 
 // Limits of the commands' arguments.
 const (
@@ -121,11 +135,17 @@ func ParseCommand(text string) (Command, error) {
 	var err error
 	switch verb {
 	case "status":
-		c.Kind, err = CmdStatus, noArgs(verb, args)
+		c.Kind = CmdStatus
+		c.Host, err = optionalHost(verb, args)
 	case "top":
-		c.Kind, err = CmdTop, noArgs(verb, args)
+		c.Kind = CmdTop
+		c.Host, err = optionalHost(verb, args)
 	case "alerts":
-		c.Kind, err = CmdAlerts, noArgs(verb, args)
+		c.Kind = CmdAlerts
+		c.Host, err = optionalHost(verb, args)
+	case "free":
+		c.Kind = CmdFree
+		c.Host, err = optionalHost(verb, args)
 	case "silences":
 		c.Kind, err = CmdSilences, noArgs(verb, args)
 	case "help":
@@ -158,23 +178,81 @@ func noArgs(verb string, args []string) error {
 	return nil
 }
 
-func parseHistory(c *Command, args []string) error {
-	const usage = "write /gpu history <gpu> [window], e.g. /gpu history 0 6h"
-	if len(args) == 0 || len(args) > 2 {
-		return fmt.Errorf("/gpu history needs a GPU and at most a window: %s", usage)
+// optionalHost reads the host that status, top, alerts and free may be
+// given; "" when none is.
+func optionalHost(verb string, args []string) (string, error) {
+	switch len(args) {
+	case 0:
+		return "", nil
+	case 1:
+		return args[0], checkHost(args[0], "write /gpu "+verb+" [host], e.g. /gpu "+verb+" node1")
 	}
-	gpu, err := parseGPU(args[0])
+	return "", fmt.Errorf("/gpu %s takes at most a host, got %q: write /gpu %s [host], e.g. /gpu %s node1",
+		verb, clipWord(strings.Join(args, " ")), verb, verb)
+}
+
+// maxHostName is the longest host name a command takes (DNS's limit).
+const maxHostName = 253
+
+// checkHost says what is wrong with a host name a command names: letters,
+// digits and . - _ : [ ] (a host name, or a Prometheus instance such as
+// 10.0.0.7:9400 or [::1]:9400).
+func checkHost(s, usage string) error {
+	ok := s != "" && len(s) <= maxHostName
+	for _, r := range s {
+		if !ok {
+			break
+		}
+		ok = r == '.' || r == '-' || r == '_' || r == ':' || r == '[' || r == ']' ||
+			('a' <= r && r <= 'z') || ('A' <= r && r <= 'Z') || ('0' <= r && r <= '9')
+	}
+	if !ok {
+		return fmt.Errorf("%q is not a host name (letters, digits, '.', '-', '_' and ':'): %s", clipWord(s), usage)
+	}
+	return nil
+}
+
+// parseHistory reads [host] <gpu> [window]. A GPU index and a duration
+// never look alike ("3" or "gpu3" against "6h"), so two words are a GPU
+// and a window when the first is a GPU index and the second is not, else
+// a host and a GPU.
+func parseHistory(c *Command, args []string) error {
+	const usage = "write /gpu history [host] <gpu> [window], e.g. /gpu history 0 6h or /gpu history node1 0 6h"
+	var host, gpuWord, window string
+	switch len(args) {
+	case 1:
+		gpuWord = args[0]
+	case 2:
+		if isGPU(args[0]) && !isGPU(args[1]) {
+			gpuWord, window = args[0], args[1]
+		} else {
+			host, gpuWord = args[0], args[1]
+		}
+	case 3:
+		host, gpuWord, window = args[0], args[1], args[2]
+		if isGPU(host) && !isGPU(gpuWord) { // a GPU, a window and more
+			return fmt.Errorf("/gpu history takes at most a window after the GPU: %s", usage)
+		}
+	default:
+		return fmt.Errorf("/gpu history needs a GPU (after its host, when there are several) and at most a window: %s", usage)
+	}
+	if host != "" {
+		if err := checkHost(host, usage); err != nil {
+			return err
+		}
+	}
+	gpu, err := parseGPU(gpuWord)
 	if err != nil {
 		return fmt.Errorf("%w: %s", err, usage)
 	}
-	c.GPU, c.Window = gpu, DefaultHistoryWindow
-	if len(args) == 2 {
-		w, err := ParseDuration(args[1])
+	c.Host, c.GPU, c.Window = host, gpu, DefaultHistoryWindow
+	if window != "" {
+		w, err := ParseDuration(window)
 		if err != nil {
 			return fmt.Errorf("history window: %w", err)
 		}
 		if w < time.Minute || w > MaxHistoryWindow {
-			return fmt.Errorf("history window %s is out of range: use 1m to 24h", args[1])
+			return fmt.Errorf("history window %s is out of range: use 1m to 24h", window)
 		}
 		c.Window = w
 	}
@@ -201,7 +279,7 @@ func parseDigest(c *Command, args []string) error {
 }
 
 func parseSilence(c *Command, args []string) error {
-	const usage = "write /gpu silence <alert|gpu N|all> <duration> [reason], e.g. /gpu silence GPUHot 2h fan repair"
+	const usage = "write /gpu silence <alert|gpu N|all> [on <host>] <duration> [reason], e.g. /gpu silence GPUHot 2h fan repair"
 	if len(args) == 0 {
 		return fmt.Errorf("/gpu silence needs what to silence and for how long: %s", usage)
 	}
@@ -235,6 +313,16 @@ func parseSilence(c *Command, args []string) error {
 		}
 		c.Target.Alert = args[0]
 		args = args[1:]
+	}
+	if len(args) > 0 && strings.EqualFold(args[0], "on") {
+		if len(args) < 2 {
+			return fmt.Errorf("on needs a host: %s", usage)
+		}
+		if err := checkHost(args[1], usage); err != nil {
+			return err
+		}
+		c.Target.Host = args[1]
+		args = args[2:]
 	}
 	if len(args) == 0 {
 		return fmt.Errorf("/gpu silence needs a duration after %s: %s", c.Target, usage)
@@ -276,6 +364,12 @@ func parseGPU(s string) (int, error) {
 	}
 	n, _ := strconv.Atoi(digits) // at most 4 digits: cannot fail
 	return n, nil
+}
+
+// isGPU reports whether s reads as a GPU index.
+func isGPU(s string) bool {
+	_, err := parseGPU(s)
+	return err == nil
 }
 
 func isDigits(s string) bool {

@@ -35,6 +35,22 @@ func TestParseCommand(t *testing.T) {
 		{"DIGEST 7d public", Command{Kind: CmdDigest, Window: 7 * 24 * time.Hour, Public: true}},
 		{"digest 1h", Command{Kind: CmdDigest, Window: time.Hour}},
 		{"digest 35d", Command{Kind: CmdDigest, Window: 35 * 24 * time.Hour}},
+		{"status node1", Command{Kind: CmdStatus, Host: "node1"}},
+		{"status 10.0.0.7:9400 public", Command{Kind: CmdStatus, Host: "10.0.0.7:9400", Public: true}},
+		{"top gpu-b.example.org", Command{Kind: CmdTop, Host: "gpu-b.example.org"}},
+		{"alerts node_3", Command{Kind: CmdAlerts, Host: "node_3"}},
+		{"free", Command{Kind: CmdFree}},
+		{"FREE [::1]:9400", Command{Kind: CmdFree, Host: "[::1]:9400"}},
+		{"history node1 0", Command{Kind: CmdHistory, Host: "node1", GPU: 0, Window: time.Hour}},
+		{"history node1 gpu3 6h", Command{Kind: CmdHistory, Host: "node1", GPU: 3, Window: 6 * time.Hour}},
+		// A host named like a GPU ("gpu1", a common server name) is a host
+		// when a GPU follows it, else the GPU.
+		{"history gpu1 2", Command{Kind: CmdHistory, Host: "gpu1", GPU: 2, Window: time.Hour}},
+		{"history gpu1 2h", Command{Kind: CmdHistory, GPU: 1, Window: 2 * time.Hour}},
+		{"silence gpu 2 on node3 1h reboot", Command{Kind: CmdSilence, Target: SilenceTarget{GPU: 2, Host: "node3"}, Duration: time.Hour, Reason: "reboot"}},
+		{"silence GPUHot ON node3 2h", Command{Kind: CmdSilence, Target: SilenceTarget{Alert: "GPUHot", Host: "node3"}, Duration: 2 * time.Hour}},
+		{"silence all on node3 1d", Command{Kind: CmdSilence, Target: SilenceTarget{All: true, Host: "node3"}, Duration: 24 * time.Hour}},
+		{"silence on 1h", Command{Kind: CmdSilence, Target: SilenceTarget{Alert: "on"}, Duration: time.Hour}},
 	}
 	for _, c := range cases {
 		got, err := ParseCommand(c.text)
@@ -51,7 +67,18 @@ func TestParseCommand(t *testing.T) {
 func TestParseCommandErrors(t *testing.T) {
 	cases := []struct{ text, want string }{
 		{"dance", `"dance" is not a /gpu command`},
-		{"status now", "takes nothing after it"},
+		{"status node1 now", "takes at most a host"},
+		{"status node/1", `"node/1" is not a host name`},
+		{"free a b", "/gpu free takes at most a host"},
+		{"top <!channel>", "is not a host name"},
+		{"silences now", "takes nothing after it"},
+		{"history node1 x", `"x" is not a GPU index`},
+		{"history node1 0 soon", `"soon" is not a duration`},
+		{"history node1 0 6h extra", "at most a window"},
+		{"history no/de 0", "is not a host name"},
+		{"silence gpu 2 on", "on needs a host"},
+		{"silence gpu 2 on node1", "needs a duration after gpu 2 on node1"},
+		{"silence all on a/b 1h", "is not a host name"},
 		{"history", "needs a GPU"},
 		{"history x", `"x" is not a GPU index`},
 		{"history 0 48h", "out of range"},

@@ -1,6 +1,7 @@
 package slackbot
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"log/slog"
@@ -9,6 +10,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -29,17 +31,20 @@ const testSecret = "8f742231b10e8888abcd99yyyzzz85a5"
 // testNow is the fake clock of every test.
 var testNow = time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
 
-// fakeBackend is a Backend with n GPUs on host node1; it records every
-// change and counts every call.
+// fakeBackend is a Backend with n GPUs on host node1 (and the hosts of
+// others, a fleet); it records every change and counts every call.
 type fakeBackend struct {
-	mu       sync.Mutex
-	snap     *gpu.Snapshot
-	alerts   []ActiveAlert
-	silences []notifier.Silence
-	added    []notifier.Silence
-	expired  []string
-	acks     [][2]string
-	calls    int
+	mu     sync.Mutex
+	snap   *gpu.Snapshot
+	others []*gpu.Snapshot
+	// histories are the hosts History was asked for.
+	histories []string
+	alerts    []ActiveAlert
+	silences  []notifier.Silence
+	added     []notifier.Silence
+	expired   []string
+	acks      [][2]string
+	calls     int
 	// windows are the windows Digest was asked for; digest, when set,
 	// answers instead of the default digest.
 	windows []time.Duration
@@ -76,9 +81,9 @@ func newFakeBackend(n int) *fakeBackend {
 	return &fakeBackend{
 		snap: snap,
 		alerts: []ActiveAlert{
-			{Key: "node1/GPUMemoryLeak/GPU-0000", Name: "GPUMemoryLeak", Severity: "critical", State: "firing", GPU: 0, UUID: "GPU-0000",
+			{Key: "node1/GPUMemoryLeak/GPU-0000", Host: "node1", Name: "GPUMemoryLeak", Severity: "critical", State: "firing", GPU: 0, UUID: "GPU-0000",
 				Since: testNow.Add(-12 * time.Minute), ValueText: "1.5 GiB/min", Summary: "GPU 0 memory keeps growing", Acknowledged: "dave (U0DAVE)"},
-			{Key: "node1/GPUHot/GPU-0002", Name: "GPUHot", Severity: "warning", State: "pending", GPU: 2, UUID: "GPU-0002",
+			{Key: "node1/GPUHot/GPU-0002", Host: "node1", Name: "GPUHot", Severity: "warning", State: "pending", GPU: 2, UUID: "GPU-0002",
 				Since: testNow.Add(-30 * time.Second), ValueText: "88 C", Summary: "GPU 2 is hot"},
 		},
 		silences: []notifier.Silence{
@@ -102,19 +107,34 @@ func (f *fakeBackend) touch() {
 	f.mu.Unlock()
 }
 
-func (f *fakeBackend) Snapshot() *gpu.Snapshot {
+func (f *fakeBackend) Snapshots() []*gpu.Snapshot {
 	f.touch()
 	if f.block != nil {
 		<-f.block
 	}
-	return f.snap
+	var out []*gpu.Snapshot
+	if f.snap != nil {
+		out = append(out, f.snap)
+	}
+	out = append(out, f.others...)
+	slices.SortFunc(out, func(a, b *gpu.Snapshot) int { return cmp.Compare(a.Host, b.Host) })
+	return out
 }
 
 func (f *fakeBackend) Alerts() []ActiveAlert { f.touch(); return f.alerts }
 
-func (f *fakeBackend) History(index int, window time.Duration) (History, bool) {
+func (f *fakeBackend) History(host string, index int, window time.Duration) (History, bool) {
 	f.touch()
-	if index < 0 || index >= len(f.snap.Devices) {
+	f.mu.Lock()
+	f.histories = append(f.histories, host)
+	f.mu.Unlock()
+	var snap *gpu.Snapshot
+	for _, s := range f.Snapshots() {
+		if s.Host == host {
+			snap = s
+		}
+	}
+	if snap == nil || index < 0 || index >= len(snap.Devices) {
 		return History{}, false
 	}
 	n := int(window / time.Minute)

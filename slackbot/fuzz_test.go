@@ -14,11 +14,19 @@ func FuzzParseCommand(f *testing.F) {
 		"", "status", "top public", "alerts", "history 0 6h", "history gpu3 1d", "silence GPUHot 2h fan",
 		"silence gpu 2 30m", "silence all 1w", "silences", "unsilence abc", "help", "dance", "silence 2h",
 		"history 0 48h", "\xff", "silence GPUHot 9999w9999d2562047h", "digest", "digest 7d public", "digest 36d",
+		"status node1", "free", "free gpu-b.example.org public", "top [::1]:9400", "alerts node3", "history node1 0 6h",
+		"history gpu1 2", "history gpu1 2h", "silence gpu 2 on node3 1h reboot", "silence all ON node3 1d", "silence on on x 1h",
 	} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, text string) {
 		c, err := ParseCommand(text)
+		if c.Host != "" && checkHost(c.Host, "") != nil || c.Target.Host != "" && checkHost(c.Target.Host, "") != nil {
+			t.Fatalf("ParseCommand(%q): got hosts %q and %q, want host names", text, c.Host, c.Target.Host)
+		}
+		if c.Host != "" && c.Kind != CmdStatus && c.Kind != CmdTop && c.Kind != CmdAlerts && c.Kind != CmdFree && c.Kind != CmdHistory {
+			t.Fatalf("ParseCommand(%q): got host %q on %s, which takes none", text, c.Host, c.Kind)
+		}
 		if err != nil {
 			if c.Kind != CmdHelp {
 				t.Fatalf("ParseCommand(%q): got kind %s with error %v, want help", text, c.Kind, err)

@@ -15,7 +15,7 @@ import (
 )
 
 // targetMatchers are the matchers of /gpu silence's target: alert="X",
-// gpu="N", or alert=~".+" for everything.
+// gpu="N", or alert=~".+" for everything; and host="H" for one host.
 func targetMatchers(t SilenceTarget) (notifier.Matchers, error) {
 	var m *notifier.Matcher
 	var err error
@@ -30,7 +30,36 @@ func targetMatchers(t SilenceTarget) (notifier.Matchers, error) {
 	if err != nil {
 		return nil, err
 	}
-	return notifier.Matchers{m}, nil
+	ms := notifier.Matchers{m}
+	if t.Host != "" {
+		h, err := notifier.NewMatcher(notifier.MatchEqual, "host", t.Host)
+		if err != nil {
+			return nil, err
+		}
+		ms = append(ms, h)
+	}
+	return ms, nil
+}
+
+// fleetTarget checks a silence's target against the hosts there are: in a
+// fleet, a GPU index is on every host, so the command must say which; a
+// host is named as the fleet spells it. The note says when the host does
+// not report now (the silence still mutes it when it does).
+func (a *App) fleetTarget(t SilenceTarget, d time.Duration) (SilenceTarget, string, *reply) {
+	f := a.fleet()
+	if t.Host == "" {
+		if t.IsGPU() && f.several() {
+			return t, "", errorReply(fmt.Sprintf("There is a GPU %d on each of the %d hosts: say which host's, e.g. `/gpu silence gpu %d on %s %s`.",
+				t.GPU, len(f), t.GPU, hostName(f[0].Host), span(d)))
+		}
+		return t, "", nil
+	}
+	picked, err := f.pick(t.Host)
+	if err != nil {
+		return t, fmt.Sprintf("No host called %s reports now; the silence mutes it if it does.", hostName(t.Host)), nil
+	}
+	t.Host = picked[0].Host
+	return t, "", nil
 }
 
 // addSilence records a silence from now for d, made by u.
@@ -46,6 +75,11 @@ func (a *App) silence(cmd Command, u user) *reply {
 	if !a.mayChange(u) {
 		return a.refusal("silence alerts")
 	}
+	target, hostNote, r := a.fleetTarget(cmd.Target, cmd.Duration)
+	if r != nil {
+		return r
+	}
+	cmd.Target = target
 	ms, err := targetMatchers(cmd.Target)
 	if err != nil {
 		return errorReply("could not build the silence: " + blockkit.EscapeClip(err.Error(), 300))
@@ -66,6 +100,9 @@ func (a *App) silence(cmd Command, u user) *reply {
 	blocks := []goslack.Block{section(text)}
 	if name := cmd.Target.Alert; name != "" && !a.alertActive(name) {
 		blocks = append(blocks, note(fmt.Sprintf("No alert called %s is pending or firing now; the silence mutes it if it fires. Alert names are case-sensitive.", blockkit.EscapeClip(name, 130))))
+	}
+	if hostNote != "" {
+		blocks = append(blocks, note(hostNote))
 	}
 	return message(text, blocks...)
 }
