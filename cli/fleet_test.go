@@ -3,16 +3,19 @@ package cli_test
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/gpuwatch/gpuwatch/internal/fleettest"
 	"github.com/gpuwatch/gpuwatch/notifier/notifiertest"
+	"github.com/gpuwatch/gpuwatch/slackbot"
 )
 
 // fleetAgent is the config of a gpuwatch agent on the sim source: host,
@@ -26,12 +29,14 @@ source: {type: sim, interval: 10s, sim: {scenario: %s, seed: 1, speed: 240}}
 `, host, filepath.Join(dir, host+".db"), addr, scenario)
 }
 
-// fleetHub is the config of a hub on promURL, evaluating every second,
-// with short rules for a test and a generic webhook at hookURL.
-func fleetHub(dir, promURL, hookURL, addr string) string {
-	return fmt.Sprintf(`host: hub
+// fleetHub is the config of a hub named name on promURL, evaluating every
+// second, with short rules for a test, a generic webhook at hookURL, the
+// Alertmanager at amURL, and the Slack app's signing secret.
+func fleetHub(dir, name, promURL, hookURL, amURL, addr string) string {
+	return fmt.Sprintf(`host: %s
 storage: {path: %s}
 server: {listen: %q}
+slack: {signing_secret: %s}
 source:
   type: prometheus
   interval: 1s
@@ -39,7 +44,14 @@ source:
 receivers:
   - name: hook
     webhook: {url: %s, format: generic}
-route: {receiver: hook, group_wait: 0s}
+  - name: am
+    alertmanager: {urls: [%s], resend_interval: 1s}
+route:
+  receiver: hook
+  group_wait: 0s
+  routes:
+    - {matchers: ['alert=~".+"'], receiver: hook, continue: true}
+    - {matchers: ['alert=~".+"'], receiver: am}
 rules:
   - alert: GPUHot
     when: temperature > 85
@@ -52,16 +64,66 @@ rules:
   - alert: GPULost
     when: missing_for > 3s
     severity: critical
-`, filepath.Join(dir, "hub.db"), addr, promURL, hookURL)
+`, name, filepath.Join(dir, name+".db"), addr, fleetSecret, promURL, hookURL, amURL)
 }
 
-// TestFleetOnRealPrometheus runs three gpuwatch agents on simulated GPUs
-// as hosts a (a fan fails: GPU 0 runs hot), b (a batch fills GPU 0's
-// memory) and c (healthy training), the real Prometheus scraping their
-// /metrics every second, and a hub on the prometheus source: the hub's
+// fleetSecret is the hubs' Slack signing secret.
+const fleetSecret = "fleet-test-signing-secret"
+
+// slashCommand posts /gpu text, signed, to the hub's Slack app and returns
+// the text of its answer.
+func slashCommand(t *testing.T, hubAddr, text string) string {
+	t.Helper()
+	body := url.Values{"team_id": {"T1"}, "channel_id": {"C0GPU"}, "channel_name": {"gpu"}, "user_id": {"U1"},
+		"user_name": {"alice"}, "command": {"/gpu"}, "text": {text}, "trigger_id": {"1.2." + text}}.Encode()
+	req, err := http.NewRequest(http.MethodPost, "http://"+hubAddr+"/slack/commands", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("X-Slack-Request-Timestamp", strconv.FormatInt(now.Unix(), 10))
+	req.Header.Set("X-Slack-Signature", slackbot.Sign(fleetSecret, now, []byte(body)))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	answer, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("/gpu %s: HTTP %d %s", text, resp.StatusCode, answer)
+	}
+	return string(answer)
+}
+
+// activeInAlertmanager lists the alerts Alertmanager holds as active, as
+// "alertname host/gpu", each as often as Alertmanager holds it.
+func activeInAlertmanager(am *fleettest.Server) ([]string, error) {
+	alerts, err := am.Alerts()
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, a := range alerts {
+		if a.Status.State == "active" {
+			out = append(out, a.Labels["alertname"]+" "+a.Labels["host"]+"/"+a.Labels["gpu"])
+		}
+	}
+	slices.Sort(out)
+	return out, nil
+}
+
+// TestFleetOnRealPrometheus runs a fleet on the real engines: three
+// gpuwatch agents on simulated GPUs as hosts a (a fan fails: GPU 0 runs
+// hot), b (a batch fills GPU 0's memory) and c (healthy training), the real
+// Prometheus scraping their /metrics every second, two hubs on the
+// prometheus source, and the real Alertmanager both push to. The hub's
 // webhook gets GPUHot for a's GPU 0 and GPUMemoryNearFull for b's GPU 0,
-// nothing of c; when c's agent stops, GPULost for both of c's GPUs; when
-// Prometheus stops, GPUWatchSourceDown on the hub, about no GPU.
+// nothing of c; Alertmanager shows each once, although two hubs push it;
+// /gpu status and /gpu free on the hub cover the three hosts; when c's
+// agent stops, GPULost for both of c's GPUs, in Alertmanager too, and
+// resolved there when it is back; when Prometheus stops,
+// GPUWatchSourceDown on the hub, about no GPU.
 func TestFleetOnRealPrometheus(t *testing.T) {
 	if testing.Short() {
 		t.Skip("the fleet test runs the real Prometheus for about a minute")
@@ -91,11 +153,19 @@ scrape_configs:
 		got := promQuery(t, prom.URL, `count by (host) (gpuwatch_gpu_temperature_celsius)`)
 		return len(got) == 3, fmt.Sprint(got)
 	})
+	am := fleettest.Alertmanager(t, "route: {receiver: none}\nreceivers: [{name: none}]\n")
 	hook := notifiertest.NewServer(t, func(int, *notifiertest.Request) notifiertest.Response { return notifiertest.Response{Status: 200} })
-	hubPath := filepath.Join(dir, "hub.yaml")
-	writeFile(t, hubPath, fleetHub(dir, prom.URL, hook.URL, freeAddr(t)))
+	hubPath, hubAddr := filepath.Join(dir, "hub.yaml"), freeAddr(t)
+	writeFile(t, hubPath, fleetHub(dir, "hub", prom.URL, hook.URL, am.URL, hubAddr))
 	hub := runInProcess(t, hubPath)
 	defer hub.stop()
+	// A second hub, as a fleet runs two for availability: the same alerts
+	// reach Alertmanager twice, and it shows each once.
+	hook2 := notifiertest.NewServer(t, func(int, *notifiertest.Request) notifiertest.Response { return notifiertest.Response{Status: 200} })
+	hub2Path := filepath.Join(dir, "hub2.yaml")
+	writeFile(t, hub2Path, fleetHub(dir, "hub2", prom.URL, hook2.URL, am.URL, freeAddr(t)))
+	hub2 := runInProcess(t, hub2Path)
+	defer hub2.stop()
 
 	fleettest.Eventually(t, 60*time.Second, "GPUHot on a's GPU 0 and GPUMemoryNearFull on b's", func() (bool, string) {
 		got := hook.AlertLines(t)
@@ -105,6 +175,26 @@ scrape_configs:
 		if !strings.HasSuffix(a, " a/0") && !strings.HasSuffix(a, " b/0") {
 			t.Errorf("the hub sent %q: want alerts on a's and b's GPU 0 only", a)
 		}
+	}
+	fleettest.Eventually(t, 30*time.Second, "Alertmanager to show each alert once, from two hubs", func() (bool, string) {
+		got, err := activeInAlertmanager(am)
+		if err != nil {
+			return false, err.Error()
+		}
+		return slices.Equal(got, []string{"GPUHot a/0", "GPUMemoryNearFull b/0"}), strings.Join(got, "\n")
+	})
+	fleettest.Eventually(t, 30*time.Second, "the second hub to send the same alerts", func() (bool, string) {
+		got := hook2.AlertLines(t)
+		return slices.Contains(got, "firing GPUHot a/0") && slices.Contains(got, "firing GPUMemoryNearFull b/0"), strings.Join(got, "\n")
+	})
+
+	// The Slack app of the hub answers for the fleet.
+	if status := slashCommand(t, hubAddr, "status"); !strings.Contains(status, "3 hosts") ||
+		!strings.Contains(status, "*a*") || !strings.Contains(status, "*b*") || !strings.Contains(status, "*c*") {
+		t.Errorf("/gpu status on the hub: got %s\nwant a line for each of hosts a, b and c", status)
+	}
+	if free := slashCommand(t, hubAddr, "free"); !strings.Contains(free, "all 6 GPUs are held") {
+		t.Errorf("/gpu free on the hub: got %s\nwant it to count the six GPUs of the three hosts", free)
 	}
 	// gpuwatch status asks the hub: every host, and the alerts with theirs.
 	status := gpuwatch(t, "status", "--config", hubPath)
@@ -120,6 +210,27 @@ scrape_configs:
 	fleettest.Eventually(t, 30*time.Second, "GPULost on c's two GPUs", func() (bool, string) {
 		got := hook.AlertLines(t)
 		return slices.Contains(got, "firing GPULost c/0") && slices.Contains(got, "firing GPULost c/1"), strings.Join(got, "\n")
+	})
+	fleettest.Eventually(t, 30*time.Second, "Alertmanager to show c's lost GPUs", func() (bool, string) {
+		got, err := activeInAlertmanager(am)
+		if err != nil {
+			return false, err.Error()
+		}
+		return slices.Contains(got, "GPULost c/0") && slices.Contains(got, "GPULost c/1"), strings.Join(got, "\n")
+	})
+	// c comes back: its GPUs report again, the hub resolves GPULost, and
+	// Alertmanager no longer holds it.
+	agents["c"] = runInProcess(t, filepath.Join(dir, "c.yaml"))
+	fleettest.Eventually(t, 45*time.Second, "GPULost on c resolved", func() (bool, string) {
+		got := hook.AlertLines(t)
+		return slices.Contains(got, "resolved GPULost c/0") && slices.Contains(got, "resolved GPULost c/1"), strings.Join(got, "\n")
+	})
+	fleettest.Eventually(t, 30*time.Second, "Alertmanager to let c's lost GPUs go", func() (bool, string) {
+		got, err := activeInAlertmanager(am)
+		if err != nil {
+			return false, err.Error()
+		}
+		return !slices.Contains(got, "GPULost c/0") && !slices.Contains(got, "GPULost c/1"), strings.Join(got, "\n")
 	})
 
 	prom.Stop()

@@ -1,11 +1,8 @@
 package daemon_test
 
 import (
-	"encoding/json"
 	"fmt"
-	"io"
 	"net"
-	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
@@ -27,36 +24,10 @@ import (
 const amConfig = "route: {receiver: none}\nreceivers: [{name: none}]\n"
 
 // amAlert is an alert as Alertmanager's GET /api/v2/alerts shows it.
-type amAlert struct {
-	Labels       map[string]string `json:"labels"`
-	Annotations  map[string]string `json:"annotations"`
-	StartsAt     time.Time         `json:"startsAt"`
-	EndsAt       time.Time         `json:"endsAt"`
-	GeneratorURL string            `json:"generatorURL"`
-	Fingerprint  string            `json:"fingerprint"`
-	Status       struct {
-		State string `json:"state"`
-	} `json:"status"`
-}
+type amAlert = fleettest.Alert
 
-// amAlerts returns the alerts an Alertmanager holds (resolved ones are
-// not shown), or the error that kept it from answering.
-func amAlerts(am *fleettest.Server) ([]amAlert, error) {
-	resp, err := http.Get(am.URL + "/api/v2/alerts")
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("HTTP %d: %s", resp.StatusCode, body)
-	}
-	var out []amAlert
-	if err := json.Unmarshal(body, &out); err != nil {
-		return nil, fmt.Errorf("%v in %s", err, body)
-	}
-	return out, nil
-}
+// amAlerts returns the alerts an Alertmanager holds.
+func amAlerts(am *fleettest.Server) ([]amAlert, error) { return am.Alerts() }
 
 // waitAlerts waits until the Alertmanager shows exactly want active
 // alerts, and returns them.

@@ -7,7 +7,9 @@ package fleettest
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -184,4 +186,36 @@ func Eventually(t testing.TB, timeout time.Duration, what string, cond func() (b
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
+}
+
+// Alert is an alert as Alertmanager's GET /api/v2/alerts shows it.
+type Alert struct {
+	Labels       map[string]string `json:"labels"`
+	Annotations  map[string]string `json:"annotations"`
+	StartsAt     time.Time         `json:"startsAt"`
+	EndsAt       time.Time         `json:"endsAt"`
+	GeneratorURL string            `json:"generatorURL"`
+	Fingerprint  string            `json:"fingerprint"`
+	Status       struct {
+		State string `json:"state"` // active, suppressed, unprocessed
+	} `json:"status"`
+}
+
+// Alerts returns the alerts an Alertmanager holds (resolved ones are not
+// shown), or the error that kept it from answering.
+func (s *Server) Alerts() ([]Alert, error) {
+	resp, err := http.Get(s.URL + "/api/v2/alerts")
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("HTTP %d: %s", resp.StatusCode, body)
+	}
+	var out []Alert
+	if err := json.Unmarshal(body, &out); err != nil {
+		return nil, fmt.Errorf("%v in %s", err, body)
+	}
+	return out, nil
 }
