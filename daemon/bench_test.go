@@ -5,12 +5,17 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	root "github.com/gpuwatch/gpuwatch"
+	"github.com/gpuwatch/gpuwatch/config"
+	"github.com/gpuwatch/gpuwatch/gpu"
 )
 
 // BenchmarkSnapshotToWebhookLatency measures, per notification, the time
@@ -109,4 +114,52 @@ func BenchmarkOutboxThroughput(b *testing.B) {
 		b.Fatalf("requests: got %d, want %d (one per rule per snapshot)", sent, want)
 	}
 	b.ReportMetric(float64(sent)/elapsed.Seconds(), "notifications/s")
+}
+
+// BenchmarkHubMemory10000GPUsDaemon is the heap of a whole hub daemon over
+// 10,000 GPUs (1,250 hosts of 8): the example rules' windows filled (40
+// minutes at the hub's 30 s interval), each host's latest snapshot, the
+// day of history /gpu history shows for every GPU, the usage rollups, the
+// store. It steps the daemon with fleet snapshots as the prometheus source
+// hands them (host by host, one time each evaluation), then reads the heap
+// in use after a collection, the daemon alive. Target: ≤ 500 MiB.
+func BenchmarkHubMemory10000GPUsDaemon(b *testing.B) {
+	const hosts, perHost = 1250, 8
+	for b.Loop() {
+		cfg := parseConfig(b, b.TempDir(), "source: {type: sim}\nreceivers: [{name: console, console: {}}]\nroute: {receiver: console}\n", nil)
+		example, err := config.Parse("config.example.yaml", root.ExampleConfig, func(string) (string, bool) { return "", false })
+		if err != nil {
+			b.Fatal(err)
+		}
+		cfg.Rules = example.Rules
+		r := start(b, cfg, nil)
+		fleet := make([]*gpu.Snapshot, hosts)
+		for h := range fleet {
+			fleet[h] = &gpu.Snapshot{Host: fmt.Sprintf("node%04d", h)}
+			for g := range perHost {
+				fleet[h].Devices = append(fleet[h].Devices, gpu.Device{Index: g, UUID: fmt.Sprintf("GPU-%04d-%d", h, g),
+					Name: "NVIDIA H100 80GB HBM3", MemTotal: 80 << 30, PowerLimitW: 700,
+					Processes: []gpu.Process{{PID: 1000 + g, User: fmt.Sprintf("user%d", h%40), Command: "python train.py", MemUsed: 40 << 30}}})
+			}
+		}
+		for step := range 81 {
+			at := base.Add(time.Duration(step) * 30 * time.Second)
+			for _, s := range fleet {
+				s.Time = at
+				for g := range s.Devices {
+					d := &s.Devices[g]
+					d.MemUsed = 40<<30 + uint64((step*7+g)%13)<<20
+					d.UtilGPU, d.UtilMem, d.TempC, d.PowerW = 80+float64(g), 40, 60, 400
+				}
+				r.D.Step(s)
+			}
+		}
+		runtime.GC()
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		runtime.KeepAlive(r)
+		runtime.KeepAlive(fleet)
+		b.ReportMetric(float64(ms.HeapInuse)/(1<<20), "heap-MiB")
+		r.Stop()
+	}
 }
