@@ -37,27 +37,12 @@ func BenchmarkReplayEvaluate(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	ctx := context.Background()
 	total, transitions := 0, 0
 	b.ReportAllocs()
 	b.SetBytes(int64(len(data)))
 	for b.Loop() {
-		r, err := replay.NewReader(bytes.NewReader(data), trace, replay.Options{Host: "bench"})
-		if err != nil {
-			b.Fatal(err)
-		}
-		engine := rules.NewEngine(cfg.Rules, rules.Options{})
-		for {
-			s, err := r.Next(ctx)
-			if errors.Is(err, io.EOF) {
-				break
-			}
-			if err != nil {
-				b.Fatal(err)
-			}
-			total += len(s.Devices)
-			transitions += len(engine.Eval(s))
-		}
+		n, ts := replayLog(b, data, cfg.Rules)
+		total, transitions = total+n, transitions+ts
 	}
 	if total != rows*b.N {
 		b.Fatalf("got %d rows, want %d", total, rows*b.N)
@@ -66,6 +51,27 @@ func BenchmarkReplayEvaluate(b *testing.B) {
 		b.Fatal("got no transitions from the memory leak, want the leak alerts")
 	}
 	b.ReportMetric(float64(total)/b.Elapsed().Seconds(), "rows/s")
+}
+
+// replayLog evaluates rs over the nvidia-smi log in data, as gpuwatch
+// replay does, and returns the rows it read and the transitions.
+func replayLog(b *testing.B, data []byte, rs []*rules.Rule) (rows, transitions int) {
+	r, err := replay.NewReader(bytes.NewReader(data), "bench.csv", replay.Options{Host: "bench"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	engine := rules.NewEngine(rs, rules.Options{})
+	for {
+		s, err := r.Next(context.Background())
+		if errors.Is(err, io.EOF) {
+			return rows, transitions
+		}
+		if err != nil {
+			b.Fatal(err)
+		}
+		rows += len(s.Devices)
+		transitions += len(engine.Eval(s))
+	}
 }
 
 // dayOf8GPUs writes a day of an 8-GPU node sampled every second as
@@ -103,27 +109,12 @@ func BenchmarkReplayDay8GPUs1s(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	ctx := context.Background()
 	b.ReportAllocs()
 	b.SetBytes(int64(len(data)))
 	rows, transitions := 0, 0
 	for b.Loop() {
-		r, err := replay.NewReader(bytes.NewReader(data), "day.csv", replay.Options{Host: "bench"})
-		if err != nil {
-			b.Fatal(err)
-		}
-		engine := rules.NewEngine(cfg.Rules, rules.Options{})
-		for {
-			s, err := r.Next(ctx)
-			if errors.Is(err, io.EOF) {
-				break
-			}
-			if err != nil {
-				b.Fatal(err)
-			}
-			rows += len(s.Devices)
-			transitions += len(engine.Eval(s))
-		}
+		n, ts := replayLog(b, data, cfg.Rules)
+		rows, transitions = rows+n, transitions+ts
 	}
 	if rows != 691200*b.N || transitions == 0 {
 		b.Fatalf("got %d rows and %d transitions, want %d rows and the leak's alerts", rows, transitions, 691200*b.N)

@@ -43,14 +43,7 @@ func TestAlertQualityRealisticTraces(t *testing.T) {
 		name := strings.TrimSuffix(filepath.Base(truthFile), ".truth.json")
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			data, err := os.ReadFile(truthFile)
-			if err != nil {
-				t.Fatal(err)
-			}
-			truth, err := tracescore.ParseTruth(data)
-			if err != nil {
-				t.Fatal(err)
-			}
+			truth := readRealisticTruth(t, truthFile)
 			events := scoreEvents(replayJSON(t, filepath.Join(filepath.Dir(truthFile), name+".csv.gz")))
 			res, err := tracescore.Score(truth, events)
 			if err != nil {
@@ -65,6 +58,20 @@ func TestAlertQualityRealisticTraces(t *testing.T) {
 			}
 		})
 	}
+}
+
+// readRealisticTruth reads a truth file of the realistic traces.
+func readRealisticTruth(t *testing.T, path string) *tracescore.Truth {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	truth, err := tracescore.ParseTruth(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return truth
 }
 
 // scoreEvents turns replay transitions into the events a truth is scored on.
@@ -95,15 +102,7 @@ func TestScoreMatchesScorePy(t *testing.T) {
 			}
 			out, err := exec.Command(python, "testdata/traces/v2/score.py", truthFile, events, "-q").CombinedOutput()
 			pyOK := err == nil
-			data, err := os.ReadFile(truthFile)
-			if err != nil {
-				t.Fatal(err)
-			}
-			truth, err := tracescore.ParseTruth(data)
-			if err != nil {
-				t.Fatal(err)
-			}
-			res, err := tracescore.Score(truth, scoreEvents(parseTransitions(t, got.stdout)))
+			res, err := tracescore.Score(readRealisticTruth(t, truthFile), scoreEvents(parseTransitions(t, got.stdout)))
 			if err != nil {
 				t.Fatal(err)
 			}
