@@ -141,12 +141,16 @@ type exporter struct {
 
 // historyRanges returns how far back the held_for and missing_for rules
 // must look: five minutes past the largest threshold any rule compares
-// them with, in whole evaluation intervals.
+// them with, and for held_for past the longest trend (which counts from
+// the job's start), in whole evaluation intervals.
 func historyRanges(rs []*rules.Rule, interval time.Duration) (held, missing time.Duration) {
 	var walk func(n rules.CondNode)
 	walk = func(n rules.CondNode) {
 		for _, o := range n.Operands {
 			walk(o)
+		}
+		if n.Value.Fn == "trend" || n.Value.Fn == "time_to_full" {
+			held = max(held, n.Value.Window+n.Value.Window/12)
 		}
 		if n.Kind != rules.CondCompare || n.Value.Fn != "" {
 			return

@@ -21,6 +21,16 @@ func (r *ruleExport) reportedAt() expr {
 // in the history kept (heldRange), or, when it held the GPU all along, at
 // its first sample.
 func (r *ruleExport) heldFor() (expr, error) {
+	e, err := r.heldForRecord()
+	if err == nil {
+		r.note(Caveat, "held_for", fmt.Sprintf("counted in evaluations (every %s) over the last %s; a job that takes over from another between two samples, with the memory held throughout, is not told apart",
+			duration(r.opts.Interval), duration(r.heldRange)))
+	}
+	return e, err
+}
+
+// heldForRecord records held_for.
+func (r *ruleExport) heldForRecord() (expr, error) {
 	used, err := r.metric(rules.MetricMemoryUsed)
 	if err != nil {
 		return expr{}, err
@@ -36,8 +46,6 @@ func (r *ruleExport) heldFor() (expr, error) {
 	e := r.opts.Interval
 	sinceFree := bin(raw(fmt.Sprintf("time() - %s - %s", seconds(e).s, call("max_over_time", rangeOf(free, r.heldRange)).s)), "and", held)
 	allAlong := bin(raw("time() - "+call("min_over_time", rangeOf(held, r.heldRange)).s), "and", held)
-	r.note(Caveat, "held_for", fmt.Sprintf("counted in evaluations (every %s) over the last %s; a job that takes over from another between two samples, with the memory held throughout, is not told apart",
-		duration(e), duration(r.heldRange)))
 	return r.exporter.record("gpuwatch:held_for", "held_for: seconds the job on the GPU has held it, 0 while it is free",
 		join("or", sinceFree, allAlong, bin(raw("0"), "*", free))), nil
 }

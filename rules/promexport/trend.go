@@ -24,8 +24,8 @@ import (
 
 // trendApproximation says where the translation of trend departs from
 // gpuwatch.
-const trendApproximation = "the rates between slice floors are taken over the slice length, not between the times the floors were sampled (which differs when samples are far apart against a slice); " +
-	"it does not start afresh when a job takes or leaves the GPU; " +
+const trendApproximation = "it starts afresh when a job takes or leaves the GPU as held_for sees it (a job that takes over from another within a sample is not seen), and the slice the job started in keeps its samples from before; " +
+	"a floor is taken to be its slice's first sample, which it is for memory that grows; " +
 	"a slice without samples counts as no change (gpuwatch: the rate across it); the current slice's floor is sampled every evaluation"
 
 // trendParts builds the PromQL of one metric's slices.
@@ -40,6 +40,14 @@ type trendParts struct {
 // it is evaluated at.
 func (t trendParts) floor(d time.Duration) expr {
 	return call("min_over_time", offset(rangeOf(t.f.series, t.slice-time.Millisecond), d+time.Millisecond))
+}
+
+// labelled labels a result of the series by its GPU.
+func (t trendParts) labelled(e expr) expr {
+	if t.f.recorded {
+		return e
+	}
+	return t.r.s.perGPU(e)
 }
 
 // lastAt is the time of the last sample before d before the (aligned)
@@ -110,16 +118,28 @@ func (r *ruleExport) trend(m rules.Metric, w time.Duration) (expr, error) {
 	}
 	t := trendParts{r: r, f: f, metric: rec, slice: w / 12}
 
-	// A rate without both floors counts as no change, as gpuwatch counts
-	// the slices before a series' first sample: where the series has
-	// samples in the window at the evaluation time (@ end()).
+	// gpuwatch measures one job: a GPU's trends start afresh when a job
+	// takes it or leaves it. So a rate counts only from the slice the job
+	// (held_for at the evaluation time, @ end()) started in; the others,
+	// and a rate without both floors (the slices before a series' first
+	// sample), count as no change.
+	held, err := r.heldForRecord()
+	if err != nil {
+		return expr{}, err
+	}
+	heldNow := raw(held.s + " @ end()")
+	inJob := bin(bin(bin(heldNow, "-", call("timestamp", heldNow)), "+", raw("time()")), ">=", seconds(t.slice))
 	present := call("present_over_time", raw(rangeOf(f.series, w-time.Millisecond).s+" @ end()"))
-	rates := join("or", t.rate(t.floor(0), t.floor(t.slice), t.lastAt(t.slice), t.lastAt(2*t.slice)), bin(raw("0"), "*", present))
+	rates := join("or", bin(t.labelled(t.rate(t.floor(0), t.floor(t.slice), t.lastAt(t.slice), t.lastAt(2*t.slice))), "and", inJob),
+		bin(raw("0"), "*", t.labelled(present)))
 	rank := make(map[int]expr)
 	for k := 3; k <= 6; k++ {
 		q := call("quantile_over_time", number(float64(k-1)/9), subquery(rates, 10*t.slice-time.Millisecond, t.slice))
+		if f.scale != 1 {
+			q = bin(number(f.scale), "*", q)
+		}
 		rank[k] = r.record(r.recordName(m, fmt.Sprintf("trend_rank%d", k), w),
-			fmt.Sprintf("%s: the %s smallest of the rates between the last 11 full slices' floors", part(v), ordinal(k)), r.perGPU(f, q))
+			fmt.Sprintf("%s: the %s smallest of the rates between the last 11 full slices' floors, in the current job", part(v), ordinal(k)), q)
 	}
 	// At the evaluation time, the one point of a subquery over the last
 	// slice length with step S is the current slice's start.
@@ -135,7 +155,8 @@ func (r *ruleExport) trend(m rules.Metric, w time.Duration) (expr, error) {
 	}
 	cur := r.record(r.recordName(m, "trend_current", w), part(v)+": the rate from the last full slice's floor to the current slice's",
 		t.rate(t.current(), atStart(t.floor(0)), lastAt(0), lastAt(t.slice)))
-	c := bin(cur, "or", bin(raw("0"), "*", rank[4]))
+	inJobNow := bin(held, ">=", raw(fmt.Sprintf("time() %% %s", seconds(t.slice).s)))
+	c := bin(bin(cur, "and", inJobNow), "or", bin(raw("0"), "*", rank[4]))
 	clamp := func(lo, hi expr) expr { return bin(bin(bin(bin(c, "<", hi), "or", hi), ">", lo), "or", lo) }
 	// Ready once the samples span half the window: one of the six oldest
 	// slices has one.
