@@ -214,12 +214,16 @@ func (x *exporter) rule(r *rules.Rule) {
 	x.file.Notes = append(x.file.Notes, notes...)
 }
 
-// dedupNotes drops repeated notes, keeping the first of each.
+// dedupNotes merges the notes that say the same of several parts.
 func dedupNotes(ns []Note) []Note {
 	var out []Note
 	for _, n := range ns {
-		if !slices.Contains(out, n) {
+		i := slices.IndexFunc(out, func(o Note) bool { return o.Kind == n.Kind && o.Why == n.Why })
+		switch {
+		case i < 0:
 			out = append(out, n)
+		case !slices.Contains(strings.Split(out[i].Part, "; "), n.Part):
+			out[i].Part += "; " + n.Part
 		}
 	}
 	return out
@@ -422,6 +426,9 @@ func (r *ruleExport) value(v rules.CondValue) (expr, error) {
 	case v.Fn == "" && v.Metric == rules.MetricMissingFor:
 		return r.missingFor(), nil
 	case v.Fn == "":
+		if f := r.s.form(v.Metric); f.note != "" {
+			r.note(Caveat, v.Metric.String(), f.note)
+		}
 		return r.metric(v.Metric)
 	}
 	if err := r.checkWindow(v); err != nil {

@@ -22,11 +22,16 @@ func (r *ruleExport) reportedAt() expr {
 // its first sample.
 func (r *ruleExport) heldFor() (expr, error) {
 	e, err := r.heldForRecord()
-	if err == nil {
-		r.note(Caveat, "held_for", fmt.Sprintf("counted in evaluations (every %s) over the last %s; a job that takes over from another between two samples, with the memory held throughout, is not told apart",
-			duration(r.opts.Interval), duration(r.heldRange)))
+	if err != nil {
+		return e, err
 	}
-	return e, err
+	why := fmt.Sprintf("counted in evaluations (every %s) over the last %s; a job that takes over from another between two samples, with the memory held throughout, is not told apart",
+		duration(r.opts.Interval), duration(r.heldRange))
+	if r.s.name == SchemaDCGM {
+		why = "dcgm-exporter names a GPU's Kubernetes pods, not its processes: a GPU is held by more than 1 GiB in use or by a pod; " + why
+	}
+	r.note(Caveat, "held_for", why)
+	return e, nil
 }
 
 // heldForRecord records held_for.

@@ -15,7 +15,7 @@ import (
 // $value | humanize1024, …). A summary that does not translate is replaced
 // by a plain one, a description left out; either is noted.
 func (r *ruleExport) annotations(dim rules.Dimension, first rules.CondNode) map[string]string {
-	t := tmplTranslator{dim: dim, valueIsCount: first.Value.Metric == rules.MetricXID && first.Kind == rules.CondCompare}
+	t := tmplTranslator{dim: dim, valueIsCount: r.s.name == SchemaGPUWatch && first.Value.Metric == rules.MetricXID && first.Kind == rules.CondCompare}
 	out := map[string]string{}
 	plain := fmt.Sprintf("%s on GPU {{ $labels.gpu }} of {{ $labels.host }}: {{ %s }}", r.rule.Name, t.valueText("$value"))
 	if r.rule.Summary == nil {

@@ -18,9 +18,6 @@ func (r *ruleExport) metric(m rules.Metric) (expr, error) {
 	if f.kind == formNone {
 		return expr{}, r.fail(m.String(), f.why)
 	}
-	if f.note != "" {
-		r.note(Caveat, m.String(), f.note)
-	}
 	inst := f.inst
 	switch {
 	case f.kind == formScaled && m == rules.MetricMemoryUsedPercent:
