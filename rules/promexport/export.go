@@ -23,6 +23,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -511,7 +512,7 @@ func (r *ruleExport) gpuSet(sels []rules.GPUSelector) (expr, error) {
 		case s.Index >= 0:
 			m = fmt.Sprintf("gpu=%q", fmt.Sprint(s.Index))
 		case s.UUID != "":
-			m = fmt.Sprintf("%s=~%s", uuidLabel, quote("(?i)"+regexpQuote(s.UUID)))
+			m = fmt.Sprintf("%s=~%s", uuidLabel, quote("(?i)"+regexp.QuoteMeta(s.UUID)))
 		default:
 			re, err := globRegexp(s.NameGlob)
 			if err != nil {

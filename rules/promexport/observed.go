@@ -242,9 +242,6 @@ func anyDigits(n int) string {
 	return "[0-9]{" + strconv.Itoa(n) + "}"
 }
 
-// regexpQuote escapes s for a Prometheus regular expression.
-func regexpQuote(s string) string { return regexp.QuoteMeta(s) }
-
 // globRegexp turns a GPU name glob (path.Match syntax) into a regular
 // expression that matches the same names.
 func globRegexp(glob string) (string, error) {

@@ -43,10 +43,10 @@ const (
 	// formRaw: scale × one series (+ offset): window functions apply to
 	// the series itself.
 	formRaw formKind = iota + 1
-	// formScaled: factor × another metric, the factor a positive
-	// per-GPU constant (memory.used_percent is memory.used × 100/total).
+	// formScaled: memory.used_percent, 100 × memory.used / memory.total:
+	// window functions scale memory.used's, as a GPU's total is constant.
 	formScaled
-	// formFree: memory.total − memory.used.
+	// formFree: memory.free, memory.total − memory.used.
 	formFree
 	// formDerived: an expression of several series; window functions take
 	// a subquery of it.
@@ -63,8 +63,7 @@ type form struct {
 	scale  float64      // formRaw: the series' unit in the metric's base unit
 	offset expr         // formRaw: added per GPU, or none
 	base   rules.Metric // formScaled: the metric it scales
-	factor expr         // formScaled
-	inst   expr         // the value now, labelled by gpuLabels
+	inst   expr         // formRaw, formDerived: the value now, labelled by gpuLabels
 	why    string       // formNone: why it is not available
 	note   string       // a caveat about the translation, for rules that read it
 	// recorded: series is a recording rule of gpuwatch's, already
@@ -153,17 +152,15 @@ func (s schema) form(m rules.Metric) form {
 	if s.name == SchemaDCGM {
 		return s.dcgmForm(m)
 	}
-	used, total := s.perGPU(s.sel(gwMemUsed)), s.perGPU(s.sel(gwMemTotal))
 	switch m {
 	case rules.MetricMemoryUsed:
 		return s.rawForm(gwMemUsed, 1)
 	case rules.MetricMemoryTotal:
 		return s.rawForm(gwMemTotal, 1)
 	case rules.MetricMemoryFree:
-		return form{kind: formFree, inst: call("clamp_min", bin(total, "-", used), raw("0"))}
+		return form{kind: formFree}
 	case rules.MetricMemoryUsedPercent:
-		return form{kind: formScaled, base: rules.MetricMemoryUsed, factor: bin(raw("100"), "/", total),
-			inst: bin(bin(raw("100"), "*", used), "/", total)}
+		return form{kind: formScaled, base: rules.MetricMemoryUsed}
 	case rules.MetricUtilizationGPU:
 		return s.rawForm(gwUtil, 100)
 	case rules.MetricUtilizationMemory:
@@ -201,8 +198,7 @@ func (s schema) dcgmForm(m rules.Metric) form {
 	case rules.MetricMemoryTotal:
 		return form{kind: formDerived, inst: total}
 	case rules.MetricMemoryUsedPercent:
-		return form{kind: formScaled, base: rules.MetricMemoryUsed, factor: bin(raw("100"), "/", total),
-			inst: bin(bin(raw("100"), "*", bin(number(mib), "*", used)), "/", total)}
+		return form{kind: formScaled, base: rules.MetricMemoryUsed}
 	case rules.MetricUtilizationGPU:
 		return s.rawForm(dcgmUtil, 1)
 	case rules.MetricUtilizationMemory:

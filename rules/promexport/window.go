@@ -19,12 +19,12 @@ func (r *ruleExport) metric(m rules.Metric) (expr, error) {
 		return expr{}, r.fail(m.String(), f.why)
 	}
 	inst := f.inst
-	switch {
-	case f.kind == formScaled && m == rules.MetricMemoryUsedPercent:
+	switch f.kind {
+	case formScaled:
 		used, _ := r.metric(rules.MetricMemoryUsed)
 		total, _ := r.metric(rules.MetricMemoryTotal)
 		inst = bin(bin(raw("100"), "*", used), "/", total)
-	case f.kind == formFree:
+	case formFree:
 		used, _ := r.metric(rules.MetricMemoryUsed)
 		total, _ := r.metric(rules.MetricMemoryTotal)
 		inst = call("clamp_min", bin(total, "-", used), raw("0"))
@@ -89,8 +89,8 @@ func (r *ruleExport) window(m rules.Metric, fn string, w time.Duration) (expr, e
 	help := fmt.Sprintf("%s: %s over (t−%s, t], once its samples span half of it", part(v), promFn, duration(w))
 	switch f := r.s.form(m); f.kind {
 	case formScaled:
-		// A positive factor per GPU (memory.used_percent = 100 ×
-		// memory.used / memory.total) keeps min, max, averages and slopes.
+		// 100 / memory.total, constant for a GPU, keeps memory.used's
+		// minimum, maximum, average and slope.
 		base, err := r.window(f.base, fn, w)
 		if err != nil {
 			return expr{}, err
