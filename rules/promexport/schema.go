@@ -147,73 +147,65 @@ func (s schema) rawForm(family string, scale float64) form {
 	return form{kind: formRaw, series: e, scale: scale, inst: inst}
 }
 
+// series is a family that holds a metric, scaled to the metric's unit.
+type series struct {
+	family string
+	scale  float64
+}
+
+// rawMetrics are, per schema, the metrics that are one series.
+var rawMetrics = map[Schema]map[rules.Metric]series{
+	SchemaGPUWatch: {
+		rules.MetricMemoryUsed: {gwMemUsed, 1}, rules.MetricMemoryTotal: {gwMemTotal, 1},
+		rules.MetricUtilizationGPU: {gwUtil, 100}, rules.MetricUtilizationMemory: {gwMemUtil, 100},
+		rules.MetricTemperature: {gwTemp, 1}, rules.MetricPower: {gwPower, 1}, rules.MetricProcessCount: {gwProcesses, 1},
+	},
+	SchemaDCGM: {
+		rules.MetricMemoryUsed: {dcgmFBUsed, mib}, rules.MetricMemoryFree: {dcgmFBFree, mib},
+		rules.MetricUtilizationGPU: {dcgmUtil, 1}, rules.MetricUtilizationMemory: {dcgmMemUtil, 1},
+		rules.MetricTemperature: {dcgmTemp, 1}, rules.MetricPower: {dcgmPower, 1},
+	},
+}
+
 // form returns how the schema computes metric m.
 func (s schema) form(m rules.Metric) form {
-	if s.name == SchemaDCGM {
-		return s.dcgmForm(m)
+	dcgm := s.name == SchemaDCGM
+	// dcgm-exporter's memory in all is used + free + reserved (when it
+	// reports reserved), as gpuwatch's hub reads it; its free is free +
+	// reserved, what gpuwatch's total − used is.
+	used := s.perGPU(s.sel(dcgmFBUsed))
+	reserved := bin(number(mib), "*", bin(s.perGPU(s.sel(dcgmFBReserved)), "or", bin(raw("0"), "*", used)))
+	if raw, ok := rawMetrics[s.name][m]; ok {
+		f := s.rawForm(raw.family, raw.scale)
+		if dcgm && m == rules.MetricMemoryFree {
+			f.offset = reserved
+			f.inst = bin(f.inst, "+", f.offset)
+		}
+		return f
+	}
+	power, limit, powerNote := gwPower, gwPowerLimit, ""
+	if dcgm {
+		power, limit = dcgmPower, dcgmPowerLimit
+		powerNote = "power.percent reads " + dcgmPowerLimit + ", which dcgm-exporter exports only when its counters file lists it"
 	}
 	switch m {
-	case rules.MetricMemoryUsed:
-		return s.rawForm(gwMemUsed, 1)
-	case rules.MetricMemoryTotal:
-		return s.rawForm(gwMemTotal, 1)
 	case rules.MetricMemoryFree:
 		return form{kind: formFree}
 	case rules.MetricMemoryUsedPercent:
 		return form{kind: formScaled, base: rules.MetricMemoryUsed}
-	case rules.MetricUtilizationGPU:
-		return s.rawForm(gwUtil, 100)
-	case rules.MetricUtilizationMemory:
-		return s.rawForm(gwMemUtil, 100)
-	case rules.MetricTemperature:
-		return s.rawForm(gwTemp, 1)
-	case rules.MetricPower:
-		return s.rawForm(gwPower, 1)
+	case rules.MetricMemoryTotal: // dcgm
+		return form{kind: formDerived, inst: bin(bin(number(mib), "*", join("+", used, s.perGPU(s.sel(dcgmFBFree)))), "+", reserved)}
 	case rules.MetricPowerPercent:
-		return form{kind: formDerived, inst: bin(bin(raw("100"), "*", s.perGPU(s.sel(gwPower))), "/", bin(s.perGPU(s.sel(gwPowerLimit)), ">", raw("0")))}
+		return form{kind: formDerived, note: powerNote,
+			inst: bin(bin(raw("100"), "*", s.perGPU(s.sel(power))), "/", bin(s.perGPU(s.sel(limit)), ">", raw("0")))}
 	case rules.MetricProcessMemory:
+		if dcgm {
+			return form{kind: formNone, why: "dcgm-exporter does not say how much memory a process holds"}
+		}
 		return form{kind: formDerived,
 			inst: bin(s.perGPU(s.sel(gwProcessMem)), "or", bin(raw("0"), "*", bin(s.perGPU(s.sel(gwProcesses)), "==", raw("0")))),
 			note: "process.memory reads " + gwProcessMem + ", which agents export with metrics: {per_process: true}; without it, a GPU that runs processes has no process.memory"}
-	case rules.MetricProcessCount:
-		return s.rawForm(gwProcesses, 1)
-	}
-	return form{kind: formNone, why: fmt.Sprintf("%s is not a reading of the series", m)}
-}
-
-func (s schema) dcgmForm(m rules.Metric) form {
-	used, free := s.perGPU(s.sel(dcgmFBUsed)), s.perGPU(s.sel(dcgmFBFree))
-	// Memory in all is used + free + reserved (when dcgm-exporter reports
-	// reserved), in bytes, as gpuwatch's hub reads it.
-	reserved := bin(s.perGPU(s.sel(dcgmFBReserved)), "or", bin(raw("0"), "*", used))
-	total := bin(number(mib), "*", raw("("+join("+", used, free, reserved).s+")"))
-	switch m {
-	case rules.MetricMemoryUsed:
-		return s.rawForm(dcgmFBUsed, mib)
-	case rules.MetricMemoryFree:
-		f := s.rawForm(dcgmFBFree, mib)
-		f.offset = bin(number(mib), "*", reserved)
-		f.inst = bin(f.inst, "+", f.offset)
-		return f
-	case rules.MetricMemoryTotal:
-		return form{kind: formDerived, inst: total}
-	case rules.MetricMemoryUsedPercent:
-		return form{kind: formScaled, base: rules.MetricMemoryUsed}
-	case rules.MetricUtilizationGPU:
-		return s.rawForm(dcgmUtil, 1)
-	case rules.MetricUtilizationMemory:
-		return s.rawForm(dcgmMemUtil, 1)
-	case rules.MetricTemperature:
-		return s.rawForm(dcgmTemp, 1)
-	case rules.MetricPower:
-		return s.rawForm(dcgmPower, 1)
-	case rules.MetricPowerPercent:
-		return form{kind: formDerived,
-			inst: bin(bin(raw("100"), "*", s.perGPU(s.sel(dcgmPower))), "/", bin(s.perGPU(s.sel(dcgmPowerLimit)), ">", raw("0"))),
-			note: "power.percent reads " + dcgmPowerLimit + ", which dcgm-exporter exports only when its counters file lists it"}
-	case rules.MetricProcessMemory:
-		return form{kind: formNone, why: "dcgm-exporter does not say how much memory a process holds"}
-	case rules.MetricProcessCount:
+	case rules.MetricProcessCount: // dcgm
 		pods := s.perGPU(s.sel(dcgmFBUsed, `pod!=""`), "namespace", "pod")
 		return form{kind: formDerived,
 			inst: bin(raw("count by ("+gpuLabels+") ("+pods.s+")"), "or", bin(raw("0"), "*", used)),
