@@ -178,8 +178,8 @@ func exampleRules(t *testing.T) []*rules.Rule {
 // TestBacktest compares the exported example rules with gpuwatch replay on
 // the five traces, for both schemas.
 func TestBacktest(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs promtool over two hours of five traces")
+	if testing.Short() || raceDetector {
+		t.Skip("runs promtool over two hours of five traces (not with -short or -race)")
 	}
 	rs := exampleRules(t)
 	interval := traceStep

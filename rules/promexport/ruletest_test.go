@@ -13,17 +13,19 @@ import (
 // every example rule, and runs it with promtool against the exported
 // rules, for both schemas.
 func TestExportedRuleTestsPass(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs promtool over the example rule tests")
+	if testing.Short() || raceDetector {
+		t.Skip("runs promtool over the example rule tests (not with -short or -race)")
 	}
 	tf, err := rules.ReadTestFile("../../examples/rules_test.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, schema := range schemas {
+	// Every 5s, as gpuwatch evaluates the example config; dcgm every 20s,
+	// the longest interval the tests' samples fall on.
+	for schema, interval := range map[promexport.Schema]time.Duration{promexport.SchemaGPUWatch: 5 * time.Second, promexport.SchemaDCGM: 20 * time.Second} {
 		t.Run(string(schema), func(t *testing.T) {
 			t.Parallel()
-			f, text := export(t, tf.Rules, promexport.Options{Schema: schema, Interval: 5 * time.Second, Source: "config.example.yaml"})
+			f, text := export(t, tf.Rules, promexport.Options{Schema: schema, Interval: interval, Source: "config.example.yaml"})
 			tests := promexport.ExportTests(tf, f, "rules.yml")
 			if len(tests.Notes) > 0 {
 				t.Errorf("checks left out of the export: %v", tests.Notes)
