@@ -25,7 +25,7 @@ const header = `Each alert keeps the meaning gpuwatch gives it, one alert per ru
 // Write writes the rule file, with the notes as comments.
 func (f *File) Write(w io.Writer) error {
 	var b bytes.Buffer
-	comment(&b, "", fmt.Sprintf("Prometheus rules of gpuwatch for %s series, from %s,\nwritten by `gpuwatch rules export`: check them with `promtool check rules`.\n\n%s",
+	comment(&b, "", fmt.Sprintf("Prometheus rules of gpuwatch for %s series, from %s,\nwritten by `gpuwatch rules export`: check them with `promtool check rules`.\nThey need Prometheus 2.42 or later (keep_firing_for).\n\n%s",
 		seriesOf(f.opts.Schema), f.opts.Source, header))
 	if len(f.Notes) > 0 {
 		b.WriteString("#\n# What does not translate exactly:\n")
