@@ -82,6 +82,7 @@ func commands() []command {
 		{"digest", "print a usage digest (per GPU, per user, idle holders, alerts) of what run recorded, or of an nvidia-smi log", digestCommand},
 		{"replay", "evaluate the rules over an nvidia-smi CSV log and print each transition", replayCommand},
 		{"test", "run rule unit tests (YAML files with input series and expected alerts)", testCommand},
+		{"rules", "write the rules as a Prometheus rule file, and rule tests as promtool tests", rulesCommand},
 		{"status", "one look at the GPUs now: memory, utilization, temperature, power, processes", statusCommand},
 		{"silence", "add, list or expire silences in the running daemon", silenceCommand},
 		{"outbox", "list notifications waiting for a receiver, and the dead letters", outboxCommand},

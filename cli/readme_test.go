@@ -45,7 +45,7 @@ type fenced struct {
 }
 
 var (
-	commandRE = regexp.MustCompile(`^(\./)?gpuwatch |^go |^CGO_CFLAGS=|^nvidia-smi |^\.ci/run$|^cp `)
+	commandRE = regexp.MustCompile(`^(\./)?gpuwatch |^go |^CGO_CFLAGS=|^nvidia-smi |^\.ci/run$|^cp |^promtool `)
 	mentionRE = regexp.MustCompile(`^gpuwatch [a-z]+$`)
 )
 
@@ -472,6 +472,30 @@ func readmeCommands() map[string]readmeCommand {
 			r.leakTest(t)
 			want(t, cmd, r.gpuwatch(t, "test", "examples/rules_test.yaml", "leak_test.yaml"), cli.ExitOK, "PASS leak_test.yaml: ", " passed, 0 failed\n")
 		}},
+		"gpuwatch rules export --schema gpuwatch > gpuwatch.rules.yml": {run: func(t *testing.T, r *readmeRun, cmd string) {
+			command, file, _ := strings.Cut(cmd, " > ")
+			got := r.gpuwatch(t, args(command)...)
+			want(t, cmd, got, cli.ExitOK, "groups:\n  - name: gpuwatch\n", "- alert: GPUXidError\n")
+			if !strings.Contains(got.stderr, "GPUMemoryLeak: approximate: when: trend(memory.used, 40m)") {
+				t.Errorf("%s: stderr %q does not say what is approximate", cmd, got.stderr)
+			}
+			r.write(t, file, got.stdout)
+		}},
+		"promtool check rules gpuwatch.rules.yml": {run: func(t *testing.T, r *readmeRun, cmd string) {
+			r.promtool(t, cmd, "SUCCESS: ")
+		}},
+		"gpuwatch rules export --schema dcgm --config config.yaml --interval 20s --tests examples/rules_test.yaml --out prom": {run: func(t *testing.T, r *readmeRun, cmd string) {
+			got := r.gpuwatch(t, args(cmd)...)
+			if got.code != cli.ExitOK || !strings.Contains(got.stderr, "wrote prom/gpuwatch.rules.yml: 7 alerts; and 1 promtool test file\n") {
+				t.Errorf("%s: got %v", cmd, got)
+			}
+		}},
+		"promtool test rules": {same: "promtool test rules prom/rules_test.yaml"},
+		"gpuwatch replay":     {same: "gpuwatch replay --trace gpu.csv"},
+		"promtool test rules prom/rules_test.yaml": {run: func(t *testing.T, r *readmeRun, cmd string) {
+			r.promtool(t, cmd, "SUCCESS")
+		}},
+		"gpuwatch rules export --schema gpuwatch\\|dcgm [--config FILE] [--tests FILE...] [--out DIR]": {same: "gpuwatch rules export --schema gpuwatch > gpuwatch.rules.yml"},
 		"gpuwatch status [--config FILE]":                  {same: "./gpuwatch status --config config.yaml"},
 		`gpuwatch silence add\|list\|expire`:               {same: add},
 		`gpuwatch digest --config FILE \| --trace LOG.csv`: {same: digestC},
@@ -502,6 +526,22 @@ func readmeCommands() map[string]readmeCommand {
 					t.Errorf("the release build's version: got %q (%v), want %s", got, err, re)
 				}
 			}},
+	}
+}
+
+// promtool runs a promtool command of the README in the work folder, with
+// the real promtool (a skip where it is not installed), and checks that
+// its output holds claim.
+func (r *readmeRun) promtool(t *testing.T, cmd, claim string) {
+	t.Helper()
+	bin := fleettest.Binary(t, "promtool")
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
+	defer cancel()
+	c := exec.CommandContext(ctx, bin, args(cmd)...)
+	c.Dir = r.dir
+	out, err := c.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), claim) {
+		t.Errorf("%s: %v\n%s", cmd, err, out)
 	}
 }
 

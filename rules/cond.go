@@ -183,6 +183,8 @@ type node interface {
 	// canonical writes the node fully parenthesised with numbers in base
 	// units, so that tests can compare parses.
 	canonical(b *strings.Builder)
+	// tree returns the node as Cond.Tree shows it.
+	tree() CondNode
 }
 
 // junction is "and" or "or" of its operands. In three-valued logic one

@@ -22,8 +22,8 @@ func (h *history) add(t time.Time, v float64) {
 	if math.IsNaN(v) || math.IsInf(v, 0) {
 		return
 	}
-	m := t.Unix() / 60
-	i := int(m % historySteps)
+	m := minuteOf(t)
+	i := bucket(m)
 	if h.minute[i] != m || h.count[i] == 0 {
 		h.minute[i], h.sum[i], h.count[i] = m, 0, 0
 	}
@@ -36,10 +36,10 @@ func (h *history) add(t time.Time, v float64) {
 // including end's minute, oldest first; NaN for a minute without samples.
 func (h *history) series(end time.Time) []float64 {
 	out := make([]float64, historySteps)
-	last := end.Unix() / 60
+	last := minuteOf(end)
 	for k := range out {
 		m := last - int64(historySteps-1-k)
-		i := int(m % historySteps)
+		i := bucket(m)
 		if h.minute[i] == m && h.count[i] > 0 {
 			out[k] = h.sum[i] / float64(h.count[i])
 		} else {
@@ -47,4 +47,18 @@ func (h *history) series(end time.Time) []float64 {
 		}
 	}
 	return out
+}
+
+// minuteOf is the minute of t since the epoch, counted down before it.
+func minuteOf(t time.Time) int64 {
+	s := t.Unix()
+	if s < 0 && s%60 != 0 {
+		return s/60 - 1
+	}
+	return s / 60
+}
+
+// bucket is where minute m is kept.
+func bucket(m int64) int {
+	return int((m%historySteps + historySteps) % historySteps)
 }

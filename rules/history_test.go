@@ -28,3 +28,24 @@ func TestHistoryAveragesEachMinute(t *testing.T) {
 		t.Errorf("after 10 more minutes: %v", got)
 	}
 }
+
+// A history whose last half hour reaches back before the Unix epoch (a
+// replay of a log shifted there, a clock at zero) is read like any other.
+func TestHistoryAroundTheEpoch(t *testing.T) {
+	for _, base := range []time.Time{time.Unix(0, 0), time.Unix(-45*60, 0)} {
+		var h history
+		for i := range 10 { // a sample a minute, value = the minute
+			h.add(base.Add(time.Duration(i)*time.Minute), float64(i))
+		}
+		got := h.series(base.Add(9 * time.Minute))
+		for k, v := range got {
+			want := math.NaN()
+			if k >= historySteps-10 {
+				want = float64(k - (historySteps - 10))
+			}
+			if v != want && !(math.IsNaN(v) && math.IsNaN(want)) {
+				t.Fatalf("from %v: minute %d: got %v, want %v (series %v)", base, k, v, want, got)
+			}
+		}
+	}
+}

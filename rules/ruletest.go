@@ -88,10 +88,57 @@ type TestResult struct {
 	Failures []string // empty when the test passed
 }
 
-// RunTestFile runs the rule tests of one file. The error reports a file
-// that cannot be run (bad YAML, rules that do not load); test failures are
-// in the results.
-func RunTestFile(path string) ([]TestResult, error) {
+// TestFile is a rule test file, read and checked: the rules it tests and
+// its cases, ready to run.
+type TestFile struct {
+	Path  string
+	Rules []*Rule
+	Cases []*TestCase
+}
+
+// TestCase is one test of a rule test file: GPUs fed with input series,
+// one sample every Interval, and checks of the alerts firing after some
+// of the samples.
+type TestCase struct {
+	Name     string
+	Interval time.Duration
+	// Steps is how many samples the test takes, the first at TestStart.
+	Steps  int
+	Checks []TestCheck
+	gpus   []gpu.Device
+	input  []inputSeries
+}
+
+// TestCheck says which alerts must be firing after the sample at At.
+type TestCheck struct {
+	At time.Duration // since the first sample; a multiple of the interval
+	// Alert, when set, limits the check to that rule's alerts.
+	Alert  string
+	Firing []TestAlert
+}
+
+// TestAlert is an alert a check expects to be firing.
+type TestAlert struct {
+	Alert string
+	GPU   int
+}
+
+// TestStart is when every rule test's first sample is taken.
+var TestStart = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// Snapshot returns the test's sample i (0 ≤ i < Steps), at TestStart + i
+// × Interval: readings not given are unknown, memory.total defaults to
+// 80 GiB, and a GPU whose every reading is missing ("_") there is left out,
+// as a GPU that stopped reporting is.
+func (tc *TestCase) Snapshot(i int) *gpu.Snapshot {
+	return testSnapshot(TestStart.Add(time.Duration(i)*tc.Interval), tc.gpus, tc.input, i)
+}
+
+// ReadTestFile reads and checks a rule test file. Alongside an error that
+// lists the problems of some test cases, it returns the file with the
+// cases that have none; a file that cannot be read, or whose rules do not
+// load, gives a nil file.
+func ReadTestFile(path string) (*TestFile, error) {
 	root, err := strictyaml.ReadFile(path)
 	if err != nil {
 		return nil, err
@@ -104,22 +151,31 @@ func RunTestFile(path string) ([]TestResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	var results []TestResult
+	out := &TestFile{Path: path, Rules: rules}
 	var errs strictyaml.Errors
-	for _, tc := range f.Tests {
-		interval := cmpOr(tc.Interval, f.Interval, time.Minute)
-		input, ierrs := parseInputs(path, tc.Input)
-		errs = append(errs, ierrs...)
-		if len(ierrs) > 0 {
-			continue
-		}
-		res, terrs := runTest(path, &tc, rules, interval, input)
+	for i := range f.Tests {
+		tc, terrs := parseTestCase(path, &f.Tests[i], rules, cmpOr(f.Tests[i].Interval, f.Interval, time.Minute))
 		errs = append(errs, terrs...)
 		if len(terrs) == 0 {
-			results = append(results, res)
+			out.Cases = append(out.Cases, tc)
 		}
 	}
-	return results, errs.Err()
+	return out, errs.Err()
+}
+
+// RunTestFile runs the rule tests of one file. The error reports a file
+// that cannot be run (bad YAML, rules that do not load) or test cases with
+// problems; test failures are in the results.
+func RunTestFile(path string) ([]TestResult, error) {
+	f, err := ReadTestFile(path)
+	if f == nil {
+		return nil, err
+	}
+	results := make([]TestResult, 0, len(f.Cases))
+	for _, tc := range f.Cases {
+		results = append(results, tc.run(path, f.Rules))
+	}
+	return results, err
 }
 
 func cmpOr(ds ...time.Duration) time.Duration {
@@ -283,16 +339,15 @@ const (
 	maxTestSteps = 1_000_000
 )
 
-// testStart is when every rule test's first sample is taken.
-var testStart = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-
-func runTest(file string, tc *testYAML, rules []*Rule, interval time.Duration, input []inputSeries) (TestResult, strictyaml.Errors) {
-	res := TestResult{File: file, Name: tc.Name}
-	var errs strictyaml.Errors
-	checks := map[int][]expectYAML{}
-	steps := 0
+// parseTestCase checks one test case and prepares it to run.
+func parseTestCase(file string, tc *testYAML, rules []*Rule, interval time.Duration) (*TestCase, strictyaml.Errors) {
+	input, errs := parseInputs(file, tc.Input)
+	if len(errs) > 0 {
+		return nil, errs
+	}
+	out := &TestCase{Name: tc.Name, Interval: interval, input: input}
 	for _, s := range input {
-		steps = max(steps, len(s.values))
+		out.Steps = max(out.Steps, len(s.values))
 	}
 	for _, ex := range tc.Expect {
 		if bad := unknownAlerts(file, &ex, rules); len(bad) > 0 {
@@ -310,26 +365,41 @@ func runTest(file string, tc *testYAML, rules []*Rule, interval time.Duration, i
 				"at %v is more than %d samples of %v in: test a shorter time or use a longer interval", ex.At, maxTestSteps, interval)})
 			continue
 		}
-		checks[i] = append(checks[i], ex)
-		steps = max(steps, i+1)
+		check := TestCheck{At: ex.At, Alert: ex.Alert}
+		for _, w := range ex.Firing {
+			check.Firing = append(check.Firing, TestAlert{Alert: w.Alert, GPU: w.GPU})
+		}
+		out.Checks = append(out.Checks, check)
+		out.Steps = max(out.Steps, i+1)
 	}
 	if len(errs) > 0 {
-		return res, errs
+		return nil, errs
 	}
-	gpus := testGPUs(tc, input)
-	if work := steps * len(gpus); work > maxTestSteps {
-		return res, strictyaml.Errors{&strictyaml.Error{File: file, Pos: tc.Pos, Msg: fmt.Sprintf(
-			"%d samples of %d GPUs is more than %d readings: test a shorter time or fewer GPUs", steps, len(gpus), maxTestSteps)}}
+	out.gpus = testGPUs(tc, input)
+	if work := out.Steps * len(out.gpus); work > maxTestSteps {
+		return nil, strictyaml.Errors{&strictyaml.Error{File: file, Pos: tc.Pos, Msg: fmt.Sprintf(
+			"%d samples of %d GPUs is more than %d readings: test a shorter time or fewer GPUs", out.Steps, len(out.gpus), maxTestSteps)}}
+	}
+	return out, nil
+}
+
+// run feeds the test's samples to an engine of the rules and compares
+// what fires with the checks.
+func (tc *TestCase) run(file string, rules []*Rule) TestResult {
+	res := TestResult{File: file, Name: tc.Name}
+	checks := map[int][]TestCheck{}
+	for _, c := range tc.Checks {
+		i := int(c.At / tc.Interval)
+		checks[i] = append(checks[i], c)
 	}
 	engine := NewEngine(rules, Options{})
-	for i := range steps {
-		snap := testSnapshot(testStart.Add(time.Duration(i)*interval), gpus, input, i)
-		engine.Eval(snap)
-		for _, ex := range checks[i] {
-			res.Failures = append(res.Failures, compareFiring(engine, &ex)...)
+	for i := range tc.Steps {
+		engine.Eval(tc.Snapshot(i))
+		for _, c := range checks[i] {
+			res.Failures = append(res.Failures, compareFiring(engine, &c)...)
 		}
 	}
-	return res, nil
+	return res
 }
 
 // unknownAlerts reports the alert names of an expectation that no rule
@@ -448,7 +518,7 @@ func notReporting(input []inputSeries, g, i int) bool {
 	return readings > 0
 }
 
-func compareFiring(e *Engine, ex *expectYAML) []string {
+func compareFiring(e *Engine, ex *TestCheck) []string {
 	type key struct {
 		alert string
 		gpu   int
@@ -470,7 +540,7 @@ func compareFiring(e *Engine, ex *expectYAML) []string {
 			fails = append(fails, fmt.Sprintf("at %v: %s on gpu %d: want firing, got inactive", ex.At, w.Alert, w.GPU))
 		case a.State != StateFiring:
 			fails = append(fails, fmt.Sprintf("at %v: %s on gpu %d: want firing, got %s (active since %v)",
-				ex.At, w.Alert, w.GPU, a.State, a.ActiveAt.Sub(testStart)))
+				ex.At, w.Alert, w.GPU, a.State, a.ActiveAt.Sub(TestStart)))
 		}
 	}
 	for k, a := range got {

@@ -1,0 +1,5 @@
+//go:build !race
+
+package promexport_test
+
+const raceDetector = false

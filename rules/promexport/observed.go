@@ -1,0 +1,337 @@
+package promexport
+
+import (
+	"fmt"
+	"math"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"github.com/gpuwatch/gpuwatch/rules"
+)
+
+// reportedAt records, for every GPU reporting now, the time of its
+// latest sample.
+func (r *ruleExport) reportedAt() expr {
+	return r.exporter.record("gpuwatch:reported_at", "the time of the GPU's latest sample, while it reports", r.s.reportedAt())
+}
+
+// heldFor records held_for: how long the job on a GPU has held it, 0 while
+// it is free. The job took the GPU at the sample after the last free one
+// in the history kept (heldRange), or, when it held the GPU all along, at
+// its first sample.
+func (r *ruleExport) heldFor() (expr, error) {
+	e, err := r.heldForRecord()
+	if err != nil {
+		return e, err
+	}
+	why := fmt.Sprintf("counted in evaluations (every %s) over the last %s; a job that takes over from another between two samples, with the memory held throughout, is not told apart",
+		duration(r.opts.Interval), duration(r.heldRange))
+	if r.s.name == SchemaDCGM {
+		why = "dcgm-exporter names a GPU's Kubernetes pods, not its processes: a GPU is held by more than 1 GiB in use or by a pod; " + why
+	}
+	r.note(Caveat, "held_for", why)
+	return e, nil
+}
+
+// heldForRecord records held_for.
+func (r *ruleExport) heldForRecord() (expr, error) {
+	used, err := r.metric(rules.MetricMemoryUsed)
+	if err != nil {
+		return expr{}, err
+	}
+	procs, err := r.metric(rules.MetricProcessCount)
+	if err != nil {
+		return expr{}, err
+	}
+	at := r.reportedAt()
+	isHeld := bin(bin(used, ">", number(heldBytes)), "or", bin(procs, ">", raw("0")))
+	held := r.exporter.record("gpuwatch:held_at", "the time of the GPU's latest sample, while a job holds it (more than 1 GiB in use, or a process)", bin(at, "and", isHeld))
+	free := r.exporter.record("gpuwatch:free_at", "the time of the GPU's latest sample, while no job holds it", bin(at, "unless", isHeld))
+	e := r.opts.Interval
+	sinceFree := bin(raw(fmt.Sprintf("time() - %s - %s", seconds(e).s, call("max_over_time", rangeOf(free, r.heldRange)).s)), "and", held)
+	allAlong := bin(raw("time() - "+call("min_over_time", rangeOf(held, r.heldRange)).s), "and", held)
+	return r.exporter.record("gpuwatch:held_for", "held_for: seconds the job on the GPU has held it, 0 while it is free",
+		join("or", sinceFree, allAlong, bin(raw("0"), "*", free))), nil
+}
+
+// missingFor records missing_for: how long a GPU has not reported, 0 while
+// it does. A gpuwatch agent reports a GPU it lost with gpuwatch_gpu_lost
+// 1; a GPU whose series stopped (its host is gone) is missing too, as for
+// gpuwatch's hub.
+func (r *ruleExport) missingFor() expr {
+	at := r.reportedAt()
+	gone := bin(raw("time() - "+call("max_over_time", rangeOf(at, r.missingRange)).s), "unless", at)
+	why := fmt.Sprintf("a GPU missing for longer than %s, the history kept, is unknown rather than missing (an alert on it keeps firing)", duration(r.missingRange))
+	if r.s.name == SchemaDCGM {
+		why = "dcgm-exporter has no lost signal: a GPU is missing when its series stop; " + why
+	}
+	r.note(Caveat, "missing_for", why)
+	return r.exporter.record("gpuwatch:missing_for", "missing_for: seconds since the GPU last reported, 0 while it does",
+		bin(gone, "or", bin(raw("0"), "*", at)))
+}
+
+// xidTruth is where an xid test holds (want) or is known not to: an XID
+// event since the previous evaluation. xid is known for every GPU the
+// series know of: no event there is false.
+func (r *ruleExport) xidTruth(n rules.CondNode, want bool) (expr, error) {
+	rec, why := r.s.xidEvents(duration(r.opts.Interval))
+	events := r.exporter.record("gpuwatch:xid_events", "xid: the XID events since the previous evaluation", rec)
+	if why != "" {
+		r.note(Approximate, "xid", why)
+	}
+	var t expr
+	name := "gpuwatch:xid_events:"
+	switch {
+	case n.Kind == rules.CondIn:
+		codes := make([]string, len(n.Set))
+		for i, c := range n.Set {
+			codes[i] = nameNumber(c)
+		}
+		name += "in_" + strings.Join(codes, "_")
+		t = r.xidIn(events, n.Set)
+	default:
+		name += map[string]string{">": "gt", ">=": "ge", "<": "lt", "<=": "le", "==": "eq", "!=": "ne"}[n.Op] + "_" + nameNumber(n.Quantity)
+		if r.s.name == SchemaDCGM {
+			t = compare(events, n.Op, n.Quantity, true)
+		} else {
+			t = r.s.perGPU(raw(events.s + "{xid" + codeMatcher(n.Op, n.Quantity) + "}"))
+			r.note(Caveat, "xid "+n.Op+" "+strconv.FormatFloat(n.Quantity, 'f', -1, 64),
+				"the alert's value is how many such XID events there were, not a code")
+		}
+	}
+	t = r.exporter.record(name, "xid: the GPUs with such an XID event since the previous evaluation", t)
+	if want {
+		return t, nil
+	}
+	return bin(r.s.known(), "unless", t), nil
+}
+
+// xidIn is where an XID event has one of the codes, valued the smallest
+// such code, so an alert reports it.
+func (r *ruleExport) xidIn(events expr, set []float64) expr {
+	if r.s.name == SchemaDCGM {
+		return inSet(events, set, true) // dcgm-exporter's value is the code
+	}
+	xs := make([]expr, len(set))
+	for i, c := range set {
+		xs[i] = bin(bin(raw(fmt.Sprintf(`%s{xid=%q}`, events.s, strconv.FormatFloat(c, 'f', -1, 64))), "*", raw("0")), "+", number(c))
+	}
+	return raw("min by (" + gpuLabels + ") (" + join("or", xs...).s + ")")
+}
+
+// nameNumber writes a number for a recording rule's name: 48, 0p5, m1.
+func nameNumber(v float64) string {
+	return strings.NewReplacer(".", "p", "-", "m", "+", "").Replace(strconv.FormatFloat(v, 'f', -1, 64))
+}
+
+// codeMatcher is the label matcher of the XID codes (non-negative
+// integers) for which code op q holds: ="79", !="13", =~"4[89]|[5-9][0-9]|…".
+func codeMatcher(op string, q float64) string {
+	text := strconv.FormatFloat(q, 'f', -1, 64)
+	switch op {
+	case "==":
+		return "=" + quote(text)
+	case "!=":
+		return "!=" + quote(text)
+	}
+	lo, hi := 0.0, math.Inf(1)
+	switch op {
+	case ">":
+		lo = math.Floor(q) + 1
+	case ">=":
+		lo = math.Ceil(q)
+	case "<":
+		hi = math.Ceil(q) - 1
+	case "<=":
+		hi = math.Floor(q)
+	}
+	lo = max(lo, 0)
+	if hi < lo {
+		return `="none"` // no code holds
+	}
+	if lo > 1e15 {
+		return `="none"`
+	}
+	h := int64(-1)
+	if !math.IsInf(hi, 1) && hi < 1e15 {
+		h = int64(hi)
+	}
+	return "=~" + quote(intRange(int64(lo), h))
+}
+
+// intRange is a regular expression matching the decimal integers from lo
+// to hi (hi < 0: no end), without leading zeros.
+func intRange(lo, hi int64) string {
+	var alts []string
+	loText := strconv.FormatInt(lo, 10)
+	for n := len(loText); ; n++ {
+		first, last := int64(math.Pow10(n-1)), int64(math.Pow10(n))-1
+		if n == 1 {
+			first = 0
+		}
+		if hi >= 0 && first > hi {
+			break
+		}
+		if hi < 0 && n > len(loText) {
+			// Every longer number: one with n digits or more.
+			alts = append(alts, "[1-9][0-9]{"+strconv.Itoa(n-1)+",}")
+			break
+		}
+		a, b := max(lo, first), last
+		if hi >= 0 {
+			b = min(hi, last)
+		}
+		alts = append(alts, sameLength(strconv.FormatInt(a, 10), strconv.FormatInt(b, 10)))
+		if hi >= 0 && b == hi {
+			break
+		}
+	}
+	return strings.Join(alts, "|")
+}
+
+// sameLength matches the numbers from a to b, both written with the same
+// number of digits.
+func sameLength(a, b string) string {
+	if a == b {
+		return a
+	}
+	if len(a) == 1 {
+		return "[" + a + "-" + b + "]"
+	}
+	if a[0] == b[0] {
+		return a[:1] + group(sameLength(a[1:], b[1:]))
+	}
+	rest := len(a) - 1
+	nines, zeros := strings.Repeat("9", rest), strings.Repeat("0", rest)
+	var alts []string
+	if a[1:] == zeros {
+		alts = append(alts, span(a[0], a[0])+anyDigits(rest))
+	} else {
+		alts = append(alts, a[:1]+group(sameLength(a[1:], nines)))
+	}
+	if a[0]+1 <= b[0]-1 {
+		alts = append(alts, span(a[0]+1, b[0]-1)+anyDigits(rest))
+	}
+	if b[1:] == nines {
+		alts = append(alts, span(b[0], b[0])+anyDigits(rest))
+	} else {
+		alts = append(alts, b[:1]+group(sameLength(zeros, b[1:])))
+	}
+	return strings.Join(alts, "|")
+}
+
+func group(re string) string {
+	if strings.Contains(re, "|") {
+		return "(?:" + re + ")"
+	}
+	return re
+}
+
+func span(a, b byte) string {
+	if a == b {
+		return string(a)
+	}
+	return "[" + string(a) + "-" + string(b) + "]"
+}
+
+func anyDigits(n int) string {
+	if n == 1 {
+		return "[0-9]"
+	}
+	return "[0-9]{" + strconv.Itoa(n) + "}"
+}
+
+// globRegexp turns a GPU name glob (path.Match syntax) into a regular
+// expression that matches the same names.
+func globRegexp(glob string) (string, error) {
+	rs := []rune(glob)
+	var b strings.Builder
+	for i := 0; i < len(rs); i++ {
+		switch c := rs[i]; c {
+		case '*':
+			b.WriteString("[^/]*")
+		case '?':
+			b.WriteString("[^/]")
+		case '\\':
+			if i+1 >= len(rs) {
+				return "", fmt.Errorf("the glob ends in an escape")
+			}
+			i++
+			b.WriteString(regexp.QuoteMeta(string(rs[i])))
+		case '[':
+			class, next, err := globClass(rs, i+1)
+			if err != nil {
+				return "", err
+			}
+			b.WriteString(class)
+			i = next
+		default:
+			b.WriteString(regexp.QuoteMeta(string(c)))
+		}
+	}
+	if _, err := regexp.Compile(b.String()); err != nil {
+		return "", fmt.Errorf("the glob has no regular expression that matches the same names: %v", err)
+	}
+	return b.String(), nil
+}
+
+// globClass translates the character class of a glob that starts at
+// rs[i], after its "[", and returns the index of its "]".
+func globClass(rs []rune, i int) (string, int, error) {
+	var b strings.Builder
+	b.WriteByte('[')
+	if i < len(rs) && rs[i] == '^' {
+		b.WriteByte('^')
+		i++
+	}
+	char := func() (rune, error) {
+		if i >= len(rs) {
+			return 0, fmt.Errorf("the glob's [ has no ]")
+		}
+		c := rs[i]
+		if c == '\\' {
+			i++
+			if i >= len(rs) {
+				return 0, fmt.Errorf("the glob ends in an escape")
+			}
+			c = rs[i]
+		}
+		i++
+		return c, nil
+	}
+	items := 0
+	for {
+		if i >= len(rs) {
+			return "", 0, fmt.Errorf("the glob's [ has no ]")
+		}
+		if rs[i] == ']' && items > 0 {
+			b.WriteByte(']')
+			return b.String(), i, nil
+		}
+		lo, err := char()
+		if err != nil {
+			return "", 0, err
+		}
+		hi := lo
+		if i < len(rs) && rs[i] == '-' {
+			i++
+			if hi, err = char(); err != nil {
+				return "", 0, err
+			}
+		}
+		b.WriteString(classChar(lo))
+		if hi != lo {
+			b.WriteString("-" + classChar(hi))
+		}
+		items++
+	}
+}
+
+// classChar writes c for a character class of a regular expression.
+func classChar(c rune) string {
+	if c < 128 && !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9') {
+		return `\` + string(c)
+	}
+	return string(c)
+}
