@@ -30,6 +30,9 @@ var digestFailures = map[string][]string{
 		`8:5: digests[1] needs the field "name"`,
 		`10:5: unknown field "colour" in digests[1]; valid fields: name, schedule, window, receivers, top_users, price_per_kwh, currency, catch_up`,
 	},
+	"digest_alertmanager.bad.yaml": {
+		`11:23: digest "daily" sends to receiver "am", an alertmanager receiver, which takes alerts only: send the digest to a slack, webhook or console receiver`,
+	},
 	"digest_window.bad.yaml": {
 		`10:13: digest "monthly": window 720h0m0s is longer than storage.retention 168h0m0s: older usage is pruned; raise storage.retention`,
 		`14:13: digest "half-hourly": window 30m0s is shorter than an hour: usage is kept by the hour; use 1h or more (or leave it out: since the previous digest)`,
