@@ -11,7 +11,7 @@ import (
 )
 
 func checkCommand(ctx context.Context, env *Env, args []string) error {
-	fs := newFlags(env, "check", "--config FILE", `
+	fs := newFlags(env, "check", "[--config] FILE", `
 Validates the config file and every rule file it names, and tries the rules
 on simulated samples of an eight-GPU server: a sample that takes longer than
 source.interval is a problem. Prints each problem as FILE:LINE:COL: message
@@ -21,15 +21,8 @@ and exits 1; prints a one-line summary and exits 0 when everything is valid.`)
 	if err != nil {
 		return err
 	}
-	switch {
-	case *path == "" && len(args) == 0:
-		return usageErrf("check: name the config file: gpuwatch check --config FILE")
-	case *path == "" && len(args) == 1:
-		*path = args[0] // gpuwatch check FILE
-	case *path == "":
-		return usageErrf("check: one config file at a time: got %q and %q (gpuwatch check --config FILE)", args[0], args[1])
-	case len(args) > 0:
-		return usageErrf("check: unexpected argument %q: the config is --config %s (gpuwatch check --config FILE)", args[0], *path)
+	if err := fileArg("check", "config", "config file", "FILE", path, args); err != nil {
+		return err
 	}
 	cfg, err := loadConfig(*path, env)
 	if err != nil {

@@ -200,6 +200,26 @@ func parseFlags(env *Env, fs *flag.FlagSet, args []string) ([]string, error) {
 	}
 }
 
+// fileArg takes the one file a command works on either from its flag
+// (--config FILE) or as its only argument (FILE), and refuses anything
+// more. what names the file in the error (config file, log), placeholder
+// stands for it in the example (FILE, LOG.csv); value is the flag's value,
+// set from the argument when the flag was not given.
+func fileArg(command, flagName, what, placeholder string, value *string, args []string) error {
+	example := fmt.Sprintf("gpuwatch %s --%s %s", command, flagName, placeholder)
+	switch {
+	case *value == "" && len(args) == 0:
+		return usageErrf("%s: name the %s: %s", command, what, example)
+	case *value == "" && len(args) == 1:
+		*value = args[0]
+	case *value == "":
+		return usageErrf("%s: one %s at a time: got %q and %q (%s)", command, what, args[0], args[1], example)
+	case len(args) > 0:
+		return usageErrf("%s: unexpected argument %q: the %s is --%s %s (%s)", command, args[0], what, flagName, *value, example)
+	}
+	return nil
+}
+
 // noArgs refuses arguments a command that takes only flags was given.
 func noArgs(name string, args []string) error {
 	if len(args) > 0 {

@@ -412,6 +412,14 @@ func readmeCommands() map[string]readmeCommand {
 				t.Errorf("%s: the README shows the line\n%s\nwhich is not in\n%s", cmd, claim, got.stdout)
 			}
 		}},
+		"gpuwatch check config.yaml": {run: func(t *testing.T, r *readmeRun, cmd string) {
+			byFlag := r.gpuwatch(t, "check", "--config", "config.yaml")
+			want(t, cmd, r.gpuwatch(t, args(cmd)...), cli.ExitOK, byFlag.stdout)
+		}},
+		"gpuwatch replay gpu.csv": {run: func(t *testing.T, r *readmeRun, cmd string) {
+			byFlag := r.gpuwatch(t, "replay", "--trace", "gpu.csv")
+			want(t, cmd, r.gpuwatch(t, args(cmd)...), cli.ExitOK, byFlag.stdout)
+		}},
 		"gpuwatch check":   {same: check},
 		"gpuwatch run":     {same: daemon},
 		"gpuwatch test":    {same: "gpuwatch test leak_test.yaml"},

@@ -17,13 +17,13 @@ import (
 )
 
 func replayCommand(ctx context.Context, env *Env, args []string) error {
-	fs := newFlags(env, "replay", "--trace LOG.csv [--config FILE] [--json] [--skip-bad]", `
+	fs := newFlags(env, "replay", "[--trace] LOG.csv [--config FILE] [--json] [--skip-bad]", `
 Evaluates the rules over an nvidia-smi CSV log, at the log's own timestamps,
 and prints every alert that fires or resolves. Nothing is sent anywhere.
 Without --config the rules of config.example.yaml are used. Make a log with:
   nvidia-smi --query-gpu=timestamp,index,name,uuid,temperature.gpu,utilization.gpu,utilization.memory,memory.used,memory.total,power.draw --format=csv -l 5 > gpu.csv`)
 	configPath := fs.String("config", "", "config file whose rules to evaluate (default: the built-in example rules)")
-	trace := fs.String("trace", "", "the nvidia-smi CSV log to replay (required)")
+	trace := fs.String("trace", "", "the nvidia-smi CSV log to replay (required; or give it as the argument)")
 	asJSON := fs.Bool("json", false, `print one JSON object per transition: {"at","alert","gpu","uuid","state","severity","repeat","value"}`)
 	skipBad := fs.Bool("skip-bad", false, "skip malformed rows with a warning count instead of stopping at the first")
 	logLevel := fs.String("log-level", "warn", "log level: debug, info, warn, error")
@@ -31,11 +31,8 @@ Without --config the rules of config.example.yaml are used. Make a log with:
 	if err != nil {
 		return err
 	}
-	if err := noArgs("replay", args); err != nil {
+	if err := fileArg("replay", "trace", "log to replay", "LOG.csv", trace, args); err != nil {
 		return err
-	}
-	if *trace == "" {
-		return usageErrf("replay: name the log to replay: gpuwatch replay --trace LOG.csv")
 	}
 	logger, err := newLogger(env.Stderr, *logLevel)
 	if err != nil {

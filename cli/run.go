@@ -10,7 +10,7 @@ import (
 )
 
 func runCommand(ctx context.Context, env *Env, args []string) error {
-	fs := newFlags(env, "run", "--config FILE", `
+	fs := newFlags(env, "run", "[--config] FILE", `
 The daemon: samples the GPUs every source.interval, evaluates the rules at
 each sample and sends every alert that fires or resolves to its receivers
 through a durable outbox (storage.path); keeps hourly usage rollups and posts
@@ -25,11 +25,11 @@ SIGTERM stop it cleanly.`)
 	if err != nil {
 		return err
 	}
-	if err := noArgs("run", args); err != nil {
-		return err
-	}
-	if *path == "" {
+	if *path == "" && len(args) == 0 {
 		return usageErrf("run: name the config file: gpuwatch run --config FILE (start from config.example.yaml)")
+	}
+	if err := fileArg("run", "config", "config file", "FILE", path, args); err != nil {
+		return err
 	}
 	logger, err := newLogger(env.Stderr, *logLevel)
 	if err != nil {
