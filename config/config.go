@@ -362,7 +362,7 @@ func (c *Config) validate(root *yaml.Node) strictyaml.Errors {
 		fail(routeNode(at("route"), p.Path), "%s", p.Error())
 	}
 	c.checkRouteReceivers(at("route"), "route", &c.Route, names, fail)
-	c.checkDigests(root, names, fail)
+	c.checkDigests(root, fail)
 	for _, r := range c.Rules {
 		for _, name := range r.Receivers {
 			if !names[name] {

@@ -53,10 +53,10 @@ func (c *Config) digestDefaults() {
 
 // checkDigests reports what is wrong with the digests section and with
 // storage.retention, each at the value concerned.
-func (c *Config) checkDigests(root *yaml.Node, receivers map[string]bool, fail func(*yaml.Node, string, ...any)) {
-	alertsOnly := map[string]bool{}
-	for _, r := range c.Receivers {
-		alertsOnly[r.Name] = r.Alertmanager != nil
+func (c *Config) checkDigests(root *yaml.Node, fail func(*yaml.Node, string, ...any)) {
+	receivers := map[string]*Receiver{}
+	for i := range c.Receivers {
+		receivers[c.Receivers[i].Name] = &c.Receivers[i]
 	}
 	if c.Storage.Retention < time.Hour {
 		fail(nodePath(root, "storage", "retention"), "storage.retention %v is too short: keep usage rollups at least 1h (default 35d)", c.Storage.Retention)
@@ -88,10 +88,10 @@ func (c *Config) checkDigests(root *yaml.Node, receivers map[string]bool, fail f
 			fail(at("receivers"), "digest %q needs at least one receiver, e.g. receivers: [team-slack]", d.Name)
 		}
 		for j, r := range d.Receivers {
-			switch {
-			case !receivers[r]:
+			switch receiver := receivers[r]; {
+			case receiver == nil:
 				fail(nodeAt(item, "receivers", j), "digest %q sends to receiver %q, which is not defined under receivers:", d.Name, r)
-			case alertsOnly[r]:
+			case receiver.Alertmanager != nil:
 				fail(nodeAt(item, "receivers", j), "digest %q sends to receiver %q, an alertmanager receiver, which takes alerts only: send the digest to a slack, webhook or console receiver", d.Name, r)
 			}
 		}
