@@ -63,7 +63,7 @@ func checkReplaySource(ctx context.Context, cfg *config.Config, env *Env) error 
 	if err != nil {
 		return replayErr(fmt.Errorf("source.replay.file: %w", err))
 	}
-	for _, w := range logCoverage(cfg.Rules, first, cfg.Source.Replay.File, false) {
+	for _, w := range logCoverage(cfg.Rules, first, cfg.Source.Replay.File) {
 		fmt.Fprintln(env.Stderr, w)
 	}
 	return nil

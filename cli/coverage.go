@@ -20,18 +20,21 @@ var logColumns = map[rules.Metric]string{
 
 // logCoverage warns about rules that cannot fire on an nvidia-smi log
 // because it lacks a metric they use, judged from the log's first snapshot.
-// builtIn says the rules are the built-in example's, written for a GPU
-// server: their rules on metrics no log records (the XID rule) are known
-// not to fire in a replay and get no warning, the ones a log could feed do.
-func logCoverage(rs []*rules.Rule, first *gpu.Snapshot, logName string, builtIn bool) []string {
+// The example config's own rules (built in, or copied into the user's
+// config unchanged) are written for a GPU server: those on metrics no log
+// records (the XID rule) are known not to fire in a replay and get no
+// warning on every run; the ones a log could feed do.
+func logCoverage(rs []*rules.Rule, first *gpu.Snapshot, logName string) []string {
+	example := exampleRuleConditions()
 	var warnings []string
 	for _, r := range rs {
+		fromExample := example[r.Name] == r.When.String()
 		for _, m := range r.When.Metrics() {
 			column, fromLog := logColumns[m]
 			switch {
 			case m.Observed():
 				// gpuwatch keeps it from the samples, whatever the log holds.
-			case !fromLog && builtIn:
+			case !fromLog && fromExample:
 			case !fromLog:
 				warnings = append(warnings, fmt.Sprintf("warning: rule %s uses %s, which nvidia-smi logs do not record; it cannot fire in a replay", r.Name, m))
 			case !anyDevice(first, m):

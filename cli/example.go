@@ -21,3 +21,17 @@ func configOrExample(path string, env *Env) (*config.Config, error) {
 	}
 	return cfg, nil
 }
+
+// exampleRuleConditions maps each rule of the built-in example config to
+// its condition, so a rule copied from it unchanged can be recognised.
+func exampleRuleConditions() map[string]string {
+	cfg, err := config.Parse(exampleConfigName, gpuwatch.ExampleConfig, func(string) (string, bool) { return "", false })
+	if err != nil {
+		return nil // the built-in config is tested; it parses
+	}
+	conditions := make(map[string]string, len(cfg.Rules))
+	for _, r := range cfg.Rules {
+		conditions[r.Name] = r.When.String()
+	}
+	return conditions
+}

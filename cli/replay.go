@@ -60,7 +60,7 @@ Without --config the rules of config.example.yaml are used. Make a log with:
 		onSnapshot: func(s *gpu.Snapshot) {
 			if snapshots == 0 {
 				first = s.Time
-				for _, w := range logCoverage(cfg.Rules, s, *trace, *configPath == "") {
+				for _, w := range logCoverage(cfg.Rules, s, *trace) {
 					fmt.Fprintln(env.Stderr, w)
 				}
 			}

@@ -190,17 +190,23 @@ func TestReplayWithConfig(t *testing.T) {
 }
 
 // TestReplayWarnings checks what replay warns about on stderr: not the
-// built-in XID rule that no log can feed (on every run of the example),
-// but a user's rule that cannot fire on the log.
+// example's XID rule that no log can feed (on every run of the example,
+// built in or copied into the user's config), but a user's rule that
+// cannot fire on the log.
 func TestReplayWarnings(t *testing.T) {
 	const trace = "testdata/traces/thermal.csv"
-	got := gpuwatch(t, "replay", "--trace", trace)
-	if got.code != cli.ExitOK || strings.Contains(got.stderr, "warning") {
-		t.Errorf("replay with the built-in rules: got exit %d, stderr\n%s\nwant exit 0 and no warning", got.code, got.stderr)
+	for _, args := range [][]string{
+		{"replay", "--trace", trace},
+		{"replay", "--config", "../config.example.yaml", "--trace", trace},
+	} {
+		got := gpuwatch(t, args...)
+		if got.code != cli.ExitOK || strings.Contains(got.stderr, "warning") {
+			t.Errorf("%s: got exit %d, stderr\n%s\nwant exit 0 and no warning", strings.Join(args, " "), got.code, got.stderr)
+		}
 	}
 	path := filepath.Join(t.TempDir(), "xid.yaml")
 	writeFile(t, path, "rules:\n  - alert: GPUXid\n    when: xid in (79)\n")
-	got = gpuwatch(t, "replay", "--config", path, "--trace", trace)
+	got := gpuwatch(t, "replay", "--config", path, "--trace", trace)
 	if want := "warning: rule GPUXid uses xid, which nvidia-smi logs do not record; it cannot fire in a replay\n"; got.code != cli.ExitOK || !strings.HasPrefix(got.stderr, want) {
 		t.Errorf("replay with an XID rule of the user's: got exit %d, stderr\n%s\nwant exit 0 and %q", got.code, got.stderr, want)
 	}
