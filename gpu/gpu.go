@@ -31,6 +31,12 @@ type Device struct {
 	Name        string
 	MemUsed     uint64  // bytes
 	MemTotal    uint64  // bytes; 0 when unknown
+	// MemReserved is the part of MemTotal the driver keeps for itself
+	// (NVML's memory info v2, dcgm-exporter's FB_RESERVED, nvidia-smi's
+	// memory.reserved): no job can allocate it, so a GPU is full when
+	// MemUsed reaches MemTotal minus MemReserved. 0 when the source does
+	// not say.
+	MemReserved uint64 // bytes
 	UtilGPU     float64 // percent
 	UtilMem     float64 // percent
 	TempC       float64 // degrees Celsius
@@ -41,6 +47,15 @@ type Device struct {
 
 // MemKnown reports whether the device's memory readings are known.
 func (d *Device) MemKnown() bool { return d.MemTotal > 0 }
+
+// MemAllocatable is the memory jobs can allocate: the total less what the
+// driver reserves, or 0 when memory is unknown.
+func (d *Device) MemAllocatable() uint64 {
+	if !d.MemKnown() || d.MemReserved >= d.MemTotal {
+		return d.MemTotal
+	}
+	return d.MemTotal - d.MemReserved
+}
 
 // MemUsedPercent is the share of memory in use, in percent, or NaN when
 // memory is unknown.
