@@ -26,17 +26,17 @@ type Snapshot struct {
 // Device is one GPU's readings. Readings the GPU or the source does not
 // provide are NaN, never zero; memory is unknown when MemTotal is 0.
 type Device struct {
-	Index       int
-	UUID        string
-	Name        string
-	MemUsed     uint64  // bytes
-	MemTotal    uint64  // bytes; 0 when unknown
+	Index    int
+	UUID     string
+	Name     string
+	MemUsed  uint64 // bytes
+	MemTotal uint64 // bytes; 0 when unknown
 	// MemReserved is the part of MemTotal the driver keeps for itself
 	// (NVML's memory info v2, dcgm-exporter's FB_RESERVED, nvidia-smi's
 	// memory.reserved): no job can allocate it, so a GPU is full when
 	// MemUsed reaches MemTotal minus MemReserved. 0 when the source does
 	// not say.
-	MemReserved uint64 // bytes
+	MemReserved uint64  // bytes
 	UtilGPU     float64 // percent
 	UtilMem     float64 // percent
 	TempC       float64 // degrees Celsius
