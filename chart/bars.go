@@ -47,7 +47,7 @@ func (b *Bars) draw(_, _ time.Time, _ *time.Location) (*image.RGBA, error) {
 			}
 		}
 	}
-	top_ = niceCeil(top_)
+	top_ = niceTop(top_)
 	left, right := margin+barLabelWidth, Width-margin-130
 	return canvas(height, func(r chartdraw.Renderer) {
 		text(r, b.Title, margin+32, top-32, subtitleSize, colorText)
@@ -64,7 +64,7 @@ func (b *Bars) draw(_, _ time.Time, _ *time.Location) (*image.RGBA, error) {
 			}
 		}
 		if len(rows) == 0 {
-			text(r, "nothing to show", left, top+24, labelSize, colorMuted)
+			text(r, "nobody: the data names no processes", left, top+24, labelSize, colorMuted)
 		}
 		for i, name := range rows {
 			y := top + i*rowHeight

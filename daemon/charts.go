@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"net/http"
 	"slices"
 	"strings"
 	"time"
@@ -279,4 +280,48 @@ func (d *Daemon) writeCharts(c *notifier.Commit) {
 		c.PutRecord(BucketCharts, p.id, p.raw)
 	}
 	d.pendingCharts = d.pendingCharts[:0]
+}
+
+// chartFile serves GET /api/v1/charts/ID.png: a kept chart, drawn now.
+func (d *Daemon) chartFile(w http.ResponseWriter, r *http.Request) {
+	id, ok := strings.CutSuffix(r.PathValue("file"), ".png")
+	if !ok || id == "" {
+		http.Error(w, "ask for a chart as /api/v1/charts/ID.png", http.StatusNotFound)
+		return
+	}
+	png, err := d.ChartPNG(id)
+	switch {
+	case errors.Is(err, ErrNoChart):
+		http.Error(w, err.Error(), http.StatusNotFound)
+		return
+	case err != nil:
+		d.logger.Error("cannot draw a chart", "chart", id, "err", err)
+		http.Error(w, "the chart could not be drawn; the log says why", http.StatusInternalServerError)
+		return
+	}
+	servePNG(w, png)
+}
+
+// servePNG answers with a picture.
+func servePNG(w http.ResponseWriter, png []byte) {
+	w.Header().Set("Content-Type", "image/png")
+	w.Header().Set("Cache-Control", "private, max-age=3600")
+	w.Write(png)
+}
+
+// dayCharts keeps the pictures of a digest's window, one per host, and
+// returns their ids, for its notifications to name.
+func (d *Daemon) dayCharts(c *notifier.Commit, name string, at time.Time, days []*chart.Day) []string {
+	var ids []string
+	for _, day := range days {
+		raw, err := json.Marshal(chartRecord{At: at, Day: day})
+		if err != nil {
+			d.logger.Error("cannot encode a digest's picture; the digest goes without it", "digest", name, "err", err)
+			continue
+		}
+		id := chartID("digest", name, day.Title, at.UTC().Format(time.RFC3339Nano))
+		c.PutRecord(BucketCharts, id, raw)
+		ids = append(ids, id)
+	}
+	return ids
 }

@@ -149,7 +149,7 @@ func New(cfg *config.Config, opts Options) (*Daemon, error) {
 	}
 	d := &Daemon{opts: opts, logger: opts.Logger, db: watch(db, opts.Now), cfg: cfg, history: newHistories(), fleet: newFleet(),
 		chartQueues: map[string]string{},
-		staleAfter: staleAfter(cfg), interval: cfg.Source.Interval, storagePath: cfg.Storage.Path,
+		staleAfter:  staleAfter(cfg), interval: cfg.Source.Interval, storagePath: cfg.Storage.Path,
 		health: sourceHealth{host: cfg.HostName()}, hub: cfg.Source.Type == "prometheus"}
 	d.sampledAt.Store(opts.Now().UnixNano())
 	if err := d.start(cfg); err != nil {

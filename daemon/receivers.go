@@ -82,7 +82,13 @@ func (d *Daemon) buildNotifier(cfg *config.Config, r *config.Receiver) (notifier
 			Acknowledged: d.acknowledged,
 		})
 	case r.Webhook != nil:
-		return webhook.New(r.Name, *r.Webhook, client, d.opts.Now)
+		n, err := webhook.New(r.Name, *r.Webhook, client, d.opts.Now)
+		if err != nil {
+			return nil, err
+		}
+		server := cfg.Server
+		n.SetCharts(d, server.ChartURL)
+		return n, nil
 	case r.Alertmanager != nil:
 		return alertmanager.New(r.Name, *r.Alertmanager, alertmanager.Options{
 			HTTPClient: client, Firing: kvBucket{d.db, BucketAlertmanagerFiring}, Now: d.opts.Now,
