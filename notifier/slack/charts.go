@@ -123,8 +123,7 @@ func (u *ChartUploader) upload(ctx context.Context, id, key string, at time.Time
 	if err != nil {
 		if missingFilesScope(err) {
 			u.refused.Store(true)
-			n.log.Warn("Slack refuses chart uploads: give the Slack app the files:write scope and reinstall it; alerts go without charts until a restart",
-				"receiver", n.name)
+			n.log.Warn("Slack refuses chart uploads: give the Slack app the files:write scope and reinstall it; alerts go without charts until a restart")
 			return false, nil
 		}
 		return n.fail(ctx, "chart upload", err)
@@ -203,8 +202,7 @@ func (u *ChartUploader) CheckScope(ctx context.Context) bool {
 		return true
 	}
 	u.refused.Store(true)
-	n.log.Warn("the Slack app lacks the files:write scope: alerts go without charts; add files:write to the app (deploy/slack-app-manifest.yaml has it) and reinstall it",
-		"receiver", n.name)
+	n.log.Warn("the Slack app lacks the files:write scope: alerts go without charts; add the scope (deploy/slack-app-manifest.yaml lists it) and reinstall the app")
 	return false
 }
 
