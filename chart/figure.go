@@ -127,17 +127,8 @@ func zoneName(at time.Time, loc *time.Location) string {
 // canvas draws on a new strip of the figure, Width by height, on the
 // ground colour.
 func canvas(height int, paint func(r chartdraw.Renderer)) (*image.RGBA, error) {
-	r := chartdraw.PNG(Width, height)
+	r := groundedPNG(Width, height)
 	r.SetDPI(dpi)
-	r.SetFillColor(colorGround)
-	r.SetStrokeColor(colorGround)
-	r.SetStrokeWidth(0)
-	r.MoveTo(0, 0)
-	r.LineTo(Width, 0)
-	r.LineTo(Width, height)
-	r.LineTo(0, height)
-	r.Close()
-	r.Fill()
 	paint(r)
 	var out rgbaCollector
 	if err := r.Save(&out); err != nil {
@@ -153,4 +144,16 @@ func clip(s string, n int) string {
 		return s
 	}
 	return string(r[:n-1]) + "…"
+}
+
+// groundedPNG is chartdraw's raster renderer on an image already filled
+// with the ground colour, a plain copy of it, much cheaper than a fill
+// through the rasterizer.
+func groundedPNG(width, height int) chartdraw.Renderer {
+	r := chartdraw.PNG(width, height)
+	var img rgbaCollector
+	if r.Save(&img) == nil && img.img != nil {
+		draw.Draw(img.img, img.img.Bounds(), image.NewUniform(colorGround), image.Point{}, draw.Src)
+	}
+	return r
 }

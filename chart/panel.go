@@ -175,7 +175,7 @@ func (p *Panel) render(from, to time.Time, loc *time.Location) (*image.RGBA, err
 		p.drawDecorations(r, f)
 	})
 	var out rgbaCollector
-	if err := c.Render(chartdraw.PNG, &out); err != nil {
+	if err := c.Render(groundedPNG, &out); err != nil {
 		return nil, fmt.Errorf("draw panel %q: %w", p.Title, err)
 	}
 	return out.img, nil

@@ -33,10 +33,10 @@ var seriesColors = []drawing.Color{colorSky, colorOrange, colorGreen, colorYello
 func seriesColor(i int) drawing.Color { return seriesColors[i%len(seriesColors)] }
 
 // Sizes, in pixels at the charts' DPI. A Slack phone client shows a
-// 1,200-pixel picture about 360 points wide: labels must be large.
+// 1,000-pixel picture about 360 points wide: labels must be large.
 const (
 	// Width is every chart's width.
-	Width = 1200
+	Width = 1000
 	dpi   = 96.0
 
 	titleSize    = 30.0
@@ -52,10 +52,13 @@ const (
 // palette is chartdraw's view of the look.
 type palette struct{}
 
-func (palette) BackgroundColor() drawing.Color       { return colorGround }
-func (palette) BackgroundStrokeColor() drawing.Color { return colorGround }
-func (palette) CanvasColor() drawing.Color           { return colorCanvas }
-func (palette) CanvasStrokeColor() drawing.Color     { return colorCanvas }
+// The ground is filled before chartdraw draws (see groundedPNG): its own
+// fills, through the vector rasterizer, cost more than the rest of a
+// chart. The zero colour tells it to fill nothing.
+func (palette) BackgroundColor() drawing.Color       { return drawing.Color{} }
+func (palette) BackgroundStrokeColor() drawing.Color { return drawing.Color{} }
+func (palette) CanvasColor() drawing.Color           { return drawing.Color{} }
+func (palette) CanvasStrokeColor() drawing.Color     { return drawing.Color{} }
 func (palette) AxisStrokeColor() drawing.Color       { return colorAxis }
 func (palette) TextColor() drawing.Color             { return colorText }
 func (palette) GetSeriesColor(i int) drawing.Color   { return seriesColor(i) }
