@@ -3,8 +3,8 @@ package webhook
 import (
 	"bytes"
 	"encoding/json"
-	"mime/multipart"
 	"fmt"
+	"mime/multipart"
 	"strings"
 	"time"
 	"unicode/utf8"
