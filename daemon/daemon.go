@@ -267,7 +267,8 @@ func (d *Daemon) Run(ctx context.Context, src gpu.Source, reload <-chan *config.
 	defer wg.Wait() // after cancel: the deliverers stop when ctx ends
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	wg.Go(func() { d.checkChartScope(ctx) })
+	// Before any delivery: without files:write no upload is tried.
+	d.checkChartScope(ctx)
 	for _, dl := range d.deliverers {
 		wg.Go(func() { dl.Run(ctx) })
 	}
