@@ -1,7 +1,10 @@
 package chart
 
 import (
+	"bytes"
 	"flag"
+	"image/color"
+	"image/png"
 	"path/filepath"
 	"syscall"
 	"testing"
@@ -105,4 +108,33 @@ func cpuTime() time.Duration {
 		return 0
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// TestEncodePNGLossless: the encoder's PNG decodes to the very pixels
+// drawn, for every kind of chart.
+func TestEncodePNGLossless(t *testing.T) {
+	for name, f := range kinds() {
+		img, err := f.Image()
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		var buf bytes.Buffer
+		if err := encodePNG(&buf, img); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		got, err := png.Decode(&buf)
+		if err != nil {
+			t.Fatalf("%s: the PNG does not decode: %v", name, err)
+		}
+		if got.Bounds() != img.Bounds() {
+			t.Fatalf("%s: decoded %v, drew %v", name, got.Bounds(), img.Bounds())
+		}
+		for y := img.Rect.Min.Y; y < img.Rect.Max.Y; y++ {
+			for x := img.Rect.Min.X; x < img.Rect.Max.X; x++ {
+				if w, g := img.RGBAAt(x, y), color.RGBAModel.Convert(got.At(x, y)).(color.RGBA); w != g {
+					t.Fatalf("%s: pixel (%d, %d) decodes as %v, was drawn %v", name, x, y, g, w)
+				}
+			}
+		}
+	}
 }

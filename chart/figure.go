@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"image"
 	"image/draw"
-	"image/png"
 	"time"
 
 	"github.com/go-analyze/charts/chartdraw"
@@ -27,11 +26,11 @@ type Figure struct {
 
 // Block is a part of a figure, drawn Width wide.
 type Block interface {
-	draw(from, to time.Time, loc *time.Location) (*image.RGBA, error)
-}
-
-func (p *Panel) draw(from, to time.Time, loc *time.Location) (*image.RGBA, error) {
-	return p.render(from, to, loc)
+	// height is how many rows of pixels the block takes.
+	height() int
+	// paint draws the block on r, a strip of the figure Width by
+	// height(), for the span from–to with times in loc.
+	paint(r chartdraw.Renderer, from, to time.Time, loc *time.Location) error
 }
 
 // maxSubtitle is how many lines of context a figure shows.
@@ -44,14 +43,14 @@ func (f *Figure) PNG() ([]byte, error) {
 		return nil, err
 	}
 	var buf bytes.Buffer
-	enc := png.Encoder{CompressionLevel: png.BestSpeed}
-	if err := enc.Encode(&buf, img); err != nil {
+	if err := encodePNG(&buf, img); err != nil {
 		return nil, fmt.Errorf("encode chart: %w", err)
 	}
 	return buf.Bytes(), nil
 }
 
-// Image renders the figure as an image.
+// Image renders the figure as an image: one image on the ground colour,
+// each block drawn straight into its strip.
 func (f *Figure) Image() (*image.RGBA, error) {
 	if len(f.Blocks) == 0 {
 		return nil, errors.New("chart: a figure needs at least one block")
@@ -60,58 +59,64 @@ func (f *Figure) Image() (*image.RGBA, error) {
 	if loc == nil {
 		loc = time.UTC
 	}
-	parts := make([]*image.RGBA, 0, len(f.Blocks)+2)
-	head, err := f.header(loc)
-	if err != nil {
-		return nil, err
-	}
-	parts = append(parts, head)
-	for _, b := range f.Blocks {
-		img, err := b.draw(f.From, f.To, loc)
-		if err != nil {
-			return nil, err
-		}
-		parts = append(parts, img)
-	}
-	foot, err := f.footer(loc)
-	if err != nil {
-		return nil, err
-	}
-	parts = append(parts, foot)
+	parts := make([]Block, 0, len(f.Blocks)+2)
+	parts = append(parts, f.header())
+	parts = append(parts, f.Blocks...)
+	parts = append(parts, f.footer(loc))
 	height := 0
 	for _, p := range parts {
-		height += p.Bounds().Dy()
+		height += p.height()
 	}
-	out := image.NewRGBA(image.Rect(0, 0, Width, height))
+	img := image.NewRGBA(image.Rect(0, 0, Width, height))
+	draw.Draw(img, img.Rect, image.NewUniform(colorGround), image.Point{}, draw.Src)
+	g := newGlyphs(dpi)
 	y := 0
 	for _, p := range parts {
-		r := image.Rect(0, y, Width, y+p.Bounds().Dy())
-		draw.Draw(out, r, p, p.Bounds().Min, draw.Src)
-		y += p.Bounds().Dy()
+		h := p.height()
+		r := newStripRenderer(strip(img, y, h), g)
+		if err := p.paint(r, f.From, f.To, loc); err != nil {
+			return nil, err
+		}
+		if err := r.Save(nil); err != nil {
+			return nil, fmt.Errorf("draw chart: %w", err)
+		}
+		y += h
 	}
-	return out, nil
+	return img, nil
 }
 
-// header draws the title and the lines of context.
-func (f *Figure) header(*time.Location) (*image.RGBA, error) {
+// caption is a block of text: a figure's header or footer.
+type caption struct {
+	rows  int
+	write func(r chartdraw.Renderer)
+}
+
+func (c caption) height() int { return c.rows }
+
+func (c caption) paint(r chartdraw.Renderer, _, _ time.Time, _ *time.Location) error {
+	c.write(r)
+	return nil
+}
+
+// header is the title and the lines of context.
+func (f *Figure) header() caption {
 	lines := f.Subtitle
 	if len(lines) > maxSubtitle {
 		lines = lines[:maxSubtitle]
 	}
-	height := margin + 40 + 32*len(lines) + 4
-	return canvas(height, func(r chartdraw.Renderer) {
+	return caption{rows: margin + 40 + 32*len(lines) + 4, write: func(r chartdraw.Renderer) {
 		text(r, clip(f.Title, 70), margin, margin+30, titleSize, colorText)
 		for i, l := range lines {
 			text(r, clip(l, 100), margin, margin+40+32*(i+1)-6, subtitleSize, colorMuted)
 		}
-	})
+	}}
 }
 
 // footer says which zone the times are in.
-func (f *Figure) footer(loc *time.Location) (*image.RGBA, error) {
-	return canvas(48, func(r chartdraw.Renderer) {
+func (f *Figure) footer(loc *time.Location) caption {
+	return caption{rows: 48, write: func(r chartdraw.Renderer) {
 		text(r, "Times in "+zoneName(f.To, loc)+" · gpuwatch", margin, 32, labelSize, colorMuted)
-	})
+	}}
 }
 
 // zoneName names loc as people read it: "Europe/Paris (CET)", "UTC".
@@ -124,19 +129,6 @@ func zoneName(at time.Time, loc *time.Location) string {
 	return name + " (" + abbr + ")"
 }
 
-// canvas draws on a new strip of the figure, Width by height, on the
-// ground colour.
-func canvas(height int, paint func(r chartdraw.Renderer)) (*image.RGBA, error) {
-	r := groundedPNG(Width, height)
-	r.SetDPI(dpi)
-	paint(r)
-	var out rgbaCollector
-	if err := r.Save(&out); err != nil {
-		return nil, fmt.Errorf("draw chart: %w", err)
-	}
-	return out.img, nil
-}
-
 // clip shortens s to n runes, with an ellipsis.
 func clip(s string, n int) string {
 	r := []rune(s)
@@ -144,16 +136,4 @@ func clip(s string, n int) string {
 		return s
 	}
 	return string(r[:n-1]) + "…"
-}
-
-// groundedPNG is chartdraw's raster renderer on an image already filled
-// with the ground colour, a plain copy of it, much cheaper than a fill
-// through the rasterizer.
-func groundedPNG(width, height int) chartdraw.Renderer {
-	r := chartdraw.PNG(width, height)
-	var img rgbaCollector
-	if r.Save(&img) == nil && img.img != nil {
-		draw.Draw(img.img, img.img.Bounds(), image.NewUniform(colorGround), image.Point{}, draw.Src)
-	}
-	return r
 }

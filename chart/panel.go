@@ -2,7 +2,7 @@ package chart
 
 import (
 	"fmt"
-	"image"
+	"io"
 	"math"
 	"time"
 
@@ -81,6 +81,7 @@ func (p *Panel) scale() float64 {
 	return p.Scale
 }
 
+// height is the panel's height in pixels.
 func (p *Panel) height() int {
 	if p.Height > 0 {
 		return p.Height
@@ -130,8 +131,8 @@ func (f *frame) y(v float64) int {
 
 func (f *frame) inside(t time.Time) bool { return !t.Before(f.from) && !t.After(f.to) }
 
-// render draws the panel, for the span from to to with times in loc.
-func (p *Panel) render(from, to time.Time, loc *time.Location) (*image.RGBA, error) {
+// paint draws the panel on r, for the span from to to with times in loc.
+func (p *Panel) paint(r chartdraw.Renderer, from, to time.Time, loc *time.Location) error {
 	top := p.top()
 	c := chartdraw.Chart{
 		Width: Width, Height: p.height(), DPI: dpi, ColorPalette: palette{},
@@ -174,11 +175,11 @@ func (p *Panel) render(from, to time.Time, loc *time.Location) (*image.RGBA, err
 		f := &frame{box: box, from: from, to: to, top: top, scale: p.scale()}
 		p.drawDecorations(r, f)
 	})
-	var out rgbaCollector
-	if err := c.Render(groundedPNG, &out); err != nil {
-		return nil, fmt.Errorf("draw panel %q: %w", p.Title, err)
+	onStrip := func(int, int) chartdraw.Renderer { return r }
+	if err := c.Render(onStrip, io.Discard); err != nil {
+		return fmt.Errorf("draw panel %q: %w", p.Title, err)
 	}
-	return out.img, nil
+	return nil
 }
 
 // segments cuts a line into the stretches between unknown values, each a
@@ -313,10 +314,3 @@ func (p *Panel) drawLegend(r chartdraw.Renderer, f *frame) {
 
 // timeX is a time as chartdraw's x value.
 func timeX(t time.Time) float64 { return float64(t.UnixNano()) }
-
-type rgbaCollector struct{ img *image.RGBA }
-
-func (c *rgbaCollector) SetRGBA(i *image.RGBA) { c.img = i }
-func (c *rgbaCollector) Write(p []byte) (int, error) {
-	return 0, fmt.Errorf("chart: a panel is collected as an image, not written")
-}
