@@ -27,6 +27,7 @@ import (
 
 	"github.com/gpuwatch/gpuwatch/config"
 	"github.com/gpuwatch/gpuwatch/gpu"
+	"github.com/gpuwatch/gpuwatch/history"
 	"github.com/gpuwatch/gpuwatch/internal/strictyaml"
 	"github.com/gpuwatch/gpuwatch/notifier"
 	"github.com/gpuwatch/gpuwatch/notifier/slack"
@@ -105,7 +106,13 @@ type Daemon struct {
 	last    atomic.Pointer[gpu.Snapshot] // the latest snapshot, of any host
 	fleet   *fleet                       // the latest snapshot of every host
 	history *histories                   // the last day of every GPU, for /gpu history
-	app     *slackbot.App                // nil without slack.signing_secret and slack.app_token
+	// fleetHistory is the history of a hub's fleet, read from its
+	// Prometheus; nil elsewhere (see History).
+	fleetHistory atomic.Pointer[history.Prometheus]
+	app          *slackbot.App // nil without slack.signing_secret and slack.app_token
+	// bot uploads pictures and reads users' zones with slack.bot_token;
+	// nil without one.
+	bot *slack.Bot
 
 	digests *digests // usage rollups and the digest schedule
 
@@ -114,7 +121,6 @@ type Daemon struct {
 	// of the evaluation under way, by transition, and pendingCharts their
 	// data, to write with its commit; both guarded by mu.
 	chartQueues   map[string]string
-	uploaders     []*slack.ChartUploader
 	chartsNow     map[string]string
 	pendingCharts []pendingChart
 
@@ -199,6 +205,7 @@ func (d *Daemon) start(cfg *config.Config) error {
 		return err
 	}
 	d.engine.Restore(records)
+	d.bot = d.newBot(cfg)
 	d.deliverers, err = d.buildDeliverers(cfg)
 	if err != nil {
 		return err
@@ -268,7 +275,7 @@ func (d *Daemon) Run(ctx context.Context, src gpu.Source, reload <-chan *config.
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	// Before any delivery: without files:write no upload is tried.
-	d.checkChartScope(ctx)
+	d.checkSlackScopes(ctx)
 	for _, dl := range d.deliverers {
 		wg.Go(func() { dl.Run(ctx) })
 	}
@@ -285,6 +292,7 @@ func (d *Daemon) Run(ctx context.Context, src gpu.Source, reload <-chan *config.
 		return err
 	}
 	defer srv.Shutdown(context.Background())
+	d.readHistoryFrom(src)
 	d.backfill(ctx, src)
 	for {
 		snap, err := src.Next(ctx)

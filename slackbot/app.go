@@ -48,6 +48,14 @@ type Config struct {
 	HTTPClient *http.Client
 	// Now is the clock that checks request timestamps; nil means time.Now.
 	Now func() time.Time
+	// Uploader posts the charts of /gpu history; nil answers with
+	// sparklines alone.
+	Uploader Uploader
+	// Zones tells users' time zones, the times of their charts; nil, or
+	// where it does not know, charts show Location's.
+	Zones Zones
+	// Location is the host's time zone; nil means time.Local.
+	Location *time.Location
 }
 
 // App is the Slack app: an http.Handler for slash commands and buttons,
@@ -62,6 +70,9 @@ type App struct {
 	log        *slog.Logger
 	client     *http.Client
 	now        func() time.Time
+	uploader   Uploader
+	zones      Zones
+	location   *time.Location // the host's zone, of charts when the reader's is unknown
 
 	// slowAfter is how long a command may take before the answer becomes
 	// "working on it" and the result goes to response_url (Slack gives up
@@ -87,7 +98,13 @@ func New(b Backend, c Config) (*App, error) {
 		log:        c.Logger,
 		client:     c.HTTPClient,
 		now:        c.Now,
+		uploader:   c.Uploader,
+		zones:      c.Zones,
+		location:   c.Location,
 		slowAfter:  2 * time.Second,
+	}
+	if a.location == nil {
+		a.location = time.Local
 	}
 	for _, ch := range c.AllowedChannels {
 		ch = strings.TrimPrefix(strings.TrimSpace(ch), "#")

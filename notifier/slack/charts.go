@@ -1,18 +1,10 @@
 package slack
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"net/http"
-	"slices"
-	"strings"
-	"sync/atomic"
 	"time"
-
-	goslack "github.com/slack-go/slack"
 
 	"github.com/gpuwatch/gpuwatch/notifier"
 )
@@ -36,25 +28,24 @@ var errMessageNotYet = errors.New("the message the chart belongs in is not poste
 type ChartUploader struct {
 	n      *Notifier
 	charts notifier.Charts
-	// refused is set once Slack says the app lacks files:write: pictures
-	// are dropped, after one warning, until a restart.
-	refused atomic.Bool
+	bot    *Bot
 }
 
-// ChartUploader returns the uploader of n's pictures, drawn by charts;
-// nil for a webhook receiver, which cannot upload, and without a message
-// store, which finds the messages pictures belong in.
-func (n *Notifier) ChartUploader(charts notifier.Charts) *ChartUploader {
-	if n.api == nil || n.opts.Messages == nil {
+// ChartUploader returns the uploader of n's pictures, drawn by charts and
+// uploaded by bot, which knows whether the app may; nil for a webhook
+// receiver, which cannot upload, and without a message store, which finds
+// the messages pictures belong in.
+func (n *Notifier) ChartUploader(charts notifier.Charts, bot *Bot) *ChartUploader {
+	if n.api == nil || n.opts.Messages == nil || bot == nil {
 		return nil
 	}
-	return &ChartUploader{n: n, charts: charts}
+	return &ChartUploader{n: n, charts: charts, bot: bot}
 }
 
 // Notify uploads the pictures of m's alerts (or digest) that were not
 // uploaded yet.
 func (u *ChartUploader) Notify(ctx context.Context, m *notifier.Notification) (bool, error) {
-	if m == nil || u.refused.Load() {
+	if m == nil || !u.bot.MayUpload() {
 		return false, nil
 	}
 	if m.Digest != nil {
@@ -114,21 +105,17 @@ func (u *ChartUploader) upload(ctx context.Context, id, key string, at time.Time
 		n.log.Warn("a chart could not be drawn; the message goes without it", "chart", id, "err", err)
 		return false, nil
 	}
-	ctx, cancel := context.WithTimeout(ctx, 3*n.opts.Timeout)
-	defer cancel()
-	file, err := n.api.UploadFileContext(ctx, goslack.UploadFileParameters{
-		Reader: bytes.NewReader(png), FileSize: len(png), Filename: "gpuwatch-" + id + ".png",
-		Title: comment, AltTxt: comment, Channel: channel, ThreadTimestamp: ts,
+	ctx = withRetryAfterNote(ctx)
+	file, err := u.bot.Upload(ctx, File{
+		Channel: channel, ThreadTS: ts, Name: "gpuwatch-" + id + ".png", Title: comment, PNG: png,
 	})
-	if err != nil {
-		if missingFilesScope(err) {
-			u.refused.Store(true)
-			n.log.Warn("Slack refuses chart uploads: give the Slack app the files:write scope and reinstall it; alerts go without charts until a restart")
-			return false, nil
-		}
+	switch {
+	case errors.Is(err, ErrNoFilesScope):
+		return false, nil // the Bot said why, once
+	case err != nil:
 		return n.fail(ctx, "chart upload", err)
 	}
-	if err := n.opts.Messages.Put(doneKey, []byte(file.ID)); err != nil {
+	if err := n.opts.Messages.Put(doneKey, []byte(file)); err != nil {
 		n.log.Warn("a chart upload could not be recorded: a retry may post it again", "chart", id, "err", n.redact(err))
 	}
 	return false, nil
@@ -159,53 +146,3 @@ func (u *ChartUploader) message(key, startsAt string) (channel, ts string, ok bo
 	}
 	return rec.Channel, rec.TS, true
 }
-
-// missingFilesScope reports whether Slack refused an upload for want of
-// the files:write scope.
-func missingFilesScope(err error) bool {
-	var apiErr goslack.SlackErrorResponse
-	return errors.As(err, &apiErr) && (apiErr.Err == "missing_scope" || apiErr.Err == "not_allowed_token_type")
-}
-
-// FilesScope is the scope the Slack app needs to upload charts.
-const FilesScope = "files:write"
-
-// CheckScope asks Slack which scopes the bot token has (auth.test's
-// X-OAuth-Scopes). Without files:write it logs one warning and turns
-// uploads off: alerts go as text alone. It reports whether uploads stay
-// on; when Slack does not answer or does not say, they do, and an upload
-// Slack refuses turns them off then.
-func (u *ChartUploader) CheckScope(ctx context.Context) bool {
-	n := u.n
-	ctx, cancel := context.WithTimeout(ctx, n.opts.Timeout)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, n.apiURL+"auth.test", http.NoBody)
-	if err != nil {
-		return true
-	}
-	req.Header.Set("Authorization", "Bearer "+n.opts.BotToken)
-	resp, err := n.opts.HTTPClient.Do(req)
-	if err != nil {
-		return true
-	}
-	defer resp.Body.Close()
-	io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
-	header := resp.Header.Get("X-OAuth-Scopes")
-	if resp.StatusCode != http.StatusOK || header == "" {
-		return true
-	}
-	scopes := strings.Split(header, ",")
-	for i := range scopes {
-		scopes[i] = strings.TrimSpace(scopes[i])
-	}
-	if slices.Contains(scopes, FilesScope) {
-		return true
-	}
-	u.refused.Store(true)
-	n.log.Warn("the Slack app lacks the files:write scope: alerts go without charts; add the scope (deploy/slack-app-manifest.yaml lists it) and reinstall the app")
-	return false
-}
-
-// Disable turns uploads off: another receiver's CheckScope found the
-// shared bot token lacks files:write and said so.
-func (u *ChartUploader) Disable() { u.refused.Store(true) }
