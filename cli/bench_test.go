@@ -19,6 +19,7 @@ import (
 	"github.com/gpuwatch/gpuwatch/gpu"
 	"github.com/gpuwatch/gpuwatch/gpu/replay"
 	"github.com/gpuwatch/gpuwatch/gpu/sim"
+	"github.com/gpuwatch/gpuwatch/notifier/notifiertest"
 	"github.com/gpuwatch/gpuwatch/rules"
 )
 
@@ -129,6 +130,11 @@ func BenchmarkReplayDay8GPUs1s(b *testing.B) {
 // example config, while the benchmark reads its /proc/PID/status.
 // RSS-MiB is the largest VmRSS read, peak-RSS-MiB the largest of the
 // kernel's high-water mark (VmHWM). Target: ≤ 30 MiB.
+//
+// "console" runs the example config as it is; "charts" sends every alert
+// to a bot-mode Slack receiver (a fake Slack in the benchmark's process,
+// with files:write), so the agent also keeps each alert's chart data and
+// draws and uploads every chart; "charts" says how many it uploaded.
 func BenchmarkRunDay8GPUs(b *testing.B) {
 	if _, err := os.Stat("/proc/self/status"); err != nil {
 		b.Skip("no /proc to read the memory of a process from")
@@ -140,19 +146,56 @@ func BenchmarkRunDay8GPUs(b *testing.B) {
 	}
 	trace := filepath.Join(dir, "day.csv")
 	writeDayCSV(b, trace, 24*time.Hour/(5*time.Second))
-	cfg := strings.NewReplacer("  type: nvml", "  type: replay\n  replay: {file: "+trace+"}",
+	agent := strings.NewReplacer("  type: nvml", "  type: replay\n  replay: {file: "+trace+"}",
 		"path: /var/lib/gpuwatch/gpuwatch.db", "path: "+filepath.Join(dir, "state.db"),
 		"listen: 127.0.0.1:9477", "listen: 127.0.0.1:0").Replace(string(root.ExampleConfig))
+	b.Run("console", func(b *testing.B) {
+		rss, hwm := runDay(b, bin, writeConfig(b, dir, agent), filepath.Join(dir, "state.db"))
+		b.ReportMetric(rss, "RSS-MiB")
+		b.ReportMetric(hwm, "peak-RSS-MiB")
+	})
+	b.Run("charts", func(b *testing.B) {
+		fake := notifiertest.NewSlack(b, notifiertest.SlackOptions{Scopes: "chat:write,commands,files:write"})
+		withSlack := strings.NewReplacer(
+			"  - name: console         # prints alerts on standard output\n    console: {}",
+			"  - name: console\n    console: {}\n  - name: team-slack\n    slack: {channel: \"#gpu-alerts\"}",
+			"  receiver: console       # where alerts go", "  receiver: team-slack    # where alerts go",
+		).Replace(agent) + "\nslack:\n  bot_token: xoxb-1111-2222-benchmark\n  api_url: " + fake.URL + "/api/\n"
+		if !strings.Contains(withSlack, "slack: {channel:") || !strings.Contains(withSlack, "receiver: team-slack") {
+			b.Fatal("config.example.yaml changed: the benchmark cannot route its alerts to Slack")
+		}
+		rss, hwm := runDay(b, bin, writeConfig(b, dir, withSlack), filepath.Join(dir, "state.db"))
+		charts := len(notifiertest.SlackUploads(b, fake))
+		if charts == 0 {
+			b.Fatal("the agent uploaded no chart: the day's alerts must each draw one")
+		}
+		b.ReportMetric(rss, "RSS-MiB")
+		b.ReportMetric(hwm, "peak-RSS-MiB")
+		b.ReportMetric(float64(charts)/float64(b.N), "charts")
+	})
+}
+
+// writeConfig writes a config file in dir and returns its path.
+func writeConfig(b *testing.B, dir, text string) string {
+	b.Helper()
 	path := filepath.Join(dir, "gpuwatch.yaml")
-	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
+	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
 		b.Fatal(err)
 	}
-	var rss, hwm float64
-	b.ResetTimer()
+	return path
+}
+
+// runDay runs `gpuwatch run` on config b.N times, each on a fresh store,
+// until it has replayed its log and delivered what it queued, and returns
+// the largest VmRSS and VmHWM read, in MiB.
+func runDay(b *testing.B, bin, config, store string) (rss, hwm float64) {
+	b.Helper()
 	for b.Loop() {
-		os.Remove(filepath.Join(dir, "state.db"))
-		cmd := exec.Command(bin, "run", "--config", path)
+		os.Remove(store)
+		cmd := exec.Command(bin, "run", "--config", config)
 		cmd.Stdout = io.Discard
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
 		if err := cmd.Start(); err != nil {
 			b.Fatal(err)
 		}
@@ -165,7 +208,7 @@ func BenchmarkRunDay8GPUs(b *testing.B) {
 			select {
 			case err := <-done:
 				if err != nil {
-					b.Fatalf("gpuwatch run: %v", err)
+					b.Fatalf("gpuwatch run: %v\n%s", err, stderr.String())
 				}
 				break watch
 			case <-tick.C:
@@ -176,8 +219,7 @@ func BenchmarkRunDay8GPUs(b *testing.B) {
 		}
 		tick.Stop()
 	}
-	b.ReportMetric(rss, "RSS-MiB")
-	b.ReportMetric(hwm, "peak-RSS-MiB")
+	return rss, hwm
 }
 
 // processMemory reads VmRSS and VmHWM, in MiB, from a /proc/PID/status;

@@ -4,14 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/gpuwatch/gpuwatch/notifier"
 )
 
-// ChartWait is how long an upload waits for the message it belongs in
-// (the alert's, the digest's) before it gives up on the picture: the
-// text's delivery failed for good, or took that long.
+// ChartWait is how long, on the wall clock, an upload waits for the
+// message it belongs in (the alert's, the digest's) before it gives up on
+// the picture: the text's delivery failed for good, or took that long.
 const ChartWait = time.Hour
 
 // errMessageNotYet says the message a picture belongs in is not posted
@@ -29,6 +30,11 @@ type ChartUploader struct {
 	n      *Notifier
 	charts notifier.Charts
 	bot    *Bot
+	mu     sync.Mutex
+	// waiting is when each chart first found its message not yet posted,
+	// by chart ID, on the wall clock (not the alert's time, which a
+	// replayed log puts days back).
+	waiting map[string]time.Time
 }
 
 // ChartUploader returns the uploader of n's pictures, drawn by charts and
@@ -39,7 +45,7 @@ func (n *Notifier) ChartUploader(charts notifier.Charts, bot *Bot) *ChartUploade
 	if n.api == nil || n.opts.Messages == nil || bot == nil {
 		return nil
 	}
-	return &ChartUploader{n: n, charts: charts, bot: bot}
+	return &ChartUploader{n: n, charts: charts, bot: bot, waiting: map[string]time.Time{}}
 }
 
 // Notify uploads the pictures of m's alerts (or digest) that were not
@@ -50,7 +56,7 @@ func (u *ChartUploader) Notify(ctx context.Context, m *notifier.Notification) (b
 	}
 	if m.Digest != nil {
 		for _, id := range m.Digest.Charts {
-			if retry, err := u.upload(ctx, id, digestRecordKey(id), m.CreatedAt, "", "Usage: "+m.Digest.Title); err != nil {
+			if retry, err := u.upload(ctx, id, digestRecordKey(id), "", "Usage: "+m.Digest.Title); err != nil {
 				return retry, err
 			}
 		}
@@ -60,7 +66,7 @@ func (u *ChartUploader) Notify(ctx context.Context, m *notifier.Notification) (b
 		if a.Chart == "" {
 			continue
 		}
-		if retry, err := u.upload(ctx, a.Chart, a.Key, a.At, a.StartsAt.String(), chartComment(&a)); err != nil {
+		if retry, err := u.upload(ctx, a.Chart, a.Key, a.StartsAt.String(), chartComment(&a)); err != nil {
 			return retry, err
 		}
 	}
@@ -84,9 +90,9 @@ func where(a *notifier.Alert) string {
 
 // upload posts chart id in the thread of the message recorded under key
 // (an alert key, whose record must be of the firing that started at
-// startsAt, or a digest's key). at is when the chart was made: past
-// ChartWait without the message, the picture is given up.
-func (u *ChartUploader) upload(ctx context.Context, id, key string, at time.Time, startsAt, comment string) (bool, error) {
+// startsAt, or a digest's key). Past ChartWait without the message, the
+// picture is given up.
+func (u *ChartUploader) upload(ctx context.Context, id, key string, startsAt, comment string) (bool, error) {
 	n := u.n
 	doneKey := n.name + "/chart/" + id
 	if _, done, err := n.opts.Messages.Get(doneKey); err == nil && done {
@@ -94,12 +100,15 @@ func (u *ChartUploader) upload(ctx context.Context, id, key string, at time.Time
 	}
 	channel, ts, ok := u.message(key, startsAt)
 	if !ok {
-		if now := n.now(); !now.IsZero() && now.Sub(at) > ChartWait {
-			n.log.Warn("a chart is dropped: its message was never posted", "chart", id, "key", key)
+		if u.waitedTooLong(id) {
+			n.log.Warn("a chart is dropped: its message was never posted", "chart", id, "key", key, "waited", ChartWait)
 			return false, nil
 		}
 		return true, errMessageNotYet
 	}
+	u.mu.Lock()
+	delete(u.waiting, id)
+	u.mu.Unlock()
 	png, err := u.charts.ChartPNG(id)
 	if err != nil {
 		n.log.Warn("a chart could not be drawn; the message goes without it", "chart", id, "err", err)
@@ -119,6 +128,27 @@ func (u *ChartUploader) upload(ctx context.Context, id, key string, at time.Time
 		n.log.Warn("a chart upload could not be recorded: a retry may post it again", "chart", id, "err", n.redact(err))
 	}
 	return false, nil
+}
+
+// waitedTooLong reports whether chart id has waited ChartWait for its
+// message since it first found it missing (without a clock, never).
+func (u *ChartUploader) waitedTooLong(id string) bool {
+	now := u.n.now()
+	if now.IsZero() {
+		return false
+	}
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	first, ok := u.waiting[id]
+	if !ok {
+		u.waiting[id] = now
+		return false
+	}
+	if now.Sub(first) <= ChartWait {
+		return false
+	}
+	delete(u.waiting, id)
+	return true
 }
 
 // message finds the channel and ts of the message recorded under key.
