@@ -1,9 +1,12 @@
 package cli_test
 
 import (
+	"crypto/rand"
 	"encoding/json"
 	"fmt"
 	"net/url"
+	"os"
+	"path/filepath"
 	"reflect"
 	"regexp"
 	"slices"
@@ -13,6 +16,7 @@ import (
 
 	"github.com/gpuwatch/gpuwatch/daemon"
 	"github.com/gpuwatch/gpuwatch/gpu"
+	"github.com/gpuwatch/gpuwatch/internal/testcert"
 )
 
 // The API reference (docs/api.md) shows each request as a curl command
@@ -29,6 +33,45 @@ var apiAnswers = map[string]reflect.Type{
 	"POST /api/v1/silences":        reflect.TypeFor[daemon.SilenceJSON](),
 	"DELETE /api/v1/silences/{id}": reflect.TypeFor[map[string]string](),
 	"GET /api/v1/outbox":           reflect.TypeFor[daemon.OutboxJSON](),
+	"error":                        reflect.TypeFor[map[string]string](), // {"error": "…"}
+}
+
+// networkAPI is a second gpuwatch run, whose API asks for what one that
+// other machines reach must: TLS, with a certificate of its own, and a
+// token, as docs/api.md configures them.
+type networkAPI struct {
+	addr, certFile, tokenFile string
+}
+
+// startNetwork starts, once, the example config on simulated GPUs (as
+// startDaemon does) with the TLS and token of docs/api.md.
+func (r *readmeRun) startNetwork(t *testing.T) *networkAPI {
+	t.Helper()
+	if r.network != nil {
+		return r.network
+	}
+	r.startDaemon(t) // config.yaml on simulated GPUs
+	dir := filepath.Join(r.dir, "network")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	n := &networkAPI{addr: freeAddr(t), tokenFile: filepath.Join(dir, "api-token")}
+	var keyFile string
+	n.certFile, keyFile = testcert.Write(t, dir)
+	if err := os.WriteFile(n.tokenFile, []byte(rand.Text()+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := os.ReadFile(filepath.Join(r.dir, "config.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := strings.Replace(string(cfg), filepath.Join(r.dir, "state"), filepath.Join(dir, "state"), 1)
+	text = strings.Replace(text, "listen: "+r.addr, fmt.Sprintf("listen: %s\n  tls: {cert_file: %s, key_file: %s}\n  bearer_token_file: %s",
+		n.addr, n.certFile, keyFile, n.tokenFile), 1)
+	r.write(t, "network.yaml", text)
+	r.startRun(t, "network.yaml")
+	r.network = n
+	return n
 }
 
 // runCurl runs a curl command of the docs against the running daemon and
@@ -41,6 +84,11 @@ func runCurl(t *testing.T, r *readmeRun, cmd string) {
 	r.startDaemon(t)
 	status, shown := r.readme.answer(t, cmd)
 	line := strings.ReplaceAll(cmd, "127.0.0.1:9477", r.addr)
+	if strings.Contains(cmd, "https://gpu-server-1:9477") {
+		n := r.startNetwork(t)
+		line = strings.NewReplacer("https://gpu-server-1:9477", "https://"+n.addr,
+			"/etc/gpuwatch/tls.crt", n.certFile, "/etc/gpuwatch/api-token", n.tokenFile).Replace(cmd)
+	}
 	for docID, id := range r.ids {
 		line = strings.ReplaceAll(line, docID, id)
 	}
@@ -57,7 +105,11 @@ func runCurl(t *testing.T, r *readmeRun, cmd string) {
 			problems = append(problems, fmt.Sprintf("status %s, the page says %s", code, status))
 		}
 		if shown.lang == "json" {
-			problems = append(problems, jsonAnswerProblems(method+" "+path, strings.Join(shown.lines, "\n"), body, r.ids)...)
+			request := method + " " + path
+			if status >= "400" {
+				request = "error"
+			}
+			problems = append(problems, jsonAnswerProblems(request, strings.Join(shown.lines, "\n"), body, r.ids)...)
 		} else {
 			problems = append(problems, textAnswerProblems(shown.lines, body)...)
 		}

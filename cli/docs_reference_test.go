@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gpuwatch/gpuwatch/cli"
 	"github.com/gpuwatch/gpuwatch/config"
@@ -94,10 +95,14 @@ func TestDocsConfigs(t *testing.T) {
 }
 
 // checkPrometheusConfig checks a prometheus.yml the docs show with
-// promtool, as Prometheus would load it (in a second); the files it names
-// need not exist here.
+// promtool, as Prometheus would load it, in the fleet suite; the files it
+// names need not exist here.
 func checkPrometheusConfig(t *testing.T, b fenced, text string) {
 	t.Helper()
+	if !suites.Asked(suites.FleetEnv) {
+		t.Logf("the prometheus.yml at %s is checked by the fleet suite (%s=1)", b, suites.FleetEnv)
+		return
+	}
 	promtool, err := exec.LookPath("promtool")
 	if err != nil && !suites.Required(suites.FleetEnv) {
 		t.Logf("the prometheus.yml at %s is not checked: promtool is not installed", b)
@@ -303,5 +308,50 @@ func TestDocsGLIBC(t *testing.T) {
 	}
 	if n == 0 {
 		t.Error("no page says which glibc the binaries need")
+	}
+}
+
+// TestDocsConfigDefaults checks the defaults the config table gives
+// against those the config loader fills in for a config that sets nothing
+// (and for a hub, one that sets only its Prometheus).
+func TestDocsConfigDefaults(t *testing.T) {
+	table := readPage(t, "../docs/configuration.md")
+	load := func(text string) *config.Config {
+		c, err := config.Parse("config.yaml", []byte(text), func(string) (string, bool) { return "", false })
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	plain := load("host: gpu-server-1\n")
+	hub := load("source: {type: prometheus, prometheus: {url: 'http://prometheus:9090'}}\n")
+	for key, got := range map[string]any{
+		"source.type":               plain.Source.Type,
+		"source.interval":           plain.Source.Interval,
+		"source.sim.scenario":       plain.Source.Sim.Scenario,
+		"source.sim.seed":           plain.Source.Sim.Seed,
+		"source.sim.speed":          plain.Source.Sim.Speed,
+		"source.replay.speed":       plain.Source.Replay.Speed,
+		"source.prometheus.schema":  hub.Source.Prometheus.Schema,
+		"source.prometheus.timeout": hub.Source.Prometheus.Timeout,
+		"storage.retention":         plain.Storage.Retention,
+		"server.listen":             plain.Server.Listen,
+		"metrics.per_process":       plain.Metrics.PerProcess,
+	} {
+		row := regexp.MustCompile("(?m)^\\| `" + regexp.QuoteMeta(key) + "` \\|.*\\| `([^`]*)`[^|]* \\|$").FindStringSubmatch(table.text)
+		if row == nil {
+			t.Errorf("docs/configuration.md: no default for %s", key)
+			continue
+		}
+		shown := row[1]
+		if d, ok := got.(time.Duration); ok {
+			if want, err := time.ParseDuration(shown); err != nil || want != d {
+				t.Errorf("docs/configuration.md: %s defaults to %v, the page says %s", key, d, shown)
+			}
+			continue
+		}
+		if fmt.Sprint(got) != shown {
+			t.Errorf("docs/configuration.md: %s defaults to %v, the page says %s", key, got, shown)
+		}
 	}
 }

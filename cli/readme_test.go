@@ -37,12 +37,12 @@ type readmeRun struct {
 	readme    *readme
 	repo, dir string
 	bin       string
-	daemon    *exec.Cmd
-	daemonLog *bytes.Buffer
-	daemonErr lockedLines // the daemon's log, on its standard error
-	addr      string
+	daemon    *daemonProcess // gpuwatch run on config.yaml
+	addr      string         // where it listens
+	network   *networkAPI    // gpuwatch run with TLS and a token
 	silence   string            // the ID silence add printed
 	ids       map[string]string // IDs the docs show (a silence's) → those the daemon gave
+	cleanups  []func()          // what stops the daemons
 }
 
 // lockedLines collects lines that one goroutine writes and another reads.
@@ -431,7 +431,7 @@ func readmeCommands() map[string]readmeCommand {
 			// pidof finds every gpuwatch of this machine: the test signals
 			// its own daemon.
 			r.startDaemon(t)
-			if err := r.daemon.Process.Signal(syscall.SIGHUP); err != nil {
+			if err := r.daemon.cmd.Process.Signal(syscall.SIGHUP); err != nil {
 				t.Fatal(err)
 			}
 			r.waitLog(t, `msg="config reloaded"`)
@@ -533,24 +533,38 @@ func (r *readmeRun) startDaemon(t *testing.T) {
 		return
 	}
 	r.edit(t, "config.yaml", "  type: nvml", "  type: sim")
-	r.daemon = exec.Command(r.bin, "run", "--config", "config.yaml")
-	r.daemon.Dir = r.dir
-	r.daemonLog = &bytes.Buffer{}
+	r.daemon = r.startRun(t, "config.yaml")
+}
+
+// daemonProcess is a gpuwatch run the test started.
+type daemonProcess struct {
+	cmd    *exec.Cmd
+	stdout bytes.Buffer
+	log    lockedLines // its standard error
+}
+
+// startRun starts `gpuwatch run` on a config of the work folder, waits
+// until its API listens, and stops it when the test ends.
+func (r *readmeRun) startRun(t *testing.T, config string) *daemonProcess {
+	t.Helper()
+	d := &daemonProcess{cmd: exec.Command(r.bin, "run", "--config", config)}
+	d.cmd.Dir = r.dir
 	pr, pw, err := os.Pipe()
 	if err != nil {
 		t.Fatal(err)
 	}
-	r.daemon.Stdout, r.daemon.Stderr = r.daemonLog, pw
-	if err := r.daemon.Start(); err != nil {
+	d.cmd.Stdout, d.cmd.Stderr = &d.stdout, pw
+	if err := d.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	pw.Close()
+	r.cleanups = append(r.cleanups, d.stop)
 	listening := make(chan bool, 1)
 	go func() {
 		sc := bufio.NewScanner(pr)
 		found := false
 		for sc.Scan() {
-			r.daemonErr.add(sc.Text())
+			d.log.add(sc.Text())
 			if strings.Contains(sc.Text(), "HTTP API listening") && !found {
 				found = true
 				listening <- true
@@ -563,19 +577,36 @@ func (r *readmeRun) startDaemon(t *testing.T) {
 	select {
 	case ok := <-listening:
 		if !ok {
-			t.Fatalf("gpuwatch run on simulated GPUs ended before its API listened")
+			t.Fatalf("gpuwatch run --config %s ended before its API listened:\n%s", config, &d.log)
 		}
 	case <-time.After(time.Minute):
-		t.Fatalf("gpuwatch run on simulated GPUs: its API did not listen within a minute")
+		t.Fatalf("gpuwatch run --config %s: its API did not listen within a minute", config)
+	}
+	return d
+}
+
+// stop interrupts the daemon and waits for it to end.
+func (d *daemonProcess) stop() {
+	if d.cmd.Process == nil {
+		return
+	}
+	d.cmd.Process.Signal(os.Interrupt)
+	done := make(chan struct{})
+	go func() { d.cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		d.cmd.Process.Kill()
+		<-done
 	}
 }
 
 // waitLog waits until the daemon logs a line holding s.
 func (r *readmeRun) waitLog(t *testing.T, s string) {
 	t.Helper()
-	for deadline := time.Now().Add(time.Minute); !r.daemonErr.has(s); time.Sleep(100 * time.Millisecond) {
+	for deadline := time.Now().Add(time.Minute); !r.daemon.log.has(s); time.Sleep(100 * time.Millisecond) {
 		if time.Now().After(deadline) {
-			t.Fatalf("the daemon did not log %q within a minute; it logged\n%s", s, &r.daemonErr)
+			t.Fatalf("the daemon did not log %q within a minute; it logged\n%s", s, &r.daemon.log)
 		}
 	}
 }
@@ -594,18 +625,10 @@ func (r *readmeRun) waitDigest(t *testing.T, cmd string) output {
 	}
 }
 
-func (r *readmeRun) stopDaemon() {
-	if r.daemon == nil || r.daemon.Process == nil {
-		return
-	}
-	r.daemon.Process.Signal(os.Interrupt)
-	done := make(chan struct{})
-	go func() { r.daemon.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(30 * time.Second):
-		r.daemon.Process.Kill()
-		<-done
+// stop stops what the commands left running, the last started first.
+func (r *readmeRun) stop() {
+	for _, stop := range slices.Backward(r.cleanups) {
+		stop()
 	}
 }
 
@@ -639,7 +662,7 @@ func TestDocsCommands(t *testing.T) {
 	}
 	r := &readmeRun{readme: rd, repo: repo, dir: t.TempDir(), addr: freeAddr(t), ids: map[string]string{}}
 	r.bin = filepath.Join(r.dir, "gpuwatch")
-	t.Cleanup(r.stopDaemon)
+	t.Cleanup(r.stop)
 	// The README's build command, its binary put in the work folder.
 	build := "go build -o gpuwatch ./cmd/gpuwatch"
 	if !slices.Contains(rd.commands, build) {
