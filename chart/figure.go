@@ -36,53 +36,95 @@ type Block interface {
 // maxSubtitle is how many lines of context a figure shows.
 const maxSubtitle = 4
 
-// PNG renders the figure.
+// PNG renders the figure, a strip at a time: only the tallest block's
+// pixels are held, each strip encoded as soon as it is drawn.
 func (f *Figure) PNG() ([]byte, error) {
-	img, err := f.Image()
+	parts, err := f.parts()
 	if err != nil {
 		return nil, err
 	}
-	var buf bytes.Buffer
-	if err := encodePNG(&buf, img); err != nil {
+	height, tallest := 0, 0
+	for _, p := range parts {
+		height += p.height()
+		tallest = max(tallest, p.height())
+	}
+	enc, err := newPNGWriter(Width, height)
+	if err != nil {
 		return nil, fmt.Errorf("encode chart: %w", err)
 	}
-	return buf.Bytes(), nil
+	buf := image.NewRGBA(image.Rect(0, 0, Width, tallest))
+	err = f.draw(parts, func(_, h int) *image.RGBA { return strip(buf, 0, h) }, enc.writeRows)
+	if err != nil {
+		return nil, err
+	}
+	var out bytes.Buffer
+	if err := enc.finish(&out); err != nil {
+		return nil, fmt.Errorf("encode chart: %w", err)
+	}
+	return out.Bytes(), nil
 }
 
-// Image renders the figure as an image: one image on the ground colour,
-// each block drawn straight into its strip.
+// Image renders the figure as one image.
 func (f *Figure) Image() (*image.RGBA, error) {
-	if len(f.Blocks) == 0 {
-		return nil, errors.New("chart: a figure needs at least one block")
+	parts, err := f.parts()
+	if err != nil {
+		return nil, err
 	}
-	loc := f.Location
-	if loc == nil {
-		loc = time.UTC
-	}
-	parts := make([]Block, 0, len(f.Blocks)+2)
-	parts = append(parts, f.header())
-	parts = append(parts, f.Blocks...)
-	parts = append(parts, f.footer(loc))
 	height := 0
 	for _, p := range parts {
 		height += p.height()
 	}
 	img := image.NewRGBA(image.Rect(0, 0, Width, height))
-	draw.Draw(img, img.Rect, image.NewUniform(colorGround), image.Point{}, draw.Src)
+	if err := f.draw(parts, func(y, h int) *image.RGBA { return strip(img, y, h) }, nil); err != nil {
+		return nil, err
+	}
+	return img, nil
+}
+
+// parts are the figure's blocks from the top: its header, its blocks,
+// its footer.
+func (f *Figure) parts() ([]Block, error) {
+	if len(f.Blocks) == 0 {
+		return nil, errors.New("chart: a figure needs at least one block")
+	}
+	parts := make([]Block, 0, len(f.Blocks)+2)
+	parts = append(parts, f.header())
+	parts = append(parts, f.Blocks...)
+	return append(parts, f.footer(f.location())), nil
+}
+
+func (f *Figure) location() *time.Location {
+	if f.Location == nil {
+		return time.UTC
+	}
+	return f.Location
+}
+
+// draw paints each part on the ground colour, straight into the strip
+// at(y, h) gives it (y its top in the figure), and hands each strip
+// painted to done, when not nil.
+func (f *Figure) draw(parts []Block, at func(y, h int) *image.RGBA, done func(*image.RGBA) error) error {
 	g := newGlyphs(dpi)
 	y := 0
 	for _, p := range parts {
 		h := p.height()
-		r := newStripRenderer(strip(img, y, h), g)
-		if err := p.paint(r, f.From, f.To, loc); err != nil {
-			return nil, err
+		img := at(y, h)
+		draw.Draw(img, img.Rect, image.NewUniform(colorGround), image.Point{}, draw.Src)
+		r := newStripRenderer(img, g)
+		if err := p.paint(r, f.From, f.To, f.location()); err != nil {
+			return err
 		}
 		if err := r.Save(nil); err != nil {
-			return nil, fmt.Errorf("draw chart: %w", err)
+			return fmt.Errorf("draw chart: %w", err)
+		}
+		if done != nil {
+			if err := done(img); err != nil {
+				return fmt.Errorf("encode chart: %w", err)
+			}
 		}
 		y += h
 	}
-	return img, nil
+	return nil
 }
 
 // caption is a block of text: a figure's header or footer.

@@ -4,60 +4,98 @@ import (
 	"bytes"
 	"compress/zlib"
 	"encoding/binary"
+	"fmt"
 	"hash/crc32"
 	"image"
 	"io"
 )
 
-// encodePNG writes img, opaque, as an 8-bit RGB PNG. A chart is mostly
-// flat ground, straight rules and repeated rows, so each row is filtered
-// with whichever of PNG's two cheapest filters leaves it smaller, Sub
-// (each byte less the pixel to its left) or Up (less the pixel above):
-// image/png weighs all five, and its Average and Paeth passes cost as
-// much as the drawing while shrinking a chart by little. The rows are
-// compressed at zlib's fastest level, as image/png's BestSpeed does.
+// encodePNG writes img, opaque, as an 8-bit RGB PNG (see pngWriter).
 func encodePNG(w io.Writer, img *image.RGBA) error {
-	width, height := img.Rect.Dx(), img.Rect.Dy()
-	var idat bytes.Buffer
-	zw, err := zlib.NewWriterLevel(&idat, zlib.BestSpeed)
+	p, err := newPNGWriter(img.Rect.Dx(), img.Rect.Dy())
 	if err != nil {
 		return err
 	}
+	if err := p.writeRows(img); err != nil {
+		return err
+	}
+	return p.finish(w)
+}
+
+// pngWriter encodes an opaque picture as an 8-bit RGB PNG, taking its
+// rows a strip at a time, so a figure need not hold all its pixels at
+// once. A chart is mostly flat ground, straight rules and repeated rows,
+// so each row is filtered with whichever of PNG's two cheapest filters
+// leaves it smaller, Sub (each byte less the pixel to its left) or Up
+// (less the pixel above): image/png weighs all five, and its Average and
+// Paeth passes cost as much as the drawing while shrinking a chart by
+// little. The rows are compressed at zlib's fastest level, as
+// image/png's BestSpeed does.
+type pngWriter struct {
+	width, height, rows int
+	idat                bytes.Buffer
+	zw                  *zlib.Writer
+	prev, cur           []byte // the last row written and this one, RGB
+	sub, up             []byte // this row filtered each way, after its filter type
+}
+
+func newPNGWriter(width, height int) (*pngWriter, error) {
+	p := &pngWriter{width: width, height: height}
+	zw, err := zlib.NewWriterLevel(&p.idat, zlib.BestSpeed)
+	if err != nil {
+		return nil, err
+	}
 	n := 3 * width
-	prev, cur := make([]byte, n), make([]byte, n)
-	sub, up := make([]byte, 1+n), make([]byte, 1+n)
-	sub[0], up[0] = 1, 2 // the filter types
-	for y := range height {
-		row := img.Pix[img.PixOffset(img.Rect.Min.X, img.Rect.Min.Y+y):]
-		for x := range width {
-			copy(cur[3*x:3*x+3], row[4*x:4*x+3])
+	p.zw, p.prev, p.cur, p.sub, p.up = zw, make([]byte, n), make([]byte, n), make([]byte, 1+n), make([]byte, 1+n)
+	p.sub[0], p.up[0] = 1, 2 // the filter types
+	return p, nil
+}
+
+// writeRows encodes the rows of img, the next strip of the picture.
+func (p *pngWriter) writeRows(img *image.RGBA) error {
+	if img.Rect.Dx() != p.width || p.rows+img.Rect.Dy() > p.height {
+		return fmt.Errorf("png: a strip of %v does not fit a %d×%d picture with %d rows written", img.Rect, p.width, p.height, p.rows)
+	}
+	for y := img.Rect.Min.Y; y < img.Rect.Max.Y; y++ {
+		row := img.Pix[img.PixOffset(img.Rect.Min.X, y):]
+		for x := range p.width {
+			copy(p.cur[3*x:3*x+3], row[4*x:4*x+3])
 		}
 		var costSub, costUp int
-		for i, v := range cur {
+		for i, v := range p.cur {
 			var left byte
 			if i >= 3 {
-				left = cur[i-3]
+				left = p.cur[i-3]
 			}
-			s, u := v-left, v-prev[i]
-			sub[1+i], up[1+i] = s, u
+			s, u := v-left, v-p.prev[i]
+			p.sub[1+i], p.up[1+i] = s, u
 			costSub += cost(s)
 			costUp += cost(u)
 		}
-		best := up
+		best := p.up
 		if costSub < costUp {
-			best = sub
+			best = p.sub
 		}
-		if _, err := zw.Write(best); err != nil {
+		if _, err := p.zw.Write(best); err != nil {
 			return err
 		}
-		prev, cur = cur, prev
+		p.prev, p.cur = p.cur, p.prev
+		p.rows++
 	}
-	if err := zw.Close(); err != nil {
+	return nil
+}
+
+// finish writes the PNG, once every row is in.
+func (p *pngWriter) finish(w io.Writer) error {
+	if p.rows != p.height {
+		return fmt.Errorf("png: %d rows of %d written", p.rows, p.height)
+	}
+	if err := p.zw.Close(); err != nil {
 		return err
 	}
 	var header [13]byte
-	binary.BigEndian.PutUint32(header[0:], uint32(width))
-	binary.BigEndian.PutUint32(header[4:], uint32(height))
+	binary.BigEndian.PutUint32(header[0:], uint32(p.width))
+	binary.BigEndian.PutUint32(header[4:], uint32(p.height))
 	header[8], header[9] = 8, 2 // 8 bits a sample, truecolour; deflate, adaptive filters, no interlace
 	if _, err := io.WriteString(w, "\x89PNG\r\n\x1a\n"); err != nil {
 		return err
@@ -65,7 +103,7 @@ func encodePNG(w io.Writer, img *image.RGBA) error {
 	for _, c := range []struct {
 		kind string
 		data []byte
-	}{{"IHDR", header[:]}, {"IDAT", idat.Bytes()}, {"IEND", nil}} {
+	}{{"IHDR", header[:]}, {"IDAT", p.idat.Bytes()}, {"IEND", nil}} {
 		if err := writeChunk(w, c.kind, c.data); err != nil {
 			return err
 		}

@@ -25,6 +25,7 @@ func (d *Daemon) newSlackApp(cfg *config.Config) (*slackbot.App, error) {
 		HTTPClient:      d.opts.HTTPClient,
 		Now:             d.opts.Now,
 		Location:        d.opts.Location,
+		Drawn:           releaseDrawing,
 	}
 	if d.bot != nil { // an interface holding a nil *slack.Bot would not be nil
 		c.Uploader, c.Zones = d.bot, d.bot

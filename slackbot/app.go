@@ -56,6 +56,9 @@ type Config struct {
 	Zones Zones
 	// Location is the host's time zone; nil means time.Local.
 	Location *time.Location
+	// Drawn, when set, is called after each chart is drawn (the daemon
+	// hands the chart's memory back to the system).
+	Drawn func()
 }
 
 // App is the Slack app: an http.Handler for slash commands and buttons,
@@ -73,6 +76,7 @@ type App struct {
 	uploader   Uploader
 	zones      Zones
 	location   *time.Location // the host's zone, of charts when the reader's is unknown
+	drawn      func()
 
 	// slowAfter is how long a command may take before the answer becomes
 	// "working on it" and the result goes to response_url (Slack gives up
@@ -101,6 +105,7 @@ func New(b Backend, c Config) (*App, error) {
 		uploader:   c.Uploader,
 		zones:      c.Zones,
 		location:   c.Location,
+		drawn:      c.Drawn,
 		slowAfter:  2 * time.Second,
 	}
 	if a.location == nil {

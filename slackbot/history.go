@@ -138,6 +138,9 @@ func (a *App) postChart(ctx context.Context, h *chart.History, cmd Command, by a
 	}
 	loc := a.zone(ctx, by.user.ID)
 	png, err := h.PNG(loc)
+	if a.drawn != nil {
+		a.drawn()
+	}
 	if err != nil {
 		a.log.Error("cannot draw the chart of /gpu history", "err", err)
 		return false, "gpuwatch could not draw the chart; the log says why."

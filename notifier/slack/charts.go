@@ -56,7 +56,7 @@ func (u *ChartUploader) Notify(ctx context.Context, m *notifier.Notification) (b
 	}
 	if m.Digest != nil {
 		for _, id := range m.Digest.Charts {
-			if retry, err := u.upload(ctx, id, digestRecordKey(id), "", "Usage: "+m.Digest.Title); err != nil {
+			if retry, err := u.upload(ctx, id, digestRecordKey(id), time.Time{}, "Usage: "+m.Digest.Title); err != nil {
 				return retry, err
 			}
 		}
@@ -66,7 +66,7 @@ func (u *ChartUploader) Notify(ctx context.Context, m *notifier.Notification) (b
 		if a.Chart == "" {
 			continue
 		}
-		if retry, err := u.upload(ctx, a.Chart, a.Key, a.StartsAt.String(), chartComment(&a)); err != nil {
+		if retry, err := u.upload(ctx, a.Chart, a.Key, a.StartsAt, chartComment(&a)); err != nil {
 			return retry, err
 		}
 	}
@@ -90,25 +90,32 @@ func where(a *notifier.Alert) string {
 
 // upload posts chart id in the thread of the message recorded under key
 // (an alert key, whose record must be of the firing that started at
-// startsAt, or a digest's key). Past ChartWait without the message, the
-// picture is given up.
-func (u *ChartUploader) upload(ctx context.Context, id, key string, startsAt, comment string) (bool, error) {
+// startsAt, or a digest's key, startsAt zero). Past ChartWait without the
+// message, or when the alert's message is already of a later firing (a
+// replayed log outruns the pictures), the picture is given up.
+func (u *ChartUploader) upload(ctx context.Context, id, key string, startsAt time.Time, comment string) (bool, error) {
 	n := u.n
 	doneKey := n.name + "/chart/" + id
 	if _, done, err := n.opts.Messages.Get(doneKey); err == nil && done {
 		return false, nil
 	}
-	channel, ts, ok := u.message(key, startsAt)
-	if !ok {
+	channel, ts, state := u.message(key, startsAt)
+	if state != messageNotYet {
+		u.mu.Lock()
+		delete(u.waiting, id)
+		u.mu.Unlock()
+	}
+	switch {
+	case state == messageReplaced:
+		n.log.Info("a chart is dropped: its alert fired again since, and the message is of the later firing", "chart", id, "key", key)
+		return false, nil
+	case state == messageNotYet:
 		if u.waitedTooLong(id) {
 			n.log.Warn("a chart is dropped: its message was never posted", "chart", id, "key", key, "waited", ChartWait)
 			return false, nil
 		}
 		return true, errMessageNotYet
 	}
-	u.mu.Lock()
-	delete(u.waiting, id)
-	u.mu.Unlock()
 	png, err := u.charts.ChartPNG(id)
 	if err != nil {
 		n.log.Warn("a chart could not be drawn; the message goes without it", "chart", id, "err", err)
@@ -151,28 +158,42 @@ func (u *ChartUploader) waitedTooLong(id string) bool {
 	return true
 }
 
-// message finds the channel and ts of the message recorded under key.
-func (u *ChartUploader) message(key, startsAt string) (channel, ts string, ok bool) {
+// messageState is where the message a picture belongs in stands.
+type messageState int
+
+const (
+	messagePosted   messageState = iota
+	messageNotYet                // not posted yet: wait
+	messageReplaced              // the alert's record is of a later firing: it never comes
+)
+
+// message finds the channel and ts of the message recorded under key:
+// an alert's, of the firing that started at startsAt, or (startsAt zero)
+// a digest's.
+func (u *ChartUploader) message(key string, startsAt time.Time) (channel, ts string, state messageState) {
 	n := u.n
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if startsAt == "" {
+	if startsAt.IsZero() {
 		b, found, err := n.opts.Messages.Get(n.recordKey(key))
 		if err != nil || !found {
-			return "", "", false
+			return "", "", messageNotYet
 		}
 		var ref messageRef
 		if decodeJSON(b, &ref) != nil || ref.Channel == "" || ref.TS == "" {
-			return "", "", false
+			return "", "", messageNotYet
 		}
-		return ref.Channel, ref.TS, true
+		return ref.Channel, ref.TS, messagePosted
 	}
 	rec := n.load(key)
 	if rec == nil {
-		return "", "", false
+		return "", "", messageNotYet
 	}
-	if e := rec.entry(key); e == nil || e.StartsAt.String() != startsAt {
-		return "", "", false // the record is of an earlier firing
+	switch e := rec.entry(key); {
+	case e == nil || e.StartsAt.Before(startsAt):
+		return "", "", messageNotYet // the record is of an earlier firing
+	case e.StartsAt.After(startsAt):
+		return "", "", messageReplaced
 	}
-	return rec.Channel, rec.TS, true
+	return rec.Channel, rec.TS, messagePosted
 }

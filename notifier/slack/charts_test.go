@@ -60,4 +60,21 @@ func TestChartWaitsForItsMessage(t *testing.T) {
 	if retry, err := u.Notify(context.Background(), other); retry || err != nil {
 		t.Errorf("past ChartWait: got retry=%v err %v, want the picture given up", retry, err)
 	}
+
+	// A chart of an earlier firing, when the alert has fired again and its
+	// message is of the later firing (a replay outran the pictures): given
+	// up at once, not waited for.
+	again := notifiertest.Notification(notifier.StatusFiring)
+	again.Alerts[0].StartsAt = again.Alerts[0].StartsAt.Add(time.Hour)
+	again.Alerts[0].At = again.Alerts[0].StartsAt
+	notify(t, n, notifiertest.Notification(notifier.StatusResolved))
+	notify(t, n, again)
+	earlier := notifiertest.Notification(notifier.StatusResolved)
+	earlier.Alerts[0].Chart = "c3"
+	if retry, err := u.Notify(context.Background(), earlier); retry || err != nil {
+		t.Errorf("a chart of an earlier firing: got retry=%v err %v, want it given up at once", retry, err)
+	}
+	if ups := notifiertest.SlackUploads(t, fake); len(ups) != 1 {
+		t.Errorf("uploads: got %d, want only the first chart", len(ups))
+	}
 }
