@@ -87,9 +87,22 @@ func (f *Figure) parts() ([]Block, error) {
 	if len(f.Blocks) == 0 {
 		return nil, errors.New("chart: a figure needs at least one block")
 	}
+	widest := 0
+	for _, b := range f.Blocks {
+		if p, ok := b.(*Panel); ok {
+			widest = max(widest, p.widestLabel())
+		}
+	}
 	parts := make([]Block, 0, len(f.Blocks)+2)
 	parts = append(parts, f.header())
-	parts = append(parts, f.Blocks...)
+	for _, b := range f.Blocks {
+		if p, ok := b.(*Panel); ok {
+			aligned := *p // the caller's panel stays as it is
+			aligned.labelRunes = widest
+			b = &aligned
+		}
+		parts = append(parts, b)
+	}
 	return append(parts, f.footer(f.location())), nil
 }
 

@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/go-analyze/charts/chartdraw"
 	"github.com/go-analyze/charts/chartdraw/drawing"
@@ -26,6 +28,11 @@ type Panel struct {
 	Marks  []Mark
 	Points []Point
 	Height int // pixels; 0 means the default
+
+	// labelRunes is how many characters the value axis's labels take at
+	// least: a figure sets it to its widest panel's, so that every
+	// panel's plot spans the same width and their times line up.
+	labelRunes int
 }
 
 // Line is a line of a panel. Times and Values pair up; a NaN value
@@ -112,6 +119,24 @@ func (p *Panel) top() float64 {
 	return niceTop(hi / p.scale() * 1.05)
 }
 
+// widestLabel is how many characters the panel's longest value label has.
+func (p *Panel) widestLabel() int {
+	widest := 0
+	for _, v := range valueTicks(0, p.top()) {
+		widest = max(widest, utf8.RuneCountInString(formatValue(v)))
+	}
+	return widest
+}
+
+// padLabel pads a value label to n characters with figure spaces, blank
+// and as wide as a digit.
+func padLabel(s string, n int) string {
+	if pad := n - utf8.RuneCountInString(s); pad > 0 {
+		return s + strings.Repeat("\u2007", pad)
+	}
+	return s
+}
+
 // frame is where a panel's times and values land in pixels.
 type frame struct {
 	box      chartdraw.Box
@@ -158,7 +183,7 @@ func (p *Panel) paint(r chartdraw.Renderer, from, to time.Time, loc *time.Locati
 	}
 	c.XAxis.Ticks = append(c.XAxis.Ticks, chartdraw.Tick{Value: timeX(to)})
 	for _, v := range valueTicks(0, top) {
-		c.YAxis.Ticks = append(c.YAxis.Ticks, chartdraw.Tick{Value: v, Label: formatValue(v)})
+		c.YAxis.Ticks = append(c.YAxis.Ticks, chartdraw.Tick{Value: v, Label: padLabel(formatValue(v), p.labelRunes)})
 		c.YAxis.GridLines = append(c.YAxis.GridLines, chartdraw.GridLine{Value: v})
 	}
 	c.YAxis.Ticks = append(c.YAxis.Ticks, chartdraw.Tick{Value: 0}, chartdraw.Tick{Value: top})
