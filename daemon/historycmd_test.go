@@ -77,20 +77,7 @@ func TestHubHistoryFromPrometheus(t *testing.T) {
 	prom := newHubPrometheus(t)
 	fake := notifiertest.NewSlack(t, notifiertest.SlackOptions{Scopes: "chat:write,commands,files:write"})
 	hook := notifiertest.NewServer(t, nil)
-	cfg := parseConfig(t, t.TempDir(), fmt.Sprintf(`
-host: hub
-source:
-  type: prometheus
-  interval: 1s
-  prometheus: {url: %s, schema: gpuwatch, timeout: 900ms}
-%s
-receivers:
-  - name: hook
-    webhook: {url: %s, format: generic}
-route:
-  receiver: hook
-%s`, prom.URL, historySlack(fake), hook.URL, hotRule), nil)
-	d, _, _ := runHub(t, cfg)
+	d, _, _ := runHub(t, hubConfig(t, t.TempDir(), prom.URL, hook.URL, historySlack(fake)))
 	waitFor(t, "both hosts", func() bool { return len(d.Snapshots()) == 2 })
 
 	// The hub has run for a moment; Prometheus has the hours before.

@@ -147,13 +147,16 @@ func runHub(t *testing.T, cfg *config.Config) (d *daemon.Daemon, logs *notifiert
 	return d, logs, stop
 }
 
-func hubConfig(t *testing.T, dir, prometheusURL, hookURL string) *config.Config {
+// hubConfig is a hub on Prometheus at prometheusURL sending GPUHot to a
+// webhook at hookURL; more is added to the config (a slack section).
+func hubConfig(t *testing.T, dir, prometheusURL, hookURL string, more ...string) *config.Config {
 	return parseConfig(t, dir, fmt.Sprintf(`
 host: hub
 source:
   type: prometheus
   interval: 100ms
   prometheus: {url: %s, schema: gpuwatch, timeout: 90ms}
+`+strings.Join(more, "\n")+`
 receivers:
   - name: hook
     webhook: {url: %s, format: generic}
