@@ -60,8 +60,10 @@ func TestHistoryCommandChart(t *testing.T) {
 	for i := range 120 { // two hours, a sample a minute
 		r.D.Step(snapshot(base.Add(time.Duration(i)*time.Minute), 50, 60))
 	}
+	// Within Slack's 3 seconds the answer says the chart is posted; on a
+	// loaded machine it says it is working on it, and the upload follows.
 	answer := askHistory(t, r.D.SlackHandler(), "history 0 public", base)
-	if !strings.Contains(answer, "the chart is posted here") {
+	if !strings.Contains(answer, "the chart is posted here") && !strings.Contains(answer, "Working on it") {
 		t.Errorf("answer %s, want it to say the chart is posted", answer)
 	}
 	oneChart(t, fake, "node1 GPU 0 · last 6h")

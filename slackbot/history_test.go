@@ -25,6 +25,7 @@ func chartApp(t *testing.T, o notifiertest.SlackOptions) (*testApp, *notifiertes
 		Now: func() time.Time { return testNow }})
 	bot.CheckScopes(t.Context())
 	ta := newTestApp(t, 4, func(c *Config) { c.Uploader, c.Zones, c.Location = bot, bot, zone(t, "Europe/Paris") })
+	ta.slowAfter = time.Minute // the answer waits for the upload, however loaded the machine
 	return ta, fake
 }
 
