@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"strings"
 	"time"
 
 	"github.com/gpuwatch/gpuwatch/gpu"
@@ -77,12 +78,24 @@ type Alert struct {
 	UUID        string            `json:"uuid"`
 	GPUName     string            `json:"gpu_name"`
 	Labels      map[string]string `json:"labels"` // rule labels plus alert, severity, host, gpu, uuid
-	Summary     string            `json:"summary"`
-	Description string            `json:"description,omitempty"`
-	// Value is the condition's value in its base unit (bytes, percent, C,
-	// W, seconds; rates per second); ValueText formats it with its unit.
-	Value     Float  `json:"value"`
-	ValueText string `json:"value_text"`
+	// Summary says what is wrong; on a resolve, what is true now, and
+	// FiringSummary what was wrong.
+	Summary       string `json:"summary"`
+	FiringSummary string `json:"firing_summary,omitempty"`
+	Description   string `json:"description,omitempty"`
+	// Value is, for a firing, the value that made the rule's condition
+	// true, in its base unit (bytes, percent, C, W, seconds; rates per
+	// second): the left side ValueExpr of the comparison that decided it,
+	// read at ValueAt. ValueAt is zero when that is At; otherwise the
+	// condition stopped holding while the alert waited (clear_when,
+	// keep_firing_for) and NowText is what ValueExpr shows at At. On a
+	// resolve, Value is the left side of the comparison that resolved it,
+	// now. ValueText formats Value with its unit.
+	Value     Float     `json:"value"`
+	ValueText string    `json:"value_text"`
+	ValueExpr string    `json:"value_expr,omitempty"`
+	ValueAt   time.Time `json:"value_at,omitzero"`
+	NowText   string    `json:"now_text,omitempty"`
 	// Trend is the alert metric's rate of change per second over the last
 	// 30 minutes; TrendText formats it ("+1.5 GiB/min").
 	Trend     Float  `json:"trend"`
@@ -110,6 +123,15 @@ type Alert struct {
 	// are then the ones it reported last); zero while it reports.
 	LastReport time.Time `json:"last_report,omitzero"`
 }
+
+// ValueEarlier reports whether the value was read before the transition:
+// the condition that it made true no longer holds (NowText says what
+// ValueExpr shows now).
+func (a *Alert) ValueEarlier() bool { return !a.ValueAt.IsZero() && a.ValueAt.Before(a.At) }
+
+// ValueIsTimeToFull reports whether the value is a time_to_full, which
+// TimeToFull repeats: a message says that number once.
+func (a *Alert) ValueIsTimeToFull() bool { return strings.HasPrefix(a.ValueExpr, "time_to_full(") }
 
 // OnGPU reports whether the alert is about a GPU. gpuwatch's own alerts
 // (GPUWatchSourceDown: a hub cannot read its Prometheus) have GPU -1 and

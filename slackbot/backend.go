@@ -55,6 +55,9 @@ type ActiveAlert struct {
 	ValueText    string
 	Summary      string
 	Acknowledged string // who acknowledged it; "" if nobody
+	// Silenced is the silence that mutes it now (its notifications are
+	// not sent); nil when none does.
+	Silenced *notifier.Silence
 }
 
 // History is one GPU's recent memory and utilization, one point a minute.
