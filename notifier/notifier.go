@@ -68,16 +68,16 @@ type Alert struct {
 	// Key identifies the alert across transitions and restarts:
 	// "host/rule/GPU-uuid". Receivers use it to deduplicate (PagerDuty's
 	// dedup_key) and to find the message to update (Slack).
-	Key         string            `json:"key"`
-	Name        string            `json:"alert"`
-	Status      Status            `json:"status"`
-	Repeat      bool              `json:"repeat,omitempty"` // a reminder of an alert still firing
-	Severity    string            `json:"severity"`
-	Host        string            `json:"host"`
-	GPU         int               `json:"gpu"`
-	UUID        string            `json:"uuid"`
-	GPUName     string            `json:"gpu_name"`
-	Labels      map[string]string `json:"labels"` // rule labels plus alert, severity, host, gpu, uuid
+	Key      string            `json:"key"`
+	Name     string            `json:"alert"`
+	Status   Status            `json:"status"`
+	Repeat   bool              `json:"repeat,omitempty"` // a reminder of an alert still firing
+	Severity string            `json:"severity"`
+	Host     string            `json:"host"`
+	GPU      int               `json:"gpu"`
+	UUID     string            `json:"uuid"`
+	GPUName  string            `json:"gpu_name"`
+	Labels   map[string]string `json:"labels"` // rule labels plus alert, severity, host, gpu, uuid
 	// Summary says what is wrong; on a resolve, what is true now, and
 	// FiringSummary what was wrong.
 	Summary       string `json:"summary"`

@@ -58,9 +58,9 @@ type Transition struct {
 	// TimeToFull is the time until memory is full at that trend, for memory
 	// alerts whose memory grows and would be full within a day; for a rule
 	// whose value is a time_to_full, it is that value. See HasTimeToFull.
-	TimeToFull  time.Duration
-	StartsAt time.Time // when the alert fired
-	EndsAt   time.Time // when it resolved; zero while firing
+	TimeToFull time.Duration
+	StartsAt   time.Time // when the alert fired
+	EndsAt     time.Time // when it resolved; zero while firing
 	// Summary is the rule's summary, rendered when the alert fires; on a
 	// resolve it says what is true now ("GPU 3 on node1: temperature is
 	// 79 C now, under 80 C") and FiringSummary is the one it fired with.

@@ -425,4 +425,3 @@ func plain(s string) *goslack.TextBlockObject {
 func mrkdwn(s string) *goslack.TextBlockObject {
 	return goslack.NewTextBlockObject(goslack.MarkdownType, s, false, false)
 }
-
