@@ -13,6 +13,8 @@ import (
 	"os"
 	"strings"
 	"time"
+
+	"github.com/gpuwatch/gpuwatch/notifier/console"
 )
 
 // Exit codes. A script tells "the input has problems" (1) from "the
@@ -24,6 +26,10 @@ const (
 	ExitUsage   = 2 // the command line is wrong: no or unknown command, unknown flag, missing or extra arguments
 	ExitRuntime = 3 // the machine or the world failed: no NVML, I/O errors, no daemon to ask
 )
+
+// timeLayout is how commands write a time: with its zone, as the console
+// receiver does.
+const timeLayout = console.TimeLayout
 
 // Env is what a command may use of the process around it.
 type Env struct {

@@ -74,7 +74,7 @@ Without --config the rules of config.example.yaml are used. Make a log with:
 		return noSamples(*trace, r.Skipped())
 	}
 	fmt.Fprintf(env.Stderr, "replayed %s (%s of data, %s to %s): %s",
-		plural.Count(snapshots, "snapshot"), last.Sub(first).Round(time.Second), first.In(env.Location).Format(time.DateTime), last.In(env.Location).Format(time.DateTime), plural.Count(transitions, "transition"))
+		plural.Count(snapshots, "snapshot"), last.Sub(first).Round(time.Second), first.In(env.Location).Format(timeLayout), last.In(env.Location).Format(timeLayout), plural.Count(transitions, "transition"))
 	if n := r.Skipped(); n > 0 {
 		fmt.Fprintf(env.Stderr, "; %s skipped", plural.Count(n, "malformed row"))
 	}

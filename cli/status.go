@@ -158,14 +158,29 @@ func printAlerts(env *Env, alerts []daemon.AlertJSON) {
 		case a.Host != "":
 			where = a.Host + " " + where
 		}
-		fmt.Fprintf(env.Stdout, "  %-8s %s [%s] %s since %s: %s\n", strings.ToUpper(a.State), a.Alert, a.Severity, where,
-			a.Since.In(env.Location).Format(time.DateTime), a.ValueText)
+		state := a.State
+		if a.Silenced != nil && state == "firing" {
+			state = "silenced"
+		}
+		fmt.Fprintf(env.Stdout, "  %-8s %s [%s] %s since %s: %s\n", strings.ToUpper(state), a.Alert, a.Severity, where,
+			a.Since.In(env.Location).Format(timeLayout), a.ValueText)
+		if s := a.Silenced; s != nil {
+			by := s.CreatedBy
+			if by == "" {
+				by = "someone"
+			}
+			fmt.Fprintf(env.Stdout, "           silenced until %s by %s (silence %s)", s.EndsAt.In(env.Location).Format(timeLayout), by, s.ID)
+			if s.Comment != "" {
+				fmt.Fprintf(env.Stdout, ": %s", s.Comment)
+			}
+			fmt.Fprintln(env.Stdout)
+		}
 	}
 }
 
 // printStatus writes the status view of a snapshot.
 func printStatus(w io.Writer, s *gpu.Snapshot, loc *time.Location) {
-	fmt.Fprintf(w, "%s · %s · %s\n", s.Host, s.Time.In(loc).Format("2006-01-02 15:04:05 MST"), plural.Count(len(s.Devices), "GPU"))
+	fmt.Fprintf(w, "%s · %s · %s\n", s.Host, s.Time.In(loc).Format(timeLayout), plural.Count(len(s.Devices), "GPU"))
 	for i := range s.Devices {
 		d := &s.Devices[i]
 		fmt.Fprintf(w, "\nGPU %d  %s  %s\n", d.Index, d.Name, d.UUID)

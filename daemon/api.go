@@ -339,6 +339,17 @@ type AlertJSON struct {
 	ValueText      string    `json:"value_text"`
 	Summary        string    `json:"summary"`
 	AcknowledgedBy string    `json:"acknowledged_by,omitempty"`
+	// Silenced is the silence that mutes the alert now; absent when none
+	// does. A silenced alert still fires: its notifications are not sent.
+	Silenced *SilencedJSON `json:"silenced,omitempty"`
+}
+
+// SilencedJSON says which silence mutes an alert, until when and by whom.
+type SilencedJSON struct {
+	ID        string    `json:"id"`
+	EndsAt    time.Time `json:"ends_at"`
+	CreatedBy string    `json:"created_by"`
+	Comment   string    `json:"comment,omitempty"`
 }
 
 func gpuJSON(dev *gpu.Device) GPUJSON {
@@ -365,6 +376,9 @@ func (d *Daemon) alertsJSON() []AlertJSON {
 	for i, a := range active {
 		out[i] = AlertJSON{Key: a.Key, Alert: a.Name, Severity: a.Severity, State: a.State, Host: a.Host, GPU: a.GPU, UUID: a.UUID,
 			Since: a.Since, ValueText: a.ValueText, Summary: a.Summary, AcknowledgedBy: a.Acknowledged}
+		if s := a.Silenced; s != nil {
+			out[i].Silenced = &SilencedJSON{ID: s.ID, EndsAt: s.EndsAt, CreatedBy: s.CreatedBy, Comment: s.Comment}
+		}
 	}
 	return out
 }

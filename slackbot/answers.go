@@ -242,7 +242,7 @@ func deviceText(host string, d *gpu.Device, alerts []ActiveAlert, now time.Time)
 	}
 	for i := range alerts {
 		if al := &alerts[i]; onDevice(al, host, d) {
-			fmt.Fprintf(&b, "%s *%s* %s %s\n", stateEmoji(al.State), blockkit.EscapeClip(al.Name, 80), al.State, since(now, al.Since))
+			fmt.Fprintf(&b, "%s *%s* %s %s\n", alertEmoji(al), blockkit.EscapeClip(al.Name, 80), al.stateText(), since(now, al.Since))
 		}
 	}
 	return strings.TrimSuffix(b.String(), "\n")
@@ -258,8 +258,12 @@ func topProcess(ps []gpu.Process) *gpu.Process {
 	return top
 }
 
-func stateEmoji(state string) string {
-	if state == "firing" {
+// alertEmoji is an alert's state at a glance: firing, silenced or pending.
+func alertEmoji(al *ActiveAlert) string {
+	switch {
+	case al.Silenced != nil:
+		return "🔕"
+	case al.State == "firing":
 		return "🔥"
 	}
 	return "⏳"
@@ -357,6 +361,9 @@ func (a *App) alerts(host string) *reply {
 	})
 	c := countAlerts(alerts)
 	title := fmt.Sprintf("🚨 %d firing, %d pending%s", c.firing, c.pending, on)
+	if c.silenced > 0 {
+		title = fmt.Sprintf("🚨 %d firing, %d silenced, %d pending%s", c.firing, c.silenced, c.pending, on)
+	}
 	if len(alerts) == 0 {
 		title = "✅ No alerts are firing or pending" + on
 		return message(title, section(title))
@@ -376,7 +383,7 @@ func (a *App) alerts(host string) *reply {
 // alertText is one alert's lines in /gpu alerts.
 func alertText(al *ActiveAlert, several bool, now time.Time) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s *%s* · %s", stateEmoji(al.State), blockkit.EscapeClip(al.Name, 80), where(several, al.Host, al.GPU))
+	fmt.Fprintf(&b, "%s *%s* · %s", alertEmoji(al), blockkit.EscapeClip(al.Name, 80), where(several, al.Host, al.GPU))
 	if al.Severity != "" {
 		b.WriteString(" · " + blockkit.EscapeClip(al.Severity, 20))
 	}
@@ -390,7 +397,22 @@ func alertText(al *ActiveAlert, several bool, now time.Time) string {
 	if al.Acknowledged != "" {
 		b.WriteString("\n👀 acknowledged by " + blockkit.EscapeClip(al.Acknowledged, 80))
 	}
+	if s := al.Silenced; s != nil {
+		fmt.Fprintf(&b, "\n🔕 silenced until %s by %s", localTime(s.EndsAt), blockkit.EscapeClip(orSomeone(s.CreatedBy), 80))
+		if s.Comment != "" {
+			b.WriteString(": " + blockkit.EscapeClip(s.Comment, 200))
+		}
+		fmt.Fprintf(&b, " · `/gpu unsilence %s` ends it", blockkit.EscapeClip(s.ID, 64))
+	}
 	return b.String()
+}
+
+// orSomeone is who made a silence, or "someone" when it does not say.
+func orSomeone(by string) string {
+	if by == "" {
+		return "someone"
+	}
+	return by
 }
 
 // historyWidth is the most bars a sparkline has.

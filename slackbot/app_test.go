@@ -2,6 +2,7 @@ package slackbot
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -10,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gpuwatch/gpuwatch/notifier"
 	"github.com/gpuwatch/gpuwatch/notifier/notifiertest"
 )
 
@@ -196,6 +198,25 @@ func TestAlerts(t *testing.T) {
 	ta.b.alerts = nil
 	k = ta.run(t, "alerts", "U1", "alice")
 	contains(t, "no alerts", k.all(), "No alerts are firing or pending")
+}
+
+// TestAlertsShowSilenced: a firing alert a silence mutes shows as
+// silenced, until when and by whom, in /gpu alerts and /gpu status.
+func TestAlertsShowSilenced(t *testing.T) {
+	ta := newTestApp(t, 4, nil)
+	until := testNow.Add(2 * time.Hour)
+	ta.b.alerts[0].Silenced = &notifier.Silence{ID: "3f2a9c1b", EndsAt: until, CreatedBy: "alice", Comment: "fan repair",
+		Matchers: mustMatchers(`alert="GPUMemoryLeak"`)}
+	k := ta.run(t, "alerts", "U1", "alice")
+	contains(t, "header", strings.Join(k.texts("header"), ""), "0 firing, 1 silenced, 1 pending")
+	secs := k.texts("section")
+	if len(secs) != 2 {
+		t.Fatalf("/gpu alerts: got sections %q, want 2", secs)
+	}
+	contains(t, "silenced alert", secs[0], "🔕 *GPUMemoryLeak* · GPU 0",
+		fmt.Sprintf("🔕 silenced until <!date^%d^", until.Unix()), "by alice: fan repair", "`/gpu unsilence 3f2a9c1b`")
+	k = ta.run(t, "status", "U1", "alice")
+	contains(t, "status", k.all(), "2 active alerts", "🔕 *GPUMemoryLeak* silenced")
 }
 
 func TestHistory(t *testing.T) {

@@ -67,3 +67,12 @@ type History struct {
 	MemoryUsed  []float64     // percent of memory in use; NaN where unknown
 	Utilization []float64     // percent; NaN where unknown
 }
+
+// stateText is the alert's state as answers write it: "pending",
+// "firing", or "silenced" for a firing alert a silence mutes.
+func (al *ActiveAlert) stateText() string {
+	if al.Silenced != nil && al.State == "firing" {
+		return "silenced"
+	}
+	return al.State
+}
