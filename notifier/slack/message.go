@@ -71,11 +71,11 @@ func render(alerts []notifier.Alert, now time.Time) ([]goslack.Block, string) {
 			blocks = append(blocks, goslack.NewDividerBlock())
 		}
 		blocks = append(blocks, alertBlocks(&alerts[i], now)...)
-		switch {
-		case alerts[i].AcknowledgedBy != "":
-			blocks = append(blocks, acknowledgedBlock(&alerts[i]))
-		case alerts[i].Status != notifier.StatusResolved:
+		if alerts[i].Status != notifier.StatusResolved {
 			blocks = append(blocks, actionsBlock(&alerts[i], i))
+		}
+		if alerts[i].AcknowledgedBy != "" {
+			blocks = append(blocks, acknowledgedBlock(&alerts[i]))
 		}
 	}
 	return blocks, fallback(alerts, now)
