@@ -114,7 +114,7 @@ func TestReplayText(t *testing.T) {
 	if got.code != cli.ExitOK {
 		t.Fatalf("replay: got exit %d, want %d\nstderr:\n%s", got.code, cli.ExitOK, got.stderr)
 	}
-	line := regexp.MustCompile(`(?m)^2026-11-29 \d\d:\d\d:\d\d  (FIRING  |RESOLVED) GPU\w+ \[\w+\] \S+ gpu0 \(NVIDIA A100-SXM4-40GB\)$`)
+	line := regexp.MustCompile(`(?m)^2026-11-29 \d\d:\d\d:\d\d UTC  (FIRING  |RESOLVED) GPU\w+ \[\w+\] \S+ gpu0 \(NVIDIA A100-SXM4-40GB\)$`)
 	var firing, resolved int
 	for _, m := range line.FindAllString(got.stdout, -1) {
 		if strings.Contains(m, "FIRING") {

@@ -72,9 +72,14 @@ func openNVML(host string, logger *slog.Logger) (*nvml.Sampler, error) {
 	return s, nil
 }
 
-// simStart is when the demo's simulated time begins: a fixed instant, so a
-// demo with a seed prints the same times on every run.
-func simStart() time.Time { return time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC) }
+// demoStart is when the demo's simulated time begins: 09:00 today (as of
+// now, in loc), so that its alerts are of today where they are read (Slack
+// says "Today 09:33", not a date long past), and a demo with a seed prints
+// the same times on every run of a day.
+func demoStart(now time.Time, loc *time.Location) time.Time {
+	y, m, d := now.In(loc).Date()
+	return time.Date(y, m, d, 9, 0, 0, 0, loc)
+}
 
 // sourceClock is the clock of a source that runs in its own time, paced
 // (gpu.Pacer): the daemon stamps silences, acknowledgements, the API and
