@@ -9,6 +9,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"os"
 	"strings"
@@ -137,9 +138,14 @@ func report(w io.Writer, err error) int {
 	fmt.Fprintf(w, "gpuwatch: %v\n", err)
 	var ue userError
 	var usage usageError
+	var io *fs.PathError
 	switch {
 	case errors.As(err, &usage):
 		return ExitUsage
+	case errors.As(err, &io):
+		// A file that cannot be read (missing, not allowed) is an I/O
+		// failure, whoever named it.
+		return ExitRuntime
 	case errors.As(err, &ue):
 		return ExitUser
 	}

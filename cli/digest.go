@@ -56,14 +56,21 @@ or daemon needed; the window ends at the log's last sample.`)
 	case *currency != "" && *price == 0:
 		return usageErrf("digest: --currency %s needs --price-per-kwh", *currency)
 	}
-	if _, err := renderDigest(&digest.Report{}, *format); err != nil {
-		return err
+	form, err := digest.ParseFormat(*format)
+	if err != nil {
+		return usageErrf("digest: --%v", err)
 	}
 	logger, err := newLogger(env.Stderr, *logLevel)
 	if err != nil {
 		return err
 	}
-	cfg, err := configOrExample(*configPath, env)
+	// What was recorded is read with the daemon's storage (or from its
+	// API) and digested with its settings; a log, with its rules.
+	parts := []config.Part{config.PartHost, config.PartStorage, config.PartServer, config.PartDigests}
+	if *trace != "" {
+		parts = []config.Part{config.PartHost, config.PartRules, config.PartRuleFiles}
+	}
+	cfg, err := configOrExample(*configPath, env, parts...)
 	if err != nil {
 		return err
 	}
@@ -72,7 +79,7 @@ or daemon needed; the window ends at the log's last sample.`)
 		if err := digestSettings(cfg, *name, fs, &opts); err != nil {
 			return err
 		}
-		return digestFromStore(ctx, env, cfg, *window, *format, opts)
+		return digestFromStore(ctx, env, cfg, *window, form, opts)
 	}
 	host := opts.Host
 	r, err := replay.Open(*trace, replay.Options{Host: host, Location: env.Location, SkipBad: *skipBad, Logger: logger, Warnings: env.Stderr})
@@ -122,17 +129,17 @@ or daemon needed; the window ends at the log's last sample.`)
 		from = last.Add(-*window)
 	}
 	opts.Name, opts.From, opts.To = "trace", from, last
-	return printDigest(env, rollups, opts, *format)
+	return printDigest(env, rollups, opts, form)
 }
 
 // printDigest builds the report of opts' window from rollups and prints it.
-func printDigest(env *Env, rollups *digest.Rollups, opts digest.Options, format string) error {
+func printDigest(env *Env, rollups *digest.Rollups, opts digest.Options, format digest.Format) error {
 	gpus, users, alerts := rollups.Window(opts.From, opts.To)
-	out, err := renderDigest(digest.Build(gpus, users, alerts, opts), format)
+	out, err := digest.Build(gpus, users, alerts, opts).Render(format)
 	if err != nil {
 		return err
 	}
-	_, err = fmt.Fprint(env.Stdout, out)
+	_, err = env.Stdout.Write(out)
 	return err
 }
 
@@ -165,9 +172,8 @@ func digestSettings(cfg *config.Config, name string, fs *flag.FlagSet, opts *dig
 }
 
 // digestFromStore digests the usage gpuwatch run recorded: from the store
-// when the daemon is stopped, else (the store is locked) from its API,
-// which answers in text.
-func digestFromStore(ctx context.Context, env *Env, cfg *config.Config, window time.Duration, format string, opts digest.Options) error {
+// when the daemon is stopped, else (the store is locked) from its API.
+func digestFromStore(ctx context.Context, env *Env, cfg *config.Config, window time.Duration, format digest.Format, opts digest.Options) error {
 	if window == 0 {
 		window = 24 * time.Hour
 	}
@@ -178,14 +184,11 @@ func digestFromStore(ctx context.Context, env *Env, cfg *config.Config, window t
 	}
 	db, err := store.Open(cfg.Storage.Path, store.Options{Timeout: 200 * time.Millisecond})
 	if errors.Is(err, store.ErrInUse) {
-		if format != "text" {
-			return userErrf("digest: gpuwatch run is using %s; while it runs, digests come as text only (--format text)", cfg.Storage.Path)
-		}
 		c, err := newAPIClient(env, "", &cfg.Server, credentials{})
 		if err != nil {
 			return err
 		}
-		query := url.Values{"window": {window.String()}}
+		query := url.Values{"window": {window.String()}, "format": {string(format)}}
 		if opts.Name != "usage" {
 			query.Set("name", opts.Name)
 		}
@@ -220,24 +223,4 @@ func digestFromStore(ctx context.Context, env *Env, cfg *config.Config, window t
 func nothingRecorded(cfg *config.Config) error {
 	return userErrf("digest: nothing has been recorded yet in %s (storage.path of %s): gpuwatch run records usage as it samples "+
 		"and saves it every few minutes; for an nvidia-smi log, use --trace", cfg.Storage.Path, cfg.File)
-}
-
-// renderDigest renders a report in the form --format names.
-func renderDigest(r *digest.Report, format string) (string, error) {
-	switch format {
-	case "text":
-		return r.Text(), nil
-	case "markdown":
-		return r.Markdown(), nil
-	case "blocks":
-		b, err := r.Blocks()
-		return string(b) + "\n", err
-	case "json":
-		n, err := r.Notification("", r.To)
-		if err != nil {
-			return "", err
-		}
-		return string(n.Digest.Data) + "\n", nil
-	}
-	return "", usageErrf("digest: --format %q: use text, markdown, blocks or json", format)
 }

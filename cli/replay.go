@@ -8,6 +8,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/gpuwatch/gpuwatch/config"
 	"github.com/gpuwatch/gpuwatch/gpu"
 	"github.com/gpuwatch/gpuwatch/gpu/replay"
 	"github.com/gpuwatch/gpuwatch/internal/plural"
@@ -38,7 +39,7 @@ Without --config the rules of config.example.yaml are used. Make a log with:
 	if err != nil {
 		return err
 	}
-	cfg, err := configOrExample(*configPath, env)
+	cfg, err := configOrExample(*configPath, env, config.PartHost, config.PartRules, config.PartRuleFiles)
 	if err != nil {
 		return err
 	}

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"time"
 
 	"github.com/gpuwatch/gpuwatch/config"
@@ -101,11 +100,11 @@ func noSamples(path string, skipped int) error {
 	return userErrf("%s has no samples: it holds no rows below its header; log with nvidia-smi --query-gpu=… --format=csv -l 5 for a while first", path)
 }
 
-// replayErr marks CSV problems as the user's (exit 1) and I/O failures as
-// runtime ones.
+// replayErr marks CSV problems as the user's (exit 1); I/O failures, a
+// missing log too, are runtime ones (exit 3).
 func replayErr(err error) error {
 	var pe *replay.ParseError
-	if errors.As(err, &pe) || errors.Is(err, os.ErrNotExist) {
+	if errors.As(err, &pe) {
 		return userErr(err)
 	}
 	return err

@@ -148,11 +148,18 @@ func Load(path string, lookup func(string) (string, bool)) (*Config, error) {
 
 // Parse is Load on text already read; lookup resolves ${ENV} variables.
 func Parse(file string, data []byte, lookup func(string) (string, bool)) (*Config, error) {
-	root, err := strictyaml.Parse(file, data)
+	return parse(file, data, lookup, nil)
+}
+
+// parse is Parse of the parts named, or of every part when parts is nil
+// (see LoadParts).
+func parse(file string, data []byte, lookup func(string) (string, bool), parts []Part) (*Config, error) {
+	root, err := parseDocument(file, data)
 	if err != nil {
 		return nil, err
 	}
-	errs, redactor := expandEnv(file, root, lookup)
+	sections := sectionsOf(root)
+	errs, redactor := expandEnv(file, sections.used(parts), lookup)
 	if len(errs) > 0 {
 		return nil, errs
 	}
@@ -175,15 +182,18 @@ func Parse(file string, data []byte, lookup func(string) (string, bool)) (*Confi
 			r.Alertmanager.ResolvePaths(func(p string) string { return besideConfig(file, p) })
 		}
 	}
-	if y.Rules.Kind != 0 {
+	if y.Rules.Kind != 0 && uses(parts, PartRules) {
 		inline, rerrs := rules.ParseList(file, &y.Rules)
 		c.Rules = append(c.Rules, inline...)
 		errs = append(errs, rerrs...)
 	}
-	errs = append(errs, c.loadRuleFiles(root)...)
+	if uses(parts, PartRuleFiles) {
+		errs = append(errs, c.loadRuleFiles(root)...)
+	}
 	errs = append(errs, rules.CheckUnique(c.Rules)...)
 	errs = append(errs, c.checkRuleCount()...)
 	errs = append(errs, c.validate(root)...)
+	errs = sections.only(file, parts, errs)
 	errs.Sort()
 	redact(errs, redactor)
 	return c, errs.Err()

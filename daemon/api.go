@@ -66,7 +66,7 @@ func (d *Daemon) Addr() string {
 //	POST   /api/v1/silences          {"matchers":["alert=\"GPUHot\""],"duration":"2h","created_by":"alice","comment":"fan repair"}
 //	DELETE /api/v1/silences/{id}     expire a silence now
 //	GET    /api/v1/outbox            notifications waiting per receiver, and the dead letters
-//	GET    /api/v1/digest            the usage digest as text; ?window=24h&name=daily
+//	GET    /api/v1/digest            the usage digest; ?window=24h&name=daily&format=text|markdown|blocks|json
 //	POST   /slack/commands, /slack/actions   the Slack app, when slack.signing_secret is set
 //
 // A known path asked with another method gets 405. With server.tls it is
