@@ -63,7 +63,7 @@ type Source struct {
 type SimSource struct {
 	Scenario string  `yaml:"scenario"`
 	Seed     uint64  `yaml:"seed"`
-	Speed    float64 `yaml:"speed"` // simulated seconds per real second; 0 as fast as possible
+	Speed    float64 `yaml:"speed"` // simulated seconds per real second (default 1); 0 as fast as possible
 }
 
 // ReplaySource configures replaying an nvidia-smi CSV log.
@@ -117,6 +117,9 @@ const (
 	DefaultInterval    = 5 * time.Second
 	DefaultStoragePath = "/var/lib/gpuwatch/gpuwatch.db"
 	DefaultListen      = "127.0.0.1:9477"
+	// DefaultSimSpeed is a sim source's speed: simulated seconds per real
+	// second, the wall clock's.
+	DefaultSimSpeed = 1
 )
 
 // fileYAML is the file as written; rules stay a node so their errors point
@@ -220,6 +223,11 @@ func (c *Config) applyDefaults(lookup func(string) (string, bool)) {
 	if c.Source.Sim.Scenario == "" {
 		c.Source.Sim.Scenario = "all"
 	}
+	if !c.written("source", "sim", "speed") {
+		// A simulation runs on the wall clock unless told otherwise: run
+		// is a daemon; gpuwatch demo is where time runs fast.
+		c.Source.Sim.Speed = DefaultSimSpeed
+	}
 	if c.Storage.Path == "" {
 		c.Storage.Path = DefaultStorage(lookup)
 	}
@@ -268,6 +276,21 @@ func (c *Config) loadRuleFiles(root *yaml.Node) strictyaml.Errors {
 		}
 	}
 	return errs
+}
+
+// written reports whether the file sets the value at keys (an empty value
+// sets nothing: it keeps the default, as strictyaml decodes it).
+func (c *Config) written(keys ...string) bool {
+	if c.root == nil {
+		return false
+	}
+	n := strictyaml.Resolve(c.root)
+	for _, key := range keys {
+		if n = mappingValue(n, key); n == nil {
+			return false
+		}
+	}
+	return !(n.Kind == yaml.ScalarNode && (n.Tag == "!!null" || n.Value == ""))
 }
 
 // nodePath finds the value at root.keys[0].keys[1]… for an error position;
