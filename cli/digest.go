@@ -33,7 +33,8 @@ or daemon needed; the window ends at the log's last sample.`)
 	price := fs.Float64("price-per-kwh", 0, "energy price per kWh, to show what the energy cost (default: no cost shown)")
 	currency := fs.String("currency", "", "the price's currency, e.g. EUR")
 	name := fs.String("name", "", "with --config: the digest of the config whose settings (top_users, price) to use (default: the first)")
-	format := fs.String("format", "text", "output: text, markdown, blocks (Slack Block Kit JSON) or json (the report's data)")
+	format := fs.String("format", "text", "output: text, markdown, blocks (Slack Block Kit JSON), json (the report's data) or png (the picture of the day, one per host)")
+	out := fs.String("out", "", "with --format png: the file to write (a fleet's other hosts go to FILE-HOST.png); default: standard output")
 	skipBad := fs.Bool("skip-bad", false, "skip malformed rows instead of stopping at the first")
 	logLevel := fs.String("log-level", "warn", "log level: debug, info, warn, error")
 	args, err := parseFlags(env, fs, args)
@@ -60,6 +61,9 @@ or daemon needed; the window ends at the log's last sample.`)
 	if err != nil {
 		return usageErrf("digest: --%v", err)
 	}
+	if *out != "" && form != digest.FormatPNG {
+		return usageErrf("digest: --out is for --format png; the other formats print")
+	}
 	logger, err := newLogger(env.Stderr, *logLevel)
 	if err != nil {
 		return err
@@ -79,7 +83,7 @@ or daemon needed; the window ends at the log's last sample.`)
 		if err := digestSettings(cfg, *name, fs, &opts); err != nil {
 			return err
 		}
-		return digestFromStore(ctx, env, cfg, *window, form, opts)
+		return digestFromStore(ctx, env, cfg, *window, output{form, *out}, opts)
 	}
 	host := opts.Host
 	r, err := replay.Open(*trace, replay.Options{Host: host, Location: env.Location, SkipBad: *skipBad, Logger: logger, Warnings: env.Stderr})
@@ -129,13 +133,23 @@ or daemon needed; the window ends at the log's last sample.`)
 		from = last.Add(-*window)
 	}
 	opts.Name, opts.From, opts.To = "trace", from, last
-	return printDigest(env, rollups, opts, form)
+	return printDigest(env, rollups, opts, output{form, *out})
 }
 
-// printDigest builds the report of opts' window from rollups and prints it.
-func printDigest(env *Env, rollups *digest.Rollups, opts digest.Options, format digest.Format) error {
+// output is where and how a digest is written: --format and --out.
+type output struct {
+	format digest.Format
+	file   string
+}
+
+// printDigest builds the report of opts' window from rollups and prints it
+// (or, for png, writes its pictures).
+func printDigest(env *Env, rollups *digest.Rollups, opts digest.Options, o output) error {
 	gpus, users, alerts := rollups.Window(opts.From, opts.To)
-	out, err := digest.Build(gpus, users, alerts, opts).Render(format)
+	if o.format == digest.FormatPNG {
+		return writePictures(env, digest.Pictures(gpus, users, opts), opts.Location, o.file)
+	}
+	out, err := digest.Build(gpus, users, alerts, opts).Render(o.format)
 	if err != nil {
 		return err
 	}
@@ -172,8 +186,9 @@ func digestSettings(cfg *config.Config, name string, fs *flag.FlagSet, opts *dig
 }
 
 // digestFromStore digests the usage gpuwatch run recorded: from the store
-// when the daemon is stopped, else (the store is locked) from its API.
-func digestFromStore(ctx context.Context, env *Env, cfg *config.Config, window time.Duration, format digest.Format, opts digest.Options) error {
+// when the daemon is stopped, else (the store is locked) from its API, in
+// the same form.
+func digestFromStore(ctx context.Context, env *Env, cfg *config.Config, window time.Duration, o output, opts digest.Options) error {
 	if window == 0 {
 		window = 24 * time.Hour
 	}
@@ -188,15 +203,18 @@ func digestFromStore(ctx context.Context, env *Env, cfg *config.Config, window t
 		if err != nil {
 			return err
 		}
-		query := url.Values{"window": {window.String()}, "format": {string(format)}}
+		query := url.Values{"window": {window.String()}, "format": {string(o.format)}}
 		if opts.Name != "usage" {
 			query.Set("name", opts.Name)
 		}
-		text, err := c.getText(ctx, "/api/v1/digest?"+query.Encode())
+		body, err := c.getBytes(ctx, "/api/v1/digest?"+query.Encode())
 		if err != nil {
 			return err
 		}
-		_, err = fmt.Fprint(env.Stdout, text)
+		if o.format == digest.FormatPNG {
+			return writePNG(env, body, o.file)
+		}
+		_, err = env.Stdout.Write(body)
 		return err
 	}
 	if err != nil {
@@ -216,7 +234,7 @@ func digestFromStore(ctx context.Context, env *Env, cfg *config.Config, window t
 	}
 	opts.To = time.Now()
 	opts.From = opts.To.Add(-window)
-	return printDigest(env, rollups, opts, format)
+	return printDigest(env, rollups, opts, o)
 }
 
 // nothingRecorded is the answer of a digest of a store without usage.

@@ -16,10 +16,15 @@ const (
 	FormatMarkdown Format = "markdown" // for chat webhooks
 	FormatBlocks   Format = "blocks"   // Slack Block Kit, a JSON array of blocks
 	FormatJSON     Format = "json"     // the report's data
+	// FormatPNG is the picture of the day of each host (Pictures), which
+	// Render does not draw: it is drawn from the hours, not the report.
+	FormatPNG Format = "png"
 )
 
 // Formats lists every form, in the order help texts name them.
-func Formats() []Format { return []Format{FormatText, FormatMarkdown, FormatBlocks, FormatJSON} }
+func Formats() []Format {
+	return []Format{FormatText, FormatMarkdown, FormatBlocks, FormatJSON, FormatPNG}
+}
 
 // ParseFormat reads a form's name.
 func ParseFormat(s string) (Format, error) {
@@ -40,6 +45,8 @@ func (f Format) ContentType() string {
 	switch f {
 	case FormatBlocks, FormatJSON:
 		return "application/json"
+	case FormatPNG:
+		return "image/png"
 	case FormatMarkdown:
 		return "text/markdown; charset=utf-8"
 	}
@@ -47,8 +54,11 @@ func (f Format) ContentType() string {
 }
 
 // Render renders the report in form f; JSON forms end with a newline.
+// The pictures of FormatPNG are not the report's: Pictures draws them.
 func (r *Report) Render(f Format) ([]byte, error) {
 	switch f {
+	case FormatPNG:
+		return nil, fmt.Errorf("digest %q: a report does not draw its picture; the hours do (Pictures)", r.Name)
 	case FormatMarkdown:
 		return []byte(r.Markdown()), nil
 	case FormatBlocks:
