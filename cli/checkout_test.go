@@ -71,12 +71,12 @@ func madeBy(cmd string) []string {
 	var out []string
 	for _, re := range []*regexp.Regexp{
 		regexp.MustCompile(`^cp\s+\S+\s+(\S+)$`),
-		regexp.MustCompile(`>>?\s*(\S+)`),
+		regexp.MustCompile(`(?:^|\s)>>?\s*(\S+)`), // a redirection, not the end of a <placeholder>
 		regexp.MustCompile(`\s-o\s+(\S+)`),
 		regexp.MustCompile(`\s--out\s+(\S+)`),
 	} {
 		for _, m := range re.FindAllStringSubmatch(cmd, -1) {
-			if p := m[1]; !strings.ContainsAny(p[:1], "/~$&") && !strings.Contains(p, "://") {
+			if p := m[1]; !strings.ContainsAny(p[:1], "/~$&-<") && !strings.Contains(p, "://") {
 				out = append(out, p)
 			}
 		}
