@@ -147,7 +147,7 @@ func (r *Rule) ValueText(a *Alert) string {
 	if r == nil || r.When == nil {
 		return Dimension{Base: Count}.Format(a.Value)
 	}
-	return r.When.DimensionOf(a.ValueOf).Format(a.Value)
+	return r.When.FormatValue(a.ValueOf, a.Value)
 }
 
 // RepeatDue reports whether a firing alert should be announced again at

@@ -183,6 +183,20 @@ func (c *Cond) comparison(i int) *leaf {
 // ValueDimension returns the dimension of Value, for formatting it.
 func (c *Cond) ValueDimension() Dimension { return c.DimensionOf(0) }
 
+// FormatValue writes v, a value of comparison i's left side, with its
+// unit, as Dimension.Format does, except that a value past the
+// comparison's quantity never reads as the quantity itself: the 60.4s of
+// missing_for > 1m is "60.4s", not "1m".
+func (c *Cond) FormatValue(i int, v float64) string {
+	dim := c.DimensionOf(i)
+	s := dim.Format(v)
+	l := c.comparison(i)
+	if l == nil || l.op == opIn || v == l.q || s != dim.Format(l.q) {
+		return s
+	}
+	return dim.precise(v)
+}
+
 // DimensionOf returns the dimension of ValueOf(ctx, i), for formatting it.
 func (c *Cond) DimensionOf(i int) Dimension {
 	l := c.comparison(i)
@@ -231,7 +245,7 @@ func (c *Cond) Explain(ctx *EvalContext, i int) (string, float64) {
 	if op == opIn || op == opNotIn {
 		than = "(" + joinNumbers(l.set) + ")"
 	}
-	return l.val.text() + " is " + dim.Format(v) + " now, " + op.words() + " " + than, v
+	return l.val.text() + " is " + c.FormatValue(i, v) + " now, " + op.words() + " " + than, v
 }
 
 // Expr returns the left side of comparison i as the rule writes it:

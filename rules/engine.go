@@ -453,14 +453,13 @@ func (e *Engine) emit(s *gpu.Snapshot, d *gpu.Device, gs *gpuState, j int, procs
 	r, a := e.rules[j], &gs.alerts[j]
 	t := e.transition(s, d, gs, j, procs, repeat)
 	t.Value, t.ValueAt, t.ValueExpr = a.Value, a.ValueAt, r.When.Expr(a.ValueOf)
-	dim := r.When.DimensionOf(a.ValueOf)
-	t.ValueText = dim.Format(a.Value)
+	t.ValueText = r.When.FormatValue(a.ValueOf, a.Value)
 	ctx := &e.ctx
 	ctx.Windows, ctx.Trends = gs.when[j], gs.whenTrends[j]
 	now := a.Value
 	if !a.ValueAt.Equal(s.Time) {
 		now = r.When.ValueOf(ctx, a.ValueOf)
-		t.NowText = dim.Format(now)
+		t.NowText = r.When.FormatValue(a.ValueOf, now)
 	}
 	if c := e.layout[j]; c.trend >= 0 {
 		m := e.trends[c.trend].metric
@@ -517,7 +516,7 @@ func (e *Engine) emitResolve(s *gpu.Snapshot, d *gpu.Device, gs *gpuState, j int
 	if cond.isXID(why) && r.KeepFiringFor > 0 {
 		now += " for " + formatSeconds(r.KeepFiringFor.Seconds())
 	}
-	t.Value, t.ValueText, t.ValueExpr, t.ValueAt = v, cond.DimensionOf(why).Format(v), cond.Expr(why), s.Time
+	t.Value, t.ValueText, t.ValueExpr, t.ValueAt = v, cond.FormatValue(why, v), cond.Expr(why), s.Time
 	t.Summary = fmt.Sprintf("GPU %d on %s: %s", d.Index, s.Host, now)
 	t.FiringSummary = a.Summary
 	if c := e.layout[j]; c.trend >= 0 {

@@ -179,3 +179,27 @@ func TestFractionOfAPercentWarns(t *testing.T) {
 		}
 	}
 }
+
+// TestValueNeverReadsAsItsThreshold: a value just past its threshold is
+// written with the digits that show it past: the 60.4s of missing_for > 1m
+// is not "1m".
+func TestValueNeverReadsAsItsThreshold(t *testing.T) {
+	tests := []struct {
+		cond string
+		v    float64
+		want string
+	}{
+		{"missing_for > 1m", 60.4, "60.4s"},
+		{"missing_for > 1m", 65, "1m5s"},
+		{"memory.used_percent > 95", 95.004, "95.004%"},
+		{"memory.used_percent > 95", 97.3, "97.3%"},
+		{"memory.used > 1GiB", 1<<30 + 4096, "1073745920 B"},
+		{"temperature > 85", 85, "85 C"}, // at the threshold: as it is
+		{"trend(memory.used, 40m) > 10MiB/min", 10.0001 * (1 << 20) / 60, "10485865 B/min"},
+	}
+	for _, tt := range tests {
+		if got := mustParseCond(t, tt.cond).FormatValue(0, tt.v); got != tt.want {
+			t.Errorf("%s: FormatValue(%v) = %q, want %q", tt.cond, tt.v, got, tt.want)
+		}
+	}
+}
