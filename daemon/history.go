@@ -12,14 +12,14 @@ import (
 // historyMinutes is how much history each GPU keeps: a day of minutes.
 const historyMinutes = 24 * 60
 
-// minuteBucket sums one minute of one GPU's samples in 16 bytes (a hub
+// minuteBucket sums one minute of one GPU's samples in 24 bytes (a hub
 // keeps a day of every GPU of its fleet). minute (Unix minutes) says which
 // minute the slot holds now: a slot last written a day or more ago reads
 // as empty, and so does one never written (minute 0, counts 0).
 type minuteBucket struct {
-	minute          int32
-	memSum, utilSum float32 // percent, at most 100 per sample
-	memN, utilN     uint16
+	minute                   int32
+	memSum, utilSum, tempSum float32 // percent, at most 100 per sample; degrees Celsius
+	memN, utilN, tempN       uint16
 }
 
 // gpuHistory is one GPU's last day, a ring of minute buckets indexed by
@@ -29,7 +29,7 @@ type gpuHistory struct {
 	buckets [historyMinutes]minuteBucket
 }
 
-// histories keeps the memory and utilization of every GPU of every host
+// histories keeps the memory, utilization and temperature of every GPU of every host
 // of the last day, one point a minute, for /gpu history. A sample costs
 // O(1) and, once its GPU is known, allocates nothing.
 type histories struct {
@@ -85,6 +85,10 @@ func (h *histories) Record(s *gpu.Snapshot) {
 			b.utilSum += float32(d.UtilGPU)
 			b.utilN++
 		}
+		if !math.IsNaN(d.TempC) && !math.IsInf(d.TempC, 0) && b.tempN < math.MaxUint16 {
+			b.tempSum += float32(d.TempC)
+			b.tempN++
+		}
 	}
 }
 
@@ -133,11 +137,12 @@ func (h *histories) History(host string, index int, window time.Duration) (slack
 		End:         time.Unix(g.last*60, 0).UTC(),
 		MemoryUsed:  make([]float64, steps),
 		Utilization: make([]float64, steps),
+		Temperature: make([]float64, steps),
 	}
 	first := g.last - int64(steps) + 1
 	for i := range steps {
 		m := first + int64(i)
-		out.MemoryUsed[i], out.Utilization[i] = math.NaN(), math.NaN()
+		out.MemoryUsed[i], out.Utilization[i], out.Temperature[i] = math.NaN(), math.NaN(), math.NaN()
 		b := &g.buckets[ringSlot(m)]
 		if int64(b.minute) != m {
 			continue
@@ -147,6 +152,9 @@ func (h *histories) History(host string, index int, window time.Duration) (slack
 		}
 		if b.utilN > 0 {
 			out.Utilization[i] = float64(b.utilSum) / float64(b.utilN)
+		}
+		if b.tempN > 0 {
+			out.Temperature[i] = float64(b.tempSum) / float64(b.tempN)
 		}
 	}
 	return out, true

@@ -57,10 +57,12 @@ type ActiveAlert struct {
 	Acknowledged string // who acknowledged it; "" if nobody
 }
 
-// History is one GPU's recent memory and utilization, one point a minute.
+// History is one GPU's recent memory, utilization and temperature, one
+// point a minute.
 type History struct {
 	Step        time.Duration // time between points (a minute)
 	End         time.Time     // the time of the last point
 	MemoryUsed  []float64     // percent of memory in use; NaN where unknown
 	Utilization []float64     // percent; NaN where unknown
+	Temperature []float64     // degrees Celsius; NaN where unknown
 }
