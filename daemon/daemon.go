@@ -31,6 +31,7 @@ import (
 	"github.com/gpuwatch/gpuwatch/notifier"
 	"github.com/gpuwatch/gpuwatch/rules"
 	"github.com/gpuwatch/gpuwatch/slackbot"
+	"github.com/gpuwatch/gpuwatch/web"
 )
 
 // BucketAlerts holds the state of every firing alert, so a restart neither
@@ -109,6 +110,7 @@ type Daemon struct {
 	digests *digests // usage rollups and the digest schedule
 
 	auth *authenticator // nil when the server section asks for no credentials
+	page *web.Server    // the page in the browser
 
 	// health follows whether the source answers (guarded by mu); hub is
 	// whether the source is a fleet's Prometheus, whose GPUs /metrics
@@ -151,6 +153,9 @@ func New(cfg *config.Config, opts Options) (*Daemon, error) {
 func (d *Daemon) start(cfg *config.Config) error {
 	var err error
 	if d.auth, err = newAuthenticator(&cfg.Server); err != nil {
+		return err
+	}
+	if d.page, err = d.newPage(); err != nil {
 		return err
 	}
 	d.silences, err = notifier.NewSilences(kvBucket{d.db, "silences"}, nil)
