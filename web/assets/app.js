@@ -436,6 +436,7 @@
       renderAlerts();
       const at = state.status.time ? new Date(state.status.time) : null;
       $('updated').textContent = at ? 'Sample of ' + at.toLocaleTimeString() : 'No sample yet';
+      $('updated').dataset.time = state.status.time || '';
     } catch (e) {
       problem('Cannot reach gpuwatch (' + e.message + '); trying again.');
     }
