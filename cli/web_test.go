@@ -22,6 +22,7 @@ import (
 	"github.com/gpuwatch/gpuwatch/internal/browsertest"
 	"github.com/gpuwatch/gpuwatch/internal/fleettest"
 	"github.com/gpuwatch/gpuwatch/internal/testcert"
+	"github.com/gpuwatch/gpuwatch/notifier/notifiertest"
 )
 
 // pageConfig is a daemon on the sim source's six GPUs (a leak, a batch
@@ -438,4 +439,79 @@ func TestPageInBrowserAsksForCredentials(t *testing.T) {
 	// Logging out ends the session: the page asks again.
 	browsertest.Do(t, tab, 30*time.Second, "log out", chromedp.Click(chromedp.ID("logout")))
 	waitPage(t, tab, 10*time.Second, "the login form after logging out", `location.pathname === '/login'`)
+}
+
+// TestPageInBrowserOnFleetHub runs the page on the hub of a fleet, as the
+// fleet end-to-end test builds it: three gpuwatch agents on simulated
+// GPUs (node-a's fan fails, node-b fills a GPU's memory, node-c trains),
+// the real Prometheus scraping them, the hub on the prometheus source
+// pushing to the real Alertmanager. The page groups the GPUs by host,
+// filters them, shows the API's values and the hub's alerts, and draws a
+// host's GPU's history.
+func TestPageInBrowserOnFleetHub(t *testing.T) {
+	if testing.Short() {
+		t.Skip("the fleet's page runs the real Prometheus and Chromium for about a minute")
+	}
+	browser := browsertest.Browser(t)
+	dir := t.TempDir()
+	scenarios := map[string]string{"node-a": "thermal", "node-b": "batch-spike", "node-c": "normal-training"}
+	hosts := []string{"node-a", "node-b", "node-c"}
+	var targets []string
+	addrs := map[string]string{}
+	for _, host := range hosts {
+		addrs[host] = freeAddr(t)
+		targets = append(targets, fmt.Sprintf("%q", addrs[host]))
+	}
+	prom := fleettest.Prometheus(t, fmt.Sprintf(`global: {scrape_interval: 1s, scrape_timeout: 900ms}
+scrape_configs:
+  - job_name: gpuwatch
+    static_configs: [{targets: [%s]}]
+`, strings.Join(targets, ", ")))
+	for _, host := range hosts {
+		path := filepath.Join(dir, host+".yaml")
+		writeFile(t, path, fleetAgent(dir, host, scenarios[host], addrs[host]))
+		defer runInProcess(t, path).stop()
+	}
+	fleettest.Eventually(t, 30*time.Second, "Prometheus to scrape the three agents", func() (bool, string) {
+		got := promQuery(t, prom.URL, `count by (host) (gpuwatch_gpu_temperature_celsius)`)
+		return len(got) == 3, fmt.Sprint(got)
+	})
+	am := fleettest.Alertmanager(t, "route: {receiver: none}\nreceivers: [{name: none}]\n")
+	hook := notifiertest.NewServer(t, func(int, *notifiertest.Request) notifiertest.Response { return notifiertest.Response{Status: 200} })
+	hubPath, hubAddr := filepath.Join(dir, "hub.yaml"), freeAddr(t)
+	writeFile(t, hubPath, fleetHub(dir, "hub", prom.URL, hook.URL, am.URL, hubAddr))
+	hub := runInProcess(t, hubPath)
+	defer hub.stop()
+	waitFor(t, &hub.stderr, "HTTP API listening")
+	base := "http://" + hubAddr
+
+	tab := browsertest.Tab(t, browser)
+	rec := recordStatus(t, tab)
+	browsertest.Do(t, tab, 30*time.Second, "open the hub's page", browsertest.Viewport(1280, 900, false), chromedp.Navigate(base+"/"))
+	waitPage(t, tab, 30*time.Second, "the three hosts, two GPUs each",
+		`[...document.querySelectorAll('#hosts .host-group')].map((g) => g.dataset.host + ':' + g.querySelectorAll('article.card').length).join(',') === 'node-a:2,node-b:2,node-c:2'`)
+	checkCardsShowTheAPI(t, tab, rec, 6)
+	if title := browsertest.Eval[string](t, tab, "read the host", `document.getElementById('host').textContent`); title != "hub (fleet)" {
+		t.Errorf("the hub's page names itself %q, want hub (fleet)", title)
+	}
+
+	// Filtering by host leaves that host's GPUs.
+	browsertest.Do(t, tab, 10*time.Second, "filter by host", chromedp.SendKeys(chromedp.ID("filter"), "node-b"))
+	waitPage(t, tab, 10*time.Second, "node-b alone",
+		`[...document.querySelectorAll('#hosts .host-group')].map((g) => g.dataset.host).join(',') === 'node-b'`)
+	browsertest.Do(t, tab, 10*time.Second, "clear the filter",
+		chromedp.Evaluate[chromedp.Void](`(() => { const f = document.getElementById('filter'); f.value = ''; f.dispatchEvent(new Event('input')); })()`))
+
+	waitPage(t, tab, 60*time.Second, "GPUHot on node-a on the page", `document.querySelector('#alerts article[data-alert="GPUHot"]') && document.querySelector('#gpu-node-a-0 .card-alerts')`)
+	browsertest.Screenshot(t, tab, "hub-desktop", false)
+
+	// node-a's GPU 0's history draws: two minutes at least.
+	browsertest.Do(t, tab, 30*time.Second, "open node-a's history", chromedp.Navigate(base+"/#history?host=node-a&gpu=0"))
+	fleettest.Eventually(t, 90*time.Second, "node-a GPU 0's charts with two points or more", func() (bool, string) {
+		browsertest.Do(t, tab, 10*time.Second, "redraw", chromedp.Evaluate[chromedp.Void](`window.dispatchEvent(new Event('resize'))`))
+		time.Sleep(time.Second)
+		n, err := browsertest.TryEval[int](tab, `[...document.querySelectorAll('#charts .chart')].filter((c) => +c.dataset.drawn > 1 && c.querySelector('canvas')).length`)
+		return err == nil && n == 3, fmt.Sprintf("%d charts drawn (%v)", n, err)
+	})
+	browsertest.Screenshot(t, tab, "hub-history-desktop", false)
 }

@@ -160,9 +160,11 @@
       const procs = g.processes || [];
       el.append(h('p', { class: 'mem', 'data-field': 'held' }, held + (procs.length ? ' by' : ' (no process listed)')));
       if (procs.length) {
+        // A hub knows what the agents export: the user and the memory,
+        // not always the pid and command.
         el.append(h('ul', { class: 'holders', 'aria-label': 'Processes' }, procs.map((p) =>
-          h('li', { 'data-pid': p.pid }, h('strong', null, p.user || 'unknown user'), ' · pid ' + p.pid + ' · ',
-            h('span', { class: 'cmd' }, p.command || '?'), p.container ? ' · ' + p.container : '', ' · ' + fmtGiB(p.memory_bytes)))));
+          h('li', { 'data-pid': p.pid }, h('strong', null, p.user || 'unknown user'), p.pid > 0 ? ' · pid ' + p.pid : '',
+            p.command ? [' · ', h('span', { class: 'cmd' }, p.command)] : '', p.container ? ' · ' + p.container : '', ' · ' + fmtGiB(p.memory_bytes)))));
       }
     }
     if (alerts.length) {
@@ -392,7 +394,7 @@
         scales: { x: { time: true }, y: s.range ? { range: s.range } : { auto: true } },
         axes: [
           { stroke: colors.text, grid: { stroke: colors.grid, width: 1 }, ticks: { stroke: colors.grid } },
-          { stroke: colors.text, grid: { stroke: colors.grid, width: 1 }, ticks: { stroke: colors.grid }, values: (u, vals) => vals.map((v) => v + s.unit.trim()) },
+          { stroke: colors.text, size: 64, grid: { stroke: colors.grid, width: 1 }, ticks: { stroke: colors.grid }, values: (u, vals) => vals.map((v) => +v.toFixed(1) + s.unit.trim()) },
         ],
         series: [
           { label: 'time' },
