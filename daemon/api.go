@@ -68,6 +68,7 @@ func (d *Daemon) Addr() string {
 //	DELETE /api/v1/silences/{id}     expire a silence now
 //	GET    /api/v1/outbox            notifications waiting per receiver, and the dead letters
 //	GET    /api/v1/digest            the usage digest as text; ?window=24h&name=daily
+//	GET    /api/v1/charts/ID.png             a chart a notification names (its chart_url)
 //	POST   /slack/commands, /slack/actions   the Slack app, when slack.signing_secret is set
 //	GET    /                         the page in the browser (package web), with its files and answers
 //
@@ -92,6 +93,7 @@ func (d *Daemon) Handler() http.Handler {
 	mux.HandleFunc("DELETE /api/v1/silences/{id}", d.expireSilence)
 	mux.HandleFunc("GET /api/v1/outbox", d.outbox)
 	mux.HandleFunc("GET /api/v1/digest", d.digestText)
+	mux.HandleFunc("GET /api/v1/charts/{file}", d.chartFile)
 	return d.pageHandler(http.MaxBytesHandler(mux, maxBody))
 }
 

@@ -12,24 +12,36 @@ import (
 // historyMinutes is how much history each GPU keeps: a day of minutes.
 const historyMinutes = 24 * 60
 
-// minuteBucket sums one minute of one GPU's samples in 24 bytes (a hub
+// minuteBucket sums one minute of one GPU's samples in 16 bytes (a hub
 // keeps a day of every GPU of its fleet). minute (Unix minutes) says which
 // minute the slot holds now: a slot last written a day or more ago reads
 // as empty, and so does one never written (minute 0, counts 0).
+// Utilization and temperature are summed in whole units (what NVML and
+// dcgm-exporter report), which keeps them in 16 bits: a minute holds at
+// most maxPerMinute samples of each.
 type minuteBucket struct {
-	minute                   int32
-	memSum, utilSum, tempSum float32 // percent, at most 100 per sample; degrees Celsius
-	memN, utilN, tempN       uint16
+	minute             int32
+	memSum             float32 // percent, at most 100 per sample
+	utilSum, tempSum   uint16  // percent and °C, whole, at most 255 per sample
+	memN, utilN, tempN uint8
 }
+
+// maxPerMinute is how many samples of a reading a minute sums: four a
+// second, more than any source gives.
+const maxPerMinute = math.MaxUint8
 
 // gpuHistory is one GPU's last day, a ring of minute buckets indexed by
 // the minute modulo the ring's length.
 type gpuHistory struct {
-	last    int64 // the latest minute written
-	buckets [historyMinutes]minuteBucket
+	last int64 // the latest minute written
+	// memTotal and memAllocatable are the GPU's memory at its latest
+	// sample that knew it, in bytes: the percentages' base, and the
+	// ceiling of its charts.
+	memTotal, memAllocatable uint64
+	buckets                  [historyMinutes]minuteBucket
 }
 
-// histories keeps the memory, utilization and temperature of every GPU of every host
+// histories keeps the memory and utilization of every GPU of every host
 // of the last day, one point a minute, for /gpu history. A sample costs
 // O(1) and, once its GPU is known, allocates nothing.
 type histories struct {
@@ -73,23 +85,35 @@ func (h *histories) Record(s *gpu.Snapshot) {
 			continue
 		}
 		g.last = max(g.last, minute)
+		if d.MemKnown() {
+			g.memTotal, g.memAllocatable = d.MemTotal, d.MemAllocatable()
+		}
 		b := &g.buckets[ringSlot(minute)]
 		if int64(b.minute) != minute {
 			*b = minuteBucket{minute: int32(minute)}
 		}
-		if d.MemTotal > 0 && b.memN < math.MaxUint16 {
+		if d.MemTotal > 0 && b.memN < maxPerMinute {
 			b.memSum += float32(100 * float64(d.MemUsed) / float64(d.MemTotal))
 			b.memN++
 		}
-		if !math.IsNaN(d.UtilGPU) && !math.IsInf(d.UtilGPU, 0) && b.utilN < math.MaxUint16 {
-			b.utilSum += float32(d.UtilGPU)
+		if u, ok := wholeUnits(d.UtilGPU); ok && b.utilN < maxPerMinute {
+			b.utilSum += u
 			b.utilN++
 		}
-		if !math.IsNaN(d.TempC) && !math.IsInf(d.TempC, 0) && b.tempN < math.MaxUint16 {
-			b.tempSum += float32(d.TempC)
+		if c, ok := wholeUnits(d.TempC); ok && b.tempN < maxPerMinute {
+			b.tempSum += c
 			b.tempN++
 		}
 	}
+}
+
+// wholeUnits rounds a reading to a whole unit within 0–255; false when it
+// is unknown.
+func wholeUnits(v float64) (uint16, bool) {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return 0, false
+	}
+	return uint16(math.Round(min(max(v, 0), 255))), true
 }
 
 func ringSlot(minute int64) int {
@@ -133,11 +157,13 @@ func (h *histories) History(host string, index int, window time.Duration) (slack
 		steps = int(min((window+time.Minute-1)/time.Minute, historyMinutes))
 	}
 	out := slackbot.History{
-		Step:        time.Minute,
-		End:         time.Unix(g.last*60, 0).UTC(),
-		MemoryUsed:  make([]float64, steps),
-		Utilization: make([]float64, steps),
-		Temperature: make([]float64, steps),
+		MemTotal:       g.memTotal,
+		MemAllocatable: g.memAllocatable,
+		Step:           time.Minute,
+		End:            time.Unix(g.last*60, 0).UTC(),
+		MemoryUsed:     make([]float64, steps),
+		Utilization:    make([]float64, steps),
+		Temperature:    make([]float64, steps),
 	}
 	first := g.last - int64(steps) + 1
 	for i := range steps {

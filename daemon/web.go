@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/gpuwatch/gpuwatch/config"
+	"github.com/gpuwatch/gpuwatch/gpu"
+	"github.com/gpuwatch/gpuwatch/history"
 	"github.com/gpuwatch/gpuwatch/web"
 )
 
@@ -56,14 +58,47 @@ func (d *Daemon) pageHandler(api http.Handler) http.Handler {
 	return web.Protect(api)
 }
 
-// daemonHistory is the history the daemon keeps of every GPU it sampled,
-// a point a minute for a day, for the page's charts.
+// daemonHistory gives the page's charts their data: on a hub, the
+// fleet's Prometheus; elsewhere the history the daemon keeps of every GPU
+// it sampled, a point a minute for a day.
 type daemonHistory struct{ d *Daemon }
 
-func (h daemonHistory) History(_ context.Context, host string, gpu int, window time.Duration) (web.Series, error) {
+// rangeReader is a source that reads its past over any window (a hub's
+// Prometheus, with range queries).
+type rangeReader interface {
+	Range(ctx context.Context, from, to time.Time, step time.Duration, each func(*gpu.Snapshot)) error
+}
+
+// readFleetHistory makes the page's charts read src's past when src can
+// tell it.
+func (d *Daemon) readFleetHistory(src gpu.Source) {
+	if r, ok := src.(rangeReader); ok {
+		d.fleetHistory.Store(history.NewPrometheus(r.Range))
+	}
+}
+
+func (h daemonHistory) History(ctx context.Context, host string, gpu int, window time.Duration) (web.Series, error) {
+	if fleet := h.d.fleetHistory.Load(); fleet != nil {
+		return prometheusSeries(ctx, fleet, host, gpu, h.d.opts.Now(), window)
+	}
 	got, ok := h.d.History(host, gpu, window)
 	if !ok {
 		return web.Series{}, web.ErrUnknownGPU
 	}
 	return web.Series{Step: got.Step, End: got.End, MemoryUsed: got.MemoryUsed, Utilization: got.Utilization, Temperature: got.Temperature}, nil
+}
+
+// prometheusSeries reads host's GPU's window that ends at now from the
+// fleet's Prometheus.
+func prometheusSeries(ctx context.Context, fleet *history.Prometheus, host string, gpu int, now time.Time, window time.Duration) (web.Series, error) {
+	got, err := fleet.History(ctx, history.Query{Host: host, GPU: gpu, From: now.Add(-window), To: now})
+	if err != nil {
+		return web.Series{}, err
+	}
+	if len(got) == 0 {
+		return web.Series{}, web.ErrUnknownGPU
+	}
+	g := got[0]
+	return web.Series{Step: g.MemoryPercent.Step, End: g.MemoryPercent.End(),
+		MemoryUsed: g.MemoryPercent.Values, Utilization: g.Utilization.Values, Temperature: g.Temperature.Values}, nil
 }
