@@ -19,6 +19,8 @@ import (
 	"golang.org/x/crypto/bcrypt"
 
 	"github.com/gpuwatch/gpuwatch/daemon"
+	"github.com/gpuwatch/gpuwatch/gpu"
+	"github.com/gpuwatch/gpuwatch/gpu/prometheus"
 	"github.com/gpuwatch/gpuwatch/internal/browsertest"
 	"github.com/gpuwatch/gpuwatch/internal/fleettest"
 	"github.com/gpuwatch/gpuwatch/internal/testcert"
@@ -515,3 +517,9 @@ scrape_configs:
 	})
 	browsertest.Screenshot(t, tab, "hub-history-desktop", false)
 }
+
+// The hub's source reads any window of the fleet's past, which the page's
+// charts ask of it on a hub (daemon.readFleetHistory).
+var _ interface {
+	Range(ctx context.Context, from, to time.Time, step time.Duration, each func(*gpu.Snapshot)) error
+} = (*prometheus.Source)(nil)
