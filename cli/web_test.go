@@ -16,6 +16,7 @@ import (
 
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
 	"golang.org/x/crypto/bcrypt"
 
 	"github.com/gpuwatch/gpuwatch/daemon"
@@ -287,6 +288,17 @@ func TestPageInBrowser(t *testing.T) {
 	checkCardsShowTheAPI(t, tab, rec, 6)
 	measureFirstLoad(t, tab)
 
+	// The keyboard alone reaches the Alerts view: Tab to its link, Enter.
+	for range 10 {
+		if browsertest.Eval[string](t, tab, "read the focus", `document.activeElement.id`) == "tab-alerts" {
+			break
+		}
+		browsertest.Do(t, tab, 10*time.Second, "press Tab", chromedp.KeyEvent(kb.Tab))
+	}
+	browsertest.Do(t, tab, 10*time.Second, "press Enter", chromedp.KeyEvent(kb.Enter))
+	waitPage(t, tab, 10*time.Second, "the Alerts view from the keyboard", `!document.getElementById('view-alerts').hidden && document.activeElement.id === 'h-alerts'`)
+	browsertest.Do(t, tab, 10*time.Second, "back to Now", chromedp.Navigate(base+"/#now"))
+
 	// The fan of one GPU fails: GPUHot fires, and the page shows it.
 	waitPage(t, tab, 90*time.Second, "GPUHot on the page", `document.querySelector('#alerts article[data-alert="GPUHot"]')`)
 	var alerts []daemon.AlertJSON
@@ -338,12 +350,23 @@ func TestPageInBrowser(t *testing.T) {
 	browsertest.Do(t, tab, 30*time.Second, "open the digest", chromedp.Navigate(base+"/#digest"))
 	waitPage(t, tab, 30*time.Second, "the digest", `document.getElementById('digest').textContent.startsWith('GPU usage on lab1')`)
 
-	// A phone shows the same cards, one column.
+	// A phone in dark mode shows the same cards, one column, light on dark.
 	phone := browsertest.Tab(t, browser)
-	browsertest.Do(t, phone, 30*time.Second, "open the page on a phone", browsertest.Viewport(390, 844, true), chromedp.Navigate(base+"/"))
+	browsertest.Do(t, phone, 30*time.Second, "open the page on a phone", browsertest.Viewport(390, 844, true), browsertest.DarkMode(),
+		chromedp.Navigate(base+"/"))
 	waitPage(t, phone, 30*time.Second, "six cards on the phone", `document.querySelectorAll('#hosts article.card').length === 6`)
 	if overflow := browsertest.Eval[bool](t, phone, "measure", `document.documentElement.scrollWidth > window.innerWidth`); overflow {
 		t.Errorf("on a phone the page is wider than the screen")
+	}
+	if bg := browsertest.Eval[string](t, phone, "read the colours", `getComputedStyle(document.body).backgroundColor`); bg != "rgb(13, 17, 23)" {
+		t.Errorf("in dark mode the page's background is %s, want the dark one", bg)
+	}
+	// Every control has a name a screen reader says, and the keyboard
+	// reaches the views.
+	if unnamed := browsertest.Eval[[]string](t, phone, "look for unnamed controls", `[...document.querySelectorAll('a, button, input, select')]
+	  .filter((e) => !e.closest('[hidden]') && !(e.getAttribute('aria-label') || e.labels && e.labels.length || e.textContent.trim()))
+	  .map((e) => e.outerHTML.slice(0, 80))`); len(unnamed) > 0 {
+		t.Errorf("controls without a name for screen readers: %v", unnamed)
 	}
 	browsertest.Screenshot(t, phone, "now-phone", true)
 }
@@ -456,28 +479,10 @@ func TestPageInBrowserOnFleetHub(t *testing.T) {
 	}
 	browser := browsertest.Browser(t)
 	dir := t.TempDir()
-	scenarios := map[string]string{"node-a": "thermal", "node-b": "batch-spike", "node-c": "normal-training"}
-	hosts := []string{"node-a", "node-b", "node-c"}
-	var targets []string
-	addrs := map[string]string{}
-	for _, host := range hosts {
-		addrs[host] = freeAddr(t)
-		targets = append(targets, fmt.Sprintf("%q", addrs[host]))
+	prom, agents := fleetAgents(t, dir, []string{"node-a", "node-b", "node-c"}, []string{"thermal", "batch-spike", "normal-training"})
+	for _, a := range agents {
+		defer a.stop()
 	}
-	prom := fleettest.Prometheus(t, fmt.Sprintf(`global: {scrape_interval: 1s, scrape_timeout: 900ms}
-scrape_configs:
-  - job_name: gpuwatch
-    static_configs: [{targets: [%s]}]
-`, strings.Join(targets, ", ")))
-	for _, host := range hosts {
-		path := filepath.Join(dir, host+".yaml")
-		writeFile(t, path, fleetAgent(dir, host, scenarios[host], addrs[host]))
-		defer runInProcess(t, path).stop()
-	}
-	fleettest.Eventually(t, 30*time.Second, "Prometheus to scrape the three agents", func() (bool, string) {
-		got := promQuery(t, prom.URL, `count by (host) (gpuwatch_gpu_temperature_celsius)`)
-		return len(got) == 3, fmt.Sprint(got)
-	})
 	am := fleettest.Alertmanager(t, "route: {receiver: none}\nreceivers: [{name: none}]\n")
 	hook := notifiertest.NewServer(t, func(int, *notifiertest.Request) notifiertest.Response { return notifiertest.Response{Status: 200} })
 	hubPath, hubAddr := filepath.Join(dir, "hub.yaml"), freeAddr(t)

@@ -16,6 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/chromedp"
 )
 
@@ -180,4 +182,14 @@ func Screenshot(t testing.TB, tab context.Context, name string, screenOnly bool)
 	}
 	t.Logf("screenshot: %s", path)
 	return path
+}
+
+// DarkMode makes the tab's page see the system asking for dark colours
+// (prefers-color-scheme: dark).
+func DarkMode() chromedp.Action[chromedp.Void] {
+	return chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
+		_, err := cdp.Call(ctx, t, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{
+			Features: []*emulation.MediaFeature{{Name: "prefers-color-scheme", Value: "dark"}}})
+		return err
+	})
 }
