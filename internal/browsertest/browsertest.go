@@ -1,9 +1,9 @@
 // Package browsertest runs the real headless Chromium for gpuwatch's page
 // tests, driven through the DevTools protocol (chromedp): a fresh profile
 // per test, loopback only, closed when the test ends. The browser tests
-// are a long suite: they run when GPUWATCH_BROWSER_TESTS is set, and when
-// it is "require" (CI sets it) a missing Chromium fails them instead of
-// skipping them.
+// are a suite of their own (internal/suites): they run when
+// GPUWATCH_BROWSER_TESTS asks for them, and when it is "require" (CI sets
+// it) a missing Chromium fails them instead of skipping them.
 package browsertest
 
 import (
@@ -19,11 +19,13 @@ import (
 	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/chromedp"
+
+	"github.com/gpuwatch/gpuwatch/internal/suites"
 )
 
-// RequireEnv names the variable that turns the browser tests on ("1") or
-// makes them required ("require").
-const RequireEnv = "GPUWATCH_BROWSER_TESTS"
+// RequireEnv names the variable that asks for the browser suite, and with
+// "require" turns a missing Chromium from a skip into a failure.
+const RequireEnv = suites.BrowserEnv
 
 // ArtifactsEnv names the folder screenshots and measurements are saved
 // in; without it they go to the test's temporary folder.
@@ -32,22 +34,19 @@ const ArtifactsEnv = "GPUWATCH_ARTIFACTS"
 // install says how to get Chromium on Debian or Ubuntu.
 const install = "apt-get install chromium"
 
-// Chromium returns the browser's path, skipping the test unless
-// GPUWATCH_BROWSER_TESTS is set, and when Chromium is missing (failing it
+// Chromium returns the browser's path, skipping the test unless the
+// browser suite is asked for, and when Chromium is missing (failing it
 // instead where the variable is "require").
 func Chromium(t testing.TB) string {
 	t.Helper()
-	mode := os.Getenv(RequireEnv)
-	if mode == "" {
-		t.Skipf("the browser tests run the real Chromium; set %s=1 to run them", RequireEnv)
-	}
+	suites.Browser(t)
 	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
 		if path, err := exec.LookPath(name); err == nil {
 			return path
 		}
 	}
 	msg := fmt.Sprintf("Chromium is not installed (%s to run the browser tests)", install)
-	if mode == "require" {
+	if suites.Required(RequireEnv) {
 		t.Fatal(msg)
 	}
 	t.Skip(msg)
