@@ -27,6 +27,7 @@ func BenchmarkReplay(b *testing.B) {
 	}
 	ctx := context.Background()
 	total := 0
+	cpu := cpuTime(b)
 	b.ReportAllocs()
 	b.SetBytes(int64(len(bytes.Join(logs, nil))))
 	for b.Loop() {
@@ -50,5 +51,5 @@ func BenchmarkReplay(b *testing.B) {
 	if total != rows*b.N {
 		b.Fatalf("got %d rows, want %d", total, rows*b.N)
 	}
-	b.ReportMetric(float64(total)/b.Elapsed().Seconds(), "rows/s")
+	reportRates(b, total, cpu)
 }

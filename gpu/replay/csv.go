@@ -28,7 +28,8 @@ type csvFormat struct {
 	blockNS   int64
 	block     int
 	uuidIndex map[string]int // GPU index by UUID, for logs without an index column
-	wide      []row          // the GPUs of a wide row not yet returned
+	wide      []row          // the GPUs of the last wide row, returned from wideAt on
+	wideAt    int
 	wideRows  []row
 	wideMems  []memReading
 }
@@ -49,9 +50,9 @@ func (f *csvFormat) setHeader(hdr header) {
 }
 
 func (f *csvFormat) next(rw *row) error {
-	if len(f.wide) > 0 {
-		*rw = f.wide[0]
-		f.wide = f.wide[1:]
+	if f.wideAt < len(f.wide) {
+		*rw = f.wide[f.wideAt]
+		f.wideAt++
 		return nil
 	}
 	for {
@@ -63,7 +64,7 @@ func (f *csvFormat) next(rw *row) error {
 			continue
 		}
 		dated := !f.hdr.has[colTimestamp]
-		if dated {
+		if dated && maybeDateLine(line) {
 			if ns, ok := f.tp.dateLine(line); ok {
 				f.blockNS, f.block = ns, f.block+1
 				continue
@@ -230,9 +231,11 @@ func (f *csvFormat) parseWideRow(line []byte) *fieldError {
 	shared.reset()
 	shared.line = f.lr.line
 	n := len(f.hdr.gpus)
-	f.wideRows = append(f.wideRows[:0], make([]row, n)...)
-	f.wideMems = append(f.wideMems[:0], make([]memReading, n)...)
-	rows, mems := f.wideRows, f.wideMems
+	if cap(f.wideRows) < n {
+		f.wideRows, f.wideMems = make([]row, n), make([]memReading, n)
+	}
+	rows, mems := f.wideRows[:n], f.wideMems[:n]
+	clear(mems)
 	var sharedMem memReading
 	for i := range rows {
 		rows[i].reset()
@@ -262,7 +265,7 @@ func (f *csvFormat) parseWideRow(line []byte) *fieldError {
 	if ferr := f.rowTime(&shared); ferr != nil {
 		return ferr
 	}
-	f.wide = f.wide[:0]
+	f.wide, f.wideAt = f.wide[:0], 0
 	for i := range rows {
 		rw := &rows[i]
 		rw.dev.Index = f.hdr.gpus[i]

@@ -26,11 +26,16 @@ func parseWordDate(b []byte, loc *time.Location) (int64, bool) {
 		frac, offset           int64
 		zoned, pm, am, weekday bool
 	)
-	fields := bytes.FieldsFunc(b, func(r rune) bool { return r == ' ' || r == ',' || r == '\t' })
-	if len(fields) < 4 || len(fields) > 8 {
-		return 0, false
-	}
-	for _, f := range fields {
+	n := 0
+	for rest := b; len(rest) > 0; {
+		var f []byte
+		f, rest = nextWord(rest)
+		if len(f) == 0 {
+			continue
+		}
+		if n++; n > 8 {
+			return 0, false
+		}
 		switch {
 		case len(f) >= 8 && f[2] == ':' && f[5] == ':' && hour < 0:
 			h, ok1 := digits(f[0:2])
@@ -52,16 +57,16 @@ func parseWordDate(b []byte, loc *time.Location) (int64, bool) {
 			}
 			offset, zoned = off, true
 		case isLetters(f):
-			switch w := string(bytes.ToLower(f)); {
-			case w == "am" && !am && !pm:
+			switch {
+			case equalFold(f, "am") && !am && !pm:
 				am = true
-			case w == "pm" && !am && !pm:
+			case equalFold(f, "pm") && !am && !pm:
 				pm = true
-			case monthOf(w) > 0 && month < 0:
-				month = monthOf(w)
-			case isWeekday(w) && !weekday:
+			case monthOf(f) > 0 && month < 0:
+				month = monthOf(f)
+			case isWeekday(f) && !weekday:
 				weekday = true
-			case (w == "utc" || w == "gmt" || w == "z") && !zoned:
+			case (equalFold(f, "utc") || equalFold(f, "gmt") || equalFold(f, "z")) && !zoned:
 				zoned = true
 			case len(f) >= 2 && len(f) <= 5 && isUpper(f) && !zoned:
 				// Another zone's abbreviation: the log's zone.
@@ -71,6 +76,9 @@ func parseWordDate(b []byte, loc *time.Location) (int64, bool) {
 		default:
 			return 0, false
 		}
+	}
+	if n < 4 {
+		return 0, false
 	}
 	if year < 0 || month < 0 || day < 0 || hour < 0 {
 		return 0, false
@@ -101,24 +109,56 @@ var months = [12]string{"jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", 
 var fullMonths = [12]string{"january", "february", "march", "april", "may", "june", "july", "august", "september",
 	"october", "november", "december"}
 
-// monthOf returns the month (1–12) a lower-case name or abbreviation names,
-// or 0.
-func monthOf(w string) int {
+// monthOf returns the month (1–12) a name or abbreviation names, in any
+// case, or 0.
+func monthOf(w []byte) int {
 	for i := range months {
-		if w == months[i] || w == fullMonths[i] || w == "sept" && i == 8 {
+		if equalFold(w, months[i]) || equalFold(w, fullMonths[i]) || i == 8 && equalFold(w, "sept") {
 			return i + 1
 		}
 	}
 	return 0
 }
 
-func isWeekday(w string) bool {
-	switch w {
-	case "mon", "tue", "wed", "thu", "fri", "sat", "sun",
-		"monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday":
-		return true
+// weekdays are the week days' names, lower-case, short and long.
+var weekdays = [...]string{"mon", "tue", "wed", "thu", "fri", "sat", "sun",
+	"monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"}
+
+func isWeekday(w []byte) bool {
+	for _, d := range weekdays {
+		if equalFold(w, d) {
+			return true
+		}
 	}
 	return false
+}
+
+// equalFold reports whether the ASCII letters of b are lower, a lower-case
+// word, in any case.
+func equalFold(b []byte, lower string) bool {
+	if len(b) != len(lower) {
+		return false
+	}
+	for i := range b {
+		if b[i]|0x20 != lower[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// nextWord returns the first word of b, words apart by spaces, tabs or
+// commas, and what follows it.
+func nextWord(b []byte) (word, rest []byte) {
+	i := 0
+	for i < len(b) && (b[i] == ' ' || b[i] == ',' || b[i] == '\t') {
+		i++
+	}
+	j := i
+	for j < len(b) && b[j] != ' ' && b[j] != ',' && b[j] != '\t' {
+		j++
+	}
+	return b[i:j], b[j:]
 }
 
 func isDigits(b []byte) bool {
@@ -157,4 +197,12 @@ func (p *timeParser) dateLine(line []byte) (int64, bool) {
 		return 0, false
 	}
 	return p.parse(line)
+}
+
+// maybeDateLine tells cheaply whether a line of a CSV log may be a date
+// line: a CSV row has commas, and a date has none but after the week day
+// of `date -R` ("Sun, 29 Nov 2026 09:00:00 +0000").
+func maybeDateLine(line []byte) bool {
+	i := bytes.IndexByte(line, ',')
+	return i < 0 || i == 3 && bytes.IndexByte(line[4:], ',') < 0
 }

@@ -29,8 +29,8 @@ import (
 // and a note says so.
 type dmonFormat struct {
 	*input
-	cols      []colKind // of the last header
-	dateCol   int       // -1 without
+	cols      []column // of the last header
+	dateCol   int      // -1 without
 	timeCol   int
 	sample    int   // samples so far
 	lastIndex int   // the GPU of the previous row
@@ -103,7 +103,7 @@ func (f *dmonFormat) header(t []byte) {
 		if kind == colIgnore && name != "Date" && name != "Time" {
 			ignored = append(ignored, name)
 		}
-		f.cols = append(f.cols, kind)
+		f.cols = append(f.cols, column{kind: kind, name: name, scale: 1 << 20})
 	}
 	if len(ignored) > 0 {
 		f.notes.add("dmon columns gpuwatch does not read, ignored: %s", strings.Join(ignored, ", "))
@@ -146,7 +146,7 @@ func (f *dmonFormat) parseRow(line []byte, rw *row) *fieldError {
 				dateAt = col
 			}
 		default:
-			ferr = f.value(rw, &mem, f.cols[n], col, v)
+			ferr = f.value(rw, &mem, &f.cols[n], col, v)
 		}
 		if ferr != nil {
 			return ferr
@@ -168,10 +168,9 @@ func (f *dmonFormat) parseRow(line []byte, rw *row) *fieldError {
 }
 
 // value reads one value of a line.
-func (f *dmonFormat) value(rw *row, mem *memReading, kind colKind, col int, v []byte) *fieldError {
-	c := column{kind: kind, name: "dmon " + kindName(kind), scale: 1 << 20}
+func (f *dmonFormat) value(rw *row, mem *memReading, c *column, col int, v []byte) *fieldError {
 	var ferr *fieldError
-	switch kind {
+	switch c.kind {
 	case colIndex:
 		n, ok := digits(v)
 		if !ok {
@@ -179,15 +178,15 @@ func (f *dmonFormat) value(rw *row, mem *memReading, kind colKind, col int, v []
 		}
 		rw.dev.Index = n
 	case colPower:
-		rw.dev.PowerW, ferr = reading(&c, col, v)
+		rw.dev.PowerW, ferr = reading(c, col, v)
 	case colTemp:
-		rw.dev.TempC, ferr = reading(&c, col, v)
+		rw.dev.TempC, ferr = reading(c, col, v)
 	case colUtilGPU:
-		rw.dev.UtilGPU, ferr = reading(&c, col, v)
+		rw.dev.UtilGPU, ferr = reading(c, col, v)
 	case colUtilMem:
-		rw.dev.UtilMem, ferr = reading(&c, col, v)
+		rw.dev.UtilMem, ferr = reading(c, col, v)
 	case colMemUsed:
-		mem.used, mem.haveUsed, ferr = memory(&c, col, v)
+		mem.used, mem.haveUsed, ferr = memory(c, col, v)
 	}
 	return ferr
 }
@@ -197,11 +196,16 @@ func (f *dmonFormat) value(rw *row, mem *memReading, kind colKind, col int, v []
 func (f *dmonFormat) rowTime(rw *row, date, clock []byte, col int) *fieldError {
 	switch {
 	case f.timeCol >= 0 && f.dateCol >= 0:
-		ns, ok := f.tp.parse([]byte(fmt.Sprintf("%.4s-%.2s-%.2s %s", date, date[min(4, len(date)):], date[min(6, len(date)):], clock)))
-		if !ok || len(date) != 8 {
+		var ts [32]byte // "20261129" "09:00:00" as "2026-11-29 09:00:00"
+		ok := len(date) == 8 && len(clock) <= len(ts)-11
+		if ok {
+			b := append(append(append(append(append(append(ts[:0], date[:4]...), '-'), date[4:6]...), '-'), date[6:]...), ' ')
+			rw.ns, ok = f.tp.parse(append(b, clock...))
+		}
+		if !ok {
 			return &fieldError{col, fmt.Sprintf("date and time %q %q are not dmon's YYYYMMDD HH:MM:SS", date, clock)}
 		}
-		rw.ns, rw.col = ns, col
+		rw.col = col
 		return nil
 	case f.timeCol >= 0:
 		return &fieldError{col, "dmon's Time column alone has no date: run dmon with -o DT (date and time)"}
@@ -264,21 +268,4 @@ func countDmonSamples(r io.Reader) int {
 		}
 		last = i
 	}
-}
-
-// kindName names a reading in messages.
-func kindName(k colKind) string {
-	switch k {
-	case colPower:
-		return "pwr"
-	case colTemp:
-		return "gtemp"
-	case colUtilGPU:
-		return "sm"
-	case colUtilMem:
-		return "mem"
-	case colMemUsed:
-		return "fb"
-	}
-	return "gpu"
 }

@@ -91,14 +91,23 @@ func (f *gpustatFormat) gpuLine(t []byte, rw *row) error {
 	}
 	rw.reset()
 	rw.line, rw.ns, rw.col, rw.sample = f.lr.line, f.dateNS, 1, f.sample
-	cells := bytes.Split(t, []byte{'|'})
+	var cells [4][]byte // name, temperature and utilization, memory, processes
+	rest := t
+	for i := range cells {
+		cell, after, found := bytes.Cut(rest, []byte{'|'})
+		cells[i], rest = cell, after
+		if !found {
+			break
+		}
+	}
 	end := bytes.IndexByte(cells[0], ']')
 	rw.dev.Index, _ = digits(cells[0][1:end])
 	if name := trimSpace(cells[0][end+1:]); len(name) > 0 {
 		rw.dev.Name = f.names.intern(name)
 	}
-	for i, part := range bytes.Split(cells[1], []byte{','}) {
-		p := trimSpace(part)
+	for i, part := 0, cells[1]; len(part) > 0; i++ {
+		p, after, _ := bytes.Cut(part, []byte{','})
+		part, p = after, trimSpace(p)
 		switch {
 		case i == 0:
 			rw.dev.TempC = tableNumber(bytes.TrimRight(p, "°C'"), "")
@@ -111,8 +120,7 @@ func (f *gpustatFormat) gpuLine(t []byte, rw *row) error {
 			rw.dev.UtilGPU = tableNumber(trimSpace(bytes.TrimSuffix(p, []byte("%"))), "") // the last % is the utilization, after the fan's
 		}
 	}
-	if len(cells) > 2 {
-		mem := trimSpace(cells[2])
+	if mem := trimSpace(cells[2]); len(mem) > 0 {
 		used, total, ok := bytes.Cut(bytes.TrimSuffix(mem, []byte("MB")), []byte("/"))
 		var m memReading
 		m.used, m.haveUsed = gpustatMiB(trimSpace(used))
@@ -122,11 +130,11 @@ func (f *gpustatFormat) gpuLine(t []byte, rw *row) error {
 		}
 		m.fill(rw)
 	}
-	if len(cells) > 3 {
-		for _, p := range bytes.Fields(cells[3]) {
-			if proc, ok := gpustatProcess(p); ok {
-				rw.dev.Processes = append(rw.dev.Processes, proc)
-			}
+	for procs := cells[3]; len(procs) > 0; {
+		var p []byte
+		p, procs = nextWord(procs)
+		if proc, ok := f.process(p); ok {
+			rw.dev.Processes = append(rw.dev.Processes, proc)
 		}
 	}
 	return nil
@@ -137,9 +145,9 @@ func gpustatMiB(b []byte) (uint64, bool) {
 	return uint64(n) << 20, ok
 }
 
-// gpustatProcess reads a process as gpustat writes it: "alice(40950M)",
-// with -p "alice/4242(40950M)", with -c "alice:python/4242(40950M)".
-func gpustatProcess(b []byte) (gpu.Process, bool) {
+// process reads a process as gpustat writes it: "alice(40950M)", with -p
+// "alice/4242(40950M)", with -c "alice:python/4242(40950M)".
+func (f *gpustatFormat) process(b []byte) (gpu.Process, bool) {
 	open := bytes.LastIndexByte(b, '(')
 	if open <= 0 || !bytes.HasSuffix(b, []byte("M)")) {
 		return gpu.Process{}, false
@@ -155,7 +163,10 @@ func gpustatProcess(b []byte) (gpu.Process, bool) {
 		who = who[:slash]
 	}
 	user, cmd, _ := bytes.Cut(who, []byte{':'})
-	p.User, p.Command = string(user), string(cmd)
+	p.User = f.names.intern(user)
+	if len(cmd) > 0 {
+		p.Command = f.names.intern(cmd)
+	}
 	return p, true
 }
 

@@ -138,6 +138,8 @@ type Reader struct {
 
 	skipped   int
 	skipLines []int
+
+	totals map[string]uint64 // GPU memory by name, for logs without memory.total; 0 when unknown
 }
 
 // NewReader returns a Reader of the log in r, whose first lines it reads to
@@ -307,17 +309,28 @@ func (r *Reader) complete(rw *row) {
 		return
 	}
 	d := &rw.dev
-	switch total, known := KnownMemory(d.Name); {
-	case r.in.opts.MemoryTotal > 0:
+	if r.in.opts.MemoryTotal > 0 {
 		d.MemTotal = r.in.opts.MemoryTotal
-	case known:
-		d.MemTotal = total
-		r.in.notes.add("memory.total is not in the log: taking %s for %s from its name (give --memory-total to say otherwise)",
-			formatGiB(total), d.Name)
-	default:
-		r.in.notes.add("memory.total is not in the log: memory.used_percent and memory.free are unknown; " +
-			"give the GPUs' memory with --memory-total (as in --memory-total 80GiB), or log memory.total")
+		return
 	}
+	total, seen := r.totals[d.Name]
+	if !seen {
+		var known bool
+		total, known = KnownMemory(d.Name)
+		switch {
+		case known:
+			r.in.notes.add("memory.total is not in the log: taking %s for %s from its name (give --memory-total to say otherwise)",
+				formatGiB(total), d.Name)
+		default:
+			r.in.notes.add("memory.total is not in the log: memory.used_percent and memory.free are unknown; " +
+				"give the GPUs' memory with --memory-total (as in --memory-total 80GiB), or log memory.total")
+		}
+		if r.totals == nil {
+			r.totals = make(map[string]uint64)
+		}
+		r.totals[d.Name] = total
+	}
+	d.MemTotal = total
 }
 
 // place decides whether the row just read starts the next snapshot or joins

@@ -46,8 +46,33 @@ type tableFormat struct {
 	section  tableSection
 	gpus     []row // the current table's GPUs
 	lastGPU  int   // the line naming the last GPU, whose readings are next
-	out      []row // a finished table's GPUs, not yet returned
+	out      []row // a finished table's GPUs, returned from outAt on
+	outAt    int
 	sample   int
+	cells    []tableCell // of the line being read
+	words    []span      // of the cell being read
+}
+
+// span is where a word is in the text it was cut from.
+type span struct{ start, end int }
+
+// splitWords appends where the words of b (apart by blanks) are to dst.
+func splitWords(dst []span, b []byte) []span {
+	dst = dst[:0]
+	for i := 0; i < len(b); {
+		for i < len(b) && (b[i] == ' ' || b[i] == '\t') {
+			i++
+		}
+		j := i
+		for j < len(b) && b[j] != ' ' && b[j] != '\t' {
+			j++
+		}
+		if j > i {
+			dst = append(dst, span{i, j})
+		}
+		i = j
+	}
+	return dst
 }
 
 // tableSection says which part of a table the reader is in.
@@ -66,13 +91,13 @@ const (
 func newTableFormat(in *input) *tableFormat { return &tableFormat{input: in} }
 
 func (f *tableFormat) next(rw *row) error {
-	for len(f.out) == 0 {
+	for f.outAt == len(f.out) {
 		if err := f.readLine(); err != nil {
 			return err
 		}
 	}
-	*rw = f.out[0]
-	f.out = f.out[1:]
+	*rw = f.out[f.outAt]
+	f.outAt++
 	return nil
 }
 
@@ -83,7 +108,7 @@ func (f *tableFormat) readLine() error {
 	if err != nil {
 		if err == io.EOF {
 			f.flush()
-			if len(f.out) > 0 {
+			if f.outAt < len(f.out) {
 				return nil
 			}
 		}
@@ -165,25 +190,28 @@ func (f *tableFormat) watchHost(t []byte) {
 // bus | ecc |"), its second ("| N/A 31C P0 71W / 700W | 4MiB / 81559MiB |
 // 0% Default |") or its third (MIG mode), which is not read.
 func (f *tableFormat) gpuLine(line []byte) error {
-	cells := tableCells(line)
+	f.cells = tableCells(f.cells, line)
+	cells := f.cells
 	if len(cells) < 3 {
 		return f.errorAt(&fieldError{1, "a GPU's line of nvidia-smi's table has three cells between |; this one has " +
 			strconv.Itoa(len(cells))})
 	}
-	first := bytes.Fields(cells[0].text)
+	text := cells[0].text
+	f.words = splitWords(f.words, text)
+	w := f.words
 	switch {
-	case len(first) == 0:
+	case len(w) == 0:
 		return nil // the MIG mode line
-	case isDigits(first[0]) && !bytes.Contains(cells[1].text, []byte("MiB")):
+	case isDigits(text[w[0].start:w[0].end]) && !bytes.Contains(cells[1].text, []byte("MiB")):
 		if !f.haveDate {
 			return f.errorAt(&fieldError{1, "a table without its date line: nvidia-smi prints the date and time above each table; " +
 				"keep that line in the log (or print `date` before each nvidia-smi)"})
 		}
 		var rw row
 		rw.reset()
-		rw.dev.Index, _ = digits(first[0])
-		if len(first) > 2 {
-			rw.dev.Name = f.names.intern(bytes.Join(first[1:len(first)-1], []byte{' '}))
+		rw.dev.Index, _ = digits(text[w[0].start:w[0].end])
+		if len(w) > 2 {
+			rw.dev.Name = f.names.intern(text[w[1].start:w[len(w)-2].end])
 		}
 		rw.ns, rw.line, rw.col = f.dateNS, f.lr.line, 1
 		f.gpus = append(f.gpus, rw)
@@ -192,20 +220,20 @@ func (f *tableFormat) gpuLine(line []byte) error {
 	case len(f.gpus) == 0 || f.lastGPU != f.lr.line-1:
 		return f.errorAt(&fieldError{cells[0].col, "a GPU's readings without the line naming the GPU above them"})
 	}
-	return f.readings(&f.gpus[len(f.gpus)-1], first, cells)
+	return f.readings(&f.gpus[len(f.gpus)-1], text, w, cells)
 }
 
 // readings reads a GPU's second line: fan, temperature, performance state,
 // power draw and cap; memory used and total; utilization.
-func (f *tableFormat) readings(rw *row, first [][]byte, cells []tableCell) error {
+func (f *tableFormat) readings(rw *row, text []byte, w []span, cells []tableCell) error {
 	d := &rw.dev
-	if len(first) >= 2 {
-		d.TempC = tableNumber(first[1], "C")
+	if len(w) >= 2 {
+		d.TempC = tableNumber(text[w[1].start:w[1].end], "C")
 	}
-	power := bytes.Fields(bytes.ReplaceAll(bytes.Join(first[min(3, len(first)):], []byte{' '}), []byte("/"), []byte(" / ")))
-	if len(power) == 3 && string(power[1]) == "/" {
-		d.PowerW = tableNumber(power[0], "W")
-		d.PowerLimitW = tableNumber(power[2], "W")
+	if slash := bytes.LastIndexByte(text, '/'); slash > 0 { // the fan may say N/A
+		used, limit := trailingWord(text[:slash]), leadingWord(text[slash+1:])
+		d.PowerW = tableNumber(used, "W")
+		d.PowerLimitW = tableNumber(limit, "W")
 	}
 	used, total, ok := bytes.Cut(cells[1].text, []byte("/"))
 	if !ok {
@@ -213,19 +241,41 @@ func (f *tableFormat) readings(rw *row, first [][]byte, cells []tableCell) error
 	}
 	var m memReading
 	var ferr *fieldError
-	c := column{kind: colMemUsed, name: "memory used", scale: 1 << 20}
-	if m.used, m.haveUsed, ferr = memory(&c, cells[1].col, trimSpace(used)); ferr != nil {
+	if m.used, m.haveUsed, ferr = memory(&tableMemUsed, cells[1].col, trimSpace(used)); ferr != nil {
 		return f.errorAt(ferr)
 	}
-	c.name = "memory total"
-	if m.total, m.haveTotal, ferr = memory(&c, cells[1].col, trimSpace(total)); ferr != nil {
+	if m.total, m.haveTotal, ferr = memory(&tableMemTotal, cells[1].col, trimSpace(total)); ferr != nil {
 		return f.errorAt(ferr)
 	}
 	m.fill(rw)
-	if util := bytes.Fields(cells[2].text); len(util) > 0 {
-		d.UtilGPU = tableNumber(util[0], "%")
+	if util := leadingWord(cells[2].text); len(util) > 0 {
+		d.UtilGPU = tableNumber(util, "%")
 	}
 	return nil
+}
+
+// The memory columns of the table, for reading its values and for errors.
+var (
+	tableMemUsed    = column{kind: colMemUsed, name: "memory used", scale: 1 << 20}
+	tableMemTotal   = column{kind: colMemTotal, name: "memory total", scale: 1 << 20}
+	tableProcMemory = column{kind: colMemUsed, name: "process memory", scale: 1 << 20}
+)
+
+// leadingWord and trailingWord return the first and the last word of b.
+func leadingWord(b []byte) []byte {
+	b = trimSpace(b)
+	if i := bytes.IndexAny(b, " \t"); i >= 0 {
+		return b[:i]
+	}
+	return b
+}
+
+func trailingWord(b []byte) []byte {
+	b = trimSpace(b)
+	if i := bytes.LastIndexAny(b, " \t"); i >= 0 {
+		return b[i+1:]
+	}
+	return b
 }
 
 // tableNumber reads a reading such as "31C", "71W" or "97%"; NaN when the
@@ -242,7 +292,7 @@ func tableNumber(v []byte, unit string) float64 {
 	return f
 }
 
-// computeTypes are the process types that compute: C, and C+G (or M+C)
+// isCompute reports whether a process type computes: C, and C+G (or M+C)
 // for a process that also draws.
 func isCompute(typ []byte) bool { return bytes.IndexByte(typ, 'C') >= 0 }
 
@@ -250,33 +300,39 @@ func isCompute(typ []byte) bool { return bytes.IndexByte(typ, 'C') >= 0 }
 // C   python train.py   40950MiB |" (the GI and CI columns are only in
 // tables of drivers 450 and later).
 func (f *tableFormat) processLine(line []byte) error {
-	cells := tableCells(line)
-	if len(cells) == 0 {
+	f.cells = tableCells(f.cells, line)
+	if len(f.cells) == 0 {
 		return nil
 	}
-	tok := bytes.Fields(cells[0].text)
-	if len(tok) == 0 || !isDigits(tok[0]) {
+	cell := f.cells[0]
+	text := cell.text
+	f.words = splitWords(f.words, text)
+	w := f.words
+	word := func(i int) []byte { return text[w[i].start:w[i].end] }
+	if len(w) == 0 || !isDigits(word(0)) {
 		return nil // "No running processes found"
 	}
 	typ := -1
-	for i := 2; i < len(tok)-1; i++ {
-		if isProcessType(tok[i]) && isDigits(tok[i-1]) {
+	for i := 2; i < len(w)-1; i++ {
+		if isProcessType(word(i)) && isDigits(word(i-1)) {
 			typ = i
 			break
 		}
 	}
 	if typ < 0 {
-		return f.errorAt(&fieldError{cells[0].col, "a process line of nvidia-smi's table has GPU, PID, Type, Process name and GPU Memory; " +
+		return f.errorAt(&fieldError{cell.col, "a process line of nvidia-smi's table has GPU, PID, Type, Process name and GPU Memory; " +
 			"this one has no type (C, G or C+G) after its PID"})
 	}
-	if !isCompute(tok[typ]) {
+	if !isCompute(word(typ)) {
 		return nil
 	}
-	gpuIndex, _ := digits(tok[0])
-	pid, _ := strconv.Atoi(string(tok[typ-1]))
-	p := gpu.Process{PID: pid, Command: string(bytes.Join(tok[typ+1:len(tok)-1], []byte{' '}))}
-	c := column{kind: colMemUsed, name: "process memory", scale: 1 << 20}
-	mem, _, ferr := memory(&c, cells[0].col, tok[len(tok)-1])
+	gpuIndex, _ := digits(word(0))
+	pid, _ := digits(word(typ - 1))
+	p := gpu.Process{PID: pid}
+	if typ+1 < len(w)-1 {
+		p.Command = f.names.intern(text[w[typ+1].start:w[len(w)-2].end])
+	}
+	mem, _, ferr := memory(&tableProcMemory, cell.col+w[len(w)-1].start, word(len(w)-1))
 	if ferr != nil {
 		return f.errorAt(ferr)
 	}
@@ -308,8 +364,11 @@ func (f *tableFormat) flush() {
 	for i := range f.gpus {
 		f.gpus[i].sample = f.sample
 	}
+	if f.outAt == len(f.out) {
+		f.out, f.outAt = f.out[:0], 0
+	}
 	f.out = append(f.out, f.gpus...)
-	f.gpus = nil
+	f.gpus = f.gpus[:0]
 }
 
 // tableCell is the text between two | of a table line, and the column
@@ -319,9 +378,9 @@ type tableCell struct {
 	col  int
 }
 
-// tableCells splits a line of the table at its | marks.
-func tableCells(line []byte) []tableCell {
-	var cells []tableCell
+// tableCells splits a line of the table at its | marks, into cells.
+func tableCells(cells []tableCell, line []byte) []tableCell {
+	cells = cells[:0]
 	start := bytes.IndexByte(line, '|')
 	for start >= 0 {
 		end := bytes.IndexByte(line[start+1:], '|')
@@ -336,10 +395,16 @@ func tableCells(line []byte) []tableCell {
 
 // hasWord reports whether w is one of the words of b.
 func hasWord(b []byte, w string) bool {
-	for _, f := range bytes.Fields(b) {
-		if string(f) == w {
+	for i := bytes.Index(b, []byte(w)); i >= 0; {
+		end := i + len(w)
+		if (i == 0 || b[i-1] == ' ' || b[i-1] == '\t') && (end == len(b) || b[end] == ' ' || b[end] == '\t') {
 			return true
 		}
+		next := bytes.Index(b[end:], []byte(w))
+		if next < 0 {
+			return false
+		}
+		i = end + next
 	}
 	return false
 }
