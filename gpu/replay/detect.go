@@ -71,6 +71,15 @@ func detect(in *input) (format, string, error) {
 		}
 		return newCSVFormat(in, h), formatCSV, nil
 	}
+	for _, line := range lines[at:] { // a log cut at its head (rotated, or its first lines lost)
+		t := trimSpace(line)
+		switch {
+		case isTableLine(t):
+			return newTableFormat(in), formatTable, nil
+		case isDmonHeader(t):
+			return newDmonFormat(in), formatDmon, nil
+		}
+	}
 	if bytes.IndexByte(first, ',') >= 0 && looksLikeData(first) {
 		return nil, "", &ParseError{in.lr.name, at, 1, "the first line is a data row, not a header: the log was written with " +
 			"--format=csv,noheader; say which columns it has, in order, as in --columns timestamp,index,memory.used,memory.total " +

@@ -205,18 +205,23 @@ func Open(path string, opts Options) (*Reader, error) {
 }
 
 // HostFromPath is the host a log is about when nothing else says: its file
-// name without directories and extensions ("logs/node8.csv.gz" is node8).
+// name without directories and the extensions of logs ("logs/node8.csv.gz"
+// is node8; "node1.example.com.log" is node1.example.com).
 func HostFromPath(path string) string {
 	base := filepath.Base(path)
 	if base == "-" || base == "." || base == string(filepath.Separator) {
 		return ""
 	}
 	for {
-		ext := filepath.Ext(base)
-		if ext == "" || ext == base || len(ext) > 5 {
+		switch ext := filepath.Ext(base); strings.ToLower(ext) {
+		case ".csv", ".log", ".txt", ".tsv", ".out", ".gz", ".bz2", ".xz", ".zst":
+			if ext == base {
+				return base
+			}
+			base = strings.TrimSuffix(base, ext)
+		default:
 			return base
 		}
-		base = strings.TrimSuffix(base, ext)
 	}
 }
 

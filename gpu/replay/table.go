@@ -220,7 +220,11 @@ func (f *tableFormat) gpuLine(line []byte) error {
 	case len(f.gpus) == 0 || f.lastGPU != f.lr.line-1:
 		return f.errorAt(&fieldError{cells[0].col, "a GPU's readings without the line naming the GPU above them"})
 	}
-	return f.readings(&f.gpus[len(f.gpus)-1], text, w, cells)
+	if err := f.readings(&f.gpus[len(f.gpus)-1], text, w, cells); err != nil {
+		f.gpus = f.gpus[:len(f.gpus)-1] // a GPU without its readings is not in the sample
+		return err
+	}
+	return nil
 }
 
 // readings reads a GPU's second line: fan, temperature, performance state,
@@ -241,10 +245,11 @@ func (f *tableFormat) readings(rw *row, text []byte, w []span, cells []tableCell
 	}
 	var m memReading
 	var ferr *fieldError
-	if m.used, m.haveUsed, ferr = memory(&tableMemUsed, cells[1].col, trimSpace(used)); ferr != nil {
+	if m.used, m.haveUsed, ferr = memory(&tableMemUsed, cells[1].col+leadingSpace(used), trimSpace(used)); ferr != nil {
 		return f.errorAt(ferr)
 	}
-	if m.total, m.haveTotal, ferr = memory(&tableMemTotal, cells[1].col, trimSpace(total)); ferr != nil {
+	at := cells[1].col + len(used) + 1
+	if m.total, m.haveTotal, ferr = memory(&tableMemTotal, at+leadingSpace(total), trimSpace(total)); ferr != nil {
 		return f.errorAt(ferr)
 	}
 	m.fill(rw)

@@ -132,6 +132,19 @@ var readingUnits = [numKinds][]struct {
 	colPowerLimit: {{"W", 1}, {"mW", 0.001}},
 }
 
+// isUnit reports whether u is a unit of some reading or of memory.
+func isUnit(u []byte) bool {
+	for _, units := range readingUnits {
+		for _, x := range units {
+			if x.unit == string(u) {
+				return true
+			}
+		}
+	}
+	_, ok := memoryScale(u)
+	return ok
+}
+
 // examples are values of each reading, for messages.
 var examples = [numKinds]string{
 	colTemp: "36", colUtilGPU: "71 %", colUtilMem: "43 %", colPower: "60.81 W", colPowerLimit: "700.00 W",
@@ -155,6 +168,9 @@ func reading(c *column, col int, v []byte) (float64, *fieldError) {
 		for i < len(units) && units[i].unit != string(u) {
 			i++
 		}
+		if i == len(units) && !isUnit(u) {
+			return 0, notNumber(c, col, v, examples[c.kind])
+		}
 		if i == len(units) {
 			return 0, &fieldError{col, fmt.Sprintf("%s: unit %q in %q does not fit the column; want %s, as in %q",
 				c.name, u, v, units[0].unit, examples[c.kind])}
@@ -176,7 +192,7 @@ func memory(c *column, col int, v []byte) (n uint64, known bool, _ *fieldError) 
 	scale := c.scale
 	if len(u) > 0 {
 		s, ok := memoryScale(u)
-		if !ok && bytes.IndexByte(u, ' ') >= 0 {
+		if !ok && (bytes.IndexByte(u, ' ') >= 0 || len(num) == 0) {
 			return 0, false, notNumber(c, col, v, "500 MiB")
 		}
 		if !ok {
