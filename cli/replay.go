@@ -16,7 +16,7 @@ import (
 )
 
 func replayCommand(ctx context.Context, env *Env, args []string) error {
-	fs := newFlags(env, "replay", "[--trace] LOG [--config FILE] [--json] [--columns LIST] [--host NAME] [--skip-bad]", `
+	fs := newFlags(env, "replay", "[--trace] LOG [--config FILE] [--json] [--plot FILE.png] [--columns LIST] [--host NAME] [--skip-bad]", `
 Evaluates the rules over a GPU log, at the log's own timestamps, and prints
 every alert that fires or resolves. Nothing is sent anywhere. Without
 --config the rules of config.example.yaml are used. The log may be
@@ -29,6 +29,7 @@ from the first lines. Make a log with:
 	trace := fs.String("trace", "", "the GPU log to replay (required; or give it as the argument)")
 	asJSON := fs.Bool("json", false, `print one JSON object per transition: {"at","alert","gpu","uuid","state","severity","repeat","value"}`)
 	lf := addLogFlags(fs)
+	plotPath := fs.String("plot", "", "also draw the log to this PNG file: memory and utilization per GPU, each alert marked where it fired and resolved")
 	logLevel := fs.String("log-level", "warn", "log level: debug, info, warn, error")
 	args, err := parseFlags(env, fs, args)
 	if err != nil {
@@ -37,6 +38,7 @@ from the first lines. Make a log with:
 	if err := fileArg("replay", "trace", "log to replay", "LOG.csv", trace, args); err != nil {
 		return err
 	}
+	plot := newReplayPlot(*plotPath, *trace)
 	logger, err := newLogger(env.Stderr, *logLevel)
 	if err != nil {
 		return err
@@ -63,8 +65,13 @@ from the first lines. Make a log with:
 	w := &watcher{
 		source: probe,
 		engine: rules.NewEngine(cfg.Rules, rules.Options{}),
-		emit:   func(ts []rules.Transition) error { transitions += len(ts); return print(ts) },
+		emit: func(ts []rules.Transition) error {
+			transitions += len(ts)
+			plot.transitions(ts)
+			return print(ts)
+		},
 		onSnapshot: func(s *gpu.Snapshot) {
+			plot.snapshot(s)
 			if snapshots == 0 {
 				first = s.Time
 				for _, w := range logCoverage(cfg.Rules, s, *trace) {
@@ -87,7 +94,7 @@ from the first lines. Make a log with:
 		fmt.Fprintf(env.Stderr, "; %s skipped", plural.Count(n, "malformed row"))
 	}
 	fmt.Fprintln(env.Stderr)
-	return nil
+	return plot.write(env)
 }
 
 func textPrinter(env *Env) func([]rules.Transition) error {
