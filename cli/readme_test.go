@@ -161,6 +161,20 @@ func (r *readme) block(t *testing.T, marker string) fenced {
 	return fenced{}
 }
 
+// blockAfter returns the first fenced block of the language lang ("" for
+// none) after the line holding marker.
+func (r *readme) blockAfter(t *testing.T, marker, lang string) fenced {
+	t.Helper()
+	at := slices.IndexFunc(r.lines, func(l string) bool { return strings.Contains(l, marker) })
+	for _, b := range r.blocks {
+		if at >= 0 && b.line > at && b.lang == lang {
+			return b
+		}
+	}
+	t.Fatalf("README: no %q block after %q", lang, marker)
+	return fenced{}
+}
+
 // readmeRun is what the README's commands share while they run: the
 // folder they run in (holding config.example.yaml, examples/ and the files
 // the commands make), the binary, and the daemon the silence, outbox and
@@ -483,8 +497,28 @@ func readmeCommands() map[string]readmeCommand {
 		"gpuwatch run --config FILE":   {same: daemon},
 		"gpuwatch demo":                {same: demo},
 		"gpuwatch check --config FILE": {same: check},
-		"gpuwatch replay --trace LOG.csv [--config FILE] [--json] [--skip-bad]": {run: func(t *testing.T, r *readmeRun, cmd string) {
-			want(t, cmd, r.gpuwatch(t, "replay", "--trace", "gpu.csv", "--config", "config.yaml", "--json", "--skip-bad"), cli.ExitOK, `"alert":"GPUMemoryLeak"`)
+		"gpuwatch replay --trace LOG [--config FILE] [--json] [--columns LIST] [--host NAME] [--skip-bad]": {run: func(t *testing.T, r *readmeRun, cmd string) {
+			got := r.gpuwatch(t, "replay", "--trace", "gpu.csv", "--config", "config.yaml", "--json", "--host", "node1", "--skip-bad")
+			want(t, cmd, got, cli.ExitOK, `"alert":"GPUMemoryLeak"`)
+			if !strings.Contains(got.stderr, "; nvidia-smi CSV of node1, a sample every 5s)") {
+				t.Errorf("%s: got stderr %q, want the log's format, host and step", cmd, got.stderr)
+			}
+		}},
+		"gpuwatch digest --trace cron.log": {run: func(t *testing.T, r *readmeRun, cmd string) {
+			log, err := os.ReadFile("../gpu/replay/testdata/logs/cron-30min.log")
+			if err != nil {
+				t.Fatal(err)
+			}
+			r.write(t, "cron.log", string(log))
+			got := r.gpuwatch(t, args(cmd)...)
+			want(t, cmd, got, cli.ExitOK, "GPU 2 was held idle for 1d6h")
+			claim := r.readme.blockAfter(t, "one GPU held full and idle for 30 hours:", "")
+			if text := strings.Join(claim.lines, "\n") + "\n"; !strings.HasPrefix(got.stdout, text) {
+				t.Errorf("%s: got\n%s\nthe README says it starts with\n%s", cmd, got.stdout, text)
+			}
+			if warning := r.readme.block(t, "and, on standard error:").lines[0]; strings.TrimSpace(got.stderr) != warning {
+				t.Errorf("%s: got stderr %q, the README says %q", cmd, got.stderr, warning)
+			}
 		}},
 		"gpuwatch test FILE...": {run: func(t *testing.T, r *readmeRun, cmd string) {
 			r.leakTest(t)
@@ -514,9 +548,9 @@ func readmeCommands() map[string]readmeCommand {
 			r.promtool(t, cmd, "SUCCESS")
 		}},
 		"gpuwatch rules export --schema gpuwatch\\|dcgm [--config FILE] [--tests FILE...] [--out DIR]": {same: "gpuwatch rules export --schema gpuwatch > gpuwatch.rules.yml"},
-		"gpuwatch status [--config FILE]":                  {same: "./gpuwatch status --config config.yaml"},
-		`gpuwatch silence add\|list\|expire`:               {same: add},
-		`gpuwatch digest --config FILE \| --trace LOG.csv`: {same: digestC},
+		"gpuwatch status [--config FILE]":              {same: "./gpuwatch status --config config.yaml"},
+		`gpuwatch silence add\|list\|expire`:           {same: add},
+		`gpuwatch digest --config FILE \| --trace LOG`: {same: digestC},
 		"gpuwatch version": {run: func(t *testing.T, r *readmeRun, cmd string) {
 			got := r.gpuwatch(t, args(cmd)...)
 			if got.code != cli.ExitOK || !regexp.MustCompile(`^gpuwatch \S+`).MatchString(got.stdout) {
