@@ -40,12 +40,31 @@ func logCoverage(rs []*rules.Rule, first *gpu.Snapshot, logName string) []string
 			case !fromLog && fromExample:
 			case !fromLog:
 				warnings = append(warnings, fmt.Sprintf("warning: rule %s uses %s, which nvidia-smi logs do not record; it cannot fire in a replay", r.Name, m))
+			case !anyDevice(first, m) && needsTotal(m) && anyUsedOnly(first):
+				warnings = append(warnings, fmt.Sprintf("warning: rule %s uses %s, which %s does not provide without memory.total; "+
+					"give the GPUs' memory with --memory-total (as in --memory-total 80GiB), or log memory.total", r.Name, m, logName))
 			case !anyDevice(first, m):
 				warnings = append(warnings, fmt.Sprintf("warning: rule %s uses %s, which %s does not provide; add %s to nvidia-smi --query-gpu", r.Name, m, logName, column))
 			}
 		}
 	}
 	return warnings
+}
+
+// needsTotal reports whether a memory metric needs memory.total.
+func needsTotal(m rules.Metric) bool {
+	return m == rules.MetricMemoryFree || m == rules.MetricMemoryTotal || m == rules.MetricMemoryUsedPercent
+}
+
+// anyUsedOnly reports whether a GPU of the snapshot has its memory used
+// without a total.
+func anyUsedOnly(s *gpu.Snapshot) bool {
+	for i := range s.Devices {
+		if d := &s.Devices[i]; d.MemUsedKnown() && !d.MemKnown() {
+			return true
+		}
+	}
+	return false
 }
 
 func anyDevice(s *gpu.Snapshot, m rules.Metric) bool {

@@ -291,3 +291,18 @@ func TestRuleTestWithLog(t *testing.T) {
 		t.Errorf("gpuwatch test: got exit %d, want %d", got.code, cli.ExitUser)
 	}
 }
+
+// TestReplayWithoutMemoryTotal: rules on memory percentages are named in a
+// warning that says how to give the total, and --memory-total gives it.
+func TestReplayWithoutMemoryTotal(t *testing.T) {
+	path := filepath.Join(sampleLogDir, "dmon-dt.log")
+	got := gpuwatch(t, "replay", path)
+	if want := "warning: rule GPUMemoryNearFull uses memory.used_percent, which " + path +
+		" does not provide without memory.total; give the GPUs' memory with --memory-total"; got.code != cli.ExitOK || !strings.Contains(got.stderr, want) {
+		t.Errorf("replay: got exit %d, stderr\n%s\nwant %q", got.code, got.stderr, want)
+	}
+	got = gpuwatch(t, "replay", "--memory-total", "80GiB", path)
+	if got.code != cli.ExitOK || strings.Contains(got.stderr, "memory.used_percent") || strings.Contains(got.stderr, "memory.total is not in the log") {
+		t.Errorf("replay --memory-total 80GiB: got exit %d, stderr\n%s\nwant no word of the total", got.code, got.stderr)
+	}
+}
