@@ -110,14 +110,9 @@ func (f *csvFormat) parseRow(line []byte, rw *row) *fieldError {
 	)
 	pos := 0
 	for i := range cols {
-		for pos < len(line) && (line[pos] == ' ' || line[pos] == '\t') {
-			pos++
-		}
-		start := pos
-		pos = indexComma(line, pos)
-		v := trimSpace(line[start:pos])
-		col := start + 1
-		pos++
+		var v []byte
+		var col int
+		v, col, pos = nextValue(line, pos)
 		c := &cols[i]
 		if c.kind == colUUID {
 			uuidCol, uuidRaw = col, v
@@ -242,14 +237,9 @@ func (f *csvFormat) parseWideRow(line []byte) *fieldError {
 	}
 	pos := 0
 	for i := range cols {
-		for pos < len(line) && (line[pos] == ' ' || line[pos] == '\t') {
-			pos++
-		}
-		start := pos
-		pos = indexComma(line, pos)
-		v := trimSpace(line[start:pos])
-		col := start + 1
-		pos++
+		var v []byte
+		var col int
+		v, col, pos = nextValue(line, pos)
 		c := &cols[i]
 		if c.gpu < 0 {
 			if ferr := f.field(&shared, &shared.dev, &sharedMem, c, col, v); ferr != nil {
@@ -318,6 +308,17 @@ func gpuIndex(v []byte) (int, bool) {
 // device's, "MIG-…").
 func isUUID(v []byte) bool {
 	return len(v) > 4 && (bytes.HasPrefix(v, []byte("GPU-")) || bytes.HasPrefix(v, []byte("MIG-")))
+}
+
+// nextValue returns the value of the CSV field at pos, without blanks
+// around it, the column it starts at (1-based) and where the next field
+// starts.
+func nextValue(line []byte, pos int) (v []byte, col, next int) {
+	for pos < len(line) && (line[pos] == ' ' || line[pos] == '\t') {
+		pos++
+	}
+	end := indexComma(line, pos)
+	return trimSpace(line[pos:end]), pos + 1, end + 1
 }
 
 // fieldCountError explains a row with n fields where the header has want.

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"io"
 	"strings"
 	"testing"
 	"time"
@@ -141,21 +140,7 @@ func BenchmarkReplayLayouts(b *testing.B) {
 			total := 0
 			cpu := cpuTime(b)
 			for b.Loop() {
-				r, err := NewReader(bytes.NewReader(data), l.name, Options{Columns: l.columns})
-				if err != nil {
-					b.Fatal(err)
-				}
-				got := 0
-				for {
-					s, err := r.Next(ctx)
-					if err == io.EOF {
-						break
-					}
-					if err != nil {
-						b.Fatal(err)
-					}
-					got += len(s.Devices)
-				}
+				got := readDevices(b, ctx, data, l.name, Options{Columns: l.columns})
 				if got != want {
 					b.Fatalf("got %d GPU readings, want %d", got, want)
 				}
