@@ -450,8 +450,8 @@ func readmeCommands() map[string]readmeCommand {
 			r.promtool(t, cmd, "SUCCESS")
 		}},
 		"gpuwatch rules export --schema gpuwatch\\|dcgm [--config FILE] [--tests FILE...] [--out DIR]": {same: "gpuwatch rules export --schema gpuwatch > gpuwatch.rules.yml"},
-		"gpuwatch status [--config FILE]":                  {same: "./gpuwatch status --config config.yaml"},
-		`gpuwatch silence add\|list\|expire`:               {same: add},
+		"gpuwatch status [--config FILE]":              {same: "./gpuwatch status --config config.yaml"},
+		`gpuwatch silence add\|list\|expire`:           {same: add},
 		`gpuwatch digest --config FILE \| --trace LOG`: {same: digestC},
 		`kill -HUP "$(pidof gpuwatch)"`: {run: func(t *testing.T, r *readmeRun, cmd string) {
 			// pidof finds every gpuwatch of this machine: the test signals
