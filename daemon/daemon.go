@@ -33,6 +33,7 @@ import (
 	"github.com/gpuwatch/gpuwatch/notifier/slack"
 	"github.com/gpuwatch/gpuwatch/rules"
 	"github.com/gpuwatch/gpuwatch/slackbot"
+	"github.com/gpuwatch/gpuwatch/web"
 )
 
 // BucketAlerts holds the state of every firing alert, so a restart neither
@@ -106,10 +107,7 @@ type Daemon struct {
 	last    atomic.Pointer[gpu.Snapshot] // the latest snapshot, of any host
 	fleet   *fleet                       // the latest snapshot of every host
 	history *histories                   // the last day of every GPU, for /gpu history
-	// fleetHistory is the history of a hub's fleet, read from its
-	// Prometheus; nil elsewhere (see History).
-	fleetHistory atomic.Pointer[history.Prometheus]
-	app          *slackbot.App // nil without slack.signing_secret and slack.app_token
+	app     *slackbot.App                // nil without slack.signing_secret and slack.app_token
 	// bot uploads pictures and reads users' zones with slack.bot_token;
 	// nil without one.
 	bot *slack.Bot
@@ -125,6 +123,10 @@ type Daemon struct {
 	pendingCharts []pendingChart
 
 	auth *authenticator // nil when the server section asks for no credentials
+	page *web.Server    // the page in the browser
+	// fleetHistory is a hub's Prometheus, read for /gpu history and the
+	// page's charts (see History); nil elsewhere.
+	fleetHistory atomic.Pointer[history.Prometheus]
 
 	// health follows whether the source answers (guarded by mu); hub is
 	// whether the source is a fleet's Prometheus, whose GPUs /metrics
@@ -168,6 +170,9 @@ func New(cfg *config.Config, opts Options) (*Daemon, error) {
 func (d *Daemon) start(cfg *config.Config) error {
 	var err error
 	if d.auth, err = newAuthenticator(&cfg.Server); err != nil {
+		return err
+	}
+	if d.page, err = d.newPage(); err != nil {
 		return err
 	}
 	d.silences, err = notifier.NewSilences(kvBucket{d.db, "silences"}, nil)
@@ -292,8 +297,8 @@ func (d *Daemon) Run(ctx context.Context, src gpu.Source, reload <-chan *config.
 		return err
 	}
 	defer srv.Shutdown(context.Background())
-	d.readHistoryFrom(src)
 	d.backfill(ctx, src)
+	d.readFleetHistory(src)
 	for {
 		snap, err := src.Next(ctx)
 		var sourceErr *gpu.SourceError

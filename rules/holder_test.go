@@ -114,9 +114,14 @@ func TestHeldWithoutProcesses(t *testing.T) {
 			t.Errorf("Held(%v GiB, no processes) = %v, want %v", tc.memGiB, got, tc.want)
 		}
 	}
-	unknown := gpu.Device{MemUsed: 5 << 30}
+	unknown := gpu.Device{}
 	if Held(&unknown) {
 		t.Errorf("Held(memory unknown, no processes) = true, want false")
+	}
+	// A log with memory.used but no memory.total: the memory used is known.
+	usedOnly := gpu.Device{MemUsed: 5 << 30}
+	if !Held(&usedOnly) {
+		t.Errorf("Held(5 GiB used, total unknown, no processes) = false, want true")
 	}
 }
 
@@ -320,5 +325,35 @@ rules:
 	got := evalAt(e, 40*time.Minute, device(0, 40, 90, 60))
 	if _, ok := got["Leak/firing"]; !ok {
 		t.Errorf("the first evaluation after warming: got %v, want the leak firing", keys(got))
+	}
+}
+
+// TestHeldSince: HeldSince says when the job on a GPU took it, and zero
+// while the GPU is free or unknown.
+func TestHeldSince(t *testing.T) {
+	e := NewEngine(nil, Options{})
+	job := func(pid int) gpu.Device {
+		return device(0, 20, 90, 60, gpu.Process{PID: pid, User: "alice", MemUsed: 20 << 30})
+	}
+	uuid := device(0, 0, 0, 35).UUID
+	for _, tc := range []struct {
+		at   time.Duration
+		dev  gpu.Device
+		want time.Duration // -1: zero
+	}{
+		{0, device(0, 0, 0, 35), -1},
+		{time.Minute, job(1), time.Minute},
+		{5 * time.Minute, job(1), time.Minute},
+		{6 * time.Minute, job(2), 6 * time.Minute}, // another job took it over
+		{7 * time.Minute, device(0, 0.5, 0, 35), -1},
+	} {
+		e.Eval(snapshot(tc.at, tc.dev))
+		got := e.HeldSince(uuid, 0)
+		if want := t0.Add(tc.want); tc.want < 0 && !got.IsZero() || tc.want >= 0 && !got.Equal(want) {
+			t.Errorf("at %v: HeldSince = %v, want %v", tc.at, got, tc.want)
+		}
+	}
+	if got := e.HeldSince("GPU-unknown", 7); !got.IsZero() {
+		t.Errorf("HeldSince of a GPU never seen = %v, want zero", got)
 	}
 }

@@ -58,4 +58,16 @@ type ActiveAlert struct {
 	ValueText    string
 	Summary      string
 	Acknowledged string // who acknowledged it; "" if nobody
+	// Silenced is the silence that mutes it now (its notifications are
+	// not sent); nil when none does.
+	Silenced *notifier.Silence
+}
+
+// stateText is the alert's state as answers write it: "pending",
+// "firing", or "silenced" for a firing alert a silence mutes.
+func (al *ActiveAlert) stateText() string {
+	if al.Silenced != nil && al.State == "firing" {
+		return "silenced"
+	}
+	return al.State
 }
