@@ -228,3 +228,39 @@ func TestDamagedDeadLetterRecord(t *testing.T) {
 		t.Errorf("DeadLetters over a garbage record: got %v, want ErrCorrupt", err)
 	}
 }
+
+// TestOpenSetsAsideUnreadableDeadLetters: a dead letter whose record is
+// garbage in a sound page is set aside when the store opens, which says
+// so; the other dead letters read on.
+func TestOpenSetsAsideUnreadableDeadLetters(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "state.db")
+	db, err := Open(path, Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Enqueue("slack", []byte("a")); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Bury("slack", 1, "HTTP 400", time.Date(2026, 11, 29, 9, 0, 0, 0, time.UTC), 1); err != nil {
+		t.Fatal(err)
+	}
+	err = db.bolt.Update(func(tx *bolt.Tx) error {
+		return tx.Bucket(bucketDead).Put([]byte("\x80\x00\x00\x00k"), []byte{deadRecordVersion, 0xff, 0xff, 0x01, 0x02})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	db = openTest(t, path)
+	if notes := db.Recovered(); len(notes) != 1 || !strings.Contains(notes[0], "set aside 1 unreadable records") {
+		t.Errorf("Recovered(): %q, want the dead letter set aside said", notes)
+	}
+	if dl, err := db.DeadLetters(0); err != nil || len(dl) != 1 {
+		t.Errorf("DeadLetters after the open: %d, %v; want the readable one", len(dl), err)
+	}
+	if list, _ := db.SetAsideRecords(); len(list) != 1 || list[0].Bucket != "dead letters" {
+		t.Errorf("SetAsideRecords: %v, want the dead letter", list)
+	}
+}
