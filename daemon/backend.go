@@ -197,5 +197,6 @@ func (d *Daemon) restoreAcks() error {
 	if err != nil {
 		return fmt.Errorf("load acknowledgements: %w", err)
 	}
-	return d.dispatcher.RestoreAcks(acks)
+	d.dispatcher.RestoreAcks(acks, d.setAside)
+	return nil
 }

@@ -37,6 +37,9 @@ import (
 // announces them again nor forgets them.
 const BucketAlerts = "alerts"
 
+// BucketSilences holds the silences, by ID.
+const BucketSilences = "silences"
+
 // Options are what the daemon takes from the process around it.
 type Options struct {
 	Logger *slog.Logger
@@ -54,9 +57,10 @@ type Options struct {
 	Now func() time.Time
 	// Version is gpuwatch's version, for gpuwatch_build_info on /metrics.
 	Version string
-	// OpenStore opens the state store at storage.path; nil opens a
-	// *store.DB. Tests pass one that plays a failing disk.
-	OpenStore func(path string) (Store, error)
+	// OpenStore opens the state store at storage.path, giving up when ctx
+	// ends; nil opens a *store.DB. Tests pass one that plays a failing
+	// disk.
+	OpenStore func(ctx context.Context, path string) (Store, error)
 	// FinalWrite bounds how long a stop waits for the store to take what
 	// it has not yet written; zero means DefaultFinalWrite.
 	FinalWrite time.Duration
@@ -115,12 +119,23 @@ type Daemon struct {
 	// does not export again.
 	health sourceHealth
 	hub    bool
+
+	// notes is what the store cost: damage Open accepted, records set
+	// aside (/healthz lists them).
+	notes storeNotes
 }
 
-// New opens the store, restores what the last run left (alert states,
-// waiting notifications, silences) and builds every receiver. The caller
-// must Close the daemon.
+// New is NewContext that nothing stops.
 func New(cfg *config.Config, opts Options) (*Daemon, error) {
+	return NewContext(context.Background(), cfg, opts)
+}
+
+// NewContext opens the store, restores what the last run left (alert
+// states, waiting notifications, silences) and builds every receiver. A
+// record of the store it cannot read is set aside and said (the log,
+// /healthz); the check of the store stops when ctx ends (a stop before
+// the daemon runs). The caller must Close the daemon.
+func NewContext(ctx context.Context, cfg *config.Config, opts Options) (*Daemon, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
@@ -133,7 +148,7 @@ func New(cfg *config.Config, opts Options) (*Daemon, error) {
 	if opts.FinalWrite <= 0 {
 		opts.FinalWrite = DefaultFinalWrite
 	}
-	db, err := opts.OpenStore(cfg.Storage.Path)
+	db, err := opts.OpenStore(ctx, cfg.Storage.Path)
 	if err != nil {
 		return nil, fmt.Errorf("open the state store (storage.path): %w", err)
 	}
@@ -141,6 +156,7 @@ func New(cfg *config.Config, opts Options) (*Daemon, error) {
 		staleAfter: staleAfter(cfg), interval: cfg.Source.Interval, storagePath: cfg.Storage.Path,
 		health: sourceHealth{host: cfg.HostName()}, hub: cfg.Source.Type == "prometheus"}
 	d.sampledAt.Store(opts.Now().UnixNano())
+	d.sayRecovered()
 	if err := d.start(cfg); err != nil {
 		db.Close()
 		return nil, err
@@ -153,7 +169,7 @@ func (d *Daemon) start(cfg *config.Config) error {
 	if d.auth, err = newAuthenticator(&cfg.Server); err != nil {
 		return err
 	}
-	d.silences, err = notifier.NewSilences(kvBucket{d.db, "silences"}, nil)
+	d.silences, err = notifier.NewSilences(d.bucket(BucketSilences), nil)
 	if err != nil {
 		return fmt.Errorf("load silences: %w", err)
 	}
@@ -171,9 +187,7 @@ func (d *Daemon) start(cfg *config.Config) error {
 	if err != nil {
 		return err
 	}
-	if err := d.dispatcher.Restore(groups, sent); err != nil {
-		return err
-	}
+	d.dispatcher.Restore(groups, sent, d.setAside)
 	if err := d.restoreAcks(); err != nil {
 		return err
 	}
@@ -212,7 +226,7 @@ func (d *Daemon) loadAlerts() ([]rules.AlertRecord, error) {
 	for key, b := range raw {
 		var rec rules.AlertRecord
 		if err := gob.NewDecoder(bytes.NewReader(b)).Decode(&rec); err != nil {
-			d.logger.Warn("dropping an unreadable saved alert state", "key", key, "err", err)
+			d.setAside(BucketAlerts, key, fmt.Errorf("not an alert state: %w", err))
 			continue
 		}
 		records = append(records, rec)
@@ -587,13 +601,17 @@ func LogEvents(logger *slog.Logger, s *gpu.Snapshot) {
 // kvBucket is one bucket of the store as the small key-value interfaces
 // of the integrations (silences, Slack messages) want it.
 type kvBucket struct {
-	db     Store
+	d      *Daemon
 	bucket string
 }
 
-func (b kvBucket) Put(key string, value []byte) error { return b.db.Put(b.bucket, key, value) }
-func (b kvBucket) Delete(key string) error            { return b.db.Delete(b.bucket, key) }
-func (b kvBucket) All() (map[string][]byte, error)    { return b.db.All(b.bucket) }
+// bucket returns the store's bucket as the integrations want it.
+func (d *Daemon) bucket(name string) kvBucket { return kvBucket{d, name} }
+
+func (b kvBucket) Put(key string, value []byte) error { return b.d.db.Put(b.bucket, key, value) }
+func (b kvBucket) Delete(key string) error            { return b.d.db.Delete(b.bucket, key) }
+func (b kvBucket) All() (map[string][]byte, error)    { return b.d.db.All(b.bucket) }
+func (b kvBucket) SetAside(key string, why error)     { b.d.setAside(b.bucket, key, why) }
 func (b kvBucket) Get(key string) ([]byte, bool, error) {
-	return b.db.Get(b.bucket, key)
+	return b.d.db.Get(b.bucket, key)
 }

@@ -33,9 +33,9 @@ type faultyDisk struct {
 
 // openFaulty returns an OpenStore that opens the real store and puts disk
 // in front of it; disk is filled in when the daemon opens it.
-func openFaulty(disk *faultyDisk) func(string) (daemon.Store, error) {
-	return func(path string) (daemon.Store, error) {
-		db, err := store.Open(path, store.Options{NoSync: true})
+func openFaulty(disk *faultyDisk) func(context.Context, string) (daemon.Store, error) {
+	return func(ctx context.Context, path string) (daemon.Store, error) {
+		db, err := store.OpenContext(ctx, path, store.Options{NoSync: true})
 		disk.Store = db
 		return disk, err
 	}

@@ -14,6 +14,8 @@ import (
 // state, and 503 with the reasons when the last sample, or a write the
 // store has not finished or keeps refusing, is older than a few sampling
 // intervals. The watchdog logs the same reasons as they start and end.
+// Either way, "store: …" lines below say what damage to the store cost:
+// damage gpuwatch started with, records it set aside.
 
 // minStaleAfter is the least time without a sample (or with a write stuck
 // or failing) that makes gpuwatch unhealthy, so a slow NVML call or a
@@ -54,16 +56,28 @@ func (d *Daemon) unhealthy() []healthProblem {
 	return problems
 }
 
+// maxHealthNotes is how many of the store's notes /healthz lists; the log
+// has every one.
+const maxHealthNotes = 20
+
 func (d *Daemon) healthz(w http.ResponseWriter, _ *http.Request) {
 	problems := d.unhealthy()
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	if len(problems) == 0 {
 		w.Write([]byte("ok\n"))
-		return
+	} else {
+		w.WriteHeader(http.StatusServiceUnavailable)
+		for _, p := range problems {
+			fmt.Fprintf(w, "unhealthy: %s\n", p.text)
+		}
 	}
-	w.WriteHeader(http.StatusServiceUnavailable)
-	for _, p := range problems {
-		fmt.Fprintf(w, "unhealthy: %s\n", p.text)
+	notes := d.notes.list()
+	for i, note := range notes {
+		if i == maxHealthNotes {
+			fmt.Fprintf(w, "store: and %d more (the log names each)\n", len(notes)-i)
+			break
+		}
+		fmt.Fprintf(w, "store: %s\n", note)
 	}
 }
 

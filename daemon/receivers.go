@@ -58,14 +58,14 @@ func (d *Daemon) buildNotifier(cfg *config.Config, r *config.Receiver) (notifier
 	case r.Slack != nil:
 		return slack.New(r.Name, *r.Slack, slack.Options{
 			BotToken: cfg.Slack.BotToken, APIURL: cfg.Slack.APIURL, HTTPClient: client,
-			Messages: kvBucket{d.db, BucketSlackMessages}, Now: d.opts.Now, Logger: d.logger.With("receiver", r.Name),
+			Messages: d.bucket(BucketSlackMessages), Now: d.opts.Now, Logger: d.logger.With("receiver", r.Name),
 			Acknowledged: d.acknowledged,
 		})
 	case r.Webhook != nil:
 		return webhook.New(r.Name, *r.Webhook, client, d.opts.Now)
 	case r.Alertmanager != nil:
 		return alertmanager.New(r.Name, *r.Alertmanager, alertmanager.Options{
-			HTTPClient: client, Firing: kvBucket{d.db, BucketAlertmanagerFiring}, Now: d.opts.Now,
+			HTTPClient: client, Firing: d.bucket(BucketAlertmanagerFiring), Now: d.opts.Now,
 			Logger: d.logger.With("receiver", r.Name), GeneratorURL: generatorURL(cfg),
 		})
 	default:

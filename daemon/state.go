@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"context"
 	"sync"
 	"time"
 
@@ -20,12 +21,17 @@ type Store interface {
 	Ack(receiver string, ids ...uint64) error
 	Bury(receiver string, id uint64, reason string, at time.Time, attempts int) error
 	DeadLetters(limit int) ([]store.DeadLetter, error)
+	SetAside(bucket, key, why string, at time.Time) (store.SetAsideRecord, error)
+	SetAsideRecords() ([]store.SetAsideRecord, error)
+	Recovered() []string
 	Close() error
 }
 
 // openStore opens the store at path, the way Options.OpenStore does when
 // it is nil.
-func openStore(path string) (Store, error) { return store.Open(path, store.Options{}) }
+func openStore(ctx context.Context, path string) (Store, error) {
+	return store.OpenContext(ctx, path, store.Options{})
+}
 
 // watchedStore is the daemon's Store with its writes watched: when the
 // oldest unfinished one began, when writes began to fail and why. /healthz

@@ -22,9 +22,10 @@ import (
 
 // memStore is a FiringStore in memory; fail makes every write fail.
 type memStore struct {
-	mu   sync.Mutex
-	kv   map[string][]byte
-	fail bool
+	mu    sync.Mutex
+	kv    map[string][]byte
+	fail  bool
+	aside map[string][]byte // records set aside: what they held
 }
 
 func newMemStore() *memStore { return &memStore{kv: map[string][]byte{}} }
@@ -53,6 +54,16 @@ func (s *memStore) Delete(key string) error {
 	}
 	delete(s.kv, key)
 	return nil
+}
+
+func (s *memStore) SetAside(key string, _ error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.aside == nil {
+		s.aside = map[string][]byte{}
+	}
+	s.aside[key] = s.kv[key]
+	delete(s.kv, key)
 }
 
 func (s *memStore) Keys() []string {

@@ -65,7 +65,8 @@ func (n *Notifier) recordKey(alertKey string) string {
 // load returns the record of an alert, or nil when there is none. A
 // record the store refused to save is found in memory. A store that fails
 // must not stop a delivery: the failure is logged and the alert gets a new
-// message. An undecodable record is deleted. The caller holds n.mu.
+// message. A record that cannot be read is set aside, and the alert gets a
+// new message. The caller holds n.mu.
 func (n *Notifier) load(alertKey string) *record {
 	if n.opts.Messages == nil {
 		return nil
@@ -85,11 +86,8 @@ func (n *Notifier) load(alertKey string) *record {
 	}
 	r, err := decodeRecord(b)
 	if err != nil {
-		n.log.Warn("slack message record dropped", "receiver", n.name, "key", key, "err", err)
 		delete(n.unsaved, key)
-		if err := n.opts.Messages.Delete(key); err != nil {
-			n.log.Warn("slack message record not deleted", "receiver", n.name, "key", key, "err", n.redact(err))
-		}
+		n.opts.Messages.SetAside(key, fmt.Errorf("%w: the alert gets a new message", err))
 		return nil
 	}
 	return r

@@ -93,6 +93,9 @@ type MessageStore interface {
 	Get(key string) ([]byte, bool, error)
 	Put(key string, value []byte) error
 	Delete(key string) error
+	// SetAside takes a record that cannot be read out of the way, keeping
+	// its bytes, and says so.
+	SetAside(key string, why error)
 }
 
 // Options are what a Notifier needs besides its config.

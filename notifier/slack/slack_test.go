@@ -669,3 +669,21 @@ func TestManyGPUsFitSlackLimits(t *testing.T) {
 		t.Errorf("got fallback %q, want the alerts beyond 5 summed up", text)
 	}
 }
+
+// TestUnreadableRecordSetAside: a message record that cannot be read is
+// set aside (its bytes kept), not deleted, and the alert gets a new
+// message.
+func TestUnreadableRecordSetAside(t *testing.T) {
+	srv := fakeSlack(t, nil)
+	store := newMemStore()
+	resolved := notifiertest.Notification(notifier.StatusResolved)
+	key := receiver + "/" + resolved.Alerts[0].Key
+	store.m[key] = []byte(`{"channel":"C123","ts":`)
+	notify(t, newBot(t, srv, store), resolved)
+	if why := store.aside[key]; why == nil || !strings.Contains(why.Error(), "decode slack message record") {
+		t.Errorf("set aside: %v, want the record, saying why", store.aside)
+	}
+	if got := calls(t, srv); len(got) != 1 || got[0].Method != "chat.postMessage" || got[0].Form.Get("thread_ts") != "" {
+		t.Errorf("got %d calls, want one new message", len(got))
+	}
+}
