@@ -64,7 +64,14 @@ type Options struct {
 	// FinalWrite bounds how long a stop waits for the store to take what
 	// it has not yet written; zero means DefaultFinalWrite.
 	FinalWrite time.Duration
+	// WriteWait bounds how long a request (an API call, a Slack command
+	// or button) waits for the store to take what it changes before it
+	// answers that the store is stalled; zero means DefaultWriteWait.
+	WriteWait time.Duration
 }
+
+// DefaultWriteWait is how long a request waits for the store.
+const DefaultWriteWait = 5 * time.Second
 
 // DefaultFinalWrite is how long a stop waits for the store to take what
 // it has not yet written before it gives up and says what is lost.
@@ -147,6 +154,9 @@ func NewContext(ctx context.Context, cfg *config.Config, opts Options) (*Daemon,
 	}
 	if opts.FinalWrite <= 0 {
 		opts.FinalWrite = DefaultFinalWrite
+	}
+	if opts.WriteWait <= 0 {
+		opts.WriteWait = DefaultWriteWait
 	}
 	db, err := opts.OpenStore(ctx, cfg.Storage.Path)
 	if err != nil {
@@ -266,7 +276,7 @@ func (d *Daemon) Run(ctx context.Context, src gpu.Source, reload <-chan *config.
 			err = ferr
 		}
 	}()
-	defer wg.Wait() // after cancel: the deliverers stop when ctx ends
+	defer d.waitStopped(&wg) // after cancel: the deliverers stop when ctx ends
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	for _, dl := range d.deliverers {
@@ -283,7 +293,7 @@ func (d *Daemon) Run(ctx context.Context, src gpu.Source, reload <-chan *config.
 	if err != nil {
 		return err
 	}
-	defer srv.Shutdown(context.Background())
+	defer d.stopServing(srv)
 	d.backfill(ctx, src)
 	for {
 		snap, err := src.Next(ctx)
@@ -397,6 +407,36 @@ func (d *Daemon) commit(c *notifier.Commit) error {
 		}
 	}
 	return nil
+}
+
+// stopServing stops the HTTP API, waiting for the requests in flight at
+// most Options.WriteWait and a second (a write request answers within
+// WriteWait), then cutting off what is left: a stop does not wait for a
+// request a stalled disk holds.
+func (d *Daemon) stopServing(srv *http.Server) {
+	ctx, cancel := context.WithTimeout(context.Background(), d.opts.WriteWait+time.Second)
+	defer cancel()
+	if err := srv.Shutdown(ctx); err != nil {
+		d.logger.Warn("HTTP requests still in flight at the stop were cut off", "err", err)
+		_ = srv.Close()
+	}
+}
+
+// waitStopped waits for the daemon's goroutines (deliverers, digests,
+// the Slack app) to end, at most Options.FinalWrite: one a stalled disk
+// holds in a write is left to the operating system, as the stop does not
+// wait for the disk.
+func (d *Daemon) waitStopped(wg *sync.WaitGroup) {
+	stopped := make(chan struct{})
+	go func() {
+		wg.Wait()
+		close(stopped)
+	}()
+	select {
+	case <-stopped:
+	case <-time.After(d.opts.FinalWrite):
+		d.logger.Error("a deliverer (or another part of gpuwatch) did not stop in time: it waits on the store, whose disk is stalled", "waited", d.opts.FinalWrite)
+	}
 }
 
 // finalWrite writes, when a stop comes, what the store refused before and

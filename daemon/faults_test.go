@@ -118,6 +118,7 @@ func runDaemon(t *testing.T, cfg *config.Config, disk *faultyDisk, now func() ti
 	opts := options(logs, console, now)
 	opts.OpenStore = openFaulty(disk)
 	opts.FinalWrite = 500 * time.Millisecond
+	opts.WriteWait = 300 * time.Millisecond
 	d, err := daemon.New(cfg, opts)
 	if err != nil {
 		t.Fatalf("daemon.New: %v", err)
@@ -319,5 +320,48 @@ func TestHealthzStoreRefusing(t *testing.T) {
 	r.D.Step(snapshot(base.Add(time.Minute+10*time.Second), 90))
 	if code, body := r.Do(http.MethodGet, "/healthz", ""); code != http.StatusOK || body != "ok\n" {
 		t.Errorf("GET /healthz once the disk took the write: got HTTP %d %q, want 200 ok", code, body)
+	}
+}
+
+// TestStopWithWritesStuckOnStalledDisk: with the disk stalled, a request
+// that writes (a new silence) answers 503 within Options.WriteWait
+// instead of hanging, and a stop returns while that write, a sample's
+// commit and a delivery's acknowledgement still wait on the disk.
+func TestStopWithWritesStuckOnStalledDisk(t *testing.T) {
+	disk := newFaultyDisk()
+	lifts := make(chan func(), 1)
+	h := newHook(t, func(n int) int {
+		if n == 0 { // the disk stalls as the first delivery goes out: its ack waits
+			lifts <- disk.Stall()
+		}
+		return http.StatusOK
+	})
+	r, stop := runDaemon(t, webhookConfig(t, t.TempDir(), h.URL, "1ns"), disk, nil)
+	r.Steps(base, 10*time.Second, []float64{90}, []float64{90})
+	lift := <-lifts
+	defer lift()
+	<-disk.stalled                                       // the ack
+	go r.D.Step(snapshot(base.Add(time.Minute), 90, 90)) // its commit waits too
+	<-disk.stalled
+
+	client := &http.Client{Timeout: patience}
+	resp, err := client.Post(r.URL("/api/v1/silences"), "application/json",
+		strings.NewReader(`{"matchers":["alert=\"GPUHot\""],"duration":"1h","created_by":"alice"}`))
+	if err != nil {
+		t.Fatalf("POST /api/v1/silences on a stalled disk: %v", err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") == "" ||
+		!strings.Contains(string(body), "its disk is stalled") {
+		t.Errorf("POST /api/v1/silences on a stalled disk: HTTP %d %s (Retry-After %q), want 503 saying the disk is stalled, with Retry-After",
+			resp.StatusCode, body, resp.Header.Get("Retry-After"))
+	}
+	stopped := make(chan error, 1)
+	go func() { stopped <- stop() }()
+	select {
+	case <-stopped:
+	case <-time.After(patience):
+		t.Fatalf("the stop waited on the stalled disk for %v", patience)
 	}
 }

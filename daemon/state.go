@@ -2,6 +2,8 @@ package daemon
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"sync"
 	"time"
 
@@ -111,4 +113,25 @@ func (w *watchedStore) state() writeState {
 		}
 	}
 	return s
+}
+
+// ErrStoreStalled is the error of a request whose write the store did not
+// take within Options.WriteWait: its disk is stalled. The write goes on,
+// and is done if the disk finishes it.
+var ErrStoreStalled = errors.New("the store did not take the write in time: its disk is stalled (see GET /healthz)")
+
+// bounded runs the write f, returning its error, or ErrStoreStalled when
+// it has not finished within Options.WriteWait: a request waits seconds
+// for a stalled disk, not as long as the disk takes.
+func (d *Daemon) bounded(f func() error) error {
+	done := make(chan error, 1)
+	go func() { done <- f() }()
+	t := time.NewTimer(d.opts.WriteWait)
+	defer t.Stop()
+	select {
+	case err := <-done:
+		return err
+	case <-t.C:
+		return fmt.Errorf("%w: waited %v; the change is made if the disk finishes the write", ErrStoreStalled, d.opts.WriteWait)
+	}
 }

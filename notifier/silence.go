@@ -53,6 +53,10 @@ var ErrSilenceNotFound = errors.New("silence not found")
 // ended.
 var ErrSilenceExpired = errors.New("silence already expired")
 
+// ErrSilenceNotSaved is returned when the store refused a silence's write:
+// nothing changed, and trying again later may work.
+var ErrSilenceNotSaved = errors.New("the store did not save the silence")
+
 // Limits on silences, so that nobody (a script in a loop, a hostile
 // client) can fill the store or the memory of whoever lists them.
 const (
@@ -266,7 +270,7 @@ func (s *Silences) persist(sil Silence) error {
 		return nil
 	}
 	if err := s.st.Put(sil.ID, b); err != nil {
-		return fmt.Errorf("save silence %q: %w", sil.ID, err)
+		return fmt.Errorf("save silence %q: %w: %w", sil.ID, ErrSilenceNotSaved, err)
 	}
 	return nil
 }
