@@ -2,8 +2,8 @@ package alertmanager
 
 import (
 	"bytes"
-	"errors"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"maps"
