@@ -265,15 +265,7 @@ type DeadLetterJSON struct {
 }
 
 func (d *Daemon) outbox(w http.ResponseWriter, _ *http.Request) {
-	out := OutboxJSON{Pending: map[string]int{}, DeadLetters: []DeadLetterJSON{}}
-	for name := range d.deliverers {
-		n, err := d.db.PendingCount(name)
-		if err != nil {
-			writeError(w, http.StatusInternalServerError, "cannot read the outbox")
-			return
-		}
-		out.Pending[name] = n
-	}
+	out := OutboxJSON{Pending: d.depth.snapshot(), DeadLetters: []DeadLetterJSON{}}
 	dead, err := d.db.DeadLetters(100)
 	if err != nil {
 		writeError(w, http.StatusInternalServerError, "cannot read the dead letters")

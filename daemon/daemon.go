@@ -88,6 +88,7 @@ type Daemon struct {
 	engine     *rules.Engine
 	dispatcher *notifier.Dispatcher
 	deliverers map[string]*notifier.Deliverer
+	depth      outboxDepth // notifications waiting per receiver, in memory
 	background []background // integrations' own work, run beside the deliverers
 	addr       atomic.Value // string: where the HTTP API listens
 	// writeMu serializes writes of commits and guards unwritten.
@@ -401,6 +402,7 @@ func (d *Daemon) commit(c *notifier.Commit) error {
 		d.unwritten = c
 		return err
 	}
+	d.depth.committed(c)
 	for receiver := range c.Outbox {
 		if dl, ok := d.deliverers[receiver]; ok {
 			dl.Wake()

@@ -25,6 +25,9 @@ import (
 type faultyDisk struct {
 	daemon.Store
 	refuse atomic.Bool
+	// stallReads makes a stall hold readers too, as bbolt's readers wait
+	// while a stuck commit grows the file.
+	stallReads atomic.Bool
 
 	mu      sync.Mutex
 	stall   chan struct{} // nil: no stall; closed to lift it
@@ -72,6 +75,14 @@ func (f *faultyDisk) fault() error {
 		return errDiskFull
 	}
 	return nil
+}
+
+// PendingCount waits out a stall when stallReads is set.
+func (f *faultyDisk) PendingCount(receiver string) (int, error) {
+	if f.stallReads.Load() {
+		_ = f.fault()
+	}
+	return f.Store.PendingCount(receiver)
 }
 
 func (f *faultyDisk) Put(bucket, key string, value []byte) error {
@@ -363,5 +374,32 @@ func TestStopWithWritesStuckOnStalledDisk(t *testing.T) {
 	case <-stopped:
 	case <-time.After(patience):
 		t.Fatalf("the stop waited on the stalled disk for %v", patience)
+	}
+}
+
+// TestMetricsWhileStoreReadsStall: while a stuck commit holds the store's
+// readers too (bbolt's, as the commit grows the file), GET /metrics
+// answers, its outbox depth from memory.
+func TestMetricsWhileStoreReadsStall(t *testing.T) {
+	h := newHook(t, func(int) int { return http.StatusServiceUnavailable })
+	disk := newFaultyDisk()
+	r, _ := runDaemon(t, webhookConfig(t, t.TempDir(), h.URL, "1ns"), disk, nil)
+	r.Steps(base, 10*time.Second, []float64{90}, []float64{90})
+	waitFor(t, "a try the receiver refuses", func() bool { return len(h.Requests()) > 0 })
+	disk.stallReads.Store(true)
+	lift := disk.Stall()
+	defer lift()
+	go r.D.Step(snapshot(base.Add(time.Minute), 90, 90))
+	<-disk.stalled
+
+	client := &http.Client{Timeout: patience}
+	resp, err := client.Get(r.URL("/metrics"))
+	if err != nil {
+		t.Fatalf("GET /metrics while the store's readers wait: %v", err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), `gpuwatch_outbox_depth{receiver="hook"} 1`) {
+		t.Errorf("GET /metrics while the store's readers wait: HTTP %d, want 200 with the outbox depth 1:\n%s", resp.StatusCode, body)
 	}
 }

@@ -39,12 +39,20 @@ func buildRoute(cfg *config.Config) (*notifier.Route, error) {
 // buildDeliverers makes each receiver's integration and its deliverer.
 func (d *Daemon) buildDeliverers(cfg *config.Config) (map[string]*notifier.Deliverer, error) {
 	out := map[string]*notifier.Deliverer{}
+	var names []string
+	for _, r := range cfg.Receivers {
+		names = append(names, r.Name)
+	}
+	var err error
+	if d.depth, err = newOutboxDepth(d.db, names); err != nil {
+		return nil, fmt.Errorf("read the outbox: %w", err)
+	}
 	for _, r := range cfg.Receivers {
 		n, err := d.buildNotifier(cfg, &r)
 		if err != nil {
 			return nil, fmt.Errorf("receiver %q: %w", r.Name, err)
 		}
-		out[r.Name] = notifier.NewDeliverer(r.Name, n, d.db, d.opts.Backoff, d.logger)
+		out[r.Name] = notifier.NewDeliverer(r.Name, n, countingQueue{d.db, d.depth}, d.opts.Backoff, d.logger)
 		if b, ok := n.(background); ok {
 			d.background = append(d.background, b)
 		}
