@@ -449,29 +449,39 @@ func (d *Daemon) finalWrite() error {
 	c := d.dirtyRollups()
 	done := make(chan error, 1)
 	go func() { done <- d.commit(c) }()
-	var lost []*notifier.Commit
+	var lost, inDoubt *notifier.Commit
 	select {
 	case err := <-done:
 		if err == nil {
 			return nil
 		}
+		// The store refused it: its transaction rolled back, nothing of
+		// it is in the store.
 		d.writeMu.Lock()
-		lost = []*notifier.Commit{d.unwritten}
+		lost = d.unwritten
 		d.writeMu.Unlock()
 	case <-time.After(d.opts.FinalWrite):
 		// A write is stuck: it holds what was refused before, and c
-		// unless c still waits behind it.
-		stuck := d.writing.Load()
-		lost = []*notifier.Commit{stuck}
-		if stuck != c {
-			lost = append(lost, c)
+		// unless c still waits behind it. The stuck one may yet reach
+		// the disk (the process cannot leave a write the kernel holds):
+		// it is in doubt, not lost. What waits behind it is lost.
+		inDoubt = d.writing.Load()
+		if inDoubt != c && !c.Empty() {
+			lost = c
 		}
 		d.logger.Error("the store did not finish a write in time", "waited", d.opts.FinalWrite)
 	}
-	what := describeLoss(lost...)
-	d.logger.Error("STOPPING WITH STATE THE STORE DID NOT TAKE: it is lost; alerts still true are sent again after the restart, "+
-		"those that fired and resolved meanwhile are not", "storage", d.storagePath, "lost", what)
-	return fmt.Errorf("the store (storage.path %s) did not take the last writes; lost: %s", d.storagePath, what)
+	var parts []string
+	if lost != nil {
+		parts = append(parts, "lost: "+describeLoss(lost))
+	}
+	if inDoubt != nil {
+		parts = append(parts, "in doubt (a write the disk had not finished: it is in the store if the disk finishes it, else lost): "+describeLoss(inDoubt))
+	}
+	what := strings.Join(parts, "; ")
+	d.logger.Error("STOPPING WITH STATE THE STORE DID NOT TAKE: alerts still true are sent again after the restart, "+
+		"those that fired and resolved meanwhile are not", "storage", d.storagePath, "state", what)
+	return fmt.Errorf("the store (storage.path %s) did not take the last writes; %s", d.storagePath, what)
 }
 
 // notificationCount is how many notifications c puts in outboxes.
@@ -483,15 +493,9 @@ func notificationCount(c *notifier.Commit) int {
 	return n
 }
 
-// describeLoss says what commits that will never be written held: their
+// describeLoss says what a commit that was not written held: its
 // notifications by receiver, alert and status, and how many records.
-func describeLoss(commits ...*notifier.Commit) string {
-	c := &notifier.Commit{}
-	for _, lost := range commits {
-		if lost != nil {
-			c.Absorb(lost)
-		}
-	}
+func describeLoss(c *notifier.Commit) string {
 	var parts []string
 	for _, receiver := range slices.Sorted(maps.Keys(c.Outbox)) {
 		for _, raw := range c.Outbox[receiver] {
@@ -544,8 +548,8 @@ func (d *Daemon) drain(ctx context.Context) {
 	defer tick.Stop()
 	for {
 		empty := true
-		for name := range d.deliverers {
-			if n, err := d.db.PendingCount(name); err != nil || n > 0 {
+		for _, n := range d.depth.snapshot() {
+			if n > 0 {
 				empty = false
 			}
 		}

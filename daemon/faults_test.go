@@ -403,3 +403,40 @@ func TestMetricsWhileStoreReadsStall(t *testing.T) {
 		t.Errorf("GET /metrics while the store's readers wait: HTTP %d, want 200 with the outbox depth 1:\n%s", resp.StatusCode, body)
 	}
 }
+
+// TestStopSaysExactlyWhatIsLost: a stop while a write is stuck on the disk
+// calls what that write holds in doubt, not lost: the disk may finish it,
+// and when it does, the restart delivers its alert, once.
+func TestStopSaysExactlyWhatIsLost(t *testing.T) {
+	h := newHook(t, nil)
+	cfg := webhookConfig(t, t.TempDir(), h.URL, "1ns")
+	disk := newFaultyDisk()
+	r, stop := runDaemon(t, cfg, disk, nil)
+	lift := disk.Stall()
+	stepped := make(chan struct{})
+	go func() {
+		defer close(stepped)
+		r.D.Step(snapshot(base, 90)) // GPUHot fires; its group and state wait on the disk
+	}()
+	<-disk.stalled
+	err := stop()
+	if err == nil || !strings.Contains(err.Error(), "in doubt") || !strings.Contains(err.Error(), "GPUHot/GPU-00000000-aaaa-bbbb-cccc-dddddddddddd active") {
+		t.Fatalf("stop with a write stuck: %v, want GPUHot's state named in doubt", err)
+	}
+	if lost, _, _ := strings.Cut(err.Error(), "in doubt"); strings.Contains(lost, "GPUHot") {
+		t.Errorf("stop with a write stuck: %v; GPUHot is not lost for sure: the stuck write may reach the disk", err)
+	}
+	lift()
+	<-stepped // the disk finished the write
+	if err := disk.Store.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	again, _ := runDaemon(t, cfg, newFaultyDisk(), nil)
+	again.Steps(base.Add(10*time.Second), 10*time.Second, []float64{90})
+	h.WaitAccepted(t, 1)
+	again.Drain()
+	if got := h.Summary(); !slices.Equal(got, []string{"firing[0]"}) {
+		t.Errorf("after the restart: got %v, want the alert of the write in doubt, once", got)
+	}
+}
