@@ -107,6 +107,9 @@ type Daemon struct {
 	// New before the first; staleAfter is how old it may get (/healthz).
 	sampledAt  atomic.Int64
 	staleAfter time.Duration
+	// sourceEnded is set when the source has no more samples (a replay
+	// at its end): none is late then.
+	sourceEnded atomic.Bool
 	// interval and storagePath are the config's, which a reload leaves
 	// alone, for /healthz and the stop to say without taking d.mu.
 	interval    time.Duration
@@ -304,7 +307,8 @@ func (d *Daemon) Run(ctx context.Context, src gpu.Source, reload <-chan *config.
 		case ctx.Err() != nil:
 			return nil
 		case errors.Is(err, io.EOF):
-			d.logger.Info("the source has no more samples; delivering what is queued")
+			d.sourceEnded.Store(true)
+			d.logger.Info("the source has no more samples (a replay at its end); delivering what is queued, then stopping")
 			d.drain(ctx)
 			return nil
 		case errors.As(err, &sourceErr):

@@ -40,7 +40,7 @@ type healthProblem struct{ what, text string }
 func (d *Daemon) unhealthy() []healthProblem {
 	now := d.opts.Now()
 	var problems []healthProblem
-	if age := now.Sub(time.Unix(0, d.sampledAt.Load())); age > d.staleAfter {
+	if age := now.Sub(time.Unix(0, d.sampledAt.Load())); age > d.staleAfter && !d.sourceEnded.Load() {
 		problems = append(problems, healthProblem{"sample", fmt.Sprintf("no sample for %v (source.interval %v): the source or the sampling loop is stuck",
 			age.Round(time.Second), d.interval)})
 	}
@@ -85,19 +85,22 @@ func (d *Daemon) healthz(w http.ResponseWriter, _ *http.Request) {
 const watchdogEvery = time.Second
 
 // watchdog logs what makes gpuwatch unhealthy when it starts, again every
-// staleAfter while it lasts, and when it ends, until ctx ends.
+// staleAfter (counted in its own looks, on the wall clock: a paced
+// replay's clock runs faster) while it lasts, and when it ends, until ctx
+// ends.
 func (d *Daemon) watchdog(ctx context.Context) {
 	t := time.NewTicker(watchdogEvery)
 	defer t.Stop()
+	repeatEvery := int(max(d.staleAfter, minStaleAfter) / watchdogEvery)
 	var said string
-	var saidAt time.Time
+	looks := 0 // since the last line
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
 		}
-		now := d.opts.Now()
+		looks++
 		problems := d.unhealthy()
 		var whats, texts []string
 		for _, p := range problems {
@@ -107,9 +110,9 @@ func (d *Daemon) watchdog(ctx context.Context) {
 		switch {
 		case what == "" && said != "":
 			d.logger.Info("gpuwatch is healthy again")
-		case what != "" && (what != said || now.Sub(saidAt) >= d.staleAfter):
+		case what != "" && (what != said || looks >= repeatEvery):
 			d.logger.Error("gpuwatch is unhealthy (GET /healthz answers 503)", "problems", strings.Join(texts, "; "))
-			saidAt = now
+			looks = 0
 		}
 		said = what
 	}
