@@ -662,6 +662,14 @@ func (b kvBucket) Put(key string, value []byte) error { return b.d.db.Put(b.buck
 func (b kvBucket) Delete(key string) error            { return b.d.db.Delete(b.bucket, key) }
 func (b kvBucket) All() (map[string][]byte, error)    { return b.d.db.All(b.bucket) }
 func (b kvBucket) SetAside(key string, why error)     { b.d.setAside(b.bucket, key, why) }
+
+// Update puts and deletes records in one write, waiting for the store at
+// most Options.WriteWait: a request waits on it.
+func (b kvBucket) Update(put map[string][]byte, del []string) error {
+	return b.d.bounded(func() error {
+		return b.d.db.Commit(nil, map[string]map[string][]byte{b.bucket: put}, map[string][]string{b.bucket: del})
+	})
+}
 func (b kvBucket) Get(key string) ([]byte, bool, error) {
 	return b.d.db.Get(b.bucket, key)
 }
