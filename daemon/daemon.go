@@ -88,7 +88,7 @@ type Daemon struct {
 	engine     *rules.Engine
 	dispatcher *notifier.Dispatcher
 	deliverers map[string]*notifier.Deliverer
-	depth      outboxDepth // notifications waiting per receiver, in memory
+	depth      outboxDepth  // notifications waiting per receiver, in memory
 	background []background // integrations' own work, run beside the deliverers
 	addr       atomic.Value // string: where the HTTP API listens
 	// writeMu serializes writes of commits and guards unwritten.
