@@ -353,7 +353,7 @@ func (n *Notifier) post(ctx context.Context, t *target, body []byte) (retry bool
 		return true, notifier.TransportError(err)
 	}
 	defer resp.Body.Close()
-	retry, err = notifier.CheckResponse(resp)
+	retry, err = notifier.CheckResponse(resp, n.now())
 	io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10)) // lets the connection be reused
 	return retry, err
 }

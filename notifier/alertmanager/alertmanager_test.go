@@ -344,3 +344,16 @@ func TestGeneratorURL(t *testing.T) {
 		}
 	}
 }
+
+// TestRetryAfterHTTPDate: a 503 whose Retry-After is an HTTP date five
+// seconds ahead is retried after five seconds.
+func TestRetryAfterHTTPDate(t *testing.T) {
+	srv := notifiertest.NewServer(t, func(int, *notifiertest.Request) notifiertest.Response {
+		return notifiertest.RetryAt(http.StatusServiceUnavailable, 5*time.Second)
+	})
+	_, err := newNotifier(t, Config{URLs: []string{srv.URL}}, Options{}).Notify(context.Background(), firingNow(notifier.StatusFiring, time.Now()))
+	var ra *notifier.RetryAfterError
+	if !errors.As(err, &ra) || ra.After != 5*time.Second {
+		t.Errorf("HTTP 503 with Retry-After a date 5s ahead: got %v, want a retry after 5s", err)
+	}
+}

@@ -154,7 +154,7 @@ func New(name string, c Config, opts Options) (*Notifier, error) {
 	if opts.HTTPClient == nil {
 		opts.HTTPClient = &http.Client{}
 	}
-	opts.HTTPClient = notingClient(opts.HTTPClient)
+	opts.HTTPClient = notingClient(opts.HTTPClient, opts.Now)
 	n := &Notifier{name: name, cfg: c, opts: opts, log: opts.Logger, unsaved: map[string][]byte{},
 		secrets: notifier.Secrets(append(notifier.URLSecrets(strings.TrimSpace(c.WebhookURL)), opts.BotToken)...)}
 	if n.log == nil {

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -685,5 +686,18 @@ func TestUnreadableRecordSetAside(t *testing.T) {
 	}
 	if got := calls(t, srv); len(got) != 1 || got[0].Method != "chat.postMessage" || got[0].Form.Get("thread_ts") != "" {
 		t.Errorf("got %d calls, want one new message", len(got))
+	}
+}
+
+// TestRetryAfterHTTPDate: Slack's 503 with a Retry-After that is an HTTP
+// date five seconds ahead is retried after five seconds.
+func TestRetryAfterHTTPDate(t *testing.T) {
+	srv := fakeSlack(t, func(int, string, url.Values) (notifiertest.Response, bool) {
+		return notifiertest.RetryAt(http.StatusServiceUnavailable, 5*time.Second), true
+	})
+	_, err := newBot(t, srv, newMemStore()).Notify(context.Background(), notifiertest.Notification(notifier.StatusFiring))
+	var ra *notifier.RetryAfterError
+	if !errors.As(err, &ra) || ra.After != 5*time.Second {
+		t.Errorf("HTTP 503 with Retry-After a date 5s ahead: got %v, want a retry after 5s", err)
 	}
 }
