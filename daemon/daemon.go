@@ -180,7 +180,7 @@ func NewContext(ctx context.Context, cfg *config.Config, opts Options) (*Daemon,
 
 func (d *Daemon) start(cfg *config.Config) error {
 	var err error
-	if d.auth, err = newAuthenticator(&cfg.Server); err != nil {
+	if d.auth, err = newAuthenticator(&cfg.Server, time.Now); err != nil {
 		return err
 	}
 	d.silences, err = notifier.NewSilences(d.bucket(BucketSilences), nil)
