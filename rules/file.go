@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"os"
 	"path"
 	"regexp"
 	"slices"
@@ -125,7 +124,7 @@ func ParseFile(file string, data []byte) ([]*Rule, error) {
 
 // LoadFile reads and parses a rule file.
 func LoadFile(path string) ([]*Rule, error) {
-	data, err := os.ReadFile(path)
+	data, err := strictyaml.ReadData(path)
 	if err != nil {
 		return nil, fmt.Errorf("read rule file: %w", err)
 	}
