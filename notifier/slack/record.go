@@ -27,6 +27,10 @@ type record struct {
 	// Replied maps an alert key to the At of the last repeat replied in
 	// the thread, so a retried repeat does not reply twice.
 	Replied map[string]time.Time `json:"replied,omitempty"`
+	// ReplyPending maps an alert key to the At of its resolve whose
+	// thread reply was about to be posted when the record was written:
+	// a retry finds out whether it was (see finishResolvedReply).
+	ReplyPending map[string]time.Time `json:"reply_pending,omitempty"`
 }
 
 // entry returns the record's copy of the alert with key, or nil.
