@@ -68,12 +68,21 @@ var native = binary.NativeEndian
 // store needs a branch page, a leaf page besides the root, and a free
 // page: a store gpuwatch run has written for a while has them.
 func Load(path string) (*Store, error) {
+	data, err := readFile(path)
+	if err != nil {
+		return nil, err
+	}
 	b, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true, PreLoadFreelist: true})
 	if err != nil {
 		return nil, fmt.Errorf("storedamage: open %s: %w", path, err)
 	}
 	defer b.Close()
-	s := &Store{PageSize: b.Info().PageSize}
+	s := &Store{Data: data, PageSize: b.Info().PageSize}
+	if native.Uint64(s.meta(1)[48:]) > native.Uint64(s.meta(0)[48:]) {
+		s.Active = 1
+	}
+	m := s.meta(s.Active)
+	s.Root, s.Freelist = native.Uint64(m[16:]), native.Uint64(m[32:])
 	err = b.View(func(tx *bolt.Tx) error {
 		s.HWM = uint64(tx.Size()) / uint64(s.PageSize)
 		for id := 2; uint64(id) < s.HWM; id++ {
@@ -81,12 +90,12 @@ func Load(path string) (*Store, error) {
 			if err != nil {
 				return err
 			}
-			switch p.Type {
-			case "branch":
+			switch {
+			case p.Type == "branch":
 				s.Branch = orFirst(s.Branch, uint64(id))
-			case "leaf":
-				s.Leaf = uint64(id) // the last leaf: not the root below
-			case "free":
+			case p.Type == "leaf" && uint64(id) != s.Root:
+				s.Leaf = orFirst(s.Leaf, uint64(id))
+			case p.Type == "free":
 				s.Free = orFirst(s.Free, uint64(id))
 			}
 			id += p.OverflowCount
@@ -95,21 +104,6 @@ func Load(path string) (*Store, error) {
 	})
 	if err != nil {
 		return nil, fmt.Errorf("storedamage: read the pages of %s: %w", path, err)
-	}
-	if err := b.Close(); err != nil {
-		return nil, err
-	}
-	if s.Data, err = readFile(path); err != nil {
-		return nil, err
-	}
-	m0, m1 := s.meta(0), s.meta(1)
-	if native.Uint64(m1[48:]) > native.Uint64(m0[48:]) {
-		s.Active = 1
-	}
-	m := s.meta(s.Active)
-	s.Root, s.Freelist = native.Uint64(m[16:]), native.Uint64(m[32:])
-	if s.Leaf == s.Root {
-		s.Leaf = 0
 	}
 	s.InUse = s.Leaf
 	switch {
