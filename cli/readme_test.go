@@ -6,6 +6,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/gpuwatch/gpuwatch/chart"
+	"github.com/gpuwatch/gpuwatch/internal/imagetest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -411,6 +413,14 @@ func readmeCommands() map[string]readmeCommand {
 			if !slices.Contains(strings.Split(got.stdout, "\n"), claim) {
 				t.Errorf("%s: the README shows the line\n%s\nwhich is not in\n%s", cmd, claim, got.stdout)
 			}
+		}},
+		"gpuwatch replay --trace gpu.csv --plot replay.png": {run: func(t *testing.T, r *readmeRun, cmd string) {
+			want(t, cmd, r.gpuwatch(t, args(cmd)...), cli.ExitOK, "FIRING   GPUMemoryLeak [")
+			readablePNG(t, cmd, filepath.Join(r.dir, "replay.png"))
+		}},
+		"gpuwatch digest --trace gpu.csv --format png --out day.png": {run: func(t *testing.T, r *readmeRun, cmd string) {
+			want(t, cmd, r.gpuwatch(t, args(cmd)...), cli.ExitOK)
+			readablePNG(t, cmd, filepath.Join(r.dir, "day.png"))
 		}},
 		"gpuwatch check config.yaml": {run: func(t *testing.T, r *readmeRun, cmd string) {
 			byFlag := r.gpuwatch(t, "check", "--config", "config.yaml")
@@ -884,4 +894,14 @@ func yamlFields(v any) []string {
 		}
 	}
 	return out
+}
+
+// readablePNG checks a README command wrote a chart a phone reads.
+func readablePNG(t *testing.T, cmd, path string) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%s: %v", cmd, err)
+	}
+	imagetest.Readable(t, cmd, b, chart.Width)
 }
