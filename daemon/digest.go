@@ -179,6 +179,7 @@ func (d *Daemon) fireDigest(r digest.Run) error {
 		d.logger.Error("cannot write a digest to the store; trying again in a minute", "digest", r.Name, "err", err)
 		return err
 	}
+	d.depth.committed(commit)
 	d.logger.Info("digest queued", "digest", r.Name, "scheduled", r.At, "from", r.From, "to", r.To, "receivers", len(outbox))
 	for receiver := range commit.Outbox {
 		if dl, ok := d.deliverers[receiver]; ok {

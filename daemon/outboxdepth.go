@@ -17,18 +17,17 @@ import (
 // it asked for counts them exactly.
 type outboxDepth map[string]*atomic.Int64 // receiver → waiting notifications; fixed at start
 
-// newOutboxDepth reads each receiver's waiting count from the store.
-func newOutboxDepth(db Store, receivers []string) (outboxDepth, error) {
-	out := make(outboxDepth, len(receivers))
-	for _, r := range receivers {
-		n, err := db.PendingCount(r)
+// read reads each queue's waiting count from the store.
+func (o outboxDepth) read(db Store, queues []string) error {
+	for _, q := range queues {
+		n, err := db.PendingCount(q)
 		if err != nil {
-			return nil, err
+			return err
 		}
-		out[r] = &atomic.Int64{}
-		out[r].Store(int64(n))
+		o[q] = &atomic.Int64{}
+		o[q].Store(int64(n))
 	}
-	return out, nil
+	return nil
 }
 
 // add counts n notifications more (or fewer) for receiver.

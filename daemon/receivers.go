@@ -3,8 +3,10 @@ package daemon
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net"
 	"os"
+	"slices"
 
 	"github.com/gpuwatch/gpuwatch/config"
 	"github.com/gpuwatch/gpuwatch/notifier"
@@ -39,14 +41,7 @@ func buildRoute(cfg *config.Config) (*notifier.Route, error) {
 // buildDeliverers makes each receiver's integration and its deliverer.
 func (d *Daemon) buildDeliverers(cfg *config.Config) (map[string]*notifier.Deliverer, error) {
 	out := map[string]*notifier.Deliverer{}
-	var names []string
-	for _, r := range cfg.Receivers {
-		names = append(names, r.Name)
-	}
-	var err error
-	if d.depth, err = newOutboxDepth(d.db, names); err != nil {
-		return nil, fmt.Errorf("read the outbox: %w", err)
-	}
+	d.depth = outboxDepth{} // each queue's count is read below, before any deliverer runs
 	for _, r := range cfg.Receivers {
 		n, err := d.buildNotifier(cfg, &r)
 		if err != nil {
@@ -59,11 +54,14 @@ func (d *Daemon) buildDeliverers(cfg *config.Config) (map[string]*notifier.Deliv
 		if s, ok := n.(*slack.Notifier); ok {
 			if u := s.ChartUploader(d); u != nil {
 				queue := chartQueuePrefix + r.Name
-				out[queue] = notifier.NewDeliverer(queue, u, d.db, d.opts.Backoff, d.logger)
+				out[queue] = notifier.NewDeliverer(queue, u, countingQueue{d.db, d.depth}, d.opts.Backoff, d.logger)
 				d.chartQueues[r.Name] = queue
 				d.uploaders = append(d.uploaders, u)
 			}
 		}
+	}
+	if err := d.depth.read(d.db, slices.Collect(maps.Keys(out))); err != nil {
+		return nil, fmt.Errorf("read the outbox: %w", err)
 	}
 	return out, nil
 }
