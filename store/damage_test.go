@@ -27,26 +27,7 @@ func damagedStore(t *testing.T) (data []byte, pageSize int, inUse []int) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	at := time.Date(2026, 11, 29, 9, 0, 0, 0, time.UTC)
-	for i := range 300 {
-		receiver := fmt.Sprintf("receiver-%d", i%5)
-		ids, err := db.Enqueue(receiver, bytes.Repeat([]byte{'n'}, 400))
-		if err != nil {
-			t.Fatal(err)
-		}
-		switch i % 4 {
-		case 0:
-			err = db.Ack(receiver, ids...)
-		case 1:
-			err = db.Bury(receiver, ids[0], "HTTP 400", at, 1)
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := db.Put("silences", fmt.Sprintf("silence-%03d", i), bytes.Repeat([]byte{'s'}, 200)); err != nil {
-			t.Fatal(err)
-		}
-	}
+	FillLikeADaemon(t, db)
 	pageSize = db.bolt.Info().PageSize
 	if err := db.bolt.View(func(tx *bolt.Tx) error {
 		for id := 2; int64(id)*int64(pageSize) < tx.Size(); id++ {
@@ -72,6 +53,34 @@ func damagedStore(t *testing.T) (data []byte, pageSize int, inUse []int) {
 		t.Fatalf("the test store reaches %d pages, want at least 20 to damage", len(inUse))
 	}
 	return data, pageSize, inUse
+}
+
+// FillLikeADaemon fills db the way a daemon does (outbox queues with
+// acked entries, dead letters, key-value buckets), over enough pages for
+// damage to find branch, leaf and freelist pages. The tests outside the
+// package use it too.
+func FillLikeADaemon(t testing.TB, db *DB) {
+	t.Helper()
+	at := time.Date(2026, 11, 29, 9, 0, 0, 0, time.UTC)
+	for i := range 300 {
+		receiver := fmt.Sprintf("receiver-%d", i%5)
+		ids, err := db.Enqueue(receiver, bytes.Repeat([]byte{'n'}, 400))
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch i % 4 {
+		case 0:
+			err = db.Ack(receiver, ids...)
+		case 1:
+			err = db.Bury(receiver, ids[0], "HTTP 400", at, 1)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := db.Put("silences", fmt.Sprintf("silence-%03d", i), bytes.Repeat([]byte{'s'}, 200)); err != nil {
+			t.Fatal(err)
+		}
+	}
 }
 
 // openDamaged writes data as a store file and opens it. A refused store

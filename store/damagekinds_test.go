@@ -16,8 +16,7 @@ import (
 	"github.com/gpuwatch/gpuwatch/store"
 )
 
-// soundStore writes a store the way a daemon fills one (outbox queues
-// with acked entries, dead letters, key-value buckets) and returns its
+// soundStore writes a store the way a daemon fills one and returns its
 // path.
 func soundStore(t *testing.T) string {
 	t.Helper()
@@ -26,26 +25,7 @@ func soundStore(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	at := time.Date(2026, 11, 29, 9, 0, 0, 0, time.UTC)
-	for i := range 300 {
-		receiver := fmt.Sprintf("receiver-%d", i%5)
-		ids, err := db.Enqueue(receiver, bytes.Repeat([]byte{'n'}, 400))
-		if err != nil {
-			t.Fatal(err)
-		}
-		switch i % 4 {
-		case 0:
-			err = db.Ack(receiver, ids...)
-		case 1:
-			err = db.Bury(receiver, ids[0], "HTTP 400", at, 1)
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := db.Put("silences", fmt.Sprintf("silence-%03d", i), bytes.Repeat([]byte{'s'}, 200)); err != nil {
-			t.Fatal(err)
-		}
-	}
+	store.FillLikeADaemon(t, db)
 	if err := db.Close(); err != nil {
 		t.Fatal(err)
 	}
