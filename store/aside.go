@@ -14,13 +14,13 @@ import (
 // nor be thrown away: it is set aside. SetAside moves it, bytes and all,
 // out of its bucket to a list of its own, with where it came from, why
 // and when, so that gpuwatch starts without it and a person can look at
-// it later. The store sets aside records of its own formats (dead
-// letters, outbox keys) when Open finds them; its users set aside theirs.
+// it later. The store sets aside the records of its own format (dead
+// letters) when Open finds them; its users set aside theirs.
 
 // SetAsideRecord is a record that was set aside.
 type SetAsideRecord struct {
 	// Bucket and Key are where the record was: a key-value bucket, or
-	// "dead letters" and "outbox of RECEIVER" for the store's own.
+	// "dead letters" for the store's own.
 	Bucket, Key string
 	// Value is what the record held, as it was.
 	Value []byte
@@ -99,12 +99,12 @@ func moveAside(tx *bolt.Tx, b *bolt.Bucket, key []byte, rec SetAsideRecord) erro
 	return b.Delete(key)
 }
 
-// setAsideUnreadable sets aside, in one transaction, the dead letters and
-// outbox entries whose records cannot be read, and says so in Recovered.
-// Open calls it; it writes nothing when all is readable.
+// setAsideUnreadable sets aside, in one transaction, the dead letters
+// whose records cannot be read, and says so in Recovered. Open calls it;
+// it writes nothing when all is readable. (An outbox entry that cannot be
+// read is the deliverer's to bury: a dead letter keeps its bytes.)
 func (db *DB) setAsideUnreadable() error {
 	type bad struct {
-		b   []byte // the bucket's path: top-level name, then a nested one
 		key []byte
 		rec SetAsideRecord
 	}
@@ -112,34 +112,18 @@ func (db *DB) setAsideUnreadable() error {
 	err := db.view(func(tx *bolt.Tx) error {
 		err := tx.Bucket(bucketDead).ForEach(func(k, v []byte) error {
 			if _, err := decodeDeadLetter(v); err != nil {
-				found = append(found, bad{nil, clone(k), SetAsideRecord{Bucket: "dead letters", Key: string(k), Value: clone(v), Why: err.Error()}})
+				found = append(found, bad{clone(k), SetAsideRecord{Bucket: "dead letters", Key: string(k), Value: clone(v), Why: err.Error()}})
 			}
 			return nil
 		})
-		if err != nil {
-			return err
-		}
-		return tx.Bucket(bucketOutbox).ForEachBucket(func(receiver []byte) error {
-			c := tx.Bucket(bucketOutbox).Bucket(receiver).Cursor()
-			for k, v := c.First(); k != nil; k, v = c.Next() {
-				if _, err := entryID(k); err != nil {
-					found = append(found, bad{clone(receiver), clone(k), SetAsideRecord{Bucket: "outbox of " + string(receiver),
-						Key: string(k), Value: clone(v), Why: err.Error()}})
-				}
-			}
-			return nil
-		})
+		return err
 	})
 	if err != nil || len(found) == 0 {
 		return err
 	}
 	err = db.update(func(tx *bolt.Tx) error {
 		for _, f := range found {
-			b := tx.Bucket(bucketDead)
-			if f.b != nil {
-				b = tx.Bucket(bucketOutbox).Bucket(f.b)
-			}
-			if err := moveAside(tx, b, f.key, f.rec); err != nil {
+			if err := moveAside(tx, tx.Bucket(bucketDead), f.key, f.rec); err != nil {
 				return err
 			}
 		}

@@ -128,7 +128,8 @@ type walker struct {
 	queued   []uint64 // bit per page: on the stack or reached
 	freed    []uint64 // bit per page: in the freelist
 	stack    []walkItem
-	buf      []byte
+	buf      []byte // a page header, a bucket's value, freelist ids
+	elems    []byte // a page's element headers
 	pages    int
 }
 
@@ -180,14 +181,14 @@ func walkPages(ctx context.Context, f io.ReaderAt, size int64, m meta, pageSize 
 // span checks that page id, running over overflow more pages, lies inside
 // the file and meets no page reached or freed before, and marks it
 // reached. It returns the span's size in bytes.
-func (w *walker) span(id uint64, overflow uint32, what string) (int64, error) {
+func (w *walker) span(id uint64, overflow uint32, what func() string) (int64, error) {
 	if w.pages++; w.pages%checkEvery == 0 {
 		if err := w.ctx.Err(); err != nil {
 			return 0, err
 		}
 	}
 	if id < 2 || id >= w.hwm {
-		return 0, fmt.Errorf("%s is page %d, outside the store's pages 2 to %d", what, id, w.hwm-1)
+		return 0, fmt.Errorf("%s is page %d, outside the store's pages 2 to %d", what(), id, w.hwm-1)
 	}
 	if uint64(overflow) >= w.hwm-id {
 		return 0, fmt.Errorf("page %d says it runs over %d more pages, past the store's last page (%d)", id, overflow, w.hwm-1)
@@ -195,9 +196,9 @@ func (w *walker) span(id uint64, overflow uint32, what string) (int64, error) {
 	for p := id; p <= id+uint64(overflow); p++ {
 		switch {
 		case bitOn(w.reached, p):
-			return 0, fmt.Errorf("page %d is used twice (again as %s)", p, what)
+			return 0, fmt.Errorf("page %d is used twice (again as %s)", p, what())
 		case bitOn(w.freed, p):
-			return 0, fmt.Errorf("page %d is in use (as %s) and free at once", p, what)
+			return 0, fmt.Errorf("page %d is in use (as %s) and free at once", p, what())
 		}
 		setBit(w.reached, p)
 		setBit(w.queued, p)
@@ -241,7 +242,7 @@ func (w *walker) freelist(id uint64) error {
 	if flags != flagFreelist {
 		return fmt.Errorf("page %d should be the freelist but its type is %#x", id, flags)
 	}
-	size, err := w.span(id, overflow, "the freelist")
+	size, err := w.span(id, overflow, func() string { return "the freelist" })
 	if err != nil {
 		return err
 	}
@@ -312,7 +313,7 @@ func (w *walker) page(it walkItem) error {
 	if flags != flagBranch && flags != flagLeaf {
 		return fmt.Errorf("page %d (pointed at from page %d) should hold keys but its type is %#x", it.id, it.from, flags)
 	}
-	size, err := w.span(it.id, overflow, fmt.Sprintf("a page pointed at from page %d", it.from))
+	size, err := w.span(it.id, overflow, func() string { return fmt.Sprintf("a page pointed at from page %d", it.from) })
 	if err != nil {
 		return err
 	}
@@ -323,11 +324,14 @@ func (w *walker) page(it walkItem) error {
 		return fmt.Errorf("page %d says it has %d keys, more than its %d bytes hold", it.id, count, size)
 	}
 	base := int64(it.id) * w.pageSize
-	elems, err := w.read(base+pageHeaderSize, elementSize*int64(count))
-	if err != nil {
-		return err
+	n := elementSize * int64(count)
+	if cap(w.elems) < int(n) {
+		w.elems = make([]byte, n)
 	}
-	elems = append([]byte(nil), elems...) // bucket values are read into w.buf below
+	elems := w.elems[:n] // apart from w.buf: bucket values are read into it below
+	if _, err := w.f.ReadAt(elems, base+pageHeaderSize); err != nil {
+		return fmt.Errorf("cannot read the keys of page %d: %w", it.id, err)
+	}
 	return w.elements(elems, flags, it, base, size)
 }
 
