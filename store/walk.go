@@ -129,7 +129,8 @@ type walker struct {
 	freed    []uint64 // bit per page: in the freelist
 	stack    []walkItem
 	buf      []byte // a page header, a bucket's value, freelist ids
-	elems    []byte // a page's element headers
+	first    []byte // the first pageSize bytes of the page being checked
+	elems    []byte // a page's element headers, when they do not fit in first
 	pages    int
 }
 
@@ -306,10 +307,19 @@ func (w *walker) push(id uint64, depth int, from uint64) error {
 // page checks one branch or leaf page and puts the pages it points at on
 // the stack.
 func (w *walker) page(it walkItem) error {
-	flags, count, overflow, err := w.header(it.id)
-	if err != nil {
-		return err
+	// One read of the page's first pageSize bytes holds its header and,
+	// but in the largest pages, its element headers.
+	base := int64(it.id) * w.pageSize
+	if w.first == nil {
+		w.first = make([]byte, w.pageSize)
 	}
+	if _, err := w.f.ReadAt(w.first, base); err != nil {
+		return fmt.Errorf("cannot read page %d: %w", it.id, err)
+	}
+	if got := native.Uint64(w.first); got != it.id {
+		return fmt.Errorf("page %d's header says it is page %d: it was overwritten or zeroed", it.id, got)
+	}
+	flags, count, overflow := native.Uint16(w.first[8:]), native.Uint16(w.first[10:]), native.Uint32(w.first[12:])
 	if flags != flagBranch && flags != flagLeaf {
 		return fmt.Errorf("page %d (pointed at from page %d) should hold keys but its type is %#x", it.id, it.from, flags)
 	}
@@ -323,14 +333,16 @@ func (w *walker) page(it walkItem) error {
 	if pageHeaderSize+elementSize*int64(count) > size {
 		return fmt.Errorf("page %d says it has %d keys, more than its %d bytes hold", it.id, count, size)
 	}
-	base := int64(it.id) * w.pageSize
 	n := elementSize * int64(count)
-	if cap(w.elems) < int(n) {
-		w.elems = make([]byte, n)
-	}
-	elems := w.elems[:n] // apart from w.buf: bucket values are read into it below
-	if _, err := w.f.ReadAt(elems, base+pageHeaderSize); err != nil {
-		return fmt.Errorf("cannot read the keys of page %d: %w", it.id, err)
+	elems := w.first[pageHeaderSize:min(pageHeaderSize+n, w.pageSize)] // apart from w.buf: bucket values are read into it below
+	if int64(len(elems)) < n {
+		if cap(w.elems) < int(n) {
+			w.elems = make([]byte, n)
+		}
+		elems = w.elems[:n]
+		if _, err := w.f.ReadAt(elems, base+pageHeaderSize); err != nil {
+			return fmt.Errorf("cannot read the keys of page %d: %w", it.id, err)
+		}
 	}
 	return w.elements(elems, flags, it, base, size)
 }
