@@ -57,19 +57,24 @@ or daemon needed; the window ends at the log's last sample.`)
 	case *currency != "" && *price == 0:
 		return usageErrf("digest: --currency %s needs --price-per-kwh", *currency)
 	}
-	if *format != "png" {
-		if _, err := renderDigest(&digest.Report{}, *format); err != nil {
-			return err
-		}
+	form, err := digest.ParseFormat(*format)
+	if err != nil {
+		return usageErrf("digest: --%v", err)
 	}
-	if *out != "" && *format != "png" {
+	if *out != "" && form != digest.FormatPNG {
 		return usageErrf("digest: --out is for --format png; the other formats print")
 	}
 	logger, err := newLogger(env.Stderr, *logLevel)
 	if err != nil {
 		return err
 	}
-	cfg, err := configOrExample(*configPath, env)
+	// What was recorded is read with the daemon's storage (or from its
+	// API) and digested with its settings; a log, with its rules.
+	parts := []config.Part{config.PartHost, config.PartStorage, config.PartServer, config.PartDigests}
+	if *trace != "" {
+		parts = []config.Part{config.PartHost, config.PartRules, config.PartRuleFiles}
+	}
+	cfg, err := configOrExample(*configPath, env, parts...)
 	if err != nil {
 		return err
 	}
@@ -78,7 +83,7 @@ or daemon needed; the window ends at the log's last sample.`)
 		if err := digestSettings(cfg, *name, fs, &opts); err != nil {
 			return err
 		}
-		return digestFromStore(ctx, env, cfg, *window, output{*format, *out}, opts)
+		return digestFromStore(ctx, env, cfg, *window, output{form, *out}, opts)
 	}
 	host := opts.Host
 	r, err := replay.Open(*trace, replay.Options{Host: host, Location: env.Location, SkipBad: *skipBad, Logger: logger, Warnings: env.Stderr})
@@ -128,26 +133,27 @@ or daemon needed; the window ends at the log's last sample.`)
 		from = last.Add(-*window)
 	}
 	opts.Name, opts.From, opts.To = "trace", from, last
-	return printDigest(env, rollups, opts, output{*format, *out})
+	return printDigest(env, rollups, opts, output{form, *out})
 }
 
 // output is where and how a digest is written: --format and --out.
 type output struct {
-	format, file string
+	format digest.Format
+	file   string
 }
 
 // printDigest builds the report of opts' window from rollups and prints it
 // (or, for png, writes its pictures).
 func printDigest(env *Env, rollups *digest.Rollups, opts digest.Options, o output) error {
 	gpus, users, alerts := rollups.Window(opts.From, opts.To)
-	if o.format == "png" {
+	if o.format == digest.FormatPNG {
 		return writePictures(env, digest.Pictures(gpus, users, opts), opts.Location, o.file)
 	}
-	out, err := renderDigest(digest.Build(gpus, users, alerts, opts), o.format)
+	out, err := digest.Build(gpus, users, alerts, opts).Render(o.format)
 	if err != nil {
 		return err
 	}
-	_, err = fmt.Fprint(env.Stdout, out)
+	_, err = env.Stdout.Write(out)
 	return err
 }
 
@@ -180,8 +186,8 @@ func digestSettings(cfg *config.Config, name string, fs *flag.FlagSet, opts *dig
 }
 
 // digestFromStore digests the usage gpuwatch run recorded: from the store
-// when the daemon is stopped, else (the store is locked) from its API,
-// which answers in text.
+// when the daemon is stopped, else (the store is locked) from its API, in
+// the same form.
 func digestFromStore(ctx context.Context, env *Env, cfg *config.Config, window time.Duration, o output, opts digest.Options) error {
 	if window == 0 {
 		window = 24 * time.Hour
@@ -193,30 +199,22 @@ func digestFromStore(ctx context.Context, env *Env, cfg *config.Config, window t
 	}
 	db, err := store.OpenContext(ctx, cfg.Storage.Path, store.Options{Timeout: 200 * time.Millisecond, ReadOnly: true})
 	if errors.Is(err, store.ErrInUse) {
-		if o.format != "text" && o.format != "png" {
-			return userErrf("digest: gpuwatch run is using %s; while it runs, digests come as text or png only (--format text or png)", cfg.Storage.Path)
-		}
 		c, err := newAPIClient(env, "", &cfg.Server, credentials{})
 		if err != nil {
 			return err
 		}
-		query := url.Values{"window": {window.String()}}
+		query := url.Values{"window": {window.String()}, "format": {string(o.format)}}
 		if opts.Name != "usage" {
 			query.Set("name", opts.Name)
 		}
-		if o.format == "png" {
-			query.Set("format", "png")
-			png, err := c.getBytes(ctx, "/api/v1/digest?"+query.Encode())
-			if err != nil {
-				return err
-			}
-			return writePNG(env, png, o.file)
-		}
-		text, err := c.getText(ctx, "/api/v1/digest?"+query.Encode())
+		body, err := c.getBytes(ctx, "/api/v1/digest?"+query.Encode())
 		if err != nil {
 			return err
 		}
-		_, err = fmt.Fprint(env.Stdout, text)
+		if o.format == digest.FormatPNG {
+			return writePNG(env, body, o.file)
+		}
+		_, err = env.Stdout.Write(body)
 		return err
 	}
 	if err != nil {
@@ -251,24 +249,4 @@ func digestFromStore(ctx context.Context, env *Env, cfg *config.Config, window t
 func nothingRecorded(cfg *config.Config) error {
 	return userErrf("digest: nothing has been recorded yet in %s (storage.path of %s): gpuwatch run records usage as it samples "+
 		"and saves it every few minutes; for an nvidia-smi log, use --trace", cfg.Storage.Path, cfg.File)
-}
-
-// renderDigest renders a report in the form --format names.
-func renderDigest(r *digest.Report, format string) (string, error) {
-	switch format {
-	case "text":
-		return r.Text(), nil
-	case "markdown":
-		return r.Markdown(), nil
-	case "blocks":
-		b, err := r.Blocks()
-		return string(b) + "\n", err
-	case "json":
-		n, err := r.Notification("", r.To)
-		if err != nil {
-			return "", err
-		}
-		return string(n.Digest.Data) + "\n", nil
-	}
-	return "", usageErrf("digest: --format %q: use text, markdown, blocks or json", format)
 }

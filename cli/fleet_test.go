@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/gpuwatch/gpuwatch/internal/fleettest"
+	"github.com/gpuwatch/gpuwatch/internal/suites"
 	"github.com/gpuwatch/gpuwatch/notifier/notifiertest"
 	"github.com/gpuwatch/gpuwatch/slackbot"
 )
@@ -125,34 +126,9 @@ func activeInAlertmanager(am *fleettest.Server) ([]string, error) {
 // resolved there when it is back; when Prometheus stops,
 // GPUWatchSourceDown on the hub, about no GPU.
 func TestFleetOnRealPrometheus(t *testing.T) {
-	if testing.Short() {
-		t.Skip("the fleet test runs the real Prometheus for about a minute")
-	}
+	suites.Fleet(t) // the real Prometheus, for about a minute
 	dir := t.TempDir()
-	hosts := map[string]string{"a": "thermal", "b": "batch-spike", "c": "normal-training"}
-	addrs := map[string]string{}
-	agents := map[string]*inProcess{}
-	var targets []string
-	for _, host := range []string{"a", "b", "c"} {
-		addrs[host] = freeAddr(t)
-		targets = append(targets, fmt.Sprintf("%q", addrs[host]))
-	}
-	prom := fleettest.Prometheus(t, fmt.Sprintf(`global: {scrape_interval: 1s, scrape_timeout: 900ms}
-scrape_configs:
-  - job_name: gpuwatch
-    static_configs: [{targets: [%s]}]
-`, strings.Join(targets, ", ")))
-	for _, host := range []string{"a", "b", "c"} {
-		path := filepath.Join(dir, host+".yaml")
-		writeFile(t, path, fleetAgent(dir, host, hosts[host], addrs[host]))
-		agents[host] = runInProcess(t, path)
-	}
-	// The hub starts once Prometheus has every agent's GPUs: before, its
-	// first evaluation would rightly find no GPU series at all.
-	fleettest.Eventually(t, 30*time.Second, "Prometheus to scrape the three agents", func() (bool, string) {
-		got := promQuery(t, prom.URL, `count by (host) (gpuwatch_gpu_temperature_celsius)`)
-		return len(got) == 3, fmt.Sprint(got)
-	})
+	prom, agents := fleetAgents(t, dir, []string{"a", "b", "c"}, []string{"thermal", "batch-spike", "normal-training"})
 	am := fleettest.Alertmanager(t, "route: {receiver: none}\nreceivers: [{name: none}]\n")
 	hook := notifiertest.NewServer(t, func(int, *notifiertest.Request) notifiertest.Response { return notifiertest.Response{Status: 200} })
 	hubPath, hubAddr := filepath.Join(dir, "hub.yaml"), freeAddr(t)
@@ -244,6 +220,37 @@ scrape_configs:
 	if n := strings.Count(strings.Join(hook.AlertLines(t), "\n"), "GPUWatchSourceDown"); n != 1 {
 		t.Errorf("GPUWatchSourceDown sent %d times, want once", n)
 	}
+}
+
+// fleetAgents starts a gpuwatch agent for each host, on the sim scenario
+// of the same place (its config is dir/HOST.yaml), and the real Prometheus
+// scraping them every second; it returns once Prometheus has every
+// agent's GPUs: a hub started before would rightly find no GPU series at
+// all on its first evaluation.
+func fleetAgents(t *testing.T, dir string, hosts, scenarios []string) (*fleettest.Server, map[string]*inProcess) {
+	t.Helper()
+	addrs := map[string]string{}
+	var targets []string
+	for _, host := range hosts {
+		addrs[host] = freeAddr(t)
+		targets = append(targets, fmt.Sprintf("%q", addrs[host]))
+	}
+	prom := fleettest.Prometheus(t, fmt.Sprintf(`global: {scrape_interval: 1s, scrape_timeout: 900ms}
+scrape_configs:
+  - job_name: gpuwatch
+    static_configs: [{targets: [%s]}]
+`, strings.Join(targets, ", ")))
+	agents := map[string]*inProcess{}
+	for i, host := range hosts {
+		path := filepath.Join(dir, host+".yaml")
+		writeFile(t, path, fleetAgent(dir, host, scenarios[i], addrs[host]))
+		agents[host] = runInProcess(t, path)
+	}
+	fleettest.Eventually(t, 30*time.Second, fmt.Sprintf("Prometheus to scrape the %d agents", len(hosts)), func() (bool, string) {
+		got := promQuery(t, prom.URL, `count by (host) (gpuwatch_gpu_temperature_celsius)`)
+		return len(got) == len(hosts), fmt.Sprint(got)
+	})
+	return prom, agents
 }
 
 // promQuery runs an instant query on Prometheus and returns the label

@@ -8,6 +8,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/gpuwatch/gpuwatch/config"
 	"github.com/gpuwatch/gpuwatch/gpu"
 	"github.com/gpuwatch/gpuwatch/gpu/replay"
 	"github.com/gpuwatch/gpuwatch/internal/plural"
@@ -40,7 +41,7 @@ Without --config the rules of config.example.yaml are used. Make a log with:
 	if err != nil {
 		return err
 	}
-	cfg, err := configOrExample(*configPath, env)
+	cfg, err := configOrExample(*configPath, env, config.PartHost, config.PartRules, config.PartRuleFiles)
 	if err != nil {
 		return err
 	}
@@ -81,7 +82,7 @@ Without --config the rules of config.example.yaml are used. Make a log with:
 		return noSamples(*trace, r.Skipped())
 	}
 	fmt.Fprintf(env.Stderr, "replayed %s (%s of data, %s to %s): %s",
-		plural.Count(snapshots, "snapshot"), last.Sub(first).Round(time.Second), first.In(env.Location).Format(time.DateTime), last.In(env.Location).Format(time.DateTime), plural.Count(transitions, "transition"))
+		plural.Count(snapshots, "snapshot"), last.Sub(first).Round(time.Second), first.In(env.Location).Format(timeLayout), last.In(env.Location).Format(timeLayout), plural.Count(transitions, "transition"))
 	if n := r.Skipped(); n > 0 {
 		fmt.Fprintf(env.Stderr, "; %s skipped", plural.Count(n, "malformed row"))
 	}

@@ -43,7 +43,8 @@ Silences in the running gpuwatch (over its HTTP API):
 func silenceAdd(ctx context.Context, env *Env, args []string) error {
 	fs := newFlags(env, "silence add", "[--duration 2h] [--reason TEXT] MATCHER...", `
 Silences the alerts that match every MATCHER for a while, in the running
-gpuwatch: they are not sent, and their resolve notices neither. Matchers
+gpuwatch: they are not sent, nor their reminders; an alert posted before
+the silence began still gets its resolve. Matchers
 name a label and a value: alert=GPUHot, gpu=3, severity!=info,
 host=~"node[12]". Silences persist across restarts and expire by themselves.`)
 	duration := fs.Duration("duration", 2*time.Hour, "how long the silence lasts")
@@ -66,7 +67,7 @@ host=~"node[12]". Silences persist across restarts and expire by themselves.`)
 	if err := c.do(ctx, "POST", "/api/v1/silences", req, &out); err != nil {
 		return err
 	}
-	fmt.Fprintf(env.Stdout, "silence %s: %s until %s\n", out.ID, strings.Join(out.Matchers, " "), out.EndsAt.In(env.Location).Format(time.DateTime))
+	fmt.Fprintf(env.Stdout, "silence %s: %s until %s\n", out.ID, strings.Join(out.Matchers, " "), out.EndsAt.In(env.Location).Format(timeLayout))
 	for _, w := range out.Warnings {
 		fmt.Fprintln(env.Stderr, "warning: "+w)
 	}
@@ -110,7 +111,7 @@ func silenceList(ctx context.Context, env *Env, args []string) error {
 	fmt.Fprintln(tw, "ID\tSTATE\tMATCHERS\tENDS\tBY\tREASON")
 	for _, s := range list {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", s.ID, s.State, strings.Join(s.Matchers, " "),
-			s.EndsAt.In(env.Location).Format(time.DateTime), s.CreatedBy, s.Comment)
+			s.EndsAt.In(env.Location).Format(timeLayout), s.CreatedBy, s.Comment)
 	}
 	return tw.Flush()
 }
@@ -193,7 +194,7 @@ notifications a receiver refused for good, with the reason.`)
 	tw = tabwriter.NewWriter(env.Stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "AT\tRECEIVER\tSTATUS\tALERTS\tTRIES\tREASON")
 	for _, d := range out.DeadLetters {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\n", d.At.In(env.Location).Format(time.DateTime), d.Receiver, d.Status,
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\n", d.At.In(env.Location).Format(timeLayout), d.Receiver, d.Status,
 			strings.Join(d.Alerts, ", "), d.Attempts, d.Reason)
 	}
 	return tw.Flush()

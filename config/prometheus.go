@@ -54,7 +54,9 @@ func (c *Config) prometheusDefaults(intervalSet bool) {
 		p.Schema = string(prometheus.SchemaAuto)
 	}
 	if p.Timeout == 0 {
-		p.Timeout = DefaultPrometheusTimeout
+		// A default follows what the user set: a query waits at most
+		// until the next evaluation is due.
+		p.Timeout = min(DefaultPrometheusTimeout, c.Source.Interval)
 	}
 	cl := p.client()
 	cl.ResolvePaths(func(f string) string { return besideConfig(c.File, f) })

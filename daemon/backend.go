@@ -39,6 +39,7 @@ func (d *Daemon) Alerts() []slackbot.ActiveAlert {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	active := d.engine.Active()
+	now := d.opts.Now()
 	out := make([]slackbot.ActiveAlert, 0, len(active))
 	for i := range active {
 		a := &active[i]
@@ -49,16 +50,16 @@ func (d *Daemon) Alerts() []slackbot.ActiveAlert {
 		if al.Summary == "" {
 			al.Summary = pendingSummary(a, d.fleet.of(a.Host))
 		}
-		if a.Rule.When != nil {
-			al.ValueText = a.Rule.When.ValueDimension().Format(a.Value)
-		}
+		al.ValueText = a.Rule.ValueText(&a.Alert)
 		if a.State == rules.StateFiring {
 			al.Since = a.FiredAt
 			al.Acknowledged, _ = d.dispatcher.Acknowledged(al.Key)
 		}
+		al.Silenced = d.silencing(a.Labels(), now)
 		out = append(out, al)
 	}
 	if a, ok := d.sourceDownAlert(); ok {
+		a.Silenced = d.silencing(map[string]string{"alert": SourceDownAlert, "severity": a.Severity, "host": a.Host}, now)
 		out = append(out, a)
 	}
 	slices.SortStableFunc(out, func(a, b slackbot.ActiveAlert) int {
@@ -67,15 +68,22 @@ func (d *Daemon) Alerts() []slackbot.ActiveAlert {
 	return out
 }
 
+// silencing is the silence that mutes an alert with these labels at now;
+// nil when none does.
+func (d *Daemon) silencing(labels map[string]string, now time.Time) *notifier.Silence {
+	if sil, ok := d.silences.MutedBy(labels, now); ok {
+		return &sil
+	}
+	return nil
+}
+
 // pendingSummary is the summary of an alert that has not fired yet (the
 // engine renders a rule's summary when its alert fires): the rule's
 // template on the latest snapshot of the alert's host.
 func pendingSummary(a *rules.AlertState, snap *gpu.Snapshot) string {
 	data := rules.TemplateData{Alert: a.Rule.Name, GPU: a.GPU, UUID: a.UUID, Value: a.Value,
 		Severity: string(a.Rule.Severity), Labels: a.Rule.Labels, Host: a.Host}
-	if a.Rule.When != nil {
-		data.ValueText = a.Rule.When.ValueDimension().Format(a.Value)
-	}
+	data.ValueText = a.Rule.ValueText(&a.Alert)
 	if snap != nil {
 		for i := range snap.Devices {
 			if dev := &snap.Devices[i]; dev.UUID == a.UUID && dev.Index == a.GPU {

@@ -416,13 +416,29 @@ func (r *Report) buildGPUs(gpus []GPUHour, o Options) {
 		total.add(h, -1)
 	}
 	slices.SortFunc(accs, func(a, b *gpuAcc) int { return cmp.Or(cmp.Compare(a.Host, b.Host), cmp.Compare(a.GPU, b.GPU)) })
+	// The sparklines draw the hours that have data, alike for every GPU:
+	// a window longer than what was recorded is not drawn as blank columns.
+	first, last := cells, -1
+	for _, a := range accs {
+		for c := range cells {
+			if a.spark[2*c+1] > 0 {
+				first, last = min(first, c), max(last, c)
+			}
+		}
+	}
+	drawn := func(a *gpuAcc) string {
+		if last < first {
+			return ""
+		}
+		return sparkline(a.spark[2*first : 2*last+2])
+	}
 	r.GPUs = make([]GPUReport, len(accs))
 	for i, a := range accs {
 		g := &r.GPUs[i]
 		*g = GPUReport{Host: a.Host, GPU: a.GPU, UUID: a.UUID, Name: a.Name, CoveredHours: a.Seconds / 3600,
 			AvgUtil: 100 * ratio(a.UtilSeconds, a.Seconds), PeakUtil: a.UtilMax, PeakMem: a.MemMax, MemTotal: a.MemTotal,
 			BusyHours: a.BusySeconds / 3600, IdleHeldHours: a.IdleHeldSeconds / 3600, PeakTemp: a.TempMax,
-			EnergyKWh: a.EnergyJoules / 3.6e6, Sparkline: sparkline(a.spark)}
+			EnergyKWh: a.EnergyJoules / 3.6e6, Sparkline: drawn(a)}
 		g.Cost = o.PricePerKWh * g.EnergyKWh
 	}
 	r.Hosts = make([]HostReport, 0, len(hostAccs))
@@ -430,7 +446,7 @@ func (r *Report) buildGPUs(gpus []GPUHour, o Options) {
 		a := hostAccs[host]
 		h := HostReport{Host: host, GPUs: a.gpus, CoveredHours: a.Seconds / 3600, AvgUtil: 100 * ratio(a.UtilSeconds, a.Seconds),
 			BusyHours: a.BusySeconds / 3600, IdleHeldHours: a.IdleHeldSeconds / 3600, EnergyKWh: a.EnergyJoules / 3.6e6,
-			Sparkline: sparkline(a.spark)}
+			Sparkline: drawn(hostAccs[host])}
 		h.Cost = o.PricePerKWh * h.EnergyKWh
 		r.Hosts = append(r.Hosts, h)
 	}

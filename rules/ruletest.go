@@ -546,7 +546,7 @@ func compareFiring(e *Engine, ex *TestCheck) []string {
 	for k, a := range got {
 		if a.State == StateFiring && !want[k] {
 			fails = append(fails, fmt.Sprintf("at %v: %s on gpu %d: firing, but not expected (value %s)",
-				ex.At, k.alert, k.gpu, a.Rule.When.ValueDimension().Format(a.Value)))
+				ex.At, k.alert, k.gpu, a.Rule.ValueText(&a.Alert)))
 		}
 	}
 	slices.Sort(fails)
