@@ -64,11 +64,11 @@ func threadSlack(t *testing.T, fail func(method string, form url.Values) (notifi
 	}
 }
 
-// resolvedReplies counts the "✅ resolved" replies Slack took.
+// resolvedReplies counts the resolved replies Slack took: "✅ … resolved".
 func resolvedReplies(replies func() []url.Values) int {
 	n := 0
 	for _, r := range replies() {
-		if strings.HasPrefix(r.Get("text"), "✅ resolved") {
+		if strings.HasPrefix(r.Get("text"), "✅ ") && strings.Contains(r.Get("text"), " resolved") {
 			n++
 		}
 	}
