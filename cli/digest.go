@@ -13,20 +13,21 @@ import (
 	"github.com/gpuwatch/gpuwatch/daemon"
 	"github.com/gpuwatch/gpuwatch/digest"
 	"github.com/gpuwatch/gpuwatch/gpu"
-	"github.com/gpuwatch/gpuwatch/gpu/replay"
 	"github.com/gpuwatch/gpuwatch/rules"
 	"github.com/gpuwatch/gpuwatch/store"
 )
 
 func digestCommand(ctx context.Context, env *Env, args []string) error {
-	fs := newFlags(env, "digest", "--config FILE | --trace LOG.csv [--window 24h] [--top-users N] [--price-per-kwh X --currency EUR]", `
+	fs := newFlags(env, "digest", "--config FILE | --trace LOG [--window 24h] [--top-users N] [--price-per-kwh X --currency EUR]", `
 Prints a usage digest now: per GPU utilization, memory, busy and idle-held
 hours, temperature and energy; the top users; who held a GPU idle; and the
 alerts that fired. With --config it reads what gpuwatch run recorded (from
 the running daemon, or from storage.path when it is stopped); the window
-ends now. With --trace it is computed from an nvidia-smi CSV log, no store
-or daemon needed; the window ends at the log's last sample.`)
-	trace := fs.String("trace", "", "the nvidia-smi CSV log to digest")
+ends now. With --trace it is computed from a GPU log (any log replay
+reads), no store or daemon needed; the window ends at the log's last
+sample, and a log sampled every few minutes or hours counts each sample
+for the time since the one before (up to three of its steps).`)
+	trace := fs.String("trace", "", "the GPU log to digest")
 	configPath := fs.String("config", "", "the config of gpuwatch run, whose recorded usage to digest; with --trace: whose host name and rules to use")
 	window := fs.Duration("window", 0, "how far back to look, e.g. 24h (default: 24h with --config, the whole log with --trace)")
 	topUsers := fs.Int("top-users", digest.DefaultTopUsers, "how many users to list")
@@ -35,7 +36,7 @@ or daemon needed; the window ends at the log's last sample.`)
 	name := fs.String("name", "", "with --config: the digest of the config whose settings (top_users, price) to use (default: the first)")
 	format := fs.String("format", "text", "output: text, markdown, blocks (Slack Block Kit JSON), json (the report's data) or png (the picture of the day, one per host)")
 	out := fs.String("out", "", "with --format png: the file to write (a fleet's other hosts go to FILE-HOST.png); default: standard output")
-	skipBad := fs.Bool("skip-bad", false, "skip malformed rows instead of stopping at the first")
+	lf := addLogFlags(fs)
 	logLevel := fs.String("log-level", "warn", "log level: debug, info, warn, error")
 	args, err := parseFlags(env, fs, args)
 	if err != nil {
@@ -85,18 +86,24 @@ or daemon needed; the window ends at the log's last sample.`)
 		}
 		return digestFromStore(ctx, env, cfg, *window, output{form, *out}, opts)
 	}
-	host := opts.Host
-	r, err := replay.Open(*trace, replay.Options{Host: host, Location: env.Location, SkipBad: *skipBad, Logger: logger, Warnings: env.Stderr})
+	r, err := lf.open(*trace, cfg, env, logger)
 	if err != nil {
-		return replayErr(err)
+		return err
 	}
 	defer r.Close()
-
+	probe := probeStep(ctx, r)
+	if w := sparseWarning(cfg.Rules, probe.step); w != "" {
+		fmt.Fprintln(env.Stderr, w)
+	}
 	rollups := digest.NewRollups()
+	if probe.step > 0 {
+		opts.Step, opts.MaxGap = probe.step, digest.MaxGapFor(probe.step)
+		rollups.SetMaxGap(opts.MaxGap)
+	}
 	firing := map[string]rules.Transition{} // alerts still firing, by rule and GPU
 	var first, last time.Time
 	w := &watcher{
-		source: r,
+		source: probe,
 		engine: rules.NewEngine(cfg.Rules, rules.Options{}),
 		emit: func(ts []rules.Transition) error {
 			for _, t := range ts {
@@ -132,7 +139,7 @@ or daemon needed; the window ends at the log's last sample.`)
 	if *window > 0 {
 		from = last.Add(-*window)
 	}
-	opts.Name, opts.From, opts.To = "trace", from, last
+	opts.Name, opts.From, opts.To, opts.Host = "trace", from, last, r.Host()
 	return printDigest(env, rollups, opts, output{form, *out})
 }
 

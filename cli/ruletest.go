@@ -13,9 +13,10 @@ import (
 
 func testCommand(_ context.Context, env *Env, args []string) error {
 	fs := newFlags(env, "test", "FILE...", `
-Runs rule unit tests: YAML files that feed rules with input series and say
-which alerts must be firing when (see docs/rules.md). Prints each
-failure and exits 1 if any test fails.`)
+Runs rule unit tests: YAML files that feed rules with input series, or with
+a GPU log (log: FILE, any log replay reads), and say which alerts must be
+firing when (see docs/rules.md). Prints each failure and exits 1 if any
+test fails.`)
 	args, err := parseFlags(env, fs, args)
 	if err != nil {
 		return err

@@ -49,7 +49,9 @@ func openSource(c *config.Config, env *Env, logger *slog.Logger) (gpu.Source, er
 		}
 		return s, nil
 	case "replay":
-		r, err := replay.Open(c.Source.Replay.File, replay.Options{Host: host, Location: env.Location, Logger: logger})
+		// A log is of its own host: the config's host: when it sets one,
+		// else the host the log names, or its file's name.
+		r, err := replay.Open(c.Source.Replay.File, replay.Options{Host: c.Host, Location: env.Location, Logger: logger})
 		if err != nil {
 			return nil, replayErr(err)
 		}

@@ -64,6 +64,9 @@ func (r *Report) sections(st style) []section {
 	if e := r.energyLine(); e != "" {
 		host = append(host, e)
 	}
+	if c := r.samplingLine(); c != "" {
+		host = append(host, c)
+	}
 	out := []section{{lines: host}}
 
 	machines := r.gpusSection(st)
@@ -184,6 +187,17 @@ func (r *Report) hostLine() string {
 		percent(100*r.IdleShare), gpuTime(r.IdleHeldHours))
 }
 
+// samplingLine says how a sparse log's samples were counted: "Sampled every
+// 30m: each sample stands for the time since the one before, up to 1h30m
+// (longer gaps are not covered)."
+func (r *Report) samplingLine() string {
+	if r.MaxGapSeconds <= 0 {
+		return ""
+	}
+	return fmt.Sprintf("Sampled every %s: each sample stands for the time since the one before, up to %s (longer gaps are not covered).",
+		duration(r.StepSeconds), duration(r.MaxGapSeconds))
+}
+
 func (r *Report) energyLine() string {
 	if r.EnergyKWh <= 0 {
 		return ""
@@ -208,7 +222,10 @@ func (r *Report) gpuLine(g *GPUReport, st style) string {
 	if g.MemTotal > 0 {
 		b.WriteString(" of " + formatBytes(g.MemTotal))
 	}
-	fmt.Fprintf(&b, "; busy %s, held idle %s; peak %.0f C", busyTime(g.BusyHours), busyTime(g.IdleHeldHours), g.PeakTemp)
+	fmt.Fprintf(&b, "; busy %s, held idle %s", busyTime(g.BusyHours), busyTime(g.IdleHeldHours))
+	if g.PeakTemp != 0 { // 0: the data has no temperature, which must not read as a cold GPU
+		fmt.Fprintf(&b, "; peak %.0f C", g.PeakTemp)
+	}
 	if g.EnergyKWh > 0 {
 		b.WriteString("; " + kwh(g.EnergyKWh))
 		if r.Priced {

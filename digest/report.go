@@ -60,6 +60,11 @@ type Options struct {
 	// only once it resolves, and a digest must not leave out the alert
 	// that fired all night.
 	Firing []FiringAlert
+	// Step is how often the data was sampled, for a digest of a log, and
+	// MaxGap the longest gap between samples the rollups bridged
+	// (Rollups.SetMaxGap): a report of a sparse log says how it counted.
+	// 0 for a live source.
+	Step, MaxGap time.Duration
 }
 
 // FiringAlert is an alert (a rule on a GPU) still firing, since when.
@@ -87,6 +92,11 @@ type Report struct {
 	IdleHeldHours float64 `json:"idle_held_hours"` // GPU-hours held idle
 	EnergyKWh     float64 `json:"energy_kwh"`
 	Cost          float64 `json:"cost,omitempty"`
+	// StepSeconds is how often the data was sampled, when the report is of
+	// a sparse log, and MaxGapSeconds how long one sample stands for at
+	// most; both 0 otherwise.
+	StepSeconds   float64 `json:"step_seconds,omitempty"`
+	MaxGapSeconds float64 `json:"max_gap_seconds,omitempty"`
 
 	// Hosts are the hosts of the hours, by name, each one's totals; GPUs
 	// are every host's GPUs, by host and index.
@@ -148,7 +158,7 @@ type GPUReport struct {
 	MemTotal      uint64  `json:"mem_total_bytes"`
 	BusyHours     float64 `json:"busy_hours"`
 	IdleHeldHours float64 `json:"idle_held_hours"`
-	PeakTemp      float64 `json:"peak_temp_c"`
+	PeakTemp      float64 `json:"peak_temp_c"` // 0 when the data has no temperature
 	EnergyKWh     float64 `json:"energy_kwh"`
 	Cost          float64 `json:"cost,omitempty"`
 	// Sparkline draws the hourly average utilization over the window on a
@@ -219,6 +229,9 @@ func Build(gpus []GPUHour, users []UserHour, alerts []AlertHour, o Options) *Rep
 	o.From = o.From.Truncate(time.Hour)
 	r := &Report{Name: o.Name, Host: o.Host, From: o.From, To: o.To, Location: o.Location,
 		Currency: o.Currency, Priced: o.PricePerKWh > 0}
+	if o.MaxGap > MaxBridgedGap {
+		r.StepSeconds, r.MaxGapSeconds = o.Step.Seconds(), o.MaxGap.Seconds()
+	}
 	users = withHosts(users, gpus)
 	r.buildGPUs(gpus, o)
 	r.buildUsers(users, o.TopUsers)
