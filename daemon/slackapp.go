@@ -10,6 +10,11 @@ import (
 	"github.com/gpuwatch/gpuwatch/slackbot"
 )
 
+// BucketSlackReplays holds the signatures of the Slack requests of the
+// last five minutes, so a request captured and sent again after a restart
+// does not act twice.
+const BucketSlackReplays = "slack-replays"
+
 // newSlackApp builds the Slack app (slash commands and buttons) when the
 // config gives it a way in: a signing secret for HTTP requests, or an app
 // token for Socket Mode. Without either it returns nil.
@@ -24,6 +29,7 @@ func (d *Daemon) newSlackApp(cfg *config.Config) (*slackbot.App, error) {
 		Logger:          d.logger.With("component", "slack-app"),
 		HTTPClient:      d.opts.HTTPClient,
 		Now:             d.opts.Now,
+		Replays:         d.bucket(BucketSlackReplays),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("the Slack app (slack:): %w", err)
