@@ -204,7 +204,7 @@ func digestFromStore(ctx context.Context, env *Env, cfg *config.Config, window t
 	if _, err := os.Stat(cfg.Storage.Path); errors.Is(err, os.ErrNotExist) {
 		return nothingRecorded(cfg)
 	}
-	db, err := store.Open(cfg.Storage.Path, store.Options{Timeout: 200 * time.Millisecond})
+	db, err := store.OpenContext(ctx, cfg.Storage.Path, store.Options{Timeout: 200 * time.Millisecond, ReadOnly: true})
 	if errors.Is(err, store.ErrInUse) {
 		c, err := newAPIClient(env, "", &cfg.Server, credentials{})
 		if err != nil {
@@ -228,6 +228,9 @@ func digestFromStore(ctx context.Context, env *Env, cfg *config.Config, window t
 		return fmt.Errorf("digest: %w", err)
 	}
 	defer db.Close()
+	for _, note := range db.Recovered() {
+		fmt.Fprintf(env.Stderr, "gpuwatch: %s\n", note)
+	}
 	records, err := db.All(daemon.BucketRollups)
 	if err != nil {
 		return fmt.Errorf("digest: %w", err)
@@ -237,7 +240,12 @@ func digestFromStore(ctx context.Context, env *Env, cfg *config.Config, window t
 	}
 	rollups := digest.NewRollups()
 	if err := rollups.Load(records); err != nil {
-		return fmt.Errorf("digest: %s: %w", cfg.Storage.Path, err)
+		var bad *digest.LoadError
+		if !errors.As(err, &bad) {
+			return fmt.Errorf("digest: %s: %w", cfg.Storage.Path, err)
+		}
+		// A read changes nothing: gpuwatch run sets them aside.
+		fmt.Fprintf(env.Stderr, "gpuwatch: %s: %v\n", cfg.Storage.Path, err)
 	}
 	opts.To = time.Now()
 	opts.From = opts.To.Add(-window)

@@ -149,9 +149,17 @@ func TestDigestFromStore(t *testing.T) {
 	if got := gpuwatch(t, "run", "--config", path); got.code != cli.ExitOK {
 		t.Fatalf("run: exit %d\n%s", got.code, got.stderr)
 	}
+	storePath := filepath.Join(dir, "state.db")
+	before, err := os.ReadFile(storePath)
+	if err != nil {
+		t.Fatalf("the store gpuwatch run made: %v", err)
+	}
 	got := gpuwatch(t, "digest", "--config", path, "--window", "3h")
 	if got.code != cli.ExitOK {
 		t.Fatalf("digest --config: exit %d\n%s", got.code, got.stderr)
+	}
+	if after, _ := os.ReadFile(storePath); !bytes.Equal(before, after) {
+		t.Errorf("digest --config changed the store (its transaction id, at least): it must only read")
 	}
 	for _, want := range []string{"GPU 0", "GPU 1", "held idle", "CHF"} {
 		if !strings.Contains(got.stdout, want) {

@@ -45,7 +45,7 @@ SIGTERM stop it cleanly.`)
 		return err
 	}
 	defer src.Close()
-	d, err := daemon.New(cfg, daemon.Options{Logger: logger, Console: env.Stdout, Location: env.Location, Version: Build().Version,
+	d, err := daemon.NewContext(ctx, cfg, daemon.Options{Logger: logger, Console: env.Stdout, Location: env.Location, Version: Build().Version,
 		Now: sourceClock(src)})
 	if err != nil {
 		return err

@@ -142,7 +142,7 @@ type fileYAML struct {
 // lookup resolves ${ENV} variables (os.LookupEnv). The error lists every
 // problem (a strictyaml.Errors) or says why the file could not be read.
 func Load(path string, lookup func(string) (string, bool)) (*Config, error) {
-	data, err := os.ReadFile(path)
+	data, err := strictyaml.ReadData(path)
 	if err != nil {
 		return nil, fmt.Errorf("read config: %w", err)
 	}

@@ -9,7 +9,6 @@ import (
 	"net"
 	"net/http"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/gpuwatch/gpuwatch/gpu"
@@ -209,16 +208,18 @@ func (d *Daemon) addSilence(w http.ResponseWriter, r *http.Request) {
 		}
 		sil.Matchers = append(sil.Matchers, m)
 	}
-	added, err := d.silences.Add(sil, now)
+	added, err := d.AddSilence(sil)
 	switch {
 	case errors.Is(err, notifier.ErrTooManySilences):
 		writeError(w, http.StatusConflict, err.Error())
+		return
+	case storeFailed(err):
+		writeStoreFailed(w, err)
 		return
 	case err != nil:
 		writeError(w, http.StatusBadRequest, err.Error())
 		return
 	}
-	d.logger.Info("silence added", "id", added.ID, "matchers", strings.Join(req.Matchers, ","), "until", added.EndsAt, "by", added.CreatedBy)
 	out := silenceJSON(added, now)
 	out.Warnings = d.silenceWarnings(added.Matchers)
 	writeJSON(w, http.StatusCreated, out)
@@ -226,12 +227,27 @@ func (d *Daemon) addSilence(w http.ResponseWriter, r *http.Request) {
 
 func (d *Daemon) expireSilence(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
-	if err := d.silences.Expire(id, d.opts.Now()); err != nil {
+	if err := d.ExpireSilence(id); storeFailed(err) {
+		writeStoreFailed(w, err)
+		return
+	} else if err != nil {
 		writeError(w, http.StatusNotFound, err.Error())
 		return
 	}
-	d.logger.Info("silence expired", "id", id)
 	writeJSON(w, http.StatusOK, map[string]string{"id": id, "state": "expired"})
+}
+
+// storeFailed reports whether a write request failed because the store
+// did not take it (stalled, or refused), not because of the request.
+func storeFailed(err error) bool {
+	return errors.Is(err, ErrStoreStalled) || errors.Is(err, notifier.ErrSilenceNotSaved)
+}
+
+// writeStoreFailed answers a write the store did not take: 503, try again
+// in a while.
+func writeStoreFailed(w http.ResponseWriter, err error) {
+	w.Header().Set("Retry-After", "30")
+	writeError(w, http.StatusServiceUnavailable, err.Error())
 }
 
 // OutboxJSON is GET /api/v1/outbox.
@@ -252,15 +268,7 @@ type DeadLetterJSON struct {
 }
 
 func (d *Daemon) outbox(w http.ResponseWriter, _ *http.Request) {
-	out := OutboxJSON{Pending: map[string]int{}, DeadLetters: []DeadLetterJSON{}}
-	for name := range d.deliverers {
-		n, err := d.db.PendingCount(name)
-		if err != nil {
-			writeError(w, http.StatusInternalServerError, "cannot read the outbox")
-			return
-		}
-		out.Pending[name] = n
-	}
+	out := OutboxJSON{Pending: d.depth.snapshot(), DeadLetters: []DeadLetterJSON{}}
 	dead, err := d.db.DeadLetters(100)
 	if err != nil {
 		writeError(w, http.StatusInternalServerError, "cannot read the dead letters")

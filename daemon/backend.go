@@ -154,9 +154,14 @@ func (d *Daemon) silenceWarnings(ms notifier.Matchers) []string {
 	return out
 }
 
-// AddSilence adds and persists a silence, giving it an ID.
+// AddSilence adds and persists a silence, giving it an ID. When the store
+// does not take it within Options.WriteWait it fails with ErrStoreStalled.
 func (d *Daemon) AddSilence(s notifier.Silence) (notifier.Silence, error) {
-	added, err := d.silences.Add(s, d.opts.Now())
+	var added notifier.Silence
+	err := d.bounded(func() (err error) {
+		added, err = d.silences.Add(s, d.opts.Now())
+		return err
+	})
 	if err != nil {
 		return notifier.Silence{}, err
 	}
@@ -164,9 +169,10 @@ func (d *Daemon) AddSilence(s notifier.Silence) (notifier.Silence, error) {
 	return added, nil
 }
 
-// ExpireSilence ends a silence now.
+// ExpireSilence ends a silence now. When the store does not take it
+// within Options.WriteWait it fails with ErrStoreStalled.
 func (d *Daemon) ExpireSilence(id string) error {
-	if err := d.silences.Expire(id, d.opts.Now()); err != nil {
+	if err := d.bounded(func() error { return d.silences.Expire(id, d.opts.Now()) }); err != nil {
 		return err
 	}
 	d.logger.Info("silence expired", "id", id)
@@ -175,7 +181,8 @@ func (d *Daemon) ExpireSilence(id string) error {
 
 // Acknowledge stops the reminders of a firing alert, recording who
 // acknowledged it, durably; the acknowledgement ends when the alert
-// resolves.
+// resolves. When the store does not take it within Options.WriteWait it
+// fails with ErrStoreStalled.
 func (d *Daemon) Acknowledge(alertKey, by string) error {
 	d.mu.Lock()
 	firing := slices.ContainsFunc(d.engine.Active(), func(a rules.AlertState) bool {
@@ -193,7 +200,7 @@ func (d *Daemon) Acknowledge(alertKey, by string) error {
 	if err != nil {
 		return err
 	}
-	if err := d.commit(c); err != nil {
+	if err := d.bounded(func() error { return d.commit(c) }); err != nil {
 		return fmt.Errorf("save the acknowledgement of %s (it is written with the next sample if the store takes it): %w", alertKey, err)
 	}
 	d.logger.Info("alert acknowledged", "alert", alertKey, "by", by)
@@ -217,5 +224,6 @@ func (d *Daemon) restoreAcks() error {
 	if err != nil {
 		return fmt.Errorf("load acknowledgements: %w", err)
 	}
-	return d.dispatcher.RestoreAcks(acks)
+	d.dispatcher.RestoreAcks(acks, d.setAside)
+	return nil
 }

@@ -230,7 +230,8 @@ func (d *Daemon) location() *time.Location {
 	return time.Local
 }
 
-// forgetOldCharts deletes the charts older than ChartRetention.
+// forgetOldCharts deletes the charts older than ChartRetention and sets
+// aside those it cannot read.
 func (d *Daemon) forgetOldCharts() {
 	all, err := d.db.All(BucketCharts)
 	if err != nil {
@@ -242,7 +243,11 @@ func (d *Daemon) forgetOldCharts() {
 		var rec struct {
 			At time.Time `json:"at"`
 		}
-		if json.Unmarshal(raw, &rec) == nil && !rec.At.Before(cutoff) {
+		if err := json.Unmarshal(raw, &rec); err != nil {
+			d.setAside(BucketCharts, id, fmt.Errorf("not a chart: %w", err))
+			continue
+		}
+		if !rec.At.Before(cutoff) {
 			continue
 		}
 		if err := d.db.Delete(BucketCharts, id); err != nil {

@@ -2,8 +2,11 @@ package daemon
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"maps"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -44,7 +47,13 @@ func (d *Daemon) startDigests(cfg *config.Config) (*digests, error) {
 		return nil, fmt.Errorf("load usage rollups: %w", err)
 	}
 	if err := g.rollups.Load(records); err != nil {
-		d.logger.Warn("some saved usage rollups are unreadable; digests miss those hours", "err", err)
+		var bad *digest.LoadError
+		if !errors.As(err, &bad) {
+			return nil, fmt.Errorf("load usage rollups: %w", err)
+		}
+		for _, key := range slices.Sorted(maps.Keys(bad.Records)) {
+			d.setAside(BucketRollups, key, fmt.Errorf("not a usage rollup (digests miss its hour): %w", bad.Records[key]))
+		}
 	}
 	sent, err := d.db.All(BucketDigests)
 	if err != nil {
@@ -54,7 +63,7 @@ func (d *Daemon) startDigests(cfg *config.Config) (*digests, error) {
 	for name, b := range sent {
 		t, err := time.Parse(time.RFC3339Nano, string(b))
 		if err != nil {
-			d.logger.Warn("dropping an unreadable digest send time", "digest", name, "err", err)
+			d.setAside(BucketDigests, name, fmt.Errorf("not the time the digest was last sent: %w", err))
 			continue
 		}
 		last[name] = t
@@ -170,6 +179,7 @@ func (d *Daemon) fireDigest(r digest.Run) error {
 		d.logger.Error("cannot write a digest to the store; trying again in a minute", "digest", r.Name, "err", err)
 		return err
 	}
+	d.depth.committed(commit)
 	d.logger.Info("digest queued", "digest", r.Name, "scheduled", r.At, "from", r.From, "to", r.To, "receivers", len(outbox))
 	for receiver := range commit.Outbox {
 		if dl, ok := d.deliverers[receiver]; ok {

@@ -10,6 +10,11 @@ import (
 	"github.com/gpuwatch/gpuwatch/slackbot"
 )
 
+// BucketSlackReplays holds the signatures of the Slack requests of the
+// last five minutes, so a request captured and sent again after a restart
+// does not act twice.
+const BucketSlackReplays = "slack-replays"
+
 // newSlackApp builds the Slack app (slash commands and buttons) when the
 // config gives it a way in: a signing secret for HTTP requests, or an app
 // token for Socket Mode. Without either it returns nil.
@@ -26,6 +31,7 @@ func (d *Daemon) newSlackApp(cfg *config.Config) (*slackbot.App, error) {
 		Now:             d.opts.Now,
 		Location:        d.opts.Location,
 		Drawn:           releaseDrawing,
+		Replays:         d.bucket(BucketSlackReplays),
 	}
 	if d.bot != nil { // an interface holding a nil *slack.Bot would not be nil
 		c.Uploader, c.Zones = d.bot, d.bot

@@ -47,7 +47,7 @@ func (d *Daemon) restoreSourceDown() error {
 	}
 	var down sourceDown
 	if err := json.Unmarshal(raw, &down); err != nil {
-		d.logger.Warn("dropping an unreadable saved source outage", "err", err)
+		d.setAside(BucketSource, sourceDownKey, fmt.Errorf("not a source outage: %w", err))
 		return nil
 	}
 	d.health.down = &down

@@ -14,5 +14,6 @@ func (a *authenticator) verifyLogin(r *http.Request, user, secret string) bool {
 	} else {
 		probe.SetBasicAuth(user, secret)
 	}
-	return a.allowed(probe)
+	v, _ := a.authenticate(probe)
+	return v == accepted
 }

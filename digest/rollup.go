@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strconv"
@@ -494,8 +495,8 @@ func mustJSON(v any) []byte {
 
 // Load restores records that Dirty returned, replacing records with the
 // same key. A record whose key or value does not decode, or whose value
-// does not match its key, is an error naming the key; records before it (in
-// key order) are loaded.
+// does not match its key, is left out; the others are loaded, and the
+// error (a *LoadError) names every record left out and why.
 func (r *Rollups) Load(records map[string][]byte) error {
 	keys := make([]string, 0, len(records))
 	for k := range records {
@@ -504,12 +505,33 @@ func (r *Rollups) Load(records map[string][]byte) error {
 	slices.Sort(keys)
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	var bad map[string]error
 	for _, k := range keys {
 		if err := r.load(k, records[k]); err != nil {
-			return fmt.Errorf("digest: loading rollup record %q: %w (delete the record or restore the store from a backup)", k, err)
+			if bad == nil {
+				bad = map[string]error{}
+			}
+			bad[k] = err
 		}
 	}
+	if bad != nil {
+		return &LoadError{Records: bad}
+	}
 	return nil
+}
+
+// LoadError is the error of a Load that left out records it could not
+// read: Records maps each one's key to why.
+type LoadError struct {
+	Records map[string]error
+}
+
+func (e *LoadError) Error() string {
+	parts := make([]string, 0, len(e.Records))
+	for _, k := range slices.Sorted(maps.Keys(e.Records)) {
+		parts = append(parts, fmt.Sprintf("%q: %v", k, e.Records[k]))
+	}
+	return fmt.Sprintf("digest: %d rollup records cannot be read, their hours miss from digests: %s", len(parts), strings.Join(parts, "; "))
 }
 
 func (r *Rollups) load(key string, value []byte) error {

@@ -59,6 +59,10 @@ type Config struct {
 	// Drawn, when set, is called after each chart is drawn (the daemon
 	// hands the chart's memory back to the system).
 	Drawn func()
+	// Replays keeps the signatures of recent requests across restarts,
+	// so a captured request sent again after a restart does not act
+	// again. Nil: they are kept in memory only.
+	Replays ReplayStore
 }
 
 // App is the Slack app: an http.Handler for slash commands and buttons,
@@ -140,6 +144,10 @@ func New(b Backend, c Config) (*App, error) {
 	if a.now == nil {
 		a.now = time.Now
 	}
+	a.replays.st = c.Replays
+	if err := a.replays.load(a.now()); err != nil {
+		return nil, fmt.Errorf("slackbot: %w", err)
+	}
 	return a, nil
 }
 
@@ -176,12 +184,19 @@ func (a *App) readSigned(w http.ResponseWriter, r *http.Request) (url.Values, bo
 		return nil, false
 	}
 	now := a.now()
-	if err := Verify(a.secret, r.Header, body, now); err != nil {
+	sig, err := verify(a.secret, r.Header, body, now)
+	if err != nil {
 		a.log.Warn("slack request refused", "path", r.URL.Path, "remote", r.RemoteAddr, "reason", err.Error())
 		http.Error(w, "invalid Slack request signature", http.StatusUnauthorized)
 		return nil, false
 	}
-	if !a.replays.first(r.Header.Get("X-Slack-Signature"), signedUntil(r.Header), now) {
+	fresh, err := a.replays.first(sig, signedUntil(r.Header), now)
+	if err != nil {
+		a.log.Error("slack request refused: its signature could not be kept", "path", r.URL.Path, "err", err)
+		http.Error(w, "gpuwatch cannot record this request (its store does not answer): try again in a minute", http.StatusServiceUnavailable)
+		return nil, false
+	}
+	if !fresh {
 		// Answered with an empty 200, as Slack takes an acknowledgement,
 		// so whoever replays it learns nothing and nothing happens twice.
 		a.log.Warn("slack request replayed: answered without acting", "path", r.URL.Path, "remote", r.RemoteAddr)

@@ -273,3 +273,11 @@ func (b *Buffer) String() string {
 	defer b.mu.Unlock()
 	return b.buf.String()
 }
+
+// RetryAt answers status with a Retry-After that is an HTTP date, wait
+// after the answer's own Date, as a server that counts in dates does.
+func RetryAt(status int, wait time.Duration) Response {
+	now := time.Now().UTC().Truncate(time.Second)
+	return Response{Status: status, Header: map[string]string{
+		"Date": now.Format(http.TimeFormat), "Retry-After": now.Add(wait).Format(http.TimeFormat)}}
+}

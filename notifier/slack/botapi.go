@@ -77,10 +77,10 @@ func NewBot(o BotOptions) *Bot {
 	if o.HTTPClient == nil {
 		o.HTTPClient = &http.Client{}
 	}
-	o.HTTPClient = notingClient(o.HTTPClient)
 	if o.Now == nil {
 		o.Now = time.Now
 	}
+	o.HTTPClient = notingClient(o.HTTPClient, o.Now)
 	apiURL := o.APIURL
 	if apiURL == "" {
 		apiURL = goslack.APIURL

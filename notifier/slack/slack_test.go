@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -671,5 +672,36 @@ func TestManyGPUsFitSlackLimits(t *testing.T) {
 	}
 	if !strings.Contains(text, "… and 11 more") {
 		t.Errorf("got fallback %q, want the alerts beyond 5 summed up", text)
+	}
+}
+
+// TestUnreadableRecordSetAside: a message record that cannot be read is
+// set aside (its bytes kept), not deleted, and the alert gets a new
+// message.
+func TestUnreadableRecordSetAside(t *testing.T) {
+	srv := fakeSlack(t, nil)
+	store := newMemStore()
+	resolved := notifiertest.Notification(notifier.StatusResolved)
+	key := receiver + "/" + resolved.Alerts[0].Key
+	store.m[key] = []byte(`{"channel":"C123","ts":`)
+	notify(t, newBot(t, srv, store), resolved)
+	if why := store.aside[key]; why == nil || !strings.Contains(why.Error(), "decode slack message record") {
+		t.Errorf("set aside: %v, want the record, saying why", store.aside)
+	}
+	if got := calls(t, srv); len(got) != 1 || got[0].Method != "chat.postMessage" || got[0].Form.Get("thread_ts") != "" {
+		t.Errorf("got %d calls, want one new message", len(got))
+	}
+}
+
+// TestRetryAfterHTTPDate: Slack's 503 with a Retry-After that is an HTTP
+// date five seconds ahead is retried after five seconds.
+func TestRetryAfterHTTPDate(t *testing.T) {
+	srv := fakeSlack(t, func(int, string, url.Values) (notifiertest.Response, bool) {
+		return notifiertest.RetryAt(http.StatusServiceUnavailable, 5*time.Second), true
+	})
+	_, err := newBot(t, srv, newMemStore()).Notify(context.Background(), notifiertest.Notification(notifier.StatusFiring))
+	var ra *notifier.RetryAfterError
+	if !errors.As(err, &ra) || ra.After != 5*time.Second {
+		t.Errorf("HTTP 503 with Retry-After a date 5s ahead: got %v, want a retry after 5s", err)
 	}
 }
