@@ -117,23 +117,23 @@ func measurePages(b *testing.B, open func(base string)) {
 	memory := fmt.Sprintf("/proc/%d/status", cmd.Process.Pid)
 	time.Sleep(5 * time.Second)
 	idle := statusLatencies(b, status, 200)
-	rssIdle, _, _ := processMemory(memory)
+	idleMem, _ := processMemory(memory)
 
 	open("http://" + addr)
 	time.Sleep(10 * time.Second) // every page has loaded and refreshed a few times
 	b.ResetTimer()
 	busy := statusLatencies(b, status, b.N)
 	b.StopTimer()
-	rssBusy, hwm, ok := processMemory(memory)
+	busyMem, ok := processMemory(memory)
 	if !ok {
 		b.Fatalf("gpuwatch run exited during the benchmark:\n%s", stderr.String())
 	}
 	b.ReportMetric(percentile(busy, 0.50), "p50-ms")
 	b.ReportMetric(percentile(busy, 0.99), "p99-ms")
 	b.ReportMetric(percentile(idle, 0.99), "p99-ms-no-pages")
-	b.ReportMetric(rssIdle, "RSS-MiB-no-pages")
-	b.ReportMetric(rssBusy, "RSS-MiB")
-	b.ReportMetric(hwm, "peak-RSS-MiB")
+	b.ReportMetric(idleMem.RSS, "RSS-MiB-no-pages")
+	b.ReportMetric(busyMem.RSS, "RSS-MiB")
+	b.ReportMetric(busyMem.HWM, "peak-RSS-MiB")
 }
 
 // statusLatencies GETs url n times, 50 ms apart, and returns each answer's

@@ -2,19 +2,26 @@ package daemon
 
 import (
 	"cmp"
+	"context"
 	"fmt"
 	"slices"
 	"strings"
 	"time"
 
+	"github.com/gpuwatch/gpuwatch/chart"
 	"github.com/gpuwatch/gpuwatch/gpu"
+	"github.com/gpuwatch/gpuwatch/history"
 	"github.com/gpuwatch/gpuwatch/notifier"
 	"github.com/gpuwatch/gpuwatch/rules"
 	"github.com/gpuwatch/gpuwatch/slackbot"
 )
 
-// The daemon is what the Slack app asks and acts through.
-var _ slackbot.Backend = (*Daemon)(nil)
+// The daemon is what the Slack app asks and acts through, and a history
+// of its GPUs.
+var (
+	_ slackbot.Backend = (*Daemon)(nil)
+	_ history.Source   = (*Daemon)(nil)
+)
 
 // Digest is the usage digest of the window that ends now, for /gpu
 // digest: its title and its Slack blocks.
@@ -106,14 +113,19 @@ func stateRank(state string) int {
 	return 1
 }
 
-// History is the memory and utilization of host's GPU index over the
-// window, one point a minute, capped at a day; false for a GPU never
-// sampled. An empty host is the latest snapshot's.
-func (d *Daemon) History(host string, index int, window time.Duration) (slackbot.History, bool) {
-	if s := d.last.Load(); s != nil && host == "" {
-		host = s.Host
+// History is the memory, utilization and temperature of the GPUs q asks
+// for: on a hub from its Prometheus, which keeps more than a restart
+// forgets, else (or when Prometheus fails) from the day the daemon keeps.
+// It makes the daemon a history.Source.
+func (d *Daemon) History(ctx context.Context, q history.Query) ([]chart.GPUHistory, error) {
+	if p := d.fleetHistory.Load(); p != nil {
+		got, err := p.History(ctx, q)
+		if err == nil {
+			return got, nil
+		}
+		d.logger.Warn("cannot read the fleet's history from Prometheus; answering from the day gpuwatch keeps", "err", err)
 	}
-	return d.history.History(host, index, window)
+	return d.history.GPUs(q), nil
 }
 
 // Silences lists every silence: active, pending, expired.

@@ -123,6 +123,9 @@ type Daemon struct {
 	fleet   *fleet                       // the latest snapshot of every host
 	history *histories                   // the last day of every GPU, for /gpu history
 	app     *slackbot.App                // nil without slack.signing_secret and slack.app_token
+	// bot uploads pictures and reads users' zones with slack.bot_token;
+	// nil without one.
+	bot *slack.Bot
 
 	digests *digests // usage rollups and the digest schedule
 
@@ -131,14 +134,13 @@ type Daemon struct {
 	// of the evaluation under way, by transition, and pendingCharts their
 	// data, to write with its commit; both guarded by mu.
 	chartQueues   map[string]string
-	uploaders     []*slack.ChartUploader
 	chartsNow     map[string]string
 	pendingCharts []pendingChart
 
 	auth *authenticator // nil when the server section asks for no credentials
 	page *web.Server    // the page in the browser
-	// fleetHistory is a hub's Prometheus, read for the page's charts;
-	// nil elsewhere.
+	// fleetHistory is a hub's Prometheus, read for /gpu history and the
+	// page's charts (see History); nil elsewhere.
 	fleetHistory atomic.Pointer[history.Prometheus]
 
 	// health follows whether the source answers (guarded by mu); hub is
@@ -236,6 +238,7 @@ func (d *Daemon) start(cfg *config.Config) error {
 		return err
 	}
 	d.engine.Restore(records)
+	d.bot = d.newBot(cfg)
 	d.deliverers, err = d.buildDeliverers(cfg)
 	if err != nil {
 		return err
@@ -305,7 +308,7 @@ func (d *Daemon) Run(ctx context.Context, src gpu.Source, reload <-chan *config.
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	// Before any delivery: without files:write no upload is tried.
-	d.checkChartScope(ctx)
+	d.checkSlackScopes(ctx)
 	for _, dl := range d.deliverers {
 		wg.Go(func() { dl.Run(ctx) })
 	}

@@ -345,6 +345,7 @@ func (d *Daemon) servePicture(w http.ResponseWriter, host string, report *digest
 			continue
 		}
 		png, err := day.PNG(report.Location)
+		releaseDrawing()
 		if err != nil {
 			d.logger.Error("cannot draw a digest's picture", "err", err)
 			http.Error(w, "the picture could not be drawn; the log says why", http.StatusInternalServerError)

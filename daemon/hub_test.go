@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -19,37 +21,91 @@ import (
 )
 
 // hubPrometheus answers instant queries with two hosts of gpuwatch
-// agents, a and b, b's GPU 0 at 90 °C; while down it answers 503.
+// agents, a and b, b's GPU 0 at 90 °C; while down it answers 503. Its
+// range queries answer the same GPUs over any window, b's GPU 0 using
+// memory in proportion to the hour (10% at :06, 50% at :30).
 type hubPrometheus struct {
 	*httptest.Server
 	down    atomic.Bool
 	queries atomic.Int64
+	ranges  atomic.Int64 // range queries answered
 }
+
+// hubSeries are the series of one family, as the API answers them: each
+// host's GPUs' labels and value, and its values at each of times.
+func hubSeries(name string, times []time.Time, instant bool) []string {
+	var result []string
+	for _, host := range []string{"a", "b"} {
+		for g := range 2 {
+			labels := fmt.Sprintf(`"__name__":%q,"host":%q,"gpu":"%d","uuid":"GPU-%s%d","name":"NVIDIA H100 80GB HBM3"`, name, host, g, host, g)
+			value := func(at time.Time) float64 {
+				switch name {
+				case "gpuwatch_gpu_temperature_celsius":
+					if host == "b" && g == 0 {
+						return 90
+					}
+					return 60
+				case "gpuwatch_gpu_memory_used_bytes":
+					if host == "b" && g == 0 && !instant {
+						return float64(at.Minute()) / 60 * (80 << 30)
+					}
+					return 1 << 30
+				case "gpuwatch_gpu_memory_total_bytes":
+					return 80 << 30
+				}
+				return math.NaN()
+			}
+			if math.IsNaN(value(times[0])) {
+				continue
+			}
+			if instant {
+				result = append(result, fmt.Sprintf(`{"metric":{%s},"value":[%d,"%v"]}`, labels, times[0].Unix(), value(times[0])))
+				continue
+			}
+			points := make([]string, len(times))
+			for i, at := range times {
+				points[i] = fmt.Sprintf(`[%d,"%v"]`, at.Unix(), value(at))
+			}
+			result = append(result, fmt.Sprintf(`{"metric":{%s},"values":[%s]}`, labels, strings.Join(points, ",")))
+		}
+	}
+	return result
+}
+
+var hubFamilies = []string{"gpuwatch_gpu_temperature_celsius", "gpuwatch_gpu_memory_used_bytes", "gpuwatch_gpu_memory_total_bytes"}
 
 func newHubPrometheus(t *testing.T) *hubPrometheus {
 	p := &hubPrometheus{}
 	p.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p.queries.Add(1)
-		if p.down.Load() || r.URL.Path != "/api/v1/query" {
+		if p.down.Load() || (r.URL.Path != "/api/v1/query" && r.URL.Path != "/api/v1/query_range") {
 			w.WriteHeader(http.StatusServiceUnavailable)
 			fmt.Fprint(w, `{"status":"error","errorType":"unavailable","error":"the TSDB is starting"}`)
 			return
 		}
 		var result []string
-		for _, host := range []string{"a", "b"} {
-			for g := range 2 {
-				temp := 60
-				if host == "b" && g == 0 {
-					temp = 90
-				}
-				labels := fmt.Sprintf(`"host":%q,"gpu":"%d","uuid":"GPU-%s%d","name":"NVIDIA H100 80GB HBM3"`, host, g, host, g)
-				for name, v := range map[string]any{"gpuwatch_gpu_temperature_celsius": temp, "gpuwatch_gpu_memory_used_bytes": 1 << 30,
-					"gpuwatch_gpu_memory_total_bytes": 80 << 30} {
-					result = append(result, fmt.Sprintf(`{"metric":{"__name__":%q,%s},"value":[%d,"%v"]}`, name, labels, time.Now().Unix(), v))
-				}
+		if r.URL.Path == "/api/v1/query" {
+			for _, name := range hubFamilies {
+				result = append(result, hubSeries(name, []time.Time{time.Now()}, true)...)
+			}
+			fmt.Fprintf(w, `{"status":"success","data":{"resultType":"vector","result":[%s]}}`, strings.Join(result, ","))
+			return
+		}
+		p.ranges.Add(1)
+		r.ParseForm()
+		start, _ := strconv.ParseFloat(r.Form.Get("start"), 64)
+		end, _ := strconv.ParseFloat(r.Form.Get("end"), 64)
+		step, _ := strconv.ParseFloat(r.Form.Get("step"), 64)
+		var times []time.Time
+		for at := start; at <= end && step > 0; at += step {
+			times = append(times, time.Unix(int64(at), 0))
+		}
+		for _, name := range hubFamilies {
+			if len(times) > 0 && strings.Contains(r.Form.Get("query"), name) {
+				result = append(result, hubSeries(name, times, false)...)
 			}
 		}
-		fmt.Fprintf(w, `{"status":"success","data":{"resultType":"vector","result":[%s]}}`, strings.Join(result, ","))
+		fmt.Fprintf(w, `{"status":"success","data":{"resultType":"matrix","result":[%s]}}`, strings.Join(result, ","))
 	}))
 	t.Cleanup(p.Close)
 	return p
@@ -91,13 +147,16 @@ func runHub(t *testing.T, cfg *config.Config) (d *daemon.Daemon, logs *notifiert
 	return d, logs, stop
 }
 
-func hubConfig(t *testing.T, dir, prometheusURL, hookURL string) *config.Config {
+// hubConfig is a hub on Prometheus at prometheusURL sending GPUHot to a
+// webhook at hookURL; more is added to the config (a slack section).
+func hubConfig(t *testing.T, dir, prometheusURL, hookURL string, more ...string) *config.Config {
 	return parseConfig(t, dir, fmt.Sprintf(`
 host: hub
 source:
   type: prometheus
   interval: 100ms
   prometheus: {url: %s, schema: gpuwatch, timeout: 90ms}
+`+strings.Join(more, "\n")+`
 receivers:
   - name: hook
     webhook: {url: %s, format: generic}

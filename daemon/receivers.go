@@ -52,11 +52,10 @@ func (d *Daemon) buildDeliverers(cfg *config.Config) (map[string]*notifier.Deliv
 			d.background = append(d.background, b)
 		}
 		if s, ok := n.(*slack.Notifier); ok {
-			if u := s.ChartUploader(d); u != nil {
+			if u := s.ChartUploader(d, d.bot); u != nil {
 				queue := chartQueuePrefix + r.Name
 				out[queue] = notifier.NewDeliverer(queue, u, countingQueue{d.db, d.depth}, d.opts.Backoff, d.logger)
 				d.chartQueues[r.Name] = queue
-				d.uploaders = append(d.uploaders, u)
 			}
 		}
 	}
@@ -66,15 +65,23 @@ func (d *Daemon) buildDeliverers(cfg *config.Config) (map[string]*notifier.Deliv
 	return out, nil
 }
 
-// checkChartScope asks Slack, once for the bot token every Slack
-// receiver shares, whether it may upload charts; without files:write it
-// warns once and every receiver's alerts go as text alone.
-func (d *Daemon) checkChartScope(ctx context.Context) {
-	if len(d.uploaders) == 0 || d.uploaders[0].CheckScope(ctx) {
-		return
+// newBot returns the bot token's Slack client for pictures and users'
+// zones, shared by every Slack receiver and the Slack app; nil without
+// slack.bot_token.
+func (d *Daemon) newBot(cfg *config.Config) *slack.Bot {
+	if cfg.Slack.BotToken == "" {
+		return nil
 	}
-	for _, u := range d.uploaders[1:] {
-		u.Disable()
+	return slack.NewBot(slack.BotOptions{Token: cfg.Slack.BotToken, APIURL: cfg.Slack.APIURL, HTTPClient: d.opts.HTTPClient,
+		Logger: d.logger.With("component", "slack"), Now: d.opts.Now})
+}
+
+// checkSlackScopes asks Slack, once for the bot token every Slack
+// receiver and the Slack app share, what it may do: without files:write
+// it warns once and alerts and answers go as text alone.
+func (d *Daemon) checkSlackScopes(ctx context.Context) {
+	if d.bot != nil && (len(d.chartQueues) > 0 || d.app != nil) {
+		d.bot.CheckScopes(ctx)
 	}
 }
 

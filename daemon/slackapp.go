@@ -22,15 +22,21 @@ func (d *Daemon) newSlackApp(cfg *config.Config) (*slackbot.App, error) {
 	if cfg.Slack.SigningSecret == "" && cfg.Slack.AppToken == "" {
 		return nil, nil
 	}
-	app, err := slackbot.New(d, slackbot.Config{
+	c := slackbot.Config{
 		SigningSecret:   cfg.Slack.SigningSecret,
 		AllowedChannels: cfg.Slack.AllowedChannels,
 		Admins:          cfg.Slack.Admins,
 		Logger:          d.logger.With("component", "slack-app"),
 		HTTPClient:      d.opts.HTTPClient,
 		Now:             d.opts.Now,
+		Location:        d.opts.Location,
+		Drawn:           releaseDrawing,
 		Replays:         d.bucket(BucketSlackReplays),
-	})
+	}
+	if d.bot != nil { // an interface holding a nil *slack.Bot would not be nil
+		c.Uploader, c.Zones = d.bot, d.bot
+	}
+	app, err := slackbot.New(d, c)
 	if err != nil {
 		return nil, fmt.Errorf("the Slack app (slack:): %w", err)
 	}

@@ -69,8 +69,8 @@ type rangeReader interface {
 	Range(ctx context.Context, from, to time.Time, step time.Duration, each func(*gpu.Snapshot)) error
 }
 
-// readFleetHistory makes the page's charts read src's past when src can
-// tell it.
+// readFleetHistory makes the page's charts and /gpu history read src's
+// past when src can tell it (a hub's Prometheus).
 func (d *Daemon) readFleetHistory(src gpu.Source) {
 	if r, ok := src.(rangeReader); ok {
 		d.fleetHistory.Store(history.NewPrometheus(r.Range))
@@ -81,7 +81,10 @@ func (h daemonHistory) History(ctx context.Context, host string, gpu int, window
 	if fleet := h.d.fleetHistory.Load(); fleet != nil {
 		return prometheusSeries(ctx, fleet, host, gpu, h.d.opts.Now(), window)
 	}
-	got, ok := h.d.History(host, gpu, window)
+	if s := h.d.last.Load(); s != nil && host == "" {
+		host = s.Host
+	}
+	got, ok := h.d.history.History(host, gpu, window)
 	if !ok {
 		return web.Series{}, web.ErrUnknownGPU
 	}

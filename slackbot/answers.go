@@ -24,9 +24,9 @@ func (a *App) command(ctx context.Context, sc goslack.SlashCommand) *reply {
 		return notHere()
 	}
 	cmd, perr := ParseCommand(sc.Text)
-	u := user{ID: sc.UserID, Name: sc.UserName}
+	by := asker{user: user{ID: sc.UserID, Name: sc.UserName}, channel: sc.ChannelID}
 	return a.withDeadline(ctx, sc.ResponseURL, func() *reply {
-		r := a.answer(cmd, perr, u)
+		r := a.answer(ctx, cmd, perr, by)
 		if r.ResponseType == "" {
 			r.ResponseType = ephemeral
 			if cmd.Public {
@@ -37,10 +37,17 @@ func (a *App) command(ctx context.Context, sc goslack.SlashCommand) *reply {
 	})
 }
 
+// asker is who sent a command, and where.
+type asker struct {
+	user    user
+	channel string // the conversation's ID: C…, G…, D…
+}
+
 // answer runs a parsed command. Answers that only the user should see (a
 // refusal, an error) set their response type; the others are public when
 // the user asked.
-func (a *App) answer(cmd Command, perr error, u user) *reply {
+func (a *App) answer(ctx context.Context, cmd Command, perr error, by asker) *reply {
+	u := by.user
 	switch cmd.Kind {
 	case CmdStatus:
 		return a.status(cmd.Host)
@@ -51,7 +58,7 @@ func (a *App) answer(cmd Command, perr error, u user) *reply {
 	case CmdFree:
 		return a.free(cmd.Host)
 	case CmdHistory:
-		return a.history(cmd.Host, cmd.GPU, cmd.Window)
+		return a.history(ctx, cmd, by)
 	case CmdSilence:
 		return a.silence(cmd, u)
 	case CmdSilences:
@@ -418,68 +425,6 @@ func orSomeone(by string) string {
 	return by
 }
 
-// historyWidth is the most bars a sparkline has.
-const historyWidth = 60
-
-// history draws sparklines of a GPU's memory and utilization. In a fleet
-// the command names the host; with one host it need not.
-func (a *App) history(host string, index int, window time.Duration) *reply {
-	f := a.fleet()
-	named := host != ""
-	switch {
-	case named:
-		picked, err := f.pick(host)
-		if err != nil {
-			return errorReply(err.Error() + ".")
-		}
-		host = picked[0].Host
-	case f.several():
-		return errorReply(fmt.Sprintf("Say which host's GPU %d: write `/gpu history &lt;host&gt; %d`; %s.", index, index, f.names()))
-	case len(f) == 1:
-		host = f[0].Host
-	}
-	h, ok := a.backend.History(host, index, window)
-	if !ok {
-		known := "no GPUs are known yet"
-		if picked, _ := f.pick(host); len(picked) == 1 && len(picked[0].Devices) > 0 {
-			idx := make([]string, len(picked[0].Devices))
-			for i, d := range picked[0].Devices {
-				idx[i] = strconv.Itoa(d.Index)
-			}
-			known = "this host has GPUs " + strings.Join(idx, ", ")
-			if named {
-				known = hostName(host) + " has GPUs " + strings.Join(idx, ", ")
-			}
-		}
-		return errorReply(fmt.Sprintf("GPU %d is unknown: %s.", index, known))
-	}
-	title := fmt.Sprintf("📈 GPU %d · last %s", index, span(window))
-	if named || f.several() {
-		title = fmt.Sprintf("📈 %s GPU %d · last %s", host, index, span(window)) // a header: plain text, not escaped
-	}
-	mem, util := downsample(h.MemoryUsed, historyWidth), downsample(h.Utilization, historyWidth)
-	text := fmt.Sprintf("*Memory* `%s` %s\n*Utilization* `%s` %s",
-		spark(mem), seriesSummary(h.MemoryUsed), spark(util), seriesSummary(h.Utilization))
-	points := max(len(h.MemoryUsed), len(h.Utilization))
-	start := h.End.Add(-h.Step * time.Duration(max(0, points-1)))
-	return message(title, header(title), section(text),
-		note(fmt.Sprintf("%d points from %s to %s · bars from 0 to 100%%", points, localTime(start), localTime(h.End))))
-}
-
-// seriesSummary is "now 76% · max 90%" of a percent series, or "no data".
-func seriesSummary(vs []float64) string {
-	last, peak, seen := math.NaN(), math.Inf(-1), false
-	for _, v := range vs {
-		if !math.IsNaN(v) {
-			last, peak, seen = v, math.Max(peak, v), true
-		}
-	}
-	if !seen {
-		return "no data"
-	}
-	return fmt.Sprintf("now %.0f%% · max %.0f%%", last, peak)
-}
-
 // commandHelp is each /gpu command: how to write it and what it answers,
 // in the order /gpu help lists them. A command not understood is answered
 // with its own line, not the whole list.
@@ -488,7 +433,7 @@ var commandHelp = []struct{ verb, usage, about string }{
 	{"free", "`/gpu free [host]`", "the GPUs no one holds now (no process, under 1 GiB in use), with model and free memory"},
 	{"top", "`/gpu top [host]`", "processes by GPU memory, with user, command and container"},
 	{"alerts", "`/gpu alerts [host]`", "firing, silenced and pending alerts, since when, who acknowledged or silenced them"},
-	{"history", "`/gpu history [host] &lt;gpu&gt; [window]`", "sparklines of memory and utilization (window 1h by default, up to 24h; the host is needed in a fleet)"},
+	{"history", "`/gpu history [host] [gpu] [window]`", "a chart of memory, utilization and temperature of one GPU, or of every GPU of a host (window 6h by default, up to 24h; the host is needed in a fleet); posted in a direct message with gpuwatch or, with `public`, in the channel, else as sparklines"},
 	{"silence", "`/gpu silence &lt;alert|gpu N|all&gt; &lt;duration&gt; [reason]`", "mute alerts, e.g. `/gpu silence GPUHot 2h fan repair`; `on &lt;host&gt;` after what to silence mutes one host's, e.g. `/gpu silence gpu 2 on node3 1h`"},
 	{"silences", "`/gpu silences`", "the silences; `/gpu unsilence &lt;id&gt;` ends one"},
 	{"unsilence", "`/gpu unsilence &lt;id&gt;`", "ends a silence (`/gpu silences` lists them)"},

@@ -48,6 +48,17 @@ type Config struct {
 	HTTPClient *http.Client
 	// Now is the clock that checks request timestamps; nil means time.Now.
 	Now func() time.Time
+	// Uploader posts the charts of /gpu history; nil answers with
+	// sparklines alone.
+	Uploader Uploader
+	// Zones tells users' time zones, the times of their charts; nil, or
+	// where it does not know, charts show Location's.
+	Zones Zones
+	// Location is the host's time zone; nil means time.Local.
+	Location *time.Location
+	// Drawn, when set, is called after each chart is drawn (the daemon
+	// hands the chart's memory back to the system).
+	Drawn func()
 	// Replays keeps the signatures of recent requests across restarts,
 	// so a captured request sent again after a restart does not act
 	// again. Nil: they are kept in memory only.
@@ -66,6 +77,10 @@ type App struct {
 	log        *slog.Logger
 	client     *http.Client
 	now        func() time.Time
+	uploader   Uploader
+	zones      Zones
+	location   *time.Location // the host's zone, of charts when the reader's is unknown
+	drawn      func()
 
 	// slowAfter is how long a command may take before the answer becomes
 	// "working on it" and the result goes to response_url (Slack gives up
@@ -91,7 +106,14 @@ func New(b Backend, c Config) (*App, error) {
 		log:        c.Logger,
 		client:     c.HTTPClient,
 		now:        c.Now,
+		uploader:   c.Uploader,
+		zones:      c.Zones,
+		location:   c.Location,
+		drawn:      c.Drawn,
 		slowAfter:  2 * time.Second,
+	}
+	if a.location == nil {
+		a.location = time.Local
 	}
 	for _, ch := range c.AllowedChannels {
 		ch = strings.TrimPrefix(strings.TrimSpace(ch), "#")

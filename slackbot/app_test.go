@@ -219,10 +219,12 @@ func TestAlertsShowSilenced(t *testing.T) {
 	contains(t, "status", k.all(), "2 active alerts", "🔕 *GPUMemoryLeak* silenced")
 }
 
+// TestHistory: without an uploader, /gpu history answers sparklines of
+// one GPU, or of every GPU of the host, over the window (6h by default).
 func TestHistory(t *testing.T) {
 	ta := newTestApp(t, 4, nil)
 	k := ta.run(t, "history 1 6h", "U1", "alice")
-	contains(t, "header", strings.Join(k.texts("header"), ""), "GPU 1 · last 6h")
+	contains(t, "header", strings.Join(k.texts("header"), ""), "node1 GPU 1 · last 6h")
 	secs := k.texts("section")
 	if len(secs) != 1 {
 		t.Fatalf("/gpu history: got sections %q, want 1", secs)
@@ -230,13 +232,20 @@ func TestHistory(t *testing.T) {
 	lines := strings.Split(secs[0], "\n")
 	mem := between(lines[0], "`")
 	if n := len([]rune(mem)); n != historyWidth {
-		t.Errorf("memory sparkline: got %d bars, want %d (360 points downsampled)", n, historyWidth)
+		t.Errorf("memory sparkline: got %d bars, want %d (361 points downsampled)", n, historyWidth)
 	}
 	if r := []rune(mem); r[0] != '▁' || r[len(r)-1] != '█' {
 		t.Errorf("memory sparkline %q: got first %q last %q, want ▁ then █ (rising 0 to 100%%)", mem, r[0], r[len(r)-1])
 	}
 	contains(t, "utilization", lines[1], "now 50% · max 50%")
-	contains(t, "note", strings.Join(k.texts("context"), ""), "360 points")
+	contains(t, "temperature", lines[2], "now 60 °C · max 60 °C")
+	contains(t, "note", strings.Join(k.texts("context"), ""), "2026-11-29 03:59:00 UTC", "to", "2026-11-29 09:59:00 UTC")
+
+	k = ta.run(t, "history", "U1", "alice")
+	contains(t, "every GPU", strings.Join(k.texts("header"), ""), "node1 · last 6h")
+	if secs := k.texts("section"); len(secs) != 4 || !strings.HasPrefix(secs[3], "*GPU 3*") {
+		t.Errorf("/gpu history: got sections %q, want one per GPU", secs)
+	}
 
 	k = ta.run(t, "history 9", "U1", "alice")
 	contains(t, "unknown GPU", k.all(), "GPU 9 is unknown: this host has GPUs 0, 1, 2, 3")
@@ -258,8 +267,9 @@ func TestNotUnderstoodGetsOneLine(t *testing.T) {
 	cases := []struct{ text, want string }{
 		{"dance", `"dance" is not a /gpu command: /gpu help lists the commands`},
 		{"stauts", `"stauts" is not a /gpu command; did you mean /gpu status?`},
-		{"history", "/gpu history needs a GPU (after its host, when there are several) and at most a window: write /gpu history [host] &lt;gpu&gt; [window]"},
-		{"history 0 soon", `history window: "soon" is not a duration: write a duration like 30m, 2h, 1d12h or 1w; write /gpu history [host] &lt;gpu&gt; [window]`},
+		{"history 0 1", "/gpu history shows one GPU, or every GPU of a host: got GPUs 0 and 1; write /gpu history 0, or /gpu history [host] for all"},
+		{"history 6h 0", "the window goes last: write /gpu history 0 6h"},
+		{"history 0 soon", `history window: "soon" is not a duration: write a duration like 30m, 2h, 1d12h or 1w; write /gpu history [host] [gpu] [window]`},
 		{"silence GPUHot forever", `silence duration: "forever" is not a duration`},
 		{"digest 30m", "digest window 30m is out of range: use 1h to 35d; write /gpu digest [window]"},
 	}
