@@ -58,9 +58,7 @@ func (d *Daemon) Alerts() []slackbot.ActiveAlert {
 		}
 		out = append(out, al)
 	}
-	if a, ok := d.sourceDownAlert(); ok {
-		out = append(out, a)
-	}
+	out = append(out, d.ownAlerts()...)
 	slices.SortStableFunc(out, func(a, b slackbot.ActiveAlert) int {
 		return cmp.Or(cmp.Compare(stateRank(a.State), stateRank(b.State)), cmp.Compare(a.Host, b.Host), cmp.Compare(a.GPU, b.GPU), cmp.Compare(a.Name, b.Name))
 	})
@@ -161,7 +159,7 @@ func (d *Daemon) Acknowledge(alertKey, by string) error {
 	firing := slices.ContainsFunc(d.engine.Active(), func(a rules.AlertState) bool {
 		return a.State == rules.StateFiring && notifier.AlertKey(a.Host, a.Rule.Name, a.UUID) == alertKey
 	})
-	if a, ok := d.sourceDownAlert(); ok && a.Key == alertKey {
+	if slices.ContainsFunc(d.ownAlerts(), func(a slackbot.ActiveAlert) bool { return a.Key == alertKey }) {
 		firing = true
 	}
 	if !firing {

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -19,11 +20,14 @@ import (
 )
 
 // hubPrometheus answers instant queries with two hosts of gpuwatch
-// agents, a and b, b's GPU 0 at 90 °C; while down it answers 503.
+// agents, a and b, b's GPU 0 at 90 °C, and their targets' up; while down
+// it answers 503; while silent it answers no series at all (as after a
+// restart, before its first scrapes); while bDown its scrapes of b fail
+// (b's series are gone, its up is 0).
 type hubPrometheus struct {
 	*httptest.Server
-	down    atomic.Bool
-	queries atomic.Int64
+	down, silent, bDown atomic.Bool
+	queries             atomic.Int64
 }
 
 func newHubPrometheus(t *testing.T) *hubPrometheus {
@@ -37,12 +41,23 @@ func newHubPrometheus(t *testing.T) *hubPrometheus {
 		}
 		var result []string
 		for _, host := range []string{"a", "b"} {
+			if p.silent.Load() {
+				break
+			}
+			up := 1
+			if host == "b" && p.bDown.Load() {
+				up = 0
+			}
+			result = append(result, fmt.Sprintf(`{"metric":{"__name__":"up","instance":"%s:9477","job":"gpuwatch"},"value":[%d,"%d"]}`, host, time.Now().Unix(), up))
+			if up == 0 {
+				continue
+			}
 			for g := range 2 {
 				temp := 60
 				if host == "b" && g == 0 {
 					temp = 90
 				}
-				labels := fmt.Sprintf(`"host":%q,"gpu":"%d","uuid":"GPU-%s%d","name":"NVIDIA H100 80GB HBM3"`, host, g, host, g)
+				labels := fmt.Sprintf(`"host":%q,"gpu":"%d","uuid":"GPU-%s%d","name":"NVIDIA H100 80GB HBM3","instance":"%s:9477","job":"gpuwatch"`, host, g, host, g, host)
 				for name, v := range map[string]any{"gpuwatch_gpu_temperature_celsius": temp, "gpuwatch_gpu_memory_used_bytes": 1 << 30,
 					"gpuwatch_gpu_memory_total_bytes": 80 << 30} {
 					result = append(result, fmt.Sprintf(`{"metric":{"__name__":%q,%s},"value":[%d,"%v"]}`, name, labels, time.Now().Unix(), v))
@@ -151,6 +166,75 @@ func TestHubSourceDown(t *testing.T) {
 	waitFor(t, "the resolve", func() bool { return len(hook.AlertLines(t)) >= 3 })
 	time.Sleep(300 * time.Millisecond)
 	want := []string{"firing GPUHot b/0", "firing GPUWatchSourceDown hub/-", "resolved GPUWatchSourceDown hub/-"}
+	if got := hook.AlertLines(t); strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("the hook got\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// TestHubPrometheusSilentAndHostDown: an answer without any series (a
+// Prometheus that restarted and has not scraped yet) is GPUWatchSourceDown,
+// and no GPU is lost for it; a host whose exporter Prometheus cannot
+// scrape (up is 0) is one GPUHostDown, about the host, once it has been
+// down for host_down_for, and no GPU of it is lost; a restart while it is
+// down neither repeats nor forgets it; when it reports again, it resolves.
+func TestHubPrometheusSilentAndHostDown(t *testing.T) {
+	dir := t.TempDir()
+	prom := newHubPrometheus(t)
+	hook := notifiertest.NewServer(t, func(int, *notifiertest.Request) notifiertest.Response { return notifiertest.Response{Status: 200} })
+	cfg := parseConfig(t, dir, fmt.Sprintf(`
+host: hub
+source:
+  type: prometheus
+  interval: 100ms
+  prometheus: {url: %s, schema: gpuwatch, timeout: 90ms, host_down_for: 500ms}
+receivers:
+  - name: hook
+    webhook: {url: %s, format: generic}
+route:
+  receiver: hook
+  group_wait: 0s
+%s  - alert: GPULost
+    when: missing_for > 200ms
+`, prom.URL, hook.URL, hotRule), nil)
+	d, _, stop := runHub(t, cfg)
+	waitFor(t, "GPUHot on b", func() bool { return len(hook.AlertLines(t)) == 1 })
+
+	prom.silent.Store(true)
+	waitFor(t, "GPUWatchSourceDown", func() bool { return len(hook.AlertLines(t)) == 2 })
+	before := prom.queries.Load()
+	waitFor(t, "silent evaluations past missing_for", func() bool { return prom.queries.Load() > before+5 })
+	prom.silent.Store(false)
+	waitFor(t, "the resolve", func() bool { return len(hook.AlertLines(t)) == 3 })
+	want := []string{"firing GPUHot b/0", "firing GPUWatchSourceDown hub/-", "resolved GPUWatchSourceDown hub/-"}
+	if got := hook.AlertLines(t); strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("the hook got\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+
+	prom.bDown.Store(true)
+	waitFor(t, "GPUHostDown on b", func() bool { return len(hook.AlertLines(t)) == 4 })
+	if got := hook.AlertLines(t)[3]; got != "firing GPUHostDown b/-" {
+		t.Fatalf("got %q, want GPUHostDown firing on b, about no GPU", got)
+	}
+	if s := d.Snapshots(); len(s) != 2 || s[1].Down == "" || len(s[1].Devices) != 0 {
+		t.Errorf("Snapshots while b is down: %+v, want b down without GPUs", s)
+	}
+	var alerts []daemon.AlertJSON
+	if err := json.Unmarshal([]byte(get(t, "http://"+d.Addr()+"/api/v1/alerts")), &alerts); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.ContainsFunc(alerts, func(a daemon.AlertJSON) bool {
+		return a.Alert == daemon.HostDownAlert && a.Host == "b" && a.GPU == -1 && strings.Contains(a.Summary, "up is 0")
+	}) {
+		t.Errorf("/api/v1/alerts: %+v, want GPUHostDown on b saying why", alerts)
+	}
+	stop()
+	runHub(t, cfg)
+	before = prom.queries.Load()
+	waitFor(t, "evaluations after the restart", func() bool { return prom.queries.Load() > before+5 })
+	prom.bDown.Store(false)
+	waitFor(t, "b's resolve", func() bool { return len(hook.AlertLines(t)) >= 5 })
+	time.Sleep(300 * time.Millisecond)
+	want = append(want, "firing GPUHostDown b/-", "resolved GPUHostDown b/-")
 	if got := hook.AlertLines(t); strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("the hook got\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}

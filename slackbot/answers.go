@@ -114,7 +114,10 @@ func (a *App) hostStatus(snap *gpu.Snapshot) *reply {
 		}
 		blocks = append(blocks, section(deviceText(snap.Host, &snap.Devices[i], alerts, now)))
 	}
-	if len(snap.Devices) == 0 {
+	switch {
+	case snap.Down != "":
+		blocks = append(blocks, section("⚠️ This host is down: "+blockkit.EscapeClip(snap.Down, 300)))
+	case len(snap.Devices) == 0:
 		blocks = append(blocks, section("This host reports no GPUs."))
 	}
 	return message(title, blocks...)
@@ -169,9 +172,12 @@ func (a *App) fleetStatus(f fleet) *reply {
 // GPUs: 5 busy, 1 idle-held, 2 free · 🔥 2 firing".
 func hostLine(s *gpu.Snapshot, alerts []ActiveAlert, newest, now time.Time) string {
 	line := "*" + hostName(s.Host) + "* · "
-	if len(s.Devices) == 0 {
+	switch {
+	case s.Down != "":
+		line += "⚠️ down: " + blockkit.EscapeClip(s.Down, 120)
+	case len(s.Devices) == 0:
 		line += "⚠️ no GPU reports"
-	} else {
+	default:
 		var u uses
 		u.add(s)
 		line += plural.Count(len(s.Devices), "GPU") + ": " + u.String()

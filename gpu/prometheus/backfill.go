@@ -24,7 +24,7 @@ func (q *querier) backfill(ctx context.Context, end time.Time, span time.Duratio
 			"start": {formatTime(end.Add(-span))},
 			"end":   {formatTime(end)},
 			"step":  {strconv.FormatFloat(step.Seconds(), 'f', -1, 64)},
-		})
+		}, nil)
 		if err != nil {
 			return q.failure("range query", err)
 		}

@@ -1,6 +1,7 @@
 package prometheus
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -22,8 +23,8 @@ func series(value float64, name string, labels ...string) point {
 		panic(err)
 	}
 	var ls labelSet
-	p := &parser{data: raw, intern: map[string]string{}}
-	if err := p.labels(&ls); err != nil {
+	d := &decoder{r: bytes.NewReader(raw), limit: int64(len(raw)), strs: newInterner()}
+	if err := d.labels(&ls); err != nil {
 		panic(err)
 	}
 	return point{labels: &ls, value: value}
@@ -104,7 +105,7 @@ func TestEvents(t *testing.T) {
 		gpus: []int{1, 0, 0, 1},
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
-			b := newBuilder(tc.schema)
+			b := newBuilder(tc.schema, time.Minute)
 			for i, points := range tc.evals {
 				snaps := b.build(at0.Add(time.Duration(i)*time.Minute), points)
 				if len(snaps) != 1 || snaps[0].Host != "node1" {
@@ -125,7 +126,7 @@ func TestEvents(t *testing.T) {
 // and dcgm-exporter both report (under their own host names even) is read
 // once, from the agent; dcgm-exporter's other GPUs are read from it.
 func TestAutoPrefersTheAgent(t *testing.T) {
-	b := newBuilder(SchemaAuto)
+	b := newBuilder(SchemaAuto, time.Minute)
 	snaps := b.build(at0, []point{
 		agent(1<<30, "gpuwatch_gpu_memory_used_bytes"),
 		agent(80<<30, "gpuwatch_gpu_memory_total_bytes"),
@@ -143,7 +144,7 @@ func TestAutoPrefersTheAgent(t *testing.T) {
 // TestSeriesWithoutAGPU: series without a host, a GPU index or with one
 // that is not a number are left out and counted, never a panic.
 func TestSeriesWithoutAGPU(t *testing.T) {
-	b := newBuilder(SchemaGPUWatch)
+	b := newBuilder(SchemaGPUWatch, time.Minute)
 	snaps := b.build(at0, []point{
 		series(1, "gpuwatch_gpu_memory_used_bytes", "gpu", "0", "uuid", "GPU-0"),
 		series(1, "gpuwatch_gpu_memory_used_bytes", "host", "a", "uuid", "GPU-0"),
