@@ -314,12 +314,13 @@ func keyOf(schema Schema, ls *labelSet) (deviceKey, bool) {
 	return deviceKey{schema: schema, host: host, uuid: uuid, index: index}, true
 }
 
-// addPod notes the Kubernetes pod dcgm-exporter says uses the GPU.
+// addPod notes the Kubernetes pod dcgm-exporter says uses the GPU: it
+// names the pod, its namespace and container, not its processes.
 func (d *deviceBuild) addPod(ls *labelSet) {
 	if ls.pod == "" {
 		return
 	}
-	p := gpu.Process{Command: ls.container, Container: "k8s:" + ls.namespace + "/" + ls.pod}
+	p := gpu.PodProcess(ls.namespace, ls.pod, ls.container)
 	if !slices.Contains(d.pods, p) {
 		d.pods = append(d.pods, p)
 	}

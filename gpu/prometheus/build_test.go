@@ -157,3 +157,29 @@ func TestSeriesWithoutAGPU(t *testing.T) {
 		t.Errorf("got %s with %d skipped, want the instance's GPU and 5 skipped", describe(snaps), b.skipped)
 	}
 }
+
+// TestDCGMTruth: dcgm-exporter's total is used + free + reserved, and the
+// reserved part is the device's MemReserved; its host is Hostname
+// (dcgm-exporter 3) or hostname (4); a pod, its namespace and container
+// name the GPU's holder.
+func TestDCGMTruth(t *testing.T) {
+	b := newBuilder(SchemaDCGM, time.Minute)
+	pod := []string{"namespace", "ml", "pod", "train-0", "container", "trainer"}
+	snaps := b.build(at0, []point{
+		dcgm(60000, "DCGM_FI_DEV_FB_USED", pod...),
+		dcgm(20000, "DCGM_FI_DEV_FB_FREE", pod...),
+		dcgm(1000, "DCGM_FI_DEV_FB_RESERVED", pod...),
+		series(100, "DCGM_FI_DEV_FB_USED", "hostname", "node2", "gpu", "0", "UUID", "GPU-2"),
+	})
+	if len(snaps) != 2 || snaps[0].Host != "node1" || snaps[1].Host != "node2" {
+		t.Fatalf("got %s, want node1 (Hostname) and node2 (hostname)", describe(snaps))
+	}
+	d := snaps[0].Devices[0]
+	if d.MemTotal != 81000*mib || d.MemReserved != 1000*mib || d.MemUsed != 60000*mib || d.MemAllocatable() != 80000*mib {
+		t.Errorf("memory: used %d, total %d, reserved %d; want 60000, 81000 and 1000 MiB", d.MemUsed>>20, d.MemTotal>>20, d.MemReserved>>20)
+	}
+	if len(d.Processes) != 1 || d.Processes[0].Holder() != "pod ml/train-0, container trainer" || d.Processes[0].Owner() != "ml/train-0" ||
+		d.Processes[0].MemUsed != d.MemUsed {
+		t.Errorf("holders %+v, want the pod ml/train-0 holding all the memory in use", d.Processes)
+	}
+}
