@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -17,6 +16,7 @@ import (
 	"time"
 
 	"github.com/gpuwatch/gpuwatch/internal/fleettest"
+	"github.com/gpuwatch/gpuwatch/internal/suites"
 	"github.com/gpuwatch/gpuwatch/notifier/notifiertest"
 	"github.com/gpuwatch/gpuwatch/slackbot"
 )
@@ -168,9 +168,7 @@ const fleetLookback = 5 * time.Second
 // GPUWatchSourceDown on the hub, about no GPU, resolved once Prometheus
 // has scraped again, and no GPULost reaches the webhook or Alertmanager.
 func TestFleetOnRealPrometheus(t *testing.T) {
-	if testing.Short() || os.Getenv(fleettest.RequireEnv) == "" {
-		t.Skipf("the fleet test runs the real Prometheus and Alertmanager for about two minutes: set %s=1 to run it", fleettest.RequireEnv)
-	}
+	suites.Fleet(t) // the real Prometheus and Alertmanager, for about a minute
 	dir := t.TempDir()
 	hosts := map[string]string{"a": "thermal", "b": "batch-spike", "c": "normal-training"}
 	addrs := map[string]string{}
