@@ -23,8 +23,8 @@ import (
 )
 
 // costGPUs is the fleet TestRuleCost measures the rules on: 1,250 hosts
-// of 8 GPUs.
-const costGPUs = 10000
+// of 8 GPUs, or GPUWATCH_RULE_COST_GPUS.
+var costGPUs = 10000
 
 // costInterval is the scrape and evaluation interval of the measurement.
 const costInterval = 30 * time.Second
@@ -197,11 +197,15 @@ func costExporter(t *testing.T) *httptest.Server {
 // and evaluated every 30 s: the group's evaluation time, from
 // prometheus_rule_group_last_duration_seconds over several evaluations,
 // after 50 minutes of history (backfilled with promtool) fill the rules'
-// windows. It takes some 15 minutes: set GPUWATCH_RULE_COST=1 to run it,
-// GPUWATCH_RULE_COST_FILE to measure another rule file.
+// windows. It takes some 15 minutes on a machine of its own: set
+// GPUWATCH_RULE_COST=1 to run it, GPUWATCH_RULE_COST_FILE to measure another
+// rule file, GPUWATCH_RULE_COST_GPUS another fleet size.
 func TestRuleCost(t *testing.T) {
 	if os.Getenv("GPUWATCH_RULE_COST") == "" {
 		t.Skip("measures the exported rules in the real Prometheus at 10,000 GPUs for some 15 minutes: set GPUWATCH_RULE_COST=1")
+	}
+	if n, err := strconv.Atoi(os.Getenv("GPUWATCH_RULE_COST_GPUS")); err == nil && n > 0 {
+		costGPUs = n
 	}
 	var ruleFile []byte
 	if path := os.Getenv("GPUWATCH_RULE_COST_FILE"); path != "" {
@@ -266,7 +270,7 @@ scrape_configs:
 	m := durations[warm:]
 	slices.Sort(m)
 	t.Logf("rule group evaluation at %d GPUs every %v: median %.2fs, max %.2fs (%d evaluations: %v)", costGPUs, costInterval, m[len(m)/2], m[len(m)-1], len(m), durations[warm:])
-	if n := promQueryValue(t, prom.URL, `count(gpuwatch:memory_used)`); n != costGPUs {
+	if n := promQueryValue(t, prom.URL, `count(gpuwatch:memory_used)`); n != float64(costGPUs) {
 		t.Errorf("gpuwatch:memory_used has %v series, want one for each of %d GPUs", n, costGPUs)
 	}
 }
