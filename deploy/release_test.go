@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 // maxGLIBC is the newest glibc symbol version a release binary may need
@@ -296,7 +297,7 @@ func TestReleaseLintian(t *testing.T) {
 	lintian := need(t, "lintian", "apt-get install lintian")
 	for _, arch := range []string{"amd64", "arm64"} {
 		pkg := artifact(t, "gpuwatch_*_"+arch+".deb")
-		if got := run(t, "", nil, lintian, "--fail-on", "error,warning", "--tag-display-limit", "0", pkg); got.code != 0 {
+		if got := runWithin(t, 10*time.Minute, "", nil, lintian, "--fail-on", "error,warning", "--tag-display-limit", "0", pkg); got.code != 0 {
 			t.Errorf("lintian %s: exit %d\n%s%s", filepath.Base(pkg), got.code, got.stdout, got.stderr)
 		}
 	}
@@ -308,7 +309,7 @@ func TestReleaseRpmlint(t *testing.T) {
 	rpmlint := need(t, "rpmlint", "apt-get install rpmlint")
 	for _, arch := range []string{"x86_64", "aarch64"} {
 		pkg := artifact(t, "gpuwatch-*."+arch+".rpm")
-		got := run(t, "", nil, rpmlint, "-c", filepath.Join(repo, "deploy/packages/rpmlint.toml"), pkg)
+		got := runWithin(t, 10*time.Minute, "", nil, rpmlint, "-c", filepath.Join(repo, "deploy/packages/rpmlint.toml"), pkg)
 		if got.code != 0 || !strings.Contains(got.stdout, " 0 errors, 0 warnings") {
 			t.Errorf("rpmlint %s: exit %d\n%s%s", filepath.Base(pkg), got.code, got.stdout, got.stderr)
 		}
