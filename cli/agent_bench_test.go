@@ -1,12 +1,10 @@
 package cli_test
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -47,10 +45,7 @@ func BenchmarkAgentCost(b *testing.B) {
 		b.Skip("no /proc to read a process's CPU time and memory from")
 	}
 	dir := b.TempDir()
-	bin := filepath.Join(dir, "gpuwatch")
-	if out, err := exec.Command("go", "build", "-o", bin, "../cmd/gpuwatch").CombinedOutput(); err != nil {
-		b.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := buildGpuwatch(b, dir)
 	scenario, gpus := agentScenario(b)
 	addr := freeAddr(b)
 	cfg := strings.NewReplacer("  type: nvml", "  type: sim", "  interval: 5s", "  interval: 1s",
@@ -65,19 +60,7 @@ func BenchmarkAgentCost(b *testing.B) {
 		c.Source.Sim.Scenario != scenario || c.Source.Sim.Speed != 1 {
 		b.Fatalf("the agent's config (config.example.yaml edited) is not the sim at 1 s, speed 1, scenario %s: %v", scenario, err)
 	}
-	ctx, cancel := context.WithCancel(b.Context())
-	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, "run", "--config", path)
-	cmd.Stdout = io.Discard
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		b.Fatal(err)
-	}
-	defer func() {
-		cmd.Process.Signal(os.Interrupt)
-		cmd.Wait()
-	}()
+	cmd, stderr := startBuilt(b, bin, path)
 	metricsURL := "http://" + addr + "/metrics"
 	deadline := time.Now().Add(time.Minute)
 	for !strings.Contains(get(metricsURL), "gpuwatch_last_sample_timestamp_seconds") {

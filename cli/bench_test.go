@@ -19,6 +19,7 @@ import (
 	"github.com/gpuwatch/gpuwatch/gpu"
 	"github.com/gpuwatch/gpuwatch/gpu/replay"
 	"github.com/gpuwatch/gpuwatch/gpu/sim"
+	"github.com/gpuwatch/gpuwatch/notifier/notifiertest"
 	"github.com/gpuwatch/gpuwatch/rules"
 )
 
@@ -134,10 +135,7 @@ func BenchmarkRunDay8GPUs(b *testing.B) {
 		b.Skip("no /proc to read the memory of a process from")
 	}
 	dir := b.TempDir()
-	bin := filepath.Join(dir, "gpuwatch")
-	if out, err := exec.Command("go", "build", "-o", bin, "../cmd/gpuwatch").CombinedOutput(); err != nil {
-		b.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := buildGpuwatch(b, dir)
 	trace := filepath.Join(dir, "day.csv")
 	writeDayCSV(b, trace, 24*time.Hour/(5*time.Second))
 	cfg := strings.NewReplacer("  type: nvml", "  type: replay\n  replay: {file: "+trace+"}",
@@ -178,6 +176,37 @@ func BenchmarkRunDay8GPUs(b *testing.B) {
 	}
 	b.ReportMetric(rss, "RSS-MiB")
 	b.ReportMetric(hwm, "peak-RSS-MiB")
+}
+
+// buildGpuwatch builds the gpuwatch binary into dir and returns its path.
+func buildGpuwatch(b *testing.B, dir string) string {
+	b.Helper()
+	bin := filepath.Join(dir, "gpuwatch")
+	if out, err := exec.Command("go", "build", "-o", bin, "../cmd/gpuwatch").CombinedOutput(); err != nil {
+		b.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// startBuilt starts bin run --config path; its log is in the buffer, and
+// it is stopped (interrupted, and waited for) when the benchmark ends.
+func startBuilt(b *testing.B, bin, path string) (*exec.Cmd, *notifiertest.Buffer) {
+	b.Helper()
+	ctx, cancel := context.WithCancel(b.Context())
+	cmd := exec.CommandContext(ctx, bin, "run", "--config", path)
+	cmd.Stdout = io.Discard
+	stderr := &notifiertest.Buffer{}
+	cmd.Stderr = stderr
+	if err := cmd.Start(); err != nil {
+		cancel()
+		b.Fatal(err)
+	}
+	b.Cleanup(func() {
+		cmd.Process.Signal(os.Interrupt)
+		cmd.Wait()
+		cancel()
+	})
+	return cmd, stderr
 }
 
 // processMemory reads VmRSS and VmHWM, in MiB, from a /proc/PID/status;

@@ -353,6 +353,37 @@ func requestBodies(s *notifiertest.Server) string {
 	return b.String()
 }
 
+// fleetAgents starts a gpuwatch agent for each host, on the sim scenario
+// of the same place (its config is dir/HOST.yaml), and the real Prometheus
+// scraping them every second; it returns once Prometheus has every
+// agent's GPUs: a hub started before would rightly find no GPU series at
+// all on its first evaluation.
+func fleetAgents(t *testing.T, dir string, hosts, scenarios []string) (*fleettest.Server, map[string]*inProcess) {
+	t.Helper()
+	addrs := map[string]string{}
+	var targets []string
+	for _, host := range hosts {
+		addrs[host] = freeAddr(t)
+		targets = append(targets, fmt.Sprintf("%q", addrs[host]))
+	}
+	prom := fleettest.Prometheus(t, fmt.Sprintf(`global: {scrape_interval: 1s, scrape_timeout: 900ms}
+scrape_configs:
+  - job_name: gpuwatch
+    static_configs: [{targets: [%s]}]
+`, strings.Join(targets, ", ")))
+	agents := map[string]*inProcess{}
+	for i, host := range hosts {
+		path := filepath.Join(dir, host+".yaml")
+		writeFile(t, path, fleetAgent(dir, host, scenarios[i], addrs[host]))
+		agents[host] = runInProcess(t, path)
+	}
+	fleettest.Eventually(t, 30*time.Second, fmt.Sprintf("Prometheus to scrape the %d agents", len(hosts)), func() (bool, string) {
+		got := promQuery(t, prom.URL, `count by (host) (gpuwatch_gpu_temperature_celsius)`)
+		return len(got) == len(hosts), fmt.Sprint(got)
+	})
+	return prom, agents
+}
+
 // promQuery runs an instant query on Prometheus and returns the label
 // sets of the answer; nil when it does not answer.
 func promQuery(t *testing.T, base, query string) []map[string]string {

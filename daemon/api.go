@@ -14,6 +14,7 @@ import (
 
 	"github.com/gpuwatch/gpuwatch/gpu"
 	"github.com/gpuwatch/gpuwatch/notifier"
+	"github.com/gpuwatch/gpuwatch/slackbot"
 )
 
 // maxBody is the largest request body the API reads.
@@ -69,13 +70,17 @@ func (d *Daemon) Addr() string {
 //	GET    /api/v1/digest            the usage digest as text; ?window=24h&name=daily
 //	GET    /api/v1/charts/ID.png             a chart a notification names (its chart_url)
 //	POST   /slack/commands, /slack/actions   the Slack app, when slack.signing_secret is set
+//	GET    /                         the page in the browser (package web), with its files and answers
 //
 // A known path asked with another method gets 405. With server.tls it is
 // served over HTTPS; with server.bearer_token(_file) or
-// server.basic_auth_users every path but /healthz and /slack/ asks for
-// credentials (401 without).
+// server.basic_auth_users every path but /healthz, /slack/ and the page's
+// files asks for credentials (401 without), or a browser login session
+// (/login). A browser's request that changes state for another site's
+// page is refused (403).
 func (d *Daemon) Handler() http.Handler {
 	mux := http.NewServeMux()
+	d.page.Register(mux)
 	mux.HandleFunc("GET /healthz", d.healthz)
 	mux.Handle("GET /metrics", d.metricsHandler())
 	mux.HandleFunc("GET /api/v1/status", d.status)
@@ -89,11 +94,7 @@ func (d *Daemon) Handler() http.Handler {
 	mux.HandleFunc("GET /api/v1/outbox", d.outbox)
 	mux.HandleFunc("GET /api/v1/digest", d.digestText)
 	mux.HandleFunc("GET /api/v1/charts/{file}", d.chartFile)
-	h := http.MaxBytesHandler(mux, maxBody)
-	if d.auth != nil {
-		h = d.requireAuth(d.auth, h)
-	}
-	return h
+	return d.pageHandler(http.MaxBytesHandler(mux, maxBody))
 }
 
 // SilenceJSON is a silence as the API shows it.
@@ -325,6 +326,13 @@ type GPUJSON struct {
 	PowerW            notifier.Float `json:"power_w"`
 	PowerLimitW       notifier.Float `json:"power_limit_w"`
 	Processes         []gpu.Process  `json:"processes"`
+	// Use is what the GPU is doing, as /gpu status counts it: "free" (no
+	// process and under 1 GiB of memory in use), "busy", or "idle-held"
+	// (held while computing nothing).
+	Use string `json:"use"`
+	// HeldSince is when the job that holds the GPU took it, as the rules
+	// engine saw it; null while the GPU is free.
+	HeldSince *time.Time `json:"held_since"`
 }
 
 // AlertJSON is a pending or firing alert. Since is when it went pending,
@@ -348,7 +356,7 @@ func gpuJSON(dev *gpu.Device) GPUJSON {
 		Index: dev.Index, UUID: dev.UUID, Name: dev.Name,
 		UtilizationGPU: notifier.Float(dev.UtilGPU), UtilizationMemory: notifier.Float(dev.UtilMem),
 		TemperatureC: notifier.Float(dev.TempC), PowerW: notifier.Float(dev.PowerW), PowerLimitW: notifier.Float(dev.PowerLimitW),
-		Processes: dev.Processes,
+		Processes: dev.Processes, Use: slackbot.UseOf(dev),
 	}
 	if dev.MemKnown() {
 		used, total := dev.MemUsed, dev.MemTotal
@@ -380,7 +388,25 @@ func (d *Daemon) status(w http.ResponseWriter, _ *http.Request) {
 	for _, snap := range d.Snapshots() {
 		out.Hosts = append(out.Hosts, HostJSON{Host: snap.Host, Time: snap.Time, GPUs: gpusJSON(snap)})
 	}
+	d.mu.Lock()
+	for _, gpus := range append([][]GPUJSON{out.GPUs}, hostGPUs(out.Hosts)...) {
+		for i := range gpus {
+			if since := d.engine.HeldSince(gpus[i].UUID, gpus[i].Index); !since.IsZero() {
+				gpus[i].HeldSince = &since
+			}
+		}
+	}
+	d.mu.Unlock()
 	writeJSON(w, http.StatusOK, out)
+}
+
+// hostGPUs is the GPUs of each host.
+func hostGPUs(hosts []HostJSON) [][]GPUJSON {
+	out := make([][]GPUJSON, len(hosts))
+	for i := range hosts {
+		out[i] = hosts[i].GPUs
+	}
+	return out
 }
 
 func gpusJSON(snap *gpu.Snapshot) []GPUJSON {

@@ -27,11 +27,13 @@ import (
 
 	"github.com/gpuwatch/gpuwatch/config"
 	"github.com/gpuwatch/gpuwatch/gpu"
+	"github.com/gpuwatch/gpuwatch/history"
 	"github.com/gpuwatch/gpuwatch/internal/strictyaml"
 	"github.com/gpuwatch/gpuwatch/notifier"
 	"github.com/gpuwatch/gpuwatch/notifier/slack"
 	"github.com/gpuwatch/gpuwatch/rules"
 	"github.com/gpuwatch/gpuwatch/slackbot"
+	"github.com/gpuwatch/gpuwatch/web"
 )
 
 // BucketAlerts holds the state of every firing alert, so a restart neither
@@ -119,6 +121,10 @@ type Daemon struct {
 	pendingCharts []pendingChart
 
 	auth *authenticator // nil when the server section asks for no credentials
+	page *web.Server    // the page in the browser
+	// fleetHistory is a hub's Prometheus, read for the page's charts;
+	// nil elsewhere.
+	fleetHistory atomic.Pointer[history.Prometheus]
 
 	// health follows whether the source answers (guarded by mu); hub is
 	// whether the source is a fleet's Prometheus, whose GPUs /metrics
@@ -165,6 +171,9 @@ func New(cfg *config.Config, opts Options) (*Daemon, error) {
 func (d *Daemon) start(cfg *config.Config) error {
 	var err error
 	if d.auth, err = newAuthenticator(&cfg.Server); err != nil {
+		return err
+	}
+	if d.page, err = d.newPage(); err != nil {
 		return err
 	}
 	d.silences, err = notifier.NewSilences(kvBucket{d.db, "silences"}, nil)
@@ -292,6 +301,7 @@ func (d *Daemon) Run(ctx context.Context, src gpu.Source, reload <-chan *config.
 	}
 	defer srv.Shutdown(context.Background())
 	d.backfill(ctx, src)
+	d.readFleetHistory(src)
 	for {
 		snap, err := src.Next(ctx)
 		var sourceErr *gpu.SourceError

@@ -187,3 +187,17 @@ func sharesProcess(a, b []gpu.Process) bool {
 	}
 	return false
 }
+
+// HeldSince is when the job that holds a GPU took it, as the engine saw
+// it: the GPU of that UUID or, for a GPU without one, of that index. It is
+// zero while the GPU is free and for a GPU the engine has not seen.
+func (e *Engine) HeldSince(uuid string, index int) time.Time {
+	gs := e.byIdx[index]
+	if uuid != "" {
+		gs = e.gpus[uuid]
+	}
+	if gs == nil {
+		return time.Time{}
+	}
+	return gs.holder.since
+}

@@ -343,3 +343,33 @@ func TestPodTakesOverFromPod(t *testing.T) {
 		t.Errorf("exit: %q", got)
 	}
 }
+
+// TestHeldSince: HeldSince says when the job on a GPU took it, and zero
+// while the GPU is free or unknown.
+func TestHeldSince(t *testing.T) {
+	e := NewEngine(nil, Options{})
+	job := func(pid int) gpu.Device {
+		return device(0, 20, 90, 60, gpu.Process{PID: pid, User: "alice", MemUsed: 20 << 30})
+	}
+	uuid := device(0, 0, 0, 35).UUID
+	for _, tc := range []struct {
+		at   time.Duration
+		dev  gpu.Device
+		want time.Duration // -1: zero
+	}{
+		{0, device(0, 0, 0, 35), -1},
+		{time.Minute, job(1), time.Minute},
+		{5 * time.Minute, job(1), time.Minute},
+		{6 * time.Minute, job(2), 6 * time.Minute}, // another job took it over
+		{7 * time.Minute, device(0, 0.5, 0, 35), -1},
+	} {
+		e.Eval(snapshot(tc.at, tc.dev))
+		got := e.HeldSince(uuid, 0)
+		if want := t0.Add(tc.want); tc.want < 0 && !got.IsZero() || tc.want >= 0 && !got.Equal(want) {
+			t.Errorf("at %v: HeldSince = %v, want %v", tc.at, got, tc.want)
+		}
+	}
+	if got := e.HeldSince("GPU-unknown", 7); !got.IsZero() {
+		t.Errorf("HeldSince of a GPU never seen = %v, want zero", got)
+	}
+}

@@ -125,6 +125,21 @@ const (
 	useIdleHeld            // held while computing nothing (utilization under digest.BusyPercent)
 )
 
+// String is the use's name: free, busy or idle-held.
+func (u use) String() string {
+	switch u {
+	case useFree:
+		return "free"
+	case useIdleHeld:
+		return "idle-held"
+	}
+	return "busy"
+}
+
+// UseOf says what GPU d is doing now, as /gpu status and /gpu free count
+// it: "free", "busy" or "idle-held".
+func UseOf(d *gpu.Device) string { return useOf(d).String() }
+
 // useOf says what GPU d is doing now.
 func useOf(d *gpu.Device) use {
 	switch {
