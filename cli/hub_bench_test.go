@@ -3,13 +3,11 @@ package cli_test
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -173,10 +171,7 @@ func BenchmarkHubCost10000GPUs(b *testing.B) {
 		b.Skip("no /proc to read a process's CPU time and memory from")
 	}
 	dir := b.TempDir()
-	bin := filepath.Join(dir, "gpuwatch")
-	if out, err := exec.Command("go", "build", "-o", bin, "../cmd/gpuwatch").CombinedOutput(); err != nil {
-		b.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := buildGpuwatch(b, dir)
 	// The example rules' longest window (40 minutes) at the default 30 s:
 	// what the hub backfills at start.
 	prom := newFleetPrometheus(b, time.Now(), 40*time.Minute, 30*time.Second)
@@ -191,19 +186,7 @@ func BenchmarkHubCost10000GPUs(b *testing.B) {
 	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
 		b.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(b.Context())
-	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, "run", "--config", path)
-	cmd.Stdout = io.Discard
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		b.Fatal(err)
-	}
-	defer func() {
-		cmd.Process.Signal(os.Interrupt)
-		cmd.Wait()
-	}()
+	cmd, stderr := startBuilt(b, bin, path)
 	stat := fmt.Sprintf("/proc/%d/stat", cmd.Process.Pid)
 	status := fmt.Sprintf("/proc/%d/status", cmd.Process.Pid)
 	wait := func(n int64) {
