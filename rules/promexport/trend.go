@@ -140,7 +140,8 @@ func (r *ruleExport) trend(m rules.Metric, w time.Duration) (expr, error) {
 		part(v)+": the rate between the floors of the two full slices before the current one (recorded every evaluation of it)",
 		call("last_over_time", subquery(t.labelled(t.rate(t.floor(0), t.floor(t.slice), t.lastAt(t.slice), t.lastAt(2*t.slice))),
 			t.slice-time.Millisecond, t.slice)))
-	ofSlice := call("last_over_time", offset(rangeOf(sliceRate, t.slice), -(t.slice-time.Millisecond)))
+	// last_over_time keeps the series' name: the aggregation drops it.
+	ofSlice := raw("max by (" + gpuLabels + ") (" + call("last_over_time", offset(rangeOf(sliceRate, t.slice), -(t.slice-time.Millisecond))).s + ")")
 	rates := join("or", bin(ofSlice, "and", inJob), bin(raw("0"), "*", t.labelled(present)))
 	rank := make(map[int]expr)
 	for k := 3; k <= 6; k++ {
