@@ -200,9 +200,12 @@ func readmeCommands() map[string]readmeCommand {
 			// same alerts at the same simulated times.
 			got := r.gpuwatch(t, "demo", "--speed", "0")
 			want(t, cmd, got, cli.ExitOK, "\ndemo finished: ")
+			// The demo's alerts are of today: the README's date stands for it.
+			today := regexp.MustCompile(`\b\d{4}-\d\d-\d\d\b`)
+			out := today.ReplaceAllString(got.stdout, "DATE")
 			claim := r.readme.block(t, "as it fires and resolves:")
-			for _, part := range strings.Split(strings.Join(claim.lines, "\n"), "\n...\n") {
-				if !strings.Contains(got.stdout, part+"\n") {
+			for _, part := range strings.Split(today.ReplaceAllString(strings.Join(claim.lines, "\n"), "DATE"), "\n...\n") {
+				if !strings.Contains(out, part+"\n") {
 					t.Errorf("demo: the README shows\n%s\nwhich the demo does not print; it prints\n%s", part, got.stdout)
 				}
 			}
@@ -402,6 +405,25 @@ func readmeCommands() map[string]readmeCommand {
 			r.startDaemon(t) // while it runs, from its API
 			want(t, cmd, r.waitDigest(t, cmd), cli.ExitOK, "GPU usage on", "GPU 0")
 		}},
+		"gpuwatch replay --trace noheader.csv --columns timestamp,index,memory.used,memory.total,utilization.gpu": {run: func(t *testing.T, r *readmeRun, cmd string) {
+			r.sampleLog(t, "smi-noheader.csv", "noheader.csv")
+			got := r.gpuwatch(t, args(cmd)...)
+			want(t, cmd, got, cli.ExitOK)
+			if !strings.Contains(got.stderr, "replayed 30 snapshots (") {
+				t.Errorf("%s: got stderr %q, want the 30 samples of the log read", cmd, got.stderr)
+			}
+		}},
+		"gpuwatch digest --trace cron.log": {run: func(t *testing.T, r *readmeRun, cmd string) {
+			r.sampleLog(t, "cron-30min.log", "cron.log")
+			got := r.gpuwatch(t, args(cmd)...)
+			want(t, cmd, got, cli.ExitOK, "GPU 2 was held idle for 1d6h")
+			if claim := strings.Join(r.readme.block(t, "The digest of the cron log starts:").lines, "\n") + "\n"; !strings.HasPrefix(got.stdout, claim) {
+				t.Errorf("%s: got\n%s\nthe docs say it starts with\n%s", cmd, got.stdout, claim)
+			}
+			if warning := r.readme.block(t, "cron log's warning, on standard error").lines[0]; strings.TrimSpace(got.stderr) != warning {
+				t.Errorf("%s: got stderr %q, the docs say %q", cmd, got.stderr, warning)
+			}
+		}},
 		"gpuwatch digest --trace gpu.csv": {run: func(t *testing.T, r *readmeRun, cmd string) {
 			want(t, cmd, r.gpuwatch(t, args(cmd)...), cli.ExitOK, "GPU usage on", "GPU 0", "Alerts (")
 		}},
@@ -436,9 +458,9 @@ func readmeCommands() map[string]readmeCommand {
 			r.promtool(t, cmd, "SUCCESS")
 		}},
 		"gpuwatch rules export --schema gpuwatch\\|dcgm [--config FILE] [--tests FILE...] [--out DIR]": {same: "gpuwatch rules export --schema gpuwatch > gpuwatch.rules.yml"},
-		"gpuwatch status [--config FILE]":                  {same: "./gpuwatch status --config config.yaml"},
-		`gpuwatch silence add\|list\|expire`:               {same: add},
-		`gpuwatch digest --config FILE \| --trace LOG.csv`: {same: digestC},
+		"gpuwatch status [--config FILE] [--server ADDR]":                                              {same: "./gpuwatch status --config config.yaml"},
+		`gpuwatch silence add\|list\|expire`:                                                           {same: add},
+		`gpuwatch digest --config FILE \| --trace LOG`:                                                 {same: digestC},
 		`kill -HUP "$(pidof gpuwatch)"`: {run: func(t *testing.T, r *readmeRun, cmd string) {
 			// pidof finds every gpuwatch of this machine: the test signals
 			// its own daemon.
@@ -504,6 +526,17 @@ func (r *readmeRun) promtool(t *testing.T, cmd, claim string) {
 	if err != nil || !strings.Contains(string(out), claim) {
 		t.Errorf("%s: %v\n%s", cmd, err, out)
 	}
+}
+
+// sampleLog copies one of gpu/replay's sample logs into the work folder
+// under the name the docs give it.
+func (r *readmeRun) sampleLog(t *testing.T, sample, name string) {
+	t.Helper()
+	log, err := os.ReadFile(filepath.Join("..", "gpu", "replay", "testdata", "logs", sample))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.write(t, name, string(log))
 }
 
 // leakTest writes the README's example test file to leak_test.yaml and

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/gpuwatch/gpuwatch/config"
 	"github.com/gpuwatch/gpuwatch/internal/plural"
 	"github.com/gpuwatch/gpuwatch/internal/strictyaml"
 	"github.com/gpuwatch/gpuwatch/rules"
@@ -77,7 +78,7 @@ promtool test rules files too, next to the rule file in --out.`)
 	if len(tests) > 0 && *out == "" {
 		return usageErrf("rules export: --tests writes several files: name a folder for them with --out DIR")
 	}
-	cfg, err := configOrExample(*configPath, env)
+	cfg, err := configOrExample(*configPath, env, config.PartRules, config.PartRuleFiles, config.PartSource)
 	if err != nil {
 		return err
 	}

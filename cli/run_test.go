@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -249,7 +250,7 @@ func TestRunSimLivesInRealTime(t *testing.T) {
 	started := time.Now()
 	d := runInProcess(t, path)
 	waitFor(t, &d.stderr, "HTTP API listening")
-	if got := gpuwatch(t, "silence", "add", "alert=GPUHot", "--duration", "4h", "--server", addr); got.code != cli.ExitOK {
+	if got := gpuwatch(t, "silence", "add", "alert=GPUHot", "--duration", "4h", "--server", addr, "--by", "alice", "--reason", "fan repair"); got.code != cli.ExitOK {
 		t.Fatalf("silence add: exit %d\n%s", got.code, got.stderr)
 	}
 	// The fan fails about 13 simulated minutes in; GPUHot fires soon after.
@@ -257,8 +258,14 @@ func TestRunSimLivesInRealTime(t *testing.T) {
 	for {
 		got := gpuwatch(t, "status", "--config", path)
 		if strings.Contains(got.stdout, "FIRING   GPUHot") {
+			t.Fatalf("status --config: got\n%s\nwant GPUHot shown silenced, not plain firing", got.stdout)
+		}
+		if strings.Contains(got.stdout, "SILENCED GPUHot") {
 			if !strings.Contains(got.stdout, "(the last sample of gpuwatch run at "+addr+")") {
 				t.Errorf("status --config: got\n%s\nwant the running daemon's view", got.stdout)
+			}
+			if !regexp.MustCompile(`silenced until \S+ \S+ UTC by alice \(silence \w+\): fan repair`).MatchString(got.stdout) {
+				t.Errorf("status --config: got\n%s\nwant until when, by whom and why GPUHot is silenced", got.stdout)
 			}
 			first := firstLine(got.stdout)
 			at, err := time.ParseInLocation("2006-01-02 15:04:05 MST", strings.Split(first, " · ")[1], time.UTC)

@@ -63,7 +63,7 @@ type Source struct {
 type SimSource struct {
 	Scenario string  `yaml:"scenario"`
 	Seed     uint64  `yaml:"seed"`
-	Speed    float64 `yaml:"speed"` // simulated seconds per real second; 0 as fast as possible
+	Speed    float64 `yaml:"speed"` // simulated seconds per real second (default 1); 0 as fast as possible
 }
 
 // ReplaySource configures replaying an nvidia-smi CSV log.
@@ -117,6 +117,9 @@ const (
 	DefaultInterval    = 5 * time.Second
 	DefaultStoragePath = "/var/lib/gpuwatch/gpuwatch.db"
 	DefaultListen      = "127.0.0.1:9477"
+	// DefaultSimSpeed is a sim source's speed: simulated seconds per real
+	// second, the wall clock's.
+	DefaultSimSpeed = 1
 )
 
 // fileYAML is the file as written; rules stay a node so their errors point
@@ -148,11 +151,18 @@ func Load(path string, lookup func(string) (string, bool)) (*Config, error) {
 
 // Parse is Load on text already read; lookup resolves ${ENV} variables.
 func Parse(file string, data []byte, lookup func(string) (string, bool)) (*Config, error) {
-	root, err := strictyaml.Parse(file, data)
+	return parse(file, data, lookup, nil)
+}
+
+// parse is Parse of the parts named, or of every part when parts is nil
+// (see LoadParts).
+func parse(file string, data []byte, lookup func(string) (string, bool), parts []Part) (*Config, error) {
+	root, err := parseDocument(file, data)
 	if err != nil {
 		return nil, err
 	}
-	errs, redactor := expandEnv(file, root, lookup)
+	sections := sectionsOf(root)
+	errs, redactor := expandEnv(file, sections.used(parts), lookup)
 	if len(errs) > 0 {
 		return nil, errs
 	}
@@ -175,15 +185,18 @@ func Parse(file string, data []byte, lookup func(string) (string, bool)) (*Confi
 			r.Alertmanager.ResolvePaths(func(p string) string { return besideConfig(file, p) })
 		}
 	}
-	if y.Rules.Kind != 0 {
+	if y.Rules.Kind != 0 && uses(parts, PartRules) {
 		inline, rerrs := rules.ParseList(file, &y.Rules)
 		c.Rules = append(c.Rules, inline...)
 		errs = append(errs, rerrs...)
 	}
-	errs = append(errs, c.loadRuleFiles(root)...)
+	if uses(parts, PartRuleFiles) {
+		errs = append(errs, c.loadRuleFiles(root)...)
+	}
 	errs = append(errs, rules.CheckUnique(c.Rules)...)
 	errs = append(errs, c.checkRuleCount()...)
 	errs = append(errs, c.validate(root)...)
+	errs = sections.only(file, parts, errs)
 	errs.Sort()
 	redact(errs, redactor)
 	return c, errs.Err()
@@ -209,6 +222,11 @@ func (c *Config) applyDefaults(lookup func(string) (string, bool)) {
 	c.prometheusDefaults(intervalSet)
 	if c.Source.Sim.Scenario == "" {
 		c.Source.Sim.Scenario = "all"
+	}
+	if !c.written("source", "sim", "speed") {
+		// A simulation runs on the wall clock unless told otherwise: run
+		// is a daemon; gpuwatch demo is where time runs fast.
+		c.Source.Sim.Speed = DefaultSimSpeed
 	}
 	if c.Storage.Path == "" {
 		c.Storage.Path = DefaultStorage(lookup)
@@ -258,6 +276,21 @@ func (c *Config) loadRuleFiles(root *yaml.Node) strictyaml.Errors {
 		}
 	}
 	return errs
+}
+
+// written reports whether the file sets the value at keys (an empty value
+// sets nothing: it keeps the default, as strictyaml decodes it).
+func (c *Config) written(keys ...string) bool {
+	if c.root == nil {
+		return false
+	}
+	n := strictyaml.Resolve(c.root)
+	for _, key := range keys {
+		if n = mappingValue(n, key); n == nil {
+			return false
+		}
+	}
+	return !(n.Kind == yaml.ScalarNode && (n.Tag == "!!null" || n.Value == ""))
 }
 
 // nodePath finds the value at root.keys[0].keys[1]… for an error position;

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"golang.org/x/crypto/bcrypt"
+	"gopkg.in/yaml.v3"
 
 	"github.com/gpuwatch/gpuwatch/internal/strictyaml"
 	"github.com/gpuwatch/gpuwatch/internal/testcert"
@@ -560,7 +561,7 @@ func ruleFilePatterns(file string, data []byte, env func(string) (string, bool))
 	if err != nil {
 		return nil
 	}
-	if errs, _ := expandEnv(file, root, env); len(errs) > 0 {
+	if errs, _ := expandEnv(file, []*yaml.Node{root}, env); len(errs) > 0 {
 		return nil
 	}
 	var y fileYAML

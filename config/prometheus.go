@@ -60,7 +60,9 @@ func (c *Config) prometheusDefaults(intervalSet bool) {
 		p.Schema = string(prometheus.SchemaAuto)
 	}
 	if p.Timeout == 0 {
-		p.Timeout = DefaultPrometheusTimeout
+		// A default follows what the user set: a query waits at most
+		// until the next evaluation is due.
+		p.Timeout = min(DefaultPrometheusTimeout, c.Source.Interval)
 	}
 	if p.HostDownFor == 0 {
 		p.HostDownFor = DefaultHostDownFor

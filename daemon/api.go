@@ -67,7 +67,7 @@ func (d *Daemon) Addr() string {
 //	POST   /api/v1/silences          {"matchers":["alert=\"GPUHot\""],"duration":"2h","created_by":"alice","comment":"fan repair"}
 //	DELETE /api/v1/silences/{id}     expire a silence now
 //	GET    /api/v1/outbox            notifications waiting per receiver, and the dead letters
-//	GET    /api/v1/digest            the usage digest as text; ?window=24h&name=daily
+//	GET    /api/v1/digest            the usage digest; ?window=24h&name=daily&format=text|markdown|blocks|json|png
 //	GET    /api/v1/charts/ID.png             a chart a notification names (its chart_url)
 //	POST   /slack/commands, /slack/actions   the Slack app, when slack.signing_secret is set
 //	GET    /                         the page in the browser (package web), with its files and answers
@@ -349,6 +349,17 @@ type AlertJSON struct {
 	ValueText      string    `json:"value_text"`
 	Summary        string    `json:"summary"`
 	AcknowledgedBy string    `json:"acknowledged_by,omitempty"`
+	// Silenced is the silence that mutes the alert now; absent when none
+	// does. A silenced alert still fires: its notifications are not sent.
+	Silenced *SilencedJSON `json:"silenced,omitempty"`
+}
+
+// SilencedJSON says which silence mutes an alert, until when and by whom.
+type SilencedJSON struct {
+	ID        string    `json:"id"`
+	EndsAt    time.Time `json:"ends_at"`
+	CreatedBy string    `json:"created_by"`
+	Comment   string    `json:"comment,omitempty"`
 }
 
 func gpuJSON(dev *gpu.Device) GPUJSON {
@@ -375,6 +386,9 @@ func (d *Daemon) alertsJSON() []AlertJSON {
 	for i, a := range active {
 		out[i] = AlertJSON{Key: a.Key, Alert: a.Name, Severity: a.Severity, State: a.State, Host: a.Host, GPU: a.GPU, UUID: a.UUID,
 			Since: a.Since, ValueText: a.ValueText, Summary: a.Summary, AcknowledgedBy: a.Acknowledged}
+		if s := a.Silenced; s != nil {
+			out[i].Silenced = &SilencedJSON{ID: s.ID, EndsAt: s.EndsAt, CreatedBy: s.CreatedBy, Comment: s.Comment}
+		}
 	}
 	return out
 }

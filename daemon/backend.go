@@ -39,6 +39,7 @@ func (d *Daemon) Alerts() []slackbot.ActiveAlert {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	active := d.engine.Active()
+	now := d.opts.Now()
 	out := make([]slackbot.ActiveAlert, 0, len(active))
 	for i := range active {
 		a := &active[i]
@@ -49,20 +50,31 @@ func (d *Daemon) Alerts() []slackbot.ActiveAlert {
 		if al.Summary == "" {
 			al.Summary = pendingSummary(a, d.fleet.of(a.Host))
 		}
-		if a.Rule.When != nil {
-			al.ValueText = a.Rule.When.ValueDimension().Format(a.Value)
-		}
+		al.ValueText = a.Rule.ValueText(&a.Alert)
 		if a.State == rules.StateFiring {
 			al.Since = a.FiredAt
 			al.Acknowledged, _ = d.dispatcher.Acknowledged(al.Key)
 		}
+		al.Silenced = d.silencing(a.Labels(), now)
 		out = append(out, al)
 	}
-	out = append(out, d.ownAlerts()...)
+	for _, a := range d.ownAlerts() {
+		a.Silenced = d.silencing(map[string]string{"alert": a.Name, "severity": a.Severity, "host": a.Host}, now)
+		out = append(out, a)
+	}
 	slices.SortStableFunc(out, func(a, b slackbot.ActiveAlert) int {
 		return cmp.Or(cmp.Compare(stateRank(a.State), stateRank(b.State)), cmp.Compare(a.Host, b.Host), cmp.Compare(a.GPU, b.GPU), cmp.Compare(a.Name, b.Name))
 	})
 	return out
+}
+
+// silencing is the silence that mutes an alert with these labels at now;
+// nil when none does.
+func (d *Daemon) silencing(labels map[string]string, now time.Time) *notifier.Silence {
+	if sil, ok := d.silences.MutedBy(labels, now); ok {
+		return &sil
+	}
+	return nil
 }
 
 // pendingSummary is the summary of an alert that has not fired yet (the
@@ -71,9 +83,7 @@ func (d *Daemon) Alerts() []slackbot.ActiveAlert {
 func pendingSummary(a *rules.AlertState, snap *gpu.Snapshot) string {
 	data := rules.TemplateData{Alert: a.Rule.Name, GPU: a.GPU, UUID: a.UUID, Value: a.Value,
 		Severity: string(a.Rule.Severity), Labels: a.Rule.Labels, Host: a.Host}
-	if a.Rule.When != nil {
-		data.ValueText = a.Rule.When.ValueDimension().Format(a.Value)
-	}
+	data.ValueText = a.Rule.ValueText(&a.Alert)
 	if snap != nil {
 		for i := range snap.Devices {
 			if dev := &snap.Devices[i]; dev.UUID == a.UUID && dev.Index == a.GPU {

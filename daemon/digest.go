@@ -283,9 +283,20 @@ func digestNames(cfg *config.Config) string {
 	return strings.Join(names, ", ")
 }
 
-// digestText serves GET /api/v1/digest?window=24h&name=daily: the usage
-// digest as plain text.
+// digestText serves GET /api/v1/digest?window=24h&name=daily&format=text:
+// the usage digest, as plain text or in the form format names (see
+// digest.Formats; png is the picture of the day of ?host=, by default the
+// first).
 func (d *Daemon) digestText(w http.ResponseWriter, r *http.Request) {
+	format := digest.FormatText
+	if v := r.URL.Query().Get("format"); v != "" {
+		f, err := digest.ParseFormat(v)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		format = f
+	}
 	var window time.Duration
 	if v := r.URL.Query().Get("window"); v != "" {
 		var err error
@@ -303,12 +314,17 @@ func (d *Daemon) digestText(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, err.Error(), http.StatusNotFound)
 		return
 	}
-	if r.URL.Query().Get("format") == "png" {
+	if format == digest.FormatPNG {
 		d.servePicture(w, r.URL.Query().Get("host"), report, days)
 		return
 	}
-	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-	fmt.Fprint(w, report.Text())
+	out, err := report.Render(format)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", format.ContentType())
+	w.Write(out)
 }
 
 // servePicture answers /api/v1/digest?format=png: the picture of the

@@ -35,7 +35,20 @@ const (
 // previous, the GPU's interval before (0 when unknown). Time integrals
 // (usage, energy) add nothing over a gap that is not bridged.
 func Bridged(gap, previous time.Duration) bool {
-	return gap > 0 && gap <= MaxBridgedGap && (previous <= 0 || gap <= GapIntervals*previous)
+	return bridged(gap, previous, MaxBridgedGap)
+}
+
+// bridged is Bridged with the longest gap bridged as a parameter.
+func bridged(gap, previous, maxGap time.Duration) bool {
+	return gap > 0 && gap <= maxGap && (previous <= 0 || gap <= GapIntervals*previous)
+}
+
+// MaxGapFor is the longest gap bridged in a log sampled every step: a
+// sample stands for the time since the previous one, up to GapIntervals
+// steps (a cron job that missed two runs), and never less than
+// MaxBridgedGap. A log sampled every 30 minutes bridges 1h30m.
+func MaxGapFor(step time.Duration) time.Duration {
+	return max(MaxBridgedGap, GapIntervals*step)
 }
 
 // Kinds of records in a checkpoint key.
@@ -57,17 +70,21 @@ const noHour = math.MinInt64
 // dt), and that time counts in the hour of the sample. Time integrals use the
 // readings of the sample (utilization × dt, memory × dt); energy uses the
 // trapezoid of the power of the two samples. A gap longer than GapIntervals
-// times the GPU's previous interval, or longer than MaxBridgedGap, is not
-// bridged: that sample adds no time, only its peaks. A sample not later than
-// the previous one of its GPU is ignored. Unknown (NaN) readings add nothing.
+// times the GPU's previous interval, or longer than MaxBridgedGap (or the
+// gap SetMaxGap allows a sparse log), is not bridged: that sample adds no
+// time, only its peaks. A bridged gap longer than MaxBridgedGap (a log
+// sampled every 30 minutes) is spread over the hours it spans. A sample not
+// later than the previous one of its GPU is ignored. Unknown (NaN) readings
+// add nothing.
 //
 // Dirty encodes changed hour buckets as records for the store; Load restores
 // them, so a restart loses at most the samples not yet checkpointed.
 type Rollups struct {
-	mu    sync.Mutex
-	hours map[int64]*hourBucket  // by the hour's start, Unix seconds
-	gpus  map[string]*gpuState   // by gpuKey
-	order map[string][]*gpuState // by host: the GPUs of its last snapshot, by position
+	mu     sync.Mutex
+	maxGap time.Duration          // the longest gap bridged: MaxBridgedGap, or more for a sparse log
+	hours  map[int64]*hourBucket  // by the hour's start, Unix seconds
+	gpus   map[string]*gpuState   // by gpuKey
+	order  map[string][]*gpuState // by host: the GPUs of its last snapshot, by position
 }
 
 // hourBucket holds one clock hour's records.
@@ -132,10 +149,22 @@ type userState struct {
 // NewRollups returns empty rollups.
 func NewRollups() *Rollups {
 	return &Rollups{
-		hours: make(map[int64]*hourBucket),
-		gpus:  make(map[string]*gpuState),
-		order: make(map[string][]*gpuState),
+		maxGap: MaxBridgedGap,
+		hours:  make(map[int64]*hourBucket),
+		gpus:   make(map[string]*gpuState),
+		order:  make(map[string][]*gpuState),
 	}
+}
+
+// SetMaxGap sets the longest gap between two samples of a GPU that is
+// bridged (MaxBridgedGap by default), for a log sampled every few minutes
+// or hours (see MaxGapFor): each sample then stands for the time since the
+// previous one, up to maxGap, and a gap longer than MaxBridgedGap is spread
+// over the clock hours it spans.
+func (r *Rollups) SetMaxGap(maxGap time.Duration) {
+	r.mu.Lock()
+	r.maxGap = max(maxGap, MaxBridgedGap)
+	r.mu.Unlock()
 }
 
 // Update adds a snapshot to the rollups. It uses s.Time only and, for the
@@ -188,18 +217,41 @@ func (r *Rollups) updateGPU(st *gpuState, d *gpu.Device, host string, ns, hour i
 		if gap <= 0 {
 			return
 		}
-		if Bridged(time.Duration(gap), time.Duration(st.lastGapNS)) {
+		if bridged(time.Duration(gap), time.Duration(st.lastGapNS), r.maxGap) {
 			dt = float64(gap) / 1e9
 		}
 		st.lastGapNS = gap
 	}
+	// A long bridged gap (a sparse log) is spread over the hours it spans:
+	// the sample's readings held since the one before.
+	if dt > MaxBridgedGap.Seconds() {
+		for from := st.lastNS; hourStart(from/1e9) < hour; {
+			end := min((hourStart(from/1e9)+3600)*1e9, ns)
+			part := float64(end-from) / 1e9
+			r.account(st, d, host, hourStart(from/1e9), part)
+			dt -= part
+			from = end
+		}
+	}
+	if hour != st.hour {
+		r.enterHour(st, d, host, hour)
+	}
+	st.rec.Samples++
+	r.account(st, d, host, hour, dt)
+	st.lastPower = d.PowerW
+	st.lastNS = ns
+	st.seen = true
+}
+
+// account adds dt seconds of the device's readings to the GPU's record of
+// hour, and to its users'.
+func (r *Rollups) account(st *gpuState, d *gpu.Device, host string, hour int64, dt float64) {
 	if hour != st.hour {
 		r.enterHour(st, d, host, hour)
 	}
 	st.bucket.dirty = true
 	st.rec.dirty = true
 	h := &st.rec.GPUHour
-	h.Samples++
 	h.Seconds += dt
 
 	util := d.UtilGPU
@@ -212,9 +264,11 @@ func (r *Rollups) updateGPU(st *gpuState, d *gpu.Device, host string, ns, hour i
 			h.BusySeconds += dt
 		}
 	}
-	if d.MemKnown() {
+	if d.MemUsedKnown() {
 		h.MemMax = max(h.MemMax, d.MemUsed)
-		h.MemTotal = d.MemTotal
+		if d.MemTotal > 0 {
+			h.MemTotal = d.MemTotal
+		}
 		held := d.MemUsed >= HeldBytes
 		if idle && held {
 			h.IdleHeldSeconds += dt
@@ -230,9 +284,6 @@ func (r *Rollups) updateGPU(st *gpuState, d *gpu.Device, host string, ns, hour i
 	if dt > 0 && !math.IsNaN(d.PowerW) && !math.IsNaN(st.lastPower) {
 		h.EnergyJoules += (d.PowerW + st.lastPower) / 2 * dt
 	}
-	st.lastPower = d.PowerW
-	st.lastNS = ns
-	st.seen = true
 	if len(d.Processes) > 0 {
 		r.updateUsers(st, d.Processes, dt, idle)
 	}

@@ -341,18 +341,28 @@ func (s *Silences) List(at time.Time) []Silence {
 // which: of several, the one that lasts longest (then the smallest ID), so
 // the answer does not depend on map order.
 func (s *Silences) Mutes(labels map[string]string, at time.Time) (id string, muted bool) {
+	sil, muted := s.MutedBy(labels, at)
+	return sil.ID, muted
+}
+
+// MutedBy returns the active silence that mutes the labels at at, as
+// Mutes picks it, for showing an alert as silenced: until when, by whom.
+func (s *Silences) MutedBy(labels map[string]string, at time.Time) (Silence, bool) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	var bestEnd time.Time
+	var best *Silence
 	for sid, sil := range s.byID {
 		if !sil.Mutes(labels, at) {
 			continue
 		}
-		if !muted || sil.EndsAt.After(bestEnd) || (sil.EndsAt.Equal(bestEnd) && sid < id) {
-			id, bestEnd, muted = sid, sil.EndsAt, true
+		if best == nil || sil.EndsAt.After(best.EndsAt) || (sil.EndsAt.Equal(best.EndsAt) && sid < best.ID) {
+			best = &sil
 		}
 	}
-	return id, muted
+	if best == nil {
+		return Silence{}, false
+	}
+	return copySilence(*best), true
 }
 
 // GC forgets the silences that ended before before, in the store too, and

@@ -44,6 +44,10 @@ type Rule struct {
 	// File and Pos say where the rule was defined.
 	File string
 	Pos  strictyaml.Pos
+	// Warnings are what in the rule is valid but likely a mistake
+	// (memory.used_percent > 0.95, a fraction where a percent is meant),
+	// at their place in the file; gpuwatch check prints them.
+	Warnings []*strictyaml.Error
 }
 
 // GPUSelector picks GPUs by index, by UUID, or by a glob on the name.
@@ -180,8 +184,9 @@ var (
 var reservedLabels = []string{"alert", "alertname", "severity", "host", "gpu", "uuid"}
 
 type ruleParser struct {
-	file string
-	errs strictyaml.Errors
+	file     string
+	errs     strictyaml.Errors
+	warnings []*strictyaml.Error
 }
 
 func (p *ruleParser) fail(n *yaml.Node, format string, args ...any) {
@@ -221,6 +226,7 @@ func parseRule(file string, node *yaml.Node, what string) (*Rule, strictyaml.Err
 	for i := range y.GPUs {
 		r.GPUs = append(r.GPUs, p.gpuSelector(&y.GPUs[i]))
 	}
+	r.Warnings = p.warnings
 	return r, p.errs
 }
 
@@ -231,6 +237,9 @@ func (p *ruleParser) cond(n *yaml.Node, field string) *Cond {
 	}
 	c, err := ParseCond(n.Value)
 	if err == nil {
+		for _, w := range c.Warnings() {
+			p.warnings = append(p.warnings, &strictyaml.Error{File: p.file, Pos: condPos(n, w.Col), Msg: fmt.Sprintf("%s: %s", field, w.Msg)})
+		}
 		return c
 	}
 	pos := strictyaml.PosOf(n)

@@ -114,9 +114,14 @@ func TestHeldWithoutProcesses(t *testing.T) {
 			t.Errorf("Held(%v GiB, no processes) = %v, want %v", tc.memGiB, got, tc.want)
 		}
 	}
-	unknown := gpu.Device{MemUsed: 5 << 30}
+	unknown := gpu.Device{}
 	if Held(&unknown) {
 		t.Errorf("Held(memory unknown, no processes) = true, want false")
+	}
+	// A log with memory.used but no memory.total: the memory used is known.
+	usedOnly := gpu.Device{MemUsed: 5 << 30}
+	if !Held(&usedOnly) {
+		t.Errorf("Held(5 GiB used, total unknown, no processes) = false, want true")
 	}
 }
 

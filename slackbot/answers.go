@@ -62,7 +62,10 @@ func (a *App) answer(cmd Command, perr error, u user) *reply {
 	case CmdDigest:
 		return a.digest(cmd.Window)
 	}
-	return help(perr)
+	if perr != nil {
+		return notUnderstood(perr)
+	}
+	return help()
 }
 
 // noSample is the answer before the first sample.
@@ -249,7 +252,7 @@ func deviceText(host string, d *gpu.Device, alerts []ActiveAlert, now time.Time)
 	}
 	for i := range alerts {
 		if al := &alerts[i]; onDevice(al, host, d) {
-			fmt.Fprintf(&b, "%s *%s* %s %s\n", stateEmoji(al.State), blockkit.EscapeClip(al.Name, 80), al.State, since(now, al.Since))
+			fmt.Fprintf(&b, "%s *%s* %s %s\n", alertEmoji(al), blockkit.EscapeClip(al.Name, 80), al.stateText(), since(now, al.Since))
 		}
 	}
 	return strings.TrimSuffix(b.String(), "\n")
@@ -265,8 +268,12 @@ func topProcess(ps []gpu.Process) *gpu.Process {
 	return top
 }
 
-func stateEmoji(state string) string {
-	if state == "firing" {
+// alertEmoji is an alert's state at a glance: firing, silenced or pending.
+func alertEmoji(al *ActiveAlert) string {
+	switch {
+	case al.Silenced != nil:
+		return "🔕"
+	case al.State == "firing":
 		return "🔥"
 	}
 	return "⏳"
@@ -391,6 +398,9 @@ func (a *App) alerts(host string) *reply {
 	})
 	c := countAlerts(alerts)
 	title := fmt.Sprintf("🚨 %d firing, %d pending%s", c.firing, c.pending, on)
+	if c.silenced > 0 {
+		title = fmt.Sprintf("🚨 %d firing, %d silenced, %d pending%s", c.firing, c.silenced, c.pending, on)
+	}
 	if len(alerts) == 0 {
 		title = "✅ No alerts are firing or pending" + on
 		return message(title, section(title))
@@ -410,7 +420,7 @@ func (a *App) alerts(host string) *reply {
 // alertText is one alert's lines in /gpu alerts.
 func alertText(al *ActiveAlert, several bool, now time.Time) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s *%s* · %s", stateEmoji(al.State), blockkit.EscapeClip(al.Name, 80), where(several, al.Host, al.GPU))
+	fmt.Fprintf(&b, "%s *%s* · %s", alertEmoji(al), blockkit.EscapeClip(al.Name, 80), where(several, al.Host, al.GPU))
 	if al.Severity != "" {
 		b.WriteString(" · " + blockkit.EscapeClip(al.Severity, 20))
 	}
@@ -424,7 +434,22 @@ func alertText(al *ActiveAlert, several bool, now time.Time) string {
 	if al.Acknowledged != "" {
 		b.WriteString("\n👀 acknowledged by " + blockkit.EscapeClip(al.Acknowledged, 80))
 	}
+	if s := al.Silenced; s != nil {
+		fmt.Fprintf(&b, "\n🔕 silenced until %s by %s", localTime(s.EndsAt), blockkit.EscapeClip(orSomeone(s.CreatedBy), 80))
+		if s.Comment != "" {
+			b.WriteString(": " + blockkit.EscapeClip(s.Comment, 200))
+		}
+		fmt.Fprintf(&b, " · `/gpu unsilence %s` ends it", blockkit.EscapeClip(s.ID, 64))
+	}
 	return b.String()
+}
+
+// orSomeone is who made a silence, or "someone" when it does not say.
+func orSomeone(by string) string {
+	if by == "" {
+		return "someone"
+	}
+	return by
 }
 
 // historyWidth is the most bars a sparkline has.
@@ -489,30 +514,49 @@ func seriesSummary(vs []float64) string {
 	return fmt.Sprintf("now %.0f%% · max %.0f%%", last, peak)
 }
 
-// helpText lists the commands.
-const helpText = "*gpuwatch* answers `/gpu` with the GPUs of this host, or of every host of a fleet:\n" +
-	"• `/gpu` or `/gpu status`: every GPU's memory, utilization, temperature, power, top process and alerts; in a fleet, one line per host (GPUs busy, idle-held, free, alerts), and `/gpu status &lt;host&gt;` shows one host's GPUs\n" +
-	"• `/gpu free [host]`: the GPUs no one holds now (no process, under 1 GiB in use), with model and free memory\n" +
-	"• `/gpu top [host]`: processes by GPU memory, with user, command and container\n" +
-	"• `/gpu alerts [host]`: firing and pending alerts, since when, who acknowledged them\n" +
-	"• `/gpu history [host] &lt;gpu&gt; [window]`: sparklines of memory and utilization (window 1h by default, up to 24h; the host is needed in a fleet)\n" +
-	"• `/gpu silence &lt;alert|gpu N|all&gt; &lt;duration&gt; [reason]`: mute alerts, e.g. `/gpu silence GPUHot 2h fan repair`; `on &lt;host&gt;` after what to silence mutes one host's, e.g. `/gpu silence gpu 2 on node3 1h`\n" +
-	"• `/gpu silences`: the silences; `/gpu unsilence &lt;id&gt;` ends one\n" +
-	"• `/gpu digest [window]`: the usage digest: per GPU and per user, idle holders, alerts, energy (window 24h by default, up to 35d)\n" +
-	"Add `public` to any command to answer in the channel instead of only to you."
+// commandHelp is each /gpu command: how to write it and what it answers,
+// in the order /gpu help lists them. A command not understood is answered
+// with its own line, not the whole list.
+var commandHelp = []struct{ verb, usage, about string }{
+	{"status", "`/gpu` or `/gpu status`", "every GPU's memory, utilization, temperature, power, top process and alerts; in a fleet, one line per host (GPUs busy, idle-held, free, alerts), and `/gpu status &lt;host&gt;` shows one host's GPUs"},
+	{"free", "`/gpu free [host]`", "the GPUs no one holds now (no process, under 1 GiB in use), with model and free memory"},
+	{"top", "`/gpu top [host]`", "processes by GPU memory, with user, command and container"},
+	{"alerts", "`/gpu alerts [host]`", "firing, silenced and pending alerts, since when, who acknowledged or silenced them"},
+	{"history", "`/gpu history [host] &lt;gpu&gt; [window]`", "sparklines of memory and utilization (window 1h by default, up to 24h; the host is needed in a fleet)"},
+	{"silence", "`/gpu silence &lt;alert|gpu N|all&gt; &lt;duration&gt; [reason]`", "mute alerts, e.g. `/gpu silence GPUHot 2h fan repair`; `on &lt;host&gt;` after what to silence mutes one host's, e.g. `/gpu silence gpu 2 on node3 1h`"},
+	{"silences", "`/gpu silences`", "the silences; `/gpu unsilence &lt;id&gt;` ends one"},
+	{"unsilence", "`/gpu unsilence &lt;id&gt;`", "ends a silence (`/gpu silences` lists them)"},
+	{"digest", "`/gpu digest [window]`", "the usage digest: per GPU and per user, idle holders, alerts, energy (window 24h by default, up to 35d)"},
+}
 
-// help is the list of commands, after a line saying what was not
-// understood when there was something.
-func help(perr error) *reply {
-	blocks := []goslack.Block{section(helpText)}
-	text := "gpuwatch /gpu commands"
-	if perr != nil {
-		text = "🤔 I did not understand that: " + blockkit.EscapeClip(perr.Error(), 500)
-		blocks = append([]goslack.Block{section(text)}, blocks...)
+// helpText lists the commands.
+func helpText() string {
+	var b strings.Builder
+	b.WriteString("*gpuwatch* answers `/gpu` with the GPUs of this host, or of every host of a fleet:\n")
+	for _, c := range commandHelp {
+		if c.verb == "unsilence" { // said with silences
+			continue
+		}
+		fmt.Fprintf(&b, "• %s: %s\n", c.usage, c.about)
 	}
-	r := message(text, blocks...)
-	if perr != nil {
-		r.ResponseType = ephemeral
+	b.WriteString("Add `public` to any command to answer in the channel instead of only to you.")
+	return b.String()
+}
+
+// help is the list of commands (/gpu help).
+func help() *reply {
+	return message("gpuwatch /gpu commands", section(helpText()))
+}
+
+// notUnderstood answers a command that was not understood with one line:
+// what was wrong and how to write the command typed (perr says both), or,
+// for a word that is no command, the closest one.
+func notUnderstood(perr error) *reply {
+	text := "🤔 " + blockkit.EscapeClip(perr.Error(), 500)
+	if !strings.Contains(text, "/gpu help") {
+		text += " · `/gpu help` lists every command"
 	}
+	r := message(text, section(text))
+	r.ResponseType = ephemeral
 	return r
 }

@@ -2,6 +2,7 @@ package slackbot
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/gpuwatch/gpuwatch/gpu"
+	"github.com/gpuwatch/gpuwatch/notifier"
 	"github.com/gpuwatch/gpuwatch/notifier/notifiertest"
 )
 
@@ -215,6 +217,25 @@ func TestAlerts(t *testing.T) {
 	contains(t, "no alerts", k.all(), "No alerts are firing or pending")
 }
 
+// TestAlertsShowSilenced: a firing alert a silence mutes shows as
+// silenced, until when and by whom, in /gpu alerts and /gpu status.
+func TestAlertsShowSilenced(t *testing.T) {
+	ta := newTestApp(t, 4, nil)
+	until := testNow.Add(2 * time.Hour)
+	ta.b.alerts[0].Silenced = &notifier.Silence{ID: "3f2a9c1b", EndsAt: until, CreatedBy: "alice", Comment: "fan repair",
+		Matchers: mustMatchers(`alert="GPUMemoryLeak"`)}
+	k := ta.run(t, "alerts", "U1", "alice")
+	contains(t, "header", strings.Join(k.texts("header"), ""), "0 firing, 1 silenced, 1 pending")
+	secs := k.texts("section")
+	if len(secs) != 2 {
+		t.Fatalf("/gpu alerts: got sections %q, want 2", secs)
+	}
+	contains(t, "silenced alert", secs[0], "🔕 *GPUMemoryLeak* · GPU 0",
+		fmt.Sprintf("🔕 silenced until <!date^%d^", until.Unix()), "by alice: fan repair", "`/gpu unsilence 3f2a9c1b`")
+	k = ta.run(t, "status", "U1", "alice")
+	contains(t, "status", k.all(), "2 active alerts", "🔕 *GPUMemoryLeak* silenced")
+}
+
 func TestHistory(t *testing.T) {
 	ta := newTestApp(t, 4, nil)
 	k := ta.run(t, "history 1 6h", "U1", "alice")
@@ -247,19 +268,38 @@ func between(s, sep string) string {
 	return parts[1]
 }
 
-func TestUnknownGetsHelp(t *testing.T) {
+// TestNotUnderstoodGetsOneLine: what /gpu does not understand is answered
+// with the one line that fits what was typed, not the whole help.
+func TestNotUnderstoodGetsOneLine(t *testing.T) {
 	ta := newTestApp(t, 4, nil)
-	for _, text := range []string{"dance", "history", "silence GPUHot forever", "help"} {
-		k := ta.run(t, text, "U1", "alice")
-		all := k.all()
-		contains(t, "/gpu "+text, all, "/gpu top", "/gpu silence &lt;alert|gpu N|all&gt; &lt;duration&gt; [reason]")
-		understood := strings.Contains(all, "I did not understand")
-		if understood != (text != "help") {
-			t.Errorf("/gpu %s: got 'did not understand' %v, want %v", text, understood, text != "help")
+	cases := []struct{ text, want string }{
+		{"dance", `"dance" is not a /gpu command: /gpu help lists the commands`},
+		{"stauts", `"stauts" is not a /gpu command; did you mean /gpu status?`},
+		{"history", "/gpu history needs a GPU (after its host, when there are several) and at most a window: write /gpu history [host] &lt;gpu&gt; [window]"},
+		{"history 0 soon", `history window: "soon" is not a duration: write a duration like 30m, 2h, 1d12h or 1w; write /gpu history [host] &lt;gpu&gt; [window]`},
+		{"silence GPUHot forever", `silence duration: "forever" is not a duration`},
+		{"digest 30m", "digest window 30m is out of range: use 1h to 35d; write /gpu digest [window]"},
+	}
+	for _, c := range cases {
+		k := ta.run(t, c.text, "U1", "alice")
+		secs := k.texts("section")
+		if len(secs) != 1 || strings.Contains(secs[0], "\n") {
+			t.Errorf("/gpu %s: got %q, want one line", c.text, secs)
+			continue
+		}
+		contains(t, "/gpu "+c.text, secs[0], "🤔 "+c.want)
+		if strings.Contains(secs[0], "/gpu top") || len(secs[0]) > 400 {
+			t.Errorf("/gpu %s: got %d characters %q, want one short line, not the list of commands", c.text, len(secs[0]), secs[0])
+		}
+		if k.ResponseType != "ephemeral" {
+			t.Errorf("/gpu %s: got response type %q, want ephemeral", c.text, k.ResponseType)
 		}
 	}
-	k := ta.run(t, "dance", "U1", "alice")
-	contains(t, "/gpu dance", k.texts("section")[0], `"dance" is not a /gpu command`)
+	k := ta.run(t, "help", "U1", "alice")
+	contains(t, "/gpu help", k.all(), "/gpu top", "/gpu silence &lt;alert|gpu N|all&gt; &lt;duration&gt; [reason]", "/gpu unsilence &lt;id&gt;")
+	if strings.Contains(k.all(), "🤔") {
+		t.Errorf("/gpu help: got %q, want the list without a complaint", k.all())
+	}
 }
 
 func TestSilenceByAdmin(t *testing.T) {

@@ -55,6 +55,9 @@ type ActiveAlert struct {
 	ValueText    string
 	Summary      string
 	Acknowledged string // who acknowledged it; "" if nobody
+	// Silenced is the silence that mutes it now (its notifications are
+	// not sent); nil when none does.
+	Silenced *notifier.Silence
 }
 
 // History is one GPU's recent memory, utilization and temperature, one
@@ -69,4 +72,13 @@ type History struct {
 	MemoryUsed               []float64     // percent of memory in use; NaN where unknown
 	Utilization              []float64     // percent; NaN where unknown
 	Temperature              []float64     // °C; NaN where unknown
+}
+
+// stateText is the alert's state as answers write it: "pending",
+// "firing", or "silenced" for a firing alert a silence mutes.
+func (al *ActiveAlert) stateText() string {
+	if al.Silenced != nil && al.State == "firing" {
+		return "silenced"
+	}
+	return al.State
 }

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/gpuwatch/gpuwatch/internal/strictyaml"
 )
 
 // Command is what the text after /gpu asks for, as ParseCommand reads it.
@@ -163,12 +165,42 @@ func ParseCommand(text string) (Command, error) {
 		c.Kind = CmdDigest
 		err = parseDigest(&c, args)
 	default:
-		err = fmt.Errorf("%q is not a /gpu command", clipWord(words[0]))
+		err = fmt.Errorf("%q is not a /gpu command%s", clipWord(words[0]), suggestVerb(verb))
+		verb = ""
 	}
 	if err != nil {
-		return Command{Kind: CmdHelp, Public: c.Public}, err
+		return Command{Kind: CmdHelp, Public: c.Public}, withUsage(err, verb)
 	}
 	return c, nil
+}
+
+// withUsage adds how to write the command verb to a parse error that does
+// not say it yet.
+func withUsage(err error, verb string) error {
+	if strings.Contains(err.Error(), "write /gpu") {
+		return err
+	}
+	for _, c := range commandHelp {
+		if c.verb == verb {
+			return fmt.Errorf("%w; write %s", err, strings.NewReplacer("`", "", "&lt;", "<", "&gt;", ">").Replace(c.usage))
+		}
+	}
+	return err
+}
+
+// suggestVerb names the command closest to a word that is none: "; did
+// you mean /gpu status?".
+func suggestVerb(word string) string {
+	verbs := make([]string, 0, len(commandHelp)+1)
+	for _, c := range commandHelp {
+		verbs = append(verbs, c.verb)
+	}
+	verbs = append(verbs, "help")
+	if s := strictyaml.Suggest(word, verbs); s != "" {
+		name := strings.TrimSuffix(strings.TrimPrefix(s, ` (did you mean "`), `"?)`)
+		return "; did you mean /gpu " + name + "?"
+	}
+	return ": /gpu help lists the commands"
 }
 
 func noArgs(verb string, args []string) error {

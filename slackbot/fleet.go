@@ -172,26 +172,34 @@ func (u uses) String() string {
 	return fmt.Sprintf("%d busy, %d idle-held, %d free", u.busy, u.idleHeld, u.free)
 }
 
-// alertCounts counts alerts by state.
-type alertCounts struct{ firing, pending int }
+// alertCounts counts alerts by state; a silenced alert counts as
+// silenced, not firing.
+type alertCounts struct{ firing, silenced, pending int }
 
 func countAlerts(alerts []ActiveAlert) alertCounts {
 	var c alertCounts
 	for i := range alerts {
-		if alerts[i].State == "firing" {
-			c.firing++
-		} else {
+		switch {
+		case alerts[i].State != "firing":
 			c.pending++
+		case alerts[i].Silenced != nil:
+			c.silenced++
+		default:
+			c.firing++
 		}
 	}
 	return c
 }
 
-// String is " · 🔥 2 firing · ⏳ 1 pending", leaving out zero counts.
+// String is " · 🔥 2 firing · 🔕 1 silenced · ⏳ 1 pending", leaving out
+// zero counts.
 func (c alertCounts) String() string {
 	var b strings.Builder
 	if c.firing > 0 {
 		fmt.Fprintf(&b, " · 🔥 %d firing", c.firing)
+	}
+	if c.silenced > 0 {
+		fmt.Fprintf(&b, " · 🔕 %d silenced", c.silenced)
 	}
 	if c.pending > 0 {
 		fmt.Fprintf(&b, " · ⏳ %d pending", c.pending)

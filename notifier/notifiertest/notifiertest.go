@@ -211,7 +211,8 @@ func Notification(status notifier.Status) *notifier.Notification {
 		a.EndsAt = Start.Add(18 * time.Minute)
 		a.At = a.EndsAt
 		a.TimeToFull = notifier.Float(math.NaN())
-		a.Value, a.ValueText = notifier.Float(math.NaN()), "n/a"
+		a.Value, a.ValueText, a.ValueExpr = 0, "0 B", "memory.used"
+		a.Summary, a.FiringSummary = "GPU 0 on node1: memory.used is 0 B now, under 1 GiB", a.Summary
 		a.Exit = &notifier.Exit{At: a.EndsAt, MemoryPercent: 99.6, OOMLikely: true,
 			Text: "pid 4242 (alice, python train.py --model llama-7b) exited with the GPU at 99.6% — a CUDA out-of-memory is likely"}
 	}

@@ -182,8 +182,12 @@ func TestFlowFiringRepeatResolved(t *testing.T) {
 	if !strings.Contains(text, "✅ *resolved* after 18m5s") {
 		t.Errorf("resolve: got GPU 0 section %q, want ✅ resolved after 18m5s", text)
 	}
-	if _, ok := fields["Now"]; ok || fields["Full in"] != "" {
-		t.Errorf("resolve: got fields %v, want no value now (the job is gone) and no time to full", fields)
+	if _, ok := fields["Value"]; ok || fields["Full in"] != "" || fields["Trend"] != "" {
+		t.Errorf("resolve: got fields %v, want no value, trend or time to full: the summary says what is true now", fields)
+	}
+	if !strings.Contains(text, "GPU 0 on node1: memory.used is 0 B now, under 1 GiB") ||
+		!strings.Contains(text, "_Fired: GPU 0 memory keeps growing: 1.5 GiB/min over the last 30 minutes_") {
+		t.Errorf("resolve: got GPU 0 section %q, want what is true now and what it fired about", text)
 	}
 	if !strings.Contains(text, "pid 4242 (alice, python train.py --model llama-7b) exited with the GPU at 99.6% — a CUDA out-of-memory is likely") {
 		t.Errorf("resolve: got GPU 0 section %q, want the job that exited and its likely OOM", text)
@@ -193,7 +197,7 @@ func TestFlowFiringRepeatResolved(t *testing.T) {
 	if done.Method != "chat.postMessage" || done.Form.Get("thread_ts") != first {
 		t.Errorf("resolve: got %s thread_ts %q, want a reply in thread %s", done.Method, done.Form.Get("thread_ts"), first)
 	}
-	if text := done.Form.Get("text"); !strings.HasPrefix(text, "✅ resolved after 18m5s: GPU 0 (NVIDIA H100 80GB HBM3) on node1") ||
+	if text := done.Form.Get("text"); !strings.HasPrefix(text, "✅ GPUMemoryLeak resolved after 18m5s: GPU 0 on node1: memory.used is 0 B now, under 1 GiB") ||
 		!strings.Contains(text, "a CUDA out-of-memory is likely") {
 		t.Errorf("resolve: got reply %q, want ✅ resolved after 18m5s, the GPU and the job that exited", text)
 	}
