@@ -237,6 +237,10 @@ func readmeCommands() map[string]readmeCommand {
 		"docker build -t gpuwatch .": {skip: "no Docker engine here; deploy's TestDockerfile, TestDockerfileLint and TestDockerBuildContext (gpuwatch built from the files the build context holds) check it"},
 		"docker run -d --name gpuwatch --gpus all --pid=host --network=host -v gpuwatch-state:/var/lib/gpuwatch gpuwatch": {
 			skip: "no Docker engine nor GPU here; the image's entry point and config are checked by deploy's TestDockerfile"},
+		"crane push dist/gpuwatch_1.2.3_linux_amd64.image.tar registry.example.net/gpuwatch:v1.2.3": {
+			skip: "needs a registry; deploy's TestReleaseImage loads the release's image tarballs as crane does, without a daemon, and checks their config, entrypoint and files"},
+		"cd deploy/kubernetes && kustomize edit set image gpuwatch=registry.example.net/gpuwatch:v1.2.3": {
+			skip: "edits the checkout's kustomization; deploy's TestKubernetesManifests renders the images: entry it edits"},
 		"scripts/release --version v1.2.3": {skip: "builds the release for both architectures, minutes; .ci/run runs it and the deploy tests check what it makes"},
 		build: {run: func(t *testing.T, r *readmeRun, cmd string) {
 			if _, err := os.Stat(r.bin); err != nil {

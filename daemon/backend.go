@@ -65,8 +65,8 @@ func (d *Daemon) Alerts() []slackbot.ActiveAlert {
 		al.Silenced = d.silencing(a.Labels(), now)
 		out = append(out, al)
 	}
-	if a, ok := d.sourceDownAlert(); ok {
-		a.Silenced = d.silencing(map[string]string{"alert": SourceDownAlert, "severity": a.Severity, "host": a.Host}, now)
+	for _, a := range d.ownAlerts() {
+		a.Silenced = d.silencing(map[string]string{"alert": a.Name, "severity": a.Severity, "host": a.Host}, now)
 		out = append(out, a)
 	}
 	slices.SortStableFunc(out, func(a, b slackbot.ActiveAlert) int {
@@ -188,7 +188,7 @@ func (d *Daemon) Acknowledge(alertKey, by string) error {
 	firing := slices.ContainsFunc(d.engine.Active(), func(a rules.AlertState) bool {
 		return a.State == rules.StateFiring && notifier.AlertKey(a.Host, a.Rule.Name, a.UUID) == alertKey
 	})
-	if a, ok := d.sourceDownAlert(); ok && a.Key == alertKey {
+	if slices.ContainsFunc(d.ownAlerts(), func(a slackbot.ActiveAlert) bool { return a.Key == alertKey }) {
 		firing = true
 	}
 	if !firing {

@@ -152,6 +152,9 @@ type Daemon struct {
 	// notes is what the store cost: damage Open accepted, records set
 	// aside (/healthz lists them).
 	notes storeNotes
+	// hostsDown are the hosts of the fleet that are down, by host
+	// (guarded by mu).
+	hostsDown map[string]*hostDown
 }
 
 // New is NewContext that nothing stops.
@@ -187,7 +190,7 @@ func NewContext(ctx context.Context, cfg *config.Config, opts Options) (*Daemon,
 	d := &Daemon{opts: opts, logger: opts.Logger, db: watch(db, opts.Now), cfg: cfg, history: newHistories(), fleet: newFleet(),
 		chartQueues: map[string]string{},
 		staleAfter:  staleAfter(cfg), interval: cfg.Source.Interval, storagePath: cfg.Storage.Path,
-		health: sourceHealth{host: cfg.HostName()}, hub: cfg.Source.Type == "prometheus"}
+		health: sourceHealth{host: cfg.HostName()}, hub: cfg.Source.Type == "prometheus", hostsDown: map[string]*hostDown{}}
 	d.sampledAt.Store(opts.Now().UnixNano())
 	d.sayRecovered()
 	if err := d.start(cfg); err != nil {
@@ -227,6 +230,9 @@ func (d *Daemon) start(cfg *config.Config) error {
 	d.dispatcher.Restore(groups, sent, d.setAside)
 	if err := d.restoreAcks(); err != nil {
 		return err
+	}
+	if err := d.restoreHostsDown(); err != nil {
+		return fmt.Errorf("read the hosts the last run left down: %w", err)
 	}
 	if err := d.restoreSourceDown(); err != nil {
 		return fmt.Errorf("load the source's state: %w", err)
@@ -382,20 +388,34 @@ func (d *Daemon) evaluate(snap *gpu.Snapshot) *notifier.Commit {
 	defer d.mu.Unlock()
 	d.last.Store(snap)
 	d.fleet.record(snap)
+	back := d.sourceAnswered(snap.Time)
+	if snap.Down != "" {
+		ts, record := d.hostIsDown(snap)
+		d.chartsNow = nil // a host down has no chart
+		c := d.dispatcher.Dispatch(snap.Time, append(back, ts...))
+		if back != nil {
+			c.DeleteRecord(BucketSource, sourceDownKey)
+		}
+		c.PutRecord(BucketSource, hostDownPrefix+snap.Host, record)
+		return c
+	}
 	d.history.Record(snap)
 	d.trackGPUs(snap)
 	LogEvents(d.logger, snap)
 	ts := d.engine.Eval(snap)
+	up, wasDown := d.hostAnswered(snap)
 	all := ts
-	back := d.sourceAnswered(snap.Time)
-	if back != nil {
-		all = append(back, ts...)
+	if back != nil || up != nil {
+		all = append(append(back, up...), ts...)
 	}
 	d.chartsNow = d.alertCharts(ts)
 	c := d.dispatcher.Dispatch(snap.Time, all)
 	d.writeCharts(c)
 	if back != nil {
 		c.DeleteRecord(BucketSource, sourceDownKey)
+	}
+	if wasDown {
+		c.DeleteRecord(BucketSource, hostDownPrefix+snap.Host)
 	}
 	for i := range ts {
 		t := &ts[i]

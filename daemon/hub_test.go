@@ -8,6 +8,7 @@ import (
 	"math"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -21,23 +22,30 @@ import (
 )
 
 // hubPrometheus answers instant queries with two hosts of gpuwatch
-// agents, a and b, b's GPU 0 at 90 °C; while down it answers 503. Its
-// range queries answer the same GPUs over any window, b's GPU 0 using
-// memory in proportion to the hour (10% at :06, 50% at :30).
+// agents, a and b, b's GPU 0 at 90 °C, and their targets' up; while down
+// it answers 503; while silent it answers no series at all (as after a
+// restart, before its first scrapes); while bDown its scrapes of b fail
+// (b's series are gone, its up is 0). Its range queries answer the same
+// GPUs over any window, b's GPU 0 using memory in proportion to the hour
+// (10% at :06, 50% at :30).
 type hubPrometheus struct {
 	*httptest.Server
-	down    atomic.Bool
-	queries atomic.Int64
-	ranges  atomic.Int64 // range queries answered
+	down, silent, bDown atomic.Bool
+	queries             atomic.Int64
+	ranges              atomic.Int64 // range queries answered
 }
 
 // hubSeries are the series of one family, as the API answers them: each
-// host's GPUs' labels and value, and its values at each of times.
-func hubSeries(name string, times []time.Time, instant bool) []string {
+// host's GPUs' labels and value, and its values at each of times; b's
+// none while bDown.
+func hubSeries(name string, times []time.Time, instant, bDown bool) []string {
 	var result []string
 	for _, host := range []string{"a", "b"} {
+		if host == "b" && bDown {
+			continue
+		}
 		for g := range 2 {
-			labels := fmt.Sprintf(`"__name__":%q,"host":%q,"gpu":"%d","uuid":"GPU-%s%d","name":"NVIDIA H100 80GB HBM3"`, name, host, g, host, g)
+			labels := fmt.Sprintf(`"__name__":%q,"host":%q,"gpu":"%d","uuid":"GPU-%s%d","name":"NVIDIA H100 80GB HBM3","instance":"%s:9477","job":"gpuwatch"`, name, host, g, host, g, host)
 			value := func(at time.Time) float64 {
 				switch name {
 				case "gpuwatch_gpu_temperature_celsius":
@@ -84,9 +92,20 @@ func newHubPrometheus(t *testing.T) *hubPrometheus {
 			return
 		}
 		var result []string
+		if p.silent.Load() {
+			fmt.Fprint(w, `{"status":"success","data":{"resultType":"vector","result":[]}}`)
+			return
+		}
 		if r.URL.Path == "/api/v1/query" {
+			for _, host := range []string{"a", "b"} {
+				up := 1
+				if host == "b" && p.bDown.Load() {
+					up = 0
+				}
+				result = append(result, fmt.Sprintf(`{"metric":{"__name__":"up","instance":"%s:9477","job":"gpuwatch"},"value":[%d,"%d"]}`, host, time.Now().Unix(), up))
+			}
 			for _, name := range hubFamilies {
-				result = append(result, hubSeries(name, []time.Time{time.Now()}, true)...)
+				result = append(result, hubSeries(name, []time.Time{time.Now()}, true, p.bDown.Load())...)
 			}
 			fmt.Fprintf(w, `{"status":"success","data":{"resultType":"vector","result":[%s]}}`, strings.Join(result, ","))
 			return
@@ -102,7 +121,7 @@ func newHubPrometheus(t *testing.T) *hubPrometheus {
 		}
 		for _, name := range hubFamilies {
 			if len(times) > 0 && strings.Contains(r.Form.Get("query"), name) {
-				result = append(result, hubSeries(name, times, false)...)
+				result = append(result, hubSeries(name, times, false, p.bDown.Load())...)
 			}
 		}
 		fmt.Fprintf(w, `{"status":"success","data":{"resultType":"matrix","result":[%s]}}`, strings.Join(result, ","))
@@ -212,6 +231,82 @@ func TestHubSourceDown(t *testing.T) {
 	want := []string{"firing GPUHot b/0", "firing GPUWatchSourceDown hub/-", "resolved GPUWatchSourceDown hub/-"}
 	if got := hook.AlertLines(t); strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("the hook got\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// TestHubPrometheusSilentAndHostDown: an answer without any series (a
+// Prometheus that restarted and has not scraped yet) is GPUWatchSourceDown,
+// and no GPU is lost for it; a host whose exporter Prometheus cannot
+// scrape (up is 0) is one GPUHostDown, about the host, once it has been
+// down for host_down_for, and no GPU of it is lost; a restart while it is
+// down neither repeats nor forgets it; when it reports again, it resolves.
+func TestHubPrometheusSilentAndHostDown(t *testing.T) {
+	dir := t.TempDir()
+	prom := newHubPrometheus(t)
+	hook := notifiertest.NewServer(t, func(int, *notifiertest.Request) notifiertest.Response { return notifiertest.Response{Status: 200} })
+	cfg := parseConfig(t, dir, fmt.Sprintf(`
+host: hub
+source:
+  type: prometheus
+  interval: 100ms
+  prometheus: {url: %s, schema: gpuwatch, timeout: 90ms, host_down_for: 500ms}
+receivers:
+  - name: hook
+    webhook: {url: %s, format: generic}
+route:
+  receiver: hook
+  group_wait: 0s
+%s  - alert: GPULost
+    when: missing_for > 200ms
+`, prom.URL, hook.URL, hotRule), nil)
+	d, _, stop := runHub(t, cfg)
+	has := func(line string) bool { return slices.Contains(hook.AlertLines(t), line) }
+	count := func(line string) int {
+		n := 0
+		for _, l := range hook.AlertLines(t) {
+			if l == line {
+				n++
+			}
+		}
+		return n
+	}
+	waitFor(t, "GPUHot on b", func() bool { return has("firing GPUHot b/0") })
+
+	prom.silent.Store(true)
+	waitFor(t, "GPUWatchSourceDown", func() bool { return has("firing GPUWatchSourceDown hub/-") })
+	before := prom.queries.Load()
+	waitFor(t, "silent evaluations past missing_for", func() bool { return prom.queries.Load() > before+5 })
+	prom.silent.Store(false)
+	waitFor(t, "the resolve", func() bool { return has("resolved GPUWatchSourceDown hub/-") })
+
+	prom.bDown.Store(true)
+	waitFor(t, "GPUHostDown on b", func() bool { return has("firing GPUHostDown b/-") })
+	if s := d.Snapshots(); len(s) != 2 || s[1].Down == "" || len(s[1].Devices) != 0 {
+		t.Errorf("Snapshots while b is down: %+v, want b down without GPUs", s)
+	}
+	var alerts []daemon.AlertJSON
+	if err := json.Unmarshal([]byte(get(t, "http://"+d.Addr()+"/api/v1/alerts")), &alerts); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.ContainsFunc(alerts, func(a daemon.AlertJSON) bool {
+		return a.Alert == daemon.HostDownAlert && a.Host == "b" && a.GPU == -1 && strings.Contains(a.Summary, "up is 0")
+	}) {
+		t.Errorf("/api/v1/alerts: %+v, want GPUHostDown on b saying why", alerts)
+	}
+	stop()
+	runHub(t, cfg)
+	before = prom.queries.Load()
+	waitFor(t, "evaluations after the restart", func() bool { return prom.queries.Load() > before+5 })
+	prom.bDown.Store(false)
+	waitFor(t, "b's resolve", func() bool { return has("resolved GPUHostDown b/-") })
+	time.Sleep(300 * time.Millisecond)
+	if n := count("firing GPUHostDown b/-"); n != 1 {
+		t.Errorf("GPUHostDown on b announced %d times, want once: the restart neither repeats nor forgets it", n)
+	}
+	for _, l := range hook.AlertLines(t) {
+		if strings.Contains(l, "GPULost") {
+			t.Errorf("the hook got %q: no GPU is lost while Prometheus is silent or its host is down\n%s", l, strings.Join(hook.AlertLines(t), "\n"))
+		}
 	}
 }
 

@@ -25,7 +25,9 @@ const (
 	// may last and still be bridged.
 	GapIntervals = 3
 	// RollupUnknownUser is the user that processes without an attributed
-	// owner (an empty gpu.Process.User) are counted under.
+	// owner (an empty gpu.Process.Owner: no user, no pod) are counted
+	// under; a pod the source names without its user counts as its
+	// "NAMESPACE/POD".
 	RollupUnknownUser = "unknown"
 )
 
@@ -324,7 +326,7 @@ func (r *Rollups) updateUsers(st *gpuState, procs []gpu.Process, dt float64, idl
 	var total uint64
 	for i := range procs {
 		p := &procs[i]
-		u := &st.users[st.user(p.User)]
+		u := &st.users[st.user(p.Owner())]
 		if u.gen != st.gen {
 			u.gen, u.mem, u.procs, u.largest, u.command = st.gen, 0, 0, 0, ""
 		}

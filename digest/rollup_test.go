@@ -342,6 +342,14 @@ func TestRollupsUsers(t *testing.T) {
 			},
 		},
 		{
+			name:  "a pod named without its processes (dcgm-exporter) counts as the pod",
+			util:  90,
+			procs: []gpu.Process{func() gpu.Process { p := gpu.PodProcess("ml", "train-0", "trainer"); p.MemUsed = rollGiB; return p }()},
+			want: map[string]UserHour{
+				"ml/train-0": {User: "ml/train-0", GPUSeconds: 10, ByteSeconds: 10 * rollGiB},
+			},
+		},
+		{
 			name:  "held but busy",
 			util:  5,
 			procs: []gpu.Process{proc("alice", 18*rollGiB)},

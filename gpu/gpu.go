@@ -21,6 +21,11 @@ type Snapshot struct {
 	Devices []Device
 	// Events happened since the previous snapshot: XID errors, lost GPUs.
 	Events []Event
+	// Down says why the host does not report, when the source knows it
+	// cannot reach it (a hub's Prometheus fails to scrape the host's
+	// exporter: up is 0). Devices is then empty: the host is down, its
+	// GPUs are not missing. "" for a host that reports.
+	Down string
 }
 
 // Device is one GPU's readings. Readings the GPU or the source does not

@@ -244,6 +244,9 @@ func TestExitText(t *testing.T) {
 		{Exit{Processes: three, MemPercent: 50}, "pid 1 (alice, torchrun), pid 2, and 1 more exited with the GPU at 50%"},
 		{Exit{Processes: workers, MemPercent: 62.6}, "pids 7, 8 (erin, torchrun train.py) exited with the GPU at 62.6%"},
 		{Exit{MemPercent: math.NaN()}, "the job on GPU 3 exited"},
+		// dcgm-exporter names the pod, not its processes.
+		{Exit{Processes: []gpu.Process{gpu.PodProcess("ml", "train-0", "trainer")}, MemPercent: 97},
+			"pod ml/train-0, container trainer exited with the GPU at 97%"},
 	} {
 		if got := tc.x.Text(3); got != tc.want {
 			t.Errorf("got %q, want %q", got, tc.want)
@@ -325,6 +328,24 @@ rules:
 	got := evalAt(e, 40*time.Minute, device(0, 40, 90, 60))
 	if _, ok := got["Leak/firing"]; !ok {
 		t.Errorf("the first evaluation after warming: got %v, want the leak firing", keys(got))
+	}
+}
+
+// TestPodTakesOverFromPod: dcgm-exporter names pods, all PID 0; a pod that
+// takes the GPU over from another within a sample is a new job, and the
+// exit names the pod that left.
+func TestPodTakesOverFromPod(t *testing.T) {
+	var h holder
+	dev := func(pod string) *gpu.Device {
+		return &gpu.Device{MemTotal: 80 << 30, MemUsed: 40 << 30, Processes: []gpu.Process{gpu.PodProcess("ml", pod, "trainer")}}
+	}
+	h.observe(t0, dev("train-0"))
+	h.observe(t0.Add(time.Minute), dev("train-0"))
+	if !h.observe(t0.Add(2*time.Minute), dev("train-1")) {
+		t.Fatal("train-1 took the GPU over from train-0: not seen as a change of hands")
+	}
+	if got := h.exit.Text(0); got != "pod ml/train-0, container trainer exited with the GPU at 50%" {
+		t.Errorf("exit: %q", got)
 	}
 }
 

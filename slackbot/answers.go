@@ -15,6 +15,7 @@ import (
 	"github.com/gpuwatch/gpuwatch/gpu"
 	"github.com/gpuwatch/gpuwatch/internal/blockkit"
 	"github.com/gpuwatch/gpuwatch/internal/plural"
+	"github.com/gpuwatch/gpuwatch/rules"
 )
 
 // command answers a slash command: the function behind both
@@ -124,7 +125,10 @@ func (a *App) hostStatus(snap *gpu.Snapshot) *reply {
 		}
 		blocks = append(blocks, section(deviceText(snap.Host, &snap.Devices[i], alerts, now)))
 	}
-	if len(snap.Devices) == 0 {
+	switch {
+	case snap.Down != "":
+		blocks = append(blocks, section("⚠️ This host is down: "+blockkit.EscapeClip(snap.Down, 300)))
+	case len(snap.Devices) == 0:
 		blocks = append(blocks, section("This host reports no GPUs."))
 	}
 	return message(title, blocks...)
@@ -179,9 +183,12 @@ func (a *App) fleetStatus(f fleet) *reply {
 // GPUs: 5 busy, 1 idle-held, 2 free · 🔥 2 firing".
 func hostLine(s *gpu.Snapshot, alerts []ActiveAlert, newest, now time.Time) string {
 	line := "*" + hostName(s.Host) + "* · "
-	if len(s.Devices) == 0 {
+	switch {
+	case s.Down != "":
+		line += "⚠️ down: " + blockkit.EscapeClip(s.Down, 120)
+	case len(s.Devices) == 0:
 		line += "⚠️ no GPU reports"
-	} else {
+	default:
 		var u uses
 		u.add(s)
 		line += plural.Count(len(s.Devices), "GPU") + ": " + u.String()
@@ -294,10 +301,13 @@ func where(several bool, host string, index int) string {
 	return "GPU " + strconv.Itoa(index)
 }
 
-// gpuProcess is a process and the GPU it runs on.
+// gpuProcess is a process and the GPU it runs on; unnamed: a GPU that is
+// held but whose source names no process (dcgm-exporter outside
+// Kubernetes), its memory in use.
 type gpuProcess struct {
-	host string
-	gpu  int
+	host    string
+	gpu     int
+	unnamed bool
 	gpu.Process
 }
 
@@ -305,7 +315,9 @@ type gpuProcess struct {
 const maxTopProcesses = 40
 
 // top lists the processes on every GPU (of one host, or of the fleet) by
-// GPU memory, largest first.
+// GPU memory, largest first: each with its holder (a process, or a pod
+// when the source names pods), and the GPUs held by processes the source
+// does not name.
 func (a *App) top(host string) *reply {
 	f, r := a.hosts(host)
 	if r != nil {
@@ -313,9 +325,13 @@ func (a *App) top(host string) *reply {
 	}
 	var ps []gpuProcess
 	for _, s := range f {
-		for _, d := range s.Devices {
+		for i := range s.Devices {
+			d := &s.Devices[i]
 			for _, p := range d.Processes {
-				ps = append(ps, gpuProcess{s.Host, d.Index, p})
+				ps = append(ps, gpuProcess{host: s.Host, gpu: d.Index, Process: p})
+			}
+			if len(d.Processes) == 0 && rules.Held(d) {
+				ps = append(ps, gpuProcess{host: s.Host, gpu: d.Index, unnamed: true, Process: gpu.Process{MemUsed: d.MemUsed}})
 			}
 		}
 	}
@@ -333,12 +349,7 @@ func (a *App) top(host string) *reply {
 	}
 	var lines []string
 	for _, p := range ps[:min(len(ps), maxTopProcesses)] {
-		line := fmt.Sprintf("`%s` *%s* %s · `%s` · pid %d", where(f.several(), p.host, p.gpu), gib(p.MemUsed),
-			blockkit.EscapeClip(p.User, 40), blockkit.EscapeClip(p.Command, 80), p.PID)
-		if p.Container != "" {
-			line += " · " + blockkit.EscapeClip(p.Container, 60)
-		}
-		lines = append(lines, line)
+		lines = append(lines, topLine(p, f.several()))
 	}
 	// Ten lines a section keeps each well under Slack's 3000 characters.
 	for chunk := range slices.Chunk(lines, 10) {
@@ -348,6 +359,29 @@ func (a *App) top(host string) *reply {
 		blocks = append(blocks, note(fmt.Sprintf("…and %d smaller processes", len(ps)-maxTopProcesses)))
 	}
 	return message(title, blocks...)
+}
+
+// topLine is one line of /gpu top: "`node1/0` *61.0 GiB* alice ·
+// `python train.py` · pid 4242 · docker:3f2a", "`node1/0` *61.0 GiB* pod
+// ml/train-0, container trainer", "`node1/0` *61.0 GiB* held · the source
+// names no process" (dcgm-exporter outside Kubernetes; an agent that cannot
+// see the processes of other PID namespaces).
+func topLine(p gpuProcess, several bool) string {
+	line := fmt.Sprintf("`%s` *%s* ", where(several, p.host, p.gpu), gib(p.MemUsed))
+	if p.unnamed {
+		return line + "held · the source names no process"
+	}
+	if _, _, _, pod := p.Pod(); pod {
+		return line + blockkit.EscapeClip(p.Holder(), 160)
+	}
+	line += fmt.Sprintf("%s · `%s`", blockkit.EscapeClip(p.User, 40), blockkit.EscapeClip(p.Command, 80))
+	if h := p.Holder(); h != "" {
+		line += " · " + h
+	}
+	if p.Container != "" {
+		line += " · " + blockkit.EscapeClip(p.Container, 60)
+	}
+	return line
 }
 
 // alerts lists the firing and pending alerts, of one host or of all.

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gpuwatch/gpuwatch/gpu"
 	"github.com/gpuwatch/gpuwatch/notifier"
 	"github.com/gpuwatch/gpuwatch/notifier/notifiertest"
 )
@@ -174,13 +175,29 @@ func TestTop(t *testing.T) {
 		t.Fatalf("/gpu top: got sections %q, want one", secs)
 	}
 	lines := strings.Split(secs[0], "\n")
-	if len(lines) != 3 {
-		t.Fatalf("/gpu top: got %d lines %q, want 3 processes", len(lines), lines)
+	if len(lines) != 5 {
+		t.Fatalf("/gpu top: got %d lines %q, want 3 processes and 2 GPUs held by processes not named", len(lines), lines)
 	}
-	// Largest first: carol 30 GiB on GPU 2, alice 9 GiB and bob 1 GiB on GPU 0.
-	contains(t, "line 1", lines[0], "`GPU 2`", "30.0 GiB", "carol", "pid 777")
-	contains(t, "line 2", lines[1], "`GPU 0`", "9.0 GiB", "alice", "python train.py --model llama-7b", "docker:3f2a9c1b7e4d")
-	contains(t, "line 3", lines[2], "`GPU 0`", "1.0 GiB", "bob", "jupyter-lab")
+	// Largest first: GPU 3 held (40 GiB) by processes the source does not
+	// name, carol 30 GiB on GPU 2, GPU 1 held (20 GiB), alice 9 GiB and
+	// bob 1 GiB on GPU 0.
+	contains(t, "line 1", lines[0], "`GPU 3`", "40.0 GiB", "held · the source names no process")
+	contains(t, "line 2", lines[1], "`GPU 2`", "30.0 GiB", "carol", "pid 777")
+	contains(t, "line 3", lines[2], "`GPU 1`", "20.0 GiB", "held · the source names no process")
+	contains(t, "line 4", lines[3], "`GPU 0`", "9.0 GiB", "alice", "python train.py --model llama-7b", "docker:3f2a9c1b7e4d")
+	contains(t, "line 5", lines[4], "`GPU 0`", "1.0 GiB", "bob", "jupyter-lab")
+}
+
+// TestTopNamesPods: where the source names a GPU's pod, not its
+// processes (dcgm-exporter on Kubernetes), /gpu top names the pod, its
+// namespace and container.
+func TestTopNamesPods(t *testing.T) {
+	ta := newTestApp(t, 1, nil)
+	pod := gpu.PodProcess("ml", "train-0", "trainer")
+	pod.MemUsed = 9 << 30
+	ta.b.snap.Devices[0].Processes = []gpu.Process{pod}
+	k := ta.run(t, "top", "U1", "alice")
+	contains(t, "/gpu top", strings.Join(k.texts("section"), "\n"), "`GPU 0` *9.0 GiB* pod ml/train-0, container trainer")
 }
 
 func TestAlerts(t *testing.T) {

@@ -302,3 +302,15 @@ func TestFleetAnswersFitSlack(t *testing.T) {
 		assertSafeMrkdwn(t, "/gpu "+cmd, ta.run(t, cmd, "U1", "alice").all())
 	}
 }
+
+// TestFleetHostDown: a host the hub's Prometheus cannot scrape says so,
+// with why, in /gpu status of the fleet and of the host.
+func TestFleetHostDown(t *testing.T) {
+	ta := newFleetApp(t)
+	ta.b.others[0].Down = "Prometheus cannot scrape its exporter at node3:9477 (job gpuwatch): up is 0"
+	k := ta.run(t, "status", "U1", "alice")
+	contains(t, "/gpu status", strings.Join(k.texts("section"), "\n"),
+		"*node3* · ⚠️ down: Prometheus cannot scrape its exporter at node3:9477 (job gpuwatch): up is 0 · 🔥 1 firing")
+	k = ta.run(t, "status node3", "U1", "alice")
+	contains(t, "/gpu status node3", strings.Join(k.texts("section"), "\n"), "⚠️ This host is down: Prometheus cannot scrape its exporter")
+}

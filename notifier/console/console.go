@@ -140,8 +140,8 @@ func Format(b *strings.Builder, a *notifier.Alert, loc *time.Location) {
 			fmt.Fprintf(b, "    … and %d more processes\n", len(a.Processes)-3)
 			break
 		}
-		fmt.Fprintf(b, "    pid %d %s  %s  %s", p.PID, orDash(p.User), formatBytes(p.MemUsed), orDash(p.Command))
-		if p.Container != "" {
+		fmt.Fprintf(b, "    %s %s  %s  %s", orDash(p.Holder()), orDash(p.Owner()), formatBytes(p.MemUsed), orDash(p.Command))
+		if _, _, _, pod := p.Pod(); p.Container != "" && !pod {
 			fmt.Fprintf(b, "  (%s)", p.Container)
 		}
 		b.WriteByte('\n')

@@ -258,15 +258,18 @@ func processes(a *notifier.Alert) string {
 			fmt.Fprintf(&b, "\n… and %d more", len(a.Processes)-maxProcesses)
 			break
 		}
-		who := p.User
+		who := p.Owner()
 		if who == "" {
 			who = "?"
 		}
-		fmt.Fprintf(&b, "\n• *%s* · %s · pid %d", blockkit.EscapeClip(who, 64), formatBytes(float64(p.MemUsed)), p.PID)
+		fmt.Fprintf(&b, "\n• *%s* · %s", blockkit.EscapeClip(who, 64), formatBytes(float64(p.MemUsed)))
+		if h := p.Holder(); h != "" {
+			fmt.Fprintf(&b, " · %s", blockkit.EscapeClip(h, 160))
+		}
 		if p.Command != "" {
 			fmt.Fprintf(&b, " · `%s`", blockkit.EscapeClip(p.Command, 120))
 		}
-		if p.Container != "" {
+		if _, _, _, pod := p.Pod(); p.Container != "" && !pod {
 			fmt.Fprintf(&b, " · %s", blockkit.EscapeClip(p.Container, 120))
 		}
 	}

@@ -143,11 +143,18 @@ func alertText(a *notifier.Alert, s style) string {
 				add("- … and %d more", len(a.Processes)-maxProcesses)
 				break
 			}
-			parts := []string{s.esc(orNA(p.User)), s.esc(shorten(orNA(p.Command), 80))}
-			if p.Container != "" {
+			parts := []string{s.esc(orNA(p.Owner())), s.esc(shorten(orNA(p.Command), 80))}
+			_, _, _, pod := p.Pod()
+			if pod {
+				parts = parts[:1]
+			}
+			if p.Container != "" && !pod {
 				parts = append(parts, s.esc(p.Container))
 			}
-			parts = append(parts, formatBytes(float64(p.MemUsed)), "pid "+strconv.Itoa(p.PID))
+			parts = append(parts, formatBytes(float64(p.MemUsed)))
+			if h := p.Holder(); h != "" {
+				parts = append(parts, s.esc(h))
+			}
 			add("- %s", strings.Join(parts, " · "))
 		}
 	}
