@@ -331,6 +331,8 @@ func TestPageInBrowser(t *testing.T) {
 		t.Fatalf("GET /api/v1/silences after silencing from the page: got %+v\nwant one active silence of 2h, %v, by alice, for fan repair", silences, wantMatchers)
 	}
 	waitPage(t, tab, 10*time.Second, "the silence listed on the page", fmt.Sprintf(`document.querySelector('[data-silence="%s"] button')`, silences[0].ID))
+	// The alert it mutes says so, by whom and why, as the API does.
+	waitPage(t, tab, 10*time.Second, "the alert marked silenced by alice", `[...document.querySelectorAll('#alerts [data-alert="GPUHot"]')].some((el) => el.textContent.includes('silenced by alice until') && el.textContent.includes('(fan repair)'))`)
 	browsertest.Screenshot(t, tab, "alerts-desktop", false)
 	browsertest.Do(t, tab, 10*time.Second, "expire the silence from the page",
 		chromedp.Click(chromedp.CSS(fmt.Sprintf(`[data-silence="%s"] button`, silences[0].ID))))

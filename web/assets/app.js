@@ -130,8 +130,15 @@
     return hay.some((s) => s && String(s).toLowerCase().includes(text));
   }
 
+  // isSilenced: the API names the silence that mutes an alert in its
+  // "silenced" object (id, ends_at, created_by, comment).
   function isSilenced(a) {
-    return !!(a.silenced || a.silenced_by || a.silenced_until || a.silence_id || a.state === 'silenced');
+    return !!a.silenced;
+  }
+
+  function silencedText(s) {
+    return 'silenced' + (s.created_by ? ' by ' + s.created_by : '') + (s.ends_at ? ' until ' + fmtTime(s.ends_at) : '') +
+      (s.comment ? ' (' + s.comment + ')' : '');
   }
 
   function card(host, g, alerts, several) {
@@ -242,7 +249,7 @@
       const meta = [a.state + ' since ' + fmtTime(a.since) + ' (' + fmtSince(a.since) + ')'];
       if (a.value_text) meta.push('value ' + a.value_text);
       if (a.acknowledged_by) meta.push('acknowledged by ' + a.acknowledged_by);
-      if (silenced) meta.push('silenced' + (a.silenced_by ? ' by ' + a.silenced_by : '') + (a.silenced_until ? ' until ' + fmtTime(a.silenced_until) : ''));
+      if (silenced) meta.push(silencedText(a.silenced));
       return h('article', { class: 'item ' + (silenced ? 'silenced' : a.state), role: 'listitem', 'data-alert': a.alert, 'data-key': a.key },
         h('header', null, h('span', { class: 'badge ' + (silenced ? 'silenced' : a.state) }, silenced ? 'silenced' : a.state),
           h('strong', null, a.alert), h('span', null, where), a.severity ? h('span', { class: 'meta' }, a.severity) : null),
