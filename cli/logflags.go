@@ -48,7 +48,7 @@ func (lf *logFlags) open(path string, cfg *config.Config, env *Env, logger *slog
 	}
 	r, err := replay.Open(path, opts)
 	if errors.Is(err, replay.ErrColumns) {
-		return nil, usageErrf("%v", err)
+		return nil, usageErrf("--columns %v", err)
 	}
 	if err != nil {
 		return nil, replayErr(err)

@@ -311,3 +311,30 @@ func (d *inProcess) stop() int {
 	d.cancel()
 	return <-d.done
 }
+
+// TestRunReplaySourceWithoutHeader runs the daemon on a log written with
+// --format=csv,noheader: the config names its columns, as replay's
+// --columns does; without them the start says how.
+func TestRunReplaySourceWithoutHeader(t *testing.T) {
+	log, err := filepath.Abs(filepath.Join(sampleLogDir, "smi-noheader.csv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rule := "rules:\n  - alert: BigJob\n    when: memory.used > 3GiB\n"
+	path := filepath.Join(t.TempDir(), "gpuwatch.yaml")
+	writeFile(t, path, daemonSettings+"\nsource:\n  type: replay\n  replay: {file: "+log+
+		", columns: \"timestamp,index,memory.used,memory.total,utilization.gpu\"}\n"+rule)
+	got := gpuwatch(t, "run", "--config", path)
+	if got.code != cli.ExitOK {
+		t.Fatalf("run on a headerless log with source.replay.columns: got exit %d, want %d\nstderr:\n%s", got.code, cli.ExitOK, got.stderr)
+	}
+	if fired, _ := transitionCounts(got.stdout); fired["BigJob"] != 1 || len(fired) != 1 {
+		t.Errorf("run on the headerless log: got firings %v, want BigJob once", fired)
+	}
+
+	writeFile(t, path, daemonSettings+"\nsource:\n  type: replay\n  replay: {file: "+log+"}\n"+rule)
+	got = gpuwatch(t, "run", "--config", path)
+	if got.code != cli.ExitUser || !strings.Contains(got.stderr, "--columns") {
+		t.Errorf("run on a headerless log without columns: got exit %d, stderr:\n%s\nwant exit %d and how to name the columns", got.code, got.stderr, cli.ExitUser)
+	}
+}

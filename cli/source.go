@@ -51,7 +51,13 @@ func openSource(c *config.Config, env *Env, logger *slog.Logger) (gpu.Source, er
 	case "replay":
 		// A log is of its own host: the config's host: when it sets one,
 		// else the host the log names, or its file's name.
-		r, err := replay.Open(c.Source.Replay.File, replay.Options{Host: c.Host, Location: env.Location, Logger: logger})
+		rs := c.Source.Replay
+		var total uint64 // 0: from the log, or the GPU's name
+		if rs.MemoryTotal != "" {
+			total, _ = replay.ParseMemory(rs.MemoryTotal) // checked with the config
+		}
+		r, err := replay.Open(rs.File, replay.Options{Host: c.Host, Location: env.Location, Logger: logger,
+			Columns: rs.Columns, MemoryTotal: total, SkipBad: rs.SkipBad, Warnings: env.Stderr})
 		if err != nil {
 			return nil, replayErr(err)
 		}

@@ -18,6 +18,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/gpuwatch/gpuwatch/gpu/replay"
 	"github.com/gpuwatch/gpuwatch/gpu/sim"
 	"github.com/gpuwatch/gpuwatch/internal/plural"
 	"github.com/gpuwatch/gpuwatch/internal/strictyaml"
@@ -66,10 +67,18 @@ type SimSource struct {
 	Speed    float64 `yaml:"speed"` // simulated seconds per real second (default 1); 0 as fast as possible
 }
 
-// ReplaySource configures replaying an nvidia-smi CSV log.
+// ReplaySource configures replaying a GPU log (any format replay reads).
 type ReplaySource struct {
 	File  string  `yaml:"file"`
 	Speed float64 `yaml:"speed"` // 0: as fast as the CPU goes
+	// Columns names the columns of a CSV log written without its header
+	// (--format=csv,noheader), as replay's --columns does.
+	Columns string `yaml:"columns"`
+	// MemoryTotal is each GPU's memory ("80GiB") for a log without
+	// memory.total, as replay's --memory-total does.
+	MemoryTotal string `yaml:"memory_total"`
+	// SkipBad skips malformed rows, counting them, as --skip-bad does.
+	SkipBad bool `yaml:"skip_bad"`
 }
 
 // Storage says where gpuwatch keeps its state.
@@ -355,6 +364,16 @@ func (c *Config) validate(root *yaml.Node) strictyaml.Errors {
 		}
 		if c.Source.Replay.Speed < 0 {
 			fail(at("source", "replay", "speed"), "source.replay.speed must be 0 (as fast as possible) or more")
+		}
+		if cols := c.Source.Replay.Columns; cols != "" {
+			if err := replay.CheckColumns(cols); err != nil {
+				fail(at("source", "replay", "columns"), "source.replay.columns %v", err)
+			}
+		}
+		if total := c.Source.Replay.MemoryTotal; total != "" {
+			if _, err := replay.ParseMemory(total); err != nil {
+				fail(at("source", "replay", "memory_total"), "source.replay.memory_total %q: %v", total, err)
+			}
 		}
 	case "prometheus":
 		c.checkPrometheus(at, fail)

@@ -123,6 +123,11 @@ var configFailures = map[string][]string{
 	"replay_no_file.bad.yaml": {
 		`4:5: source.replay.file is required with type replay: the nvidia-smi CSV log to replay`,
 	},
+	// A headerless log's columns and a total without its unit.
+	"replay_options.bad.yaml": {
+		`5:14: source.replay.columns "foo,bar": none of these is a column gpuwatch reads; name the --query-gpu fields, as in timestamp,index,memory.used,memory.total`,
+		`6:19: source.replay.memory_total "80": want an amount with its unit, as in 80GiB or 24576MiB`,
+	},
 	"replay_no_section.bad.yaml": {
 		`2:3: source.replay.file is required with type replay: the nvidia-smi CSV log to replay`,
 	},

@@ -39,7 +39,7 @@ func FuzzReplay(f *testing.F) {
 		}
 		r, err := NewReader(bytes.NewReader(data), "fuzz.csv", opts)
 		if err != nil {
-			if !strings.HasPrefix(err.Error(), "--columns") {
+			if !errors.Is(err, ErrColumns) {
 				checkParseError(t, err)
 			}
 			return

@@ -150,13 +150,20 @@ func (h *header) sameColumns(o *header) bool {
 // reads.
 var ErrColumns = errors.New("none of these is a column gpuwatch reads")
 
+// CheckColumns returns an error wrapping ErrColumns when names, the value
+// of Options.Columns, names no column gpuwatch reads.
+func CheckColumns(names string) error {
+	_, err := headerFromColumns(names)
+	return err
+}
+
 // headerFromColumns makes the header of a log without one
 // (--format=csv,noheader) from the names given on the command line:
 // "timestamp,index,memory.used,memory.total".
 func headerFromColumns(names string) (header, error) {
 	h, ferr := parseHeader([]byte(names))
 	if ferr != nil {
-		return header{}, fmt.Errorf("--columns %q: %w; name the --query-gpu fields, as in timestamp,index,memory.used,memory.total", names, ErrColumns)
+		return header{}, fmt.Errorf("%q: %w; name the --query-gpu fields, as in timestamp,index,memory.used,memory.total", names, ErrColumns)
 	}
 	h.raw = nil
 	return h, nil
