@@ -221,6 +221,8 @@ func TestHubSourceDown(t *testing.T) {
 	}
 
 	// A restart while Prometheus is still down: no second announcement.
+	// Stop once the deliveries are written, as below.
+	waitFor(t, "the outbox to empty", func() bool { return hubPending(t, d) == 0 })
 	stop()
 	runHub(t, cfg)
 	before = prom.queries.Load()
@@ -293,6 +295,10 @@ route:
 	}) {
 		t.Errorf("/api/v1/alerts: %+v, want GPUHostDown on b saying why", alerts)
 	}
+	// The hook having the alert is not its delivery being written: a stop
+	// in between delivers it again after the restart, as it must (at least
+	// once). Stop once the outbox is empty.
+	waitFor(t, "the outbox to empty", func() bool { return hubPending(t, d) == 0 })
 	stop()
 	runHub(t, cfg)
 	before = prom.queries.Load()
@@ -330,6 +336,21 @@ func TestHubStatusAndMetrics(t *testing.T) {
 		!strings.Contains(metrics, `gpuwatch_last_sample_timestamp_seconds{host="hub"}`) {
 		t.Errorf("a hub's /metrics: want its own series and no gpuwatch_gpu_*; got\n%s", metrics)
 	}
+}
+
+// hubPending is how many notifications wait in d's outboxes, from
+// GET /api/v1/outbox.
+func hubPending(t *testing.T, d *daemon.Daemon) int {
+	t.Helper()
+	var out daemon.OutboxJSON
+	if err := json.Unmarshal([]byte(get(t, "http://"+d.Addr()+"/api/v1/outbox")), &out); err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, c := range out.Pending {
+		n += c
+	}
+	return n
 }
 
 func get(t *testing.T, url string) string {
