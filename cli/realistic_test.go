@@ -9,8 +9,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	root "github.com/gpuwatch/gpuwatch"
 	"github.com/gpuwatch/gpuwatch/config"
@@ -186,4 +191,141 @@ func replayEvents(t *testing.T, rs []*rules.Rule, log io.Reader) []tracescore.Ev
 			events = append(events, tracescore.Event{At: tr.At, Alert: tr.Alert, GPU: tr.GPU, Firing: !tr.Resolved(), Repeat: tr.Repeat})
 		}
 	}
+}
+
+// TestAlertQualitySweep scores the example rules on many seeds of every
+// realistic workload, evaluated in-process on the simulator's snapshots,
+// and prints per workload how many seeds are right and the leaks' lead
+// times: the measure of how well the defaults generalise. It runs only
+// when GPUWATCH_QUALITY_SEEDS says how many seeds (from seed 100);
+// GPUWATCH_QUALITY_CONFIG names another config to judge, and
+// GPUWATCH_QUALITY_SCENARIOS a comma-separated subset of workloads.
+func TestAlertQualitySweep(t *testing.T) {
+	n, _ := strconv.Atoi(os.Getenv("GPUWATCH_QUALITY_SEEDS"))
+	if n <= 0 {
+		t.Skip("set GPUWATCH_QUALITY_SEEDS=N to score N seeds of every realistic workload")
+	}
+	data, file := root.ExampleConfig, "config.example.yaml"
+	if path := os.Getenv("GPUWATCH_QUALITY_CONFIG"); path != "" {
+		var err error
+		if data, err = os.ReadFile(path); err != nil {
+			t.Fatal(err)
+		}
+		file = path
+	}
+	cfg, err := config.Parse(file, data, noEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	scenarios := slices.Concat(sim.RealisticScenarios(), sim.LeakScenarios())
+	if only := os.Getenv("GPUWATCH_QUALITY_SCENARIOS"); only != "" {
+		scenarios = strings.Split(only, ",")
+	}
+	type verdict struct {
+		seed    uint64
+		ok      bool
+		leads   []time.Duration
+		details string
+	}
+	results := make(map[string][]verdict)
+	var mu sync.Mutex
+	jobs := make(chan [2]any)
+	var wg sync.WaitGroup
+	for range runtime.GOMAXPROCS(0) {
+		wg.Go(func() {
+			for job := range jobs {
+				scenario, seed := job[0].(string), job[1].(uint64)
+				res, events := scoreSeed(t, cfg.Rules, scenario, seed)
+				v := verdict{seed: seed, ok: res.OK}
+				for _, in := range res.Incidents {
+					if in.OOMAtS != nil && !in.Missed {
+						v.leads = append(v.leads, in.LeadBeforeOOM)
+					}
+				}
+				if !res.OK {
+					v.details = fmt.Sprintf("%s seed %d: %s\n    %s", scenario, seed, res.Summary(), strings.Join(res.Details(), "\n    "))
+					if os.Getenv("GPUWATCH_QUALITY_VERBOSE") != "" {
+						for _, e := range events {
+							v.details += fmt.Sprintf("\n      %s %s gpu%d firing=%v", e.At.Format("15:04:05"), e.Alert, e.GPU, e.Firing)
+						}
+					}
+				}
+				mu.Lock()
+				results[scenario] = append(results[scenario], v)
+				mu.Unlock()
+			}
+		})
+	}
+	for _, scenario := range scenarios {
+		for seed := uint64(100); seed < uint64(100+n); seed++ {
+			jobs <- [2]any{scenario, seed}
+		}
+	}
+	close(jobs)
+	wg.Wait()
+	right, total := 0, 0
+	for _, scenario := range scenarios {
+		vs := results[scenario]
+		ok := 0
+		var leads []time.Duration
+		var shortest uint64
+		for _, v := range vs {
+			if v.ok {
+				ok++
+			} else {
+				t.Log(v.details)
+			}
+			for _, l := range v.leads {
+				if len(leads) == 0 || l < slices.Min(leads) {
+					shortest = v.seed
+				}
+				leads = append(leads, l)
+			}
+		}
+		right, total = right+ok, total+len(vs)
+		line := fmt.Sprintf("%-18s %3d/%3d right", scenario, ok, len(vs))
+		if len(leads) > 0 {
+			slices.Sort(leads)
+			line += fmt.Sprintf("; lead before OOM: min %.0f min (seed %d), median %.0f min", leads[0].Minutes(), shortest, leads[len(leads)/2].Minutes())
+		}
+		t.Log(line)
+	}
+	t.Logf("all: %d/%d right (%.1f %%)", right, total, 100*float64(right)/float64(total))
+}
+
+// scoreSeed evaluates rs on a seed of a realistic workload, fed the
+// simulator's snapshots directly, and scores the alerts against its truth.
+func scoreSeed(t *testing.T, rs []*rules.Rule, scenario string, seed uint64) (*tracescore.Result, []tracescore.Event) {
+	src, err := sim.New(sim.Config{Scenario: scenario, Seed: seed})
+	if err != nil {
+		t.Error(err)
+		return &tracescore.Result{}, nil
+	}
+	var truthJSON bytes.Buffer
+	if err := sim.WriteTruthFile(&truthJSON, src.TruthFile()); err != nil {
+		t.Fatal(err)
+	}
+	truth, err := tracescore.ParseTruth(truthJSON.Bytes())
+	if err != nil {
+		t.Fatal(err)
+	}
+	engine := rules.NewEngine(rs, rules.Options{})
+	var events []tracescore.Event
+	for {
+		s, err := src.Next(context.Background())
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, tr := range engine.Eval(s) {
+			events = append(events, tracescore.Event{At: tr.At, Alert: tr.Alert, GPU: tr.GPU, Firing: !tr.Resolved(), Repeat: tr.Repeat})
+		}
+	}
+	res, err := tracescore.Score(truth, events)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res, events
 }

@@ -409,27 +409,33 @@ func TestCondWindowsAndMetrics(t *testing.T) {
 		{"temperature > 85", nil, nil, []Metric{MetricTemperature}},
 		{
 			"slope(memory.used, 10m) > 200MiB/min and memory.used_percent > 50",
-			[]WindowSpec{{"slope", MetricMemoryUsed, 10 * time.Minute}},
+			[]WindowSpec{{"slope", MetricMemoryUsed, 10 * time.Minute, 0}},
 			nil,
 			[]Metric{MetricMemoryUsed, MetricMemoryUsedPercent},
 		},
 		{
 			"avg(memory.used, 10m) > 1 and slope(memory.used, 600s) > 0 or max(memory.used, 5m) > 0 and memory.used > 0",
-			[]WindowSpec{{"avg", MetricMemoryUsed, 10 * time.Minute}, {"max", MetricMemoryUsed, 5 * time.Minute}},
+			[]WindowSpec{{"avg", MetricMemoryUsed, 10 * time.Minute, 0}, {"max", MetricMemoryUsed, 5 * time.Minute, 0}},
 			nil,
 			[]Metric{MetricMemoryUsed},
 		},
 		{
 			"xid in (79) or not (avg(utilization.gpu, 30m) < 5 and time_to_full(memory.used_percent, 1.5h) < 20m)",
-			[]WindowSpec{{"avg", MetricUtilizationGPU, 30 * time.Minute}},
-			[]WindowSpec{{"time_to_full", MetricMemoryUsedPercent, 90 * time.Minute}},
+			[]WindowSpec{{"avg", MetricUtilizationGPU, 30 * time.Minute, 0}},
+			[]WindowSpec{{"time_to_full", MetricMemoryUsedPercent, 90 * time.Minute, 0}},
 			[]Metric{MetricXID, MetricUtilizationGPU, MetricMemoryUsedPercent},
 		},
 		{
 			"trend(memory.used, 40m) > 10MiB/min and time_to_full(memory.used, 40m) < 30m and held_for > 10m",
 			nil,
-			[]WindowSpec{{"trend", MetricMemoryUsed, 40 * time.Minute}},
+			[]WindowSpec{{"trend", MetricMemoryUsed, 40 * time.Minute, 0}},
 			[]Metric{MetricMemoryUsed, MetricHeldFor},
+		},
+		{
+			"time_to_full(memory.used, 40m, 6h) < 24h or time_to_full(memory.used, 40m) < 30m or trend(memory.used, 2400s, 6h) > 0",
+			nil,
+			[]WindowSpec{{"time_to_full", MetricMemoryUsed, 40 * time.Minute, 6 * time.Hour}, {"time_to_full", MetricMemoryUsed, 40 * time.Minute, 0}},
+			[]Metric{MetricMemoryUsed},
 		},
 	}
 	for _, tt := range tests {
