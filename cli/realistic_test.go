@@ -25,16 +25,31 @@ import (
 	"github.com/gpuwatch/gpuwatch/rules"
 )
 
-// realisticTraces lists the truths of testdata/traces/v2: logs of what shared
-// GPU servers really do (warm-ups, evaluation spikes, TensorFlow pools,
-// throttling, lost GPUs, logger gaps), each NAME.csv.gz with NAME.truth.json.
+// realisticTraces lists the truths of testdata/traces/v2 and v3: logs of
+// what shared GPU servers really do (warm-ups, evaluation spikes,
+// TensorFlow and vLLM pools, throttling, lost GPUs, logger gaps, appended
+// logs, leaks of every shape), each NAME.csv.gz with NAME.truth.json.
 func realisticTraces(t *testing.T) []string {
 	t.Helper()
-	truths, err := filepath.Glob("testdata/traces/v2/*.truth.json")
-	if err != nil || len(truths) == 0 {
-		t.Fatalf("no truths in testdata/traces/v2 (%v)", err)
+	var truths []string
+	for _, set := range []string{"v2", "v3"} {
+		got, err := filepath.Glob(filepath.Join("testdata/traces", set, "*.truth.json"))
+		if err != nil || len(got) == 0 {
+			t.Fatalf("no truths in testdata/traces/%s (%v)", set, err)
+		}
+		truths = append(truths, got...)
 	}
 	return truths
+}
+
+// traceName names a trace by its set and name: "v3/leak-epoch".
+func traceName(truthFile string) string {
+	return filepath.Base(filepath.Dir(truthFile)) + "/" + strings.TrimSuffix(filepath.Base(truthFile), ".truth.json")
+}
+
+// traceLog is the log beside a truth file.
+func traceLog(truthFile string) string {
+	return strings.TrimSuffix(truthFile, ".truth.json") + ".csv.gz"
 }
 
 // TestAlertQualityRealisticTraces replays every realistic trace with the
@@ -45,11 +60,11 @@ func realisticTraces(t *testing.T) []string {
 // leak's lead time (go test -v -run AlertQualityRealistic ./cli).
 func TestAlertQualityRealisticTraces(t *testing.T) {
 	for _, truthFile := range realisticTraces(t) {
-		name := strings.TrimSuffix(filepath.Base(truthFile), ".truth.json")
+		name := traceName(truthFile)
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			truth := readRealisticTruth(t, truthFile)
-			events := scoreEvents(replayJSON(t, filepath.Join(filepath.Dir(truthFile), name+".csv.gz")))
+			events := scoreEvents(replayJSON(t, traceLog(truthFile)))
 			res, err := tracescore.Score(truth, events)
 			if err != nil {
 				t.Fatal(err)
@@ -97,11 +112,11 @@ func TestScoreMatchesScorePy(t *testing.T) {
 		t.Skip("python3 is not installed: the in-process scorer is not compared with score.py")
 	}
 	for _, truthFile := range realisticTraces(t) {
-		name := strings.TrimSuffix(filepath.Base(truthFile), ".truth.json")
+		name := traceName(truthFile)
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			got := gpuwatch(t, "replay", "--json", "--trace", filepath.Join("testdata/traces/v2", name+".csv.gz"))
-			events := filepath.Join(t.TempDir(), name+".jsonl")
+			got := gpuwatch(t, "replay", "--json", "--trace", traceLog(truthFile))
+			events := filepath.Join(t.TempDir(), filepath.Base(name)+".jsonl")
 			if err := os.WriteFile(events, []byte(got.stdout), 0o644); err != nil {
 				t.Fatal(err)
 			}
@@ -126,18 +141,19 @@ func TestScoreMatchesScorePy(t *testing.T) {
 var realisticSeeds = []uint64{2, 3, 4, 5, 6, 7, 8, 9, 55}
 
 // TestAlertQualityRealisticSeeds scores the example rules on simulated
-// seeds of the eleven realistic workloads (gpu/sim), each written as the
-// nvidia-smi log it would be and replayed: the defaults must be right on
-// the behaviour, not on the numbers of the recorded traces.
+// seeds of the eleven realistic workloads and the leak scenarios (gpu/sim),
+// each written as the nvidia-smi log it would be and replayed: the
+// defaults must be right on the behaviour, not on the numbers of the
+// recorded traces. TestAlertQualitySweep scores many more seeds.
 func TestAlertQualityRealisticSeeds(t *testing.T) {
 	if testing.Short() {
-		t.Skip("replays about a hundred simulated logs")
+		t.Skip("replays about 150 simulated logs")
 	}
 	cfg, err := config.Parse("config.example.yaml", root.ExampleConfig, noEnv)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, scenario := range sim.RealisticScenarios() {
+	for _, scenario := range slices.Concat(sim.RealisticScenarios(), sim.LeakScenarios()) {
 		for _, seed := range realisticSeeds {
 			t.Run(fmt.Sprintf("%s/seed%d", scenario, seed), func(t *testing.T) {
 				t.Parallel()
