@@ -209,23 +209,30 @@ func (c *apiClient) do(ctx context.Context, method, path string, body, out any) 
 
 // getText fetches a plain-text answer.
 func (c *apiClient) getText(ctx context.Context, path string) (string, error) {
+	body, err := c.getBytes(ctx, path)
+	return string(body), err
+}
+
+// getBytes GETs path and returns the answer's body (up to 16 MiB: a
+// picture), or an error with the answer's text when it is not a 2xx.
+func (c *apiClient) getBytes(ctx context.Context, path string) ([]byte, error) {
 	req, err := http.NewRequestWithContext(ctx, "GET", c.base+path, nil)
 	if err != nil {
-		return "", userErrf("--server %q is not a valid address: %v", c.base, err)
+		return nil, userErrf("--server %q is not a valid address: %v", c.base, err)
 	}
 	resp, err := c.send(req)
 	if err != nil {
-		return "", err
+		return nil, err
 	}
 	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
 	if err != nil {
-		return "", err
+		return nil, err
 	}
 	if resp.StatusCode >= 300 {
-		return "", fmt.Errorf("gpuwatch at %s: %s: %s", c.base, resp.Status, strings.TrimSpace(string(body)))
+		return nil, fmt.Errorf("gpuwatch at %s: %s: %s", c.base, resp.Status, strings.TrimSpace(string(body)))
 	}
-	return string(body), nil
+	return body, nil
 }
 
 // send adds the credentials and sends req. A failure names the daemon's

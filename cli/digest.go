@@ -33,7 +33,8 @@ or daemon needed; the window ends at the log's last sample.`)
 	price := fs.Float64("price-per-kwh", 0, "energy price per kWh, to show what the energy cost (default: no cost shown)")
 	currency := fs.String("currency", "", "the price's currency, e.g. EUR")
 	name := fs.String("name", "", "with --config: the digest of the config whose settings (top_users, price) to use (default: the first)")
-	format := fs.String("format", "text", "output: text, markdown, blocks (Slack Block Kit JSON) or json (the report's data)")
+	format := fs.String("format", "text", "output: text, markdown, blocks (Slack Block Kit JSON), json (the report's data) or png (the picture of the day, one per host)")
+	out := fs.String("out", "", "with --format png: the file to write (a fleet's other hosts go to FILE-HOST.png); default: standard output")
 	skipBad := fs.Bool("skip-bad", false, "skip malformed rows instead of stopping at the first")
 	logLevel := fs.String("log-level", "warn", "log level: debug, info, warn, error")
 	args, err := parseFlags(env, fs, args)
@@ -56,8 +57,13 @@ or daemon needed; the window ends at the log's last sample.`)
 	case *currency != "" && *price == 0:
 		return usageErrf("digest: --currency %s needs --price-per-kwh", *currency)
 	}
-	if _, err := renderDigest(&digest.Report{}, *format); err != nil {
-		return err
+	if *format != "png" {
+		if _, err := renderDigest(&digest.Report{}, *format); err != nil {
+			return err
+		}
+	}
+	if *out != "" && *format != "png" {
+		return usageErrf("digest: --out is for --format png; the other formats print")
 	}
 	logger, err := newLogger(env.Stderr, *logLevel)
 	if err != nil {
@@ -72,7 +78,7 @@ or daemon needed; the window ends at the log's last sample.`)
 		if err := digestSettings(cfg, *name, fs, &opts); err != nil {
 			return err
 		}
-		return digestFromStore(ctx, env, cfg, *window, *format, opts)
+		return digestFromStore(ctx, env, cfg, *window, output{*format, *out}, opts)
 	}
 	host := opts.Host
 	r, err := replay.Open(*trace, replay.Options{Host: host, Location: env.Location, SkipBad: *skipBad, Logger: logger, Warnings: env.Stderr})
@@ -122,13 +128,22 @@ or daemon needed; the window ends at the log's last sample.`)
 		from = last.Add(-*window)
 	}
 	opts.Name, opts.From, opts.To = "trace", from, last
-	return printDigest(env, rollups, opts, *format)
+	return printDigest(env, rollups, opts, output{*format, *out})
 }
 
-// printDigest builds the report of opts' window from rollups and prints it.
-func printDigest(env *Env, rollups *digest.Rollups, opts digest.Options, format string) error {
+// output is where and how a digest is written: --format and --out.
+type output struct {
+	format, file string
+}
+
+// printDigest builds the report of opts' window from rollups and prints it
+// (or, for png, writes its pictures).
+func printDigest(env *Env, rollups *digest.Rollups, opts digest.Options, o output) error {
 	gpus, users, alerts := rollups.Window(opts.From, opts.To)
-	out, err := renderDigest(digest.Build(gpus, users, alerts, opts), format)
+	if o.format == "png" {
+		return writePictures(env, digest.Pictures(gpus, users, opts), opts.Location, o.file)
+	}
+	out, err := renderDigest(digest.Build(gpus, users, alerts, opts), o.format)
 	if err != nil {
 		return err
 	}
@@ -167,7 +182,7 @@ func digestSettings(cfg *config.Config, name string, fs *flag.FlagSet, opts *dig
 // digestFromStore digests the usage gpuwatch run recorded: from the store
 // when the daemon is stopped, else (the store is locked) from its API,
 // which answers in text.
-func digestFromStore(ctx context.Context, env *Env, cfg *config.Config, window time.Duration, format string, opts digest.Options) error {
+func digestFromStore(ctx context.Context, env *Env, cfg *config.Config, window time.Duration, o output, opts digest.Options) error {
 	if window == 0 {
 		window = 24 * time.Hour
 	}
@@ -178,8 +193,8 @@ func digestFromStore(ctx context.Context, env *Env, cfg *config.Config, window t
 	}
 	db, err := store.Open(cfg.Storage.Path, store.Options{Timeout: 200 * time.Millisecond})
 	if errors.Is(err, store.ErrInUse) {
-		if format != "text" {
-			return userErrf("digest: gpuwatch run is using %s; while it runs, digests come as text only (--format text)", cfg.Storage.Path)
+		if o.format != "text" && o.format != "png" {
+			return userErrf("digest: gpuwatch run is using %s; while it runs, digests come as text or png only (--format text or png)", cfg.Storage.Path)
 		}
 		c, err := newAPIClient(env, "", &cfg.Server, credentials{})
 		if err != nil {
@@ -188,6 +203,14 @@ func digestFromStore(ctx context.Context, env *Env, cfg *config.Config, window t
 		query := url.Values{"window": {window.String()}}
 		if opts.Name != "usage" {
 			query.Set("name", opts.Name)
+		}
+		if o.format == "png" {
+			query.Set("format", "png")
+			png, err := c.getBytes(ctx, "/api/v1/digest?"+query.Encode())
+			if err != nil {
+				return err
+			}
+			return writePNG(env, png, o.file)
 		}
 		text, err := c.getText(ctx, "/api/v1/digest?"+query.Encode())
 		if err != nil {
@@ -213,7 +236,7 @@ func digestFromStore(ctx context.Context, env *Env, cfg *config.Config, window t
 	}
 	opts.To = time.Now()
 	opts.From = opts.To.Add(-window)
-	return printDigest(env, rollups, opts, format)
+	return printDigest(env, rollups, opts, o)
 }
 
 // nothingRecorded is the answer of a digest of a store without usage.

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/gpuwatch/gpuwatch/internal/fleettest"
+	"github.com/gpuwatch/gpuwatch/internal/suites"
 	"github.com/gpuwatch/gpuwatch/notifier/notifiertest"
 	"github.com/gpuwatch/gpuwatch/slackbot"
 )
@@ -125,9 +126,7 @@ func activeInAlertmanager(am *fleettest.Server) ([]string, error) {
 // resolved there when it is back; when Prometheus stops,
 // GPUWatchSourceDown on the hub, about no GPU.
 func TestFleetOnRealPrometheus(t *testing.T) {
-	if testing.Short() {
-		t.Skip("the fleet test runs the real Prometheus for about a minute")
-	}
+	suites.Fleet(t) // the real Prometheus, for about a minute
 	dir := t.TempDir()
 	hosts := map[string]string{"a": "thermal", "b": "batch-spike", "c": "normal-training"}
 	addrs := map[string]string{}

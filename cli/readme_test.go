@@ -9,168 +9,67 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"reflect"
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
 	"time"
 
+	"github.com/gpuwatch/gpuwatch/chart"
 	"github.com/gpuwatch/gpuwatch/cli"
-	"github.com/gpuwatch/gpuwatch/config"
 	"github.com/gpuwatch/gpuwatch/internal/fleettest"
+	"github.com/gpuwatch/gpuwatch/internal/imagetest"
 )
 
-// The README is executable: TestREADMECommands runs every command it
-// shows, in a fenced sh block or as inline code, against the binary its own
-// build command makes, with the fixtures the commands need, and checks the
-// output the README claims next to them. A command the README gains
-// without an entry in readmeCommands fails the test, and so does an entry
-// whose command the README no longer shows.
+// The docs are executable: TestDocsCommands runs every command that
+// README.md and the pages of docs/ show, in a fenced sh block or as inline
+// code, against the binary the README's own build command makes, with the
+// fixtures the commands need, and checks the output the pages claim next to
+// them. A command a page gains without an entry in readmeCommands (or, for
+// curl, a claimed answer) fails the test, and so does an entry whose
+// command no page shows any more.
 
-// readme is what the test reads of README.md.
-type readme struct {
-	text     string
-	commands []string // every command, in the order the README shows them
-	blocks   []fenced // every fenced block
-	spans    []string // every inline code span, outside fenced blocks
-	lines    []string // the README's lines
-}
-
-// fenced is a fenced block: its language and its lines.
-type fenced struct {
-	lang  string
-	lines []string
-	line  int // the line number of the opening fence, 1-based
-}
-
-var (
-	commandRE = regexp.MustCompile(`^(\./)?gpuwatch |^go |^CGO_CFLAGS=|^nvidia-smi |^\.ci/run$|^cp |^promtool `)
-	mentionRE = regexp.MustCompile(`^gpuwatch [a-z]+$`)
-)
-
-func readREADME(t *testing.T) *readme {
-	t.Helper()
-	raw, err := os.ReadFile("../README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := &readme{text: string(raw), lines: strings.Split(string(raw), "\n")}
-	var prose strings.Builder
-	var cur *fenced
-	for i, line := range r.lines {
-		trimmed := strings.TrimSpace(line)
-		if strings.HasPrefix(trimmed, "```") {
-			if cur == nil {
-				cur = &fenced{lang: strings.TrimPrefix(trimmed, "```"), line: i + 1}
-			} else {
-				r.blocks = append(r.blocks, *cur)
-				cur = nil
-			}
-			prose.WriteString("\n")
-			continue
-		}
-		if cur != nil {
-			cur.lines = append(cur.lines, line)
-			prose.WriteString("\n")
-			continue
-		}
-		prose.WriteString(line + "\n")
-	}
-	for _, b := range r.blocks {
-		if b.lang != "sh" {
-			continue
-		}
-		for _, line := range b.lines {
-			if cmd := shellCommand(line); cmd != "" {
-				r.commands = append(r.commands, cmd)
-			}
-		}
-	}
-	for _, span := range codeSpans(prose.String()) {
-		r.spans = append(r.spans, span)
-		if commandRE.MatchString(span) && !slices.Contains(r.commands, span) {
-			r.commands = append(r.commands, span)
-		}
-	}
-	return r
-}
-
-// codeSpans are the inline code spans of markdown text, as CommonMark
-// reads them (a span opened by n backticks ends at the next n), with runs
-// of white space as one space.
-func codeSpans(text string) []string {
-	var out []string
-	for i := 0; i < len(text); {
-		if text[i] != '`' {
-			i++
-			continue
-		}
-		n := 0
-		for i+n < len(text) && text[i+n] == '`' {
-			n++
-		}
-		fence := strings.Repeat("`", n)
-		rest := text[i+n:]
-		end := -1
-		for j := 0; j+n <= len(rest); j++ {
-			if rest[j:j+n] == fence && (j+n == len(rest) || rest[j+n] != '`') && (j == 0 || rest[j-1] != '`') {
-				end = j
-				break
-			}
-		}
-		if end < 0 {
-			i += n
-			continue
-		}
-		out = append(out, strings.Join(strings.Fields(rest[:end]), " "))
-		i += n + end + n
-	}
-	return out
-}
-
-// shellCommand is a line of an sh block without its comment; "" for a
-// comment or an empty line.
-func shellCommand(line string) string {
-	line = strings.TrimSpace(line)
-	if line == "" || strings.HasPrefix(line, "#") {
-		return ""
-	}
-	if i := strings.Index(line, "  #"); i >= 0 {
-		line = line[:i]
-	}
-	return strings.TrimSpace(line)
-}
-
-// block returns the first fenced block after the README line holding
-// marker.
-func (r *readme) block(t *testing.T, marker string) fenced {
-	t.Helper()
-	at := slices.IndexFunc(r.lines, func(l string) bool { return strings.Contains(l, marker) })
-	if at < 0 {
-		t.Fatalf("README: no line with %q", marker)
-	}
-	for _, b := range r.blocks {
-		if b.line > at {
-			return b
-		}
-	}
-	t.Fatalf("README: no fenced block after %q", marker)
-	return fenced{}
-}
-
-// readmeRun is what the README's commands share while they run: the
-// folder they run in (holding config.example.yaml, examples/ and the files
-// the commands make), the binary, and the daemon the silence, outbox and
-// digest commands talk to.
+// readmeRun is what the commands of the docs share while they run: the
+// folder they run in (holding config.example.yaml, examples/, gpu.csv and
+// the files the commands make), the binary, and the daemon the silence,
+// outbox, digest and curl commands talk to.
 type readmeRun struct {
 	readme    *readme
 	repo, dir string
 	bin       string
-	daemon    *exec.Cmd
-	daemonLog *bytes.Buffer
-	addr      string
-	silence   string // the ID silence add printed
+	daemon    *daemonProcess    // gpuwatch run on config.yaml
+	addr      string            // where it listens
+	network   *networkAPI       // gpuwatch run with TLS and a token
+	silence   string            // the ID silence add printed
+	ids       map[string]string // IDs the docs show (a silence's) → those the daemon gave
+	cleanups  []func()          // what stops the daemons
+}
+
+// lockedLines collects lines that one goroutine writes and another reads.
+type lockedLines struct {
+	mu    sync.Mutex
+	lines []string
+}
+
+func (l *lockedLines) add(line string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.lines = append(l.lines, line)
+}
+
+// has reports whether a line holds s.
+func (l *lockedLines) has(s string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.ContainsFunc(l.lines, func(line string) bool { return strings.Contains(line, s) })
+}
+
+func (l *lockedLines) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return strings.Join(l.lines, "\n")
 }
 
 // output is what one run of a command left.
@@ -307,19 +206,29 @@ func readmeCommands() map[string]readmeCommand {
 					t.Errorf("demo: the README shows\n%s\nwhich the demo does not print; it prints\n%s", part, got.stdout)
 				}
 			}
+			// How long before the GPU is full the README says the leak is
+			// warned about: the time to full of the demo's first leak alert.
+			lead := regexp.MustCompile(`warned about (\d+) minutes before the GPU is full`).FindStringSubmatch(r.readme.pages[0].text)
+			full := regexp.MustCompile(`FIRING +GPUMemoryLeak .*\n.*: full in (\S+)\n`).FindStringSubmatch(got.stdout)
+			if lead == nil || full == nil {
+				t.Fatalf("demo: the README says the leak is warned about %q before the GPU is full; the demo's leak alert says %q", lead, full)
+			}
+			if d, err := time.ParseDuration(full[1]); err != nil || fmt.Sprint(int(d.Minutes())) != lead[1] {
+				t.Errorf("demo: the README says the leak is warned about %s minutes before the GPU is full; the demo says full in %s", lead[1], full[1])
+			}
 		}},
 		"go test ./...":                    {skip: "the test suite, which runs this test"},
 		"go test -race ./...":              {skip: "the test suite with the race detector, which runs this test"},
 		"go test -run '^$' -bench . ./...": {skip: "the benchmarks: minutes of measuring, not a check"},
 		".ci/run":                          {skip: "CI, which runs this test"},
-		`CGO_CFLAGS="-O2 -g -Wno-deprecated-declarations" go run ./cmd/gpuwatch demo`: {
-			skip: "compiles go-nvml's C code again with other flags, two minutes; the demo it runs is the one above"},
-		`go env -w CGO_CFLAGS="-O2 -g -Wno-deprecated-declarations"`: {skip: "changes the Go settings of whoever runs the tests"},
+		`CGO_CFLAGS="-O2 -g -Wno-deprecated-declarations" go run ./cmd/gpuwatch demo`: {run: firstBuildWithoutWarnings},
+		`go env -w CGO_CFLAGS="-O2 -g -Wno-deprecated-declarations"`:                  {skip: "changes the Go settings of whoever runs the tests"},
 		"go install …@v1.2.3": {skip: "installs a release from the module proxy; TestBuildInfo reads the version it stamps"},
 		// What installs gpuwatch on a server: the module deploy/ tests it
 		// (.ci/run runs them, on a release it builds first).
-		"sudo apt install ./gpuwatch_*_amd64.deb": {skip: "installs on this machine; deploy's TestReleaseDeb unpacks the .deb with dpkg-deb and runs what it installs (version, demo, check of /etc/gpuwatch/config.yaml, the unit), TestReleaseRPM reads the .rpm"},
-		"sudo systemctl enable --now gpuwatch":    {skip: "needs systemd as PID 1; deploy's TestSystemdUnitVerifies runs systemd-analyze verify on the unit and the packaged one"},
+		"sudo apt install ./gpuwatch_*_amd64.deb":  {skip: "installs on this machine; deploy's TestReleaseDeb unpacks the .deb with dpkg-deb and runs what it installs (version, demo, check of /etc/gpuwatch/config.yaml, the unit)"},
+		"sudo dnf install ./gpuwatch-*.x86_64.rpm": {skip: "installs on this machine; deploy's TestReleaseRPM reads the .rpm's files, scripts and dependencies with rpm"},
+		"sudo systemctl enable --now gpuwatch":     {skip: "needs systemd as PID 1; deploy's TestSystemdUnitVerifies runs systemd-analyze verify on the unit and the packaged one"},
 		"SLACK_BOT_TOKEN=xoxb-… SLACK_SIGNING_SECRET=… deploy/kubernetes/install": {
 			skip: "needs a cluster; deploy's TestKubernetesManifests runs it with a kubectl that records its arguments, and renders what it applies with kustomize"},
 		"docker build -t gpuwatch .": {skip: "no Docker engine here; deploy's TestDockerfile, TestDockerfileLint and TestDockerBuildContext (gpuwatch built from the files the build context holds) check it"},
@@ -380,8 +289,9 @@ func readmeCommands() map[string]readmeCommand {
 		}},
 		"nvidia-smi --query-gpu=timestamp,index,name,uuid,temperature.gpu,utilization.gpu,utilization.memory,memory.used,memory.total,power.draw --format=csv -l 5 > gpu.csv": {
 			run: func(t *testing.T, r *readmeRun, cmd string) {
-				// No GPU here: gpu.csv is a log this command made of a leak.
-				log, err := os.ReadFile("testdata/traces/memory-leak.csv")
+				// No GPU here: gpu.csv, written before the commands run,
+				// is a log this command made of a leak.
+				log, err := os.ReadFile(gpuCSV)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -395,7 +305,6 @@ func readmeCommands() map[string]readmeCommand {
 				if got := strings.Join(columns, ","); got != query {
 					t.Errorf("the fixture's columns %s are not the README's --query-gpu=%s", got, query)
 				}
-				r.write(t, "gpu.csv", string(log))
 			}},
 		"gpuwatch replay --trace gpu.csv": {run: func(t *testing.T, r *readmeRun, cmd string) {
 			got := r.gpuwatch(t, args(cmd)...)
@@ -412,6 +321,14 @@ func readmeCommands() map[string]readmeCommand {
 				t.Errorf("%s: the README shows the line\n%s\nwhich is not in\n%s", cmd, claim, got.stdout)
 			}
 		}},
+		"gpuwatch replay --trace gpu.csv --plot replay.png": {run: func(t *testing.T, r *readmeRun, cmd string) {
+			want(t, cmd, r.gpuwatch(t, args(cmd)...), cli.ExitOK, "FIRING   GPUMemoryLeak [")
+			readablePNG(t, cmd, filepath.Join(r.dir, "replay.png"))
+		}},
+		"gpuwatch digest --trace gpu.csv --format png --out day.png": {run: func(t *testing.T, r *readmeRun, cmd string) {
+			want(t, cmd, r.gpuwatch(t, args(cmd)...), cli.ExitOK)
+			readablePNG(t, cmd, filepath.Join(r.dir, "day.png"))
+		}},
 		"gpuwatch check config.yaml": {run: func(t *testing.T, r *readmeRun, cmd string) {
 			byFlag := r.gpuwatch(t, "check", "--config", "config.yaml")
 			want(t, cmd, r.gpuwatch(t, args(cmd)...), cli.ExitOK, byFlag.stdout)
@@ -420,10 +337,17 @@ func readmeCommands() map[string]readmeCommand {
 			byFlag := r.gpuwatch(t, "replay", "--trace", "gpu.csv")
 			want(t, cmd, r.gpuwatch(t, args(cmd)...), cli.ExitOK, byFlag.stdout)
 		}},
-		"gpuwatch check":   {same: check},
-		"gpuwatch run":     {same: daemon},
-		"gpuwatch test":    {same: "gpuwatch test leak_test.yaml"},
-		"gpuwatch silence": {same: add},
+		"gpuwatch check":                       {same: check},
+		"gpuwatch status":                      {same: "./gpuwatch status"},
+		"gpuwatch silence add":                 {same: add},
+		"gpuwatch digest --config":             {same: digestC},
+		"promtool check rules":                 {same: "promtool check rules gpuwatch.rules.yml"},
+		"go test -short ./...":                 {skip: "the test suite without the tests that build gpuwatch, which runs this test's package"},
+		"GPUWATCH_FLEET_TESTS=1 go test ./...": {skip: "the fleet suite, which .ci/run runs"},
+		"GPUWATCH_LONG_TESTS=1 go test ./...":  {skip: "the long suite, which .ci/run runs"},
+		"gpuwatch run":                         {same: daemon},
+		"gpuwatch test":                        {same: "gpuwatch test leak_test.yaml"},
+		"gpuwatch silence":                     {same: add},
 		"gpuwatch test examples/rules_test.yaml": {run: func(t *testing.T, r *readmeRun, cmd string) {
 			want(t, cmd, r.gpuwatch(t, args(cmd)...), cli.ExitOK, "PASS examples/rules_test.yaml: ", " passed, 0 failed\n")
 		}},
@@ -453,9 +377,15 @@ func readmeCommands() map[string]readmeCommand {
 			}
 		}},
 		"gpuwatch silence list": {run: func(t *testing.T, r *readmeRun, cmd string) {
+			if r.silence == "" { // a page mentions the list before one adds
+				readmeCommands()[add].run(t, r, add)
+			}
 			want(t, cmd, r.gpuwatch(t, append(args(cmd), "--server", r.addr)...), cli.ExitOK, r.silence, "active", "fan replaced tomorrow")
 		}},
 		"gpuwatch silence expire 3f2a9c1b7e4d0a11": {run: func(t *testing.T, r *readmeRun, cmd string) {
+			if r.silence == "" {
+				readmeCommands()[add].run(t, r, add)
+			}
 			// The README's ID is an example: expire the one silence add made.
 			got := r.gpuwatch(t, "silence", "expire", r.silence, "--server", r.addr)
 			want(t, cmd, got, cli.ExitOK, "silence "+r.silence+" expired")
@@ -473,9 +403,6 @@ func readmeCommands() map[string]readmeCommand {
 		"gpuwatch run --config FILE":   {same: daemon},
 		"gpuwatch demo":                {same: demo},
 		"gpuwatch check --config FILE": {same: check},
-		"gpuwatch replay --trace LOG.csv [--config FILE] [--json] [--skip-bad]": {run: func(t *testing.T, r *readmeRun, cmd string) {
-			want(t, cmd, r.gpuwatch(t, "replay", "--trace", "gpu.csv", "--config", "config.yaml", "--json", "--skip-bad"), cli.ExitOK, `"alert":"GPUMemoryLeak"`)
-		}},
 		"gpuwatch test FILE...": {run: func(t *testing.T, r *readmeRun, cmd string) {
 			r.leakTest(t)
 			want(t, cmd, r.gpuwatch(t, "test", "examples/rules_test.yaml", "leak_test.yaml"), cli.ExitOK, "PASS leak_test.yaml: ", " passed, 0 failed\n")
@@ -507,6 +434,27 @@ func readmeCommands() map[string]readmeCommand {
 		"gpuwatch status [--config FILE]":                  {same: "./gpuwatch status --config config.yaml"},
 		`gpuwatch silence add\|list\|expire`:               {same: add},
 		`gpuwatch digest --config FILE \| --trace LOG.csv`: {same: digestC},
+		`kill -HUP "$(pidof gpuwatch)"`: {run: func(t *testing.T, r *readmeRun, cmd string) {
+			// pidof finds every gpuwatch of this machine: the test signals
+			// its own daemon.
+			r.startDaemon(t)
+			if err := r.daemon.cmd.Process.Signal(syscall.SIGHUP); err != nil {
+				t.Fatal(err)
+			}
+			r.waitLog(t, `msg="config reloaded"`)
+		}},
+		"mv /var/lib/gpuwatch/gpuwatch.db /var/lib/gpuwatch/gpuwatch.db.damaged": {run: damagedStore},
+		"gpuwatch help": {run: func(t *testing.T, r *readmeRun, cmd string) {
+			usage := r.gpuwatch(t, args(cmd)...)
+			want(t, cmd, usage, cli.ExitOK, "Usage: gpuwatch <command> [flags]")
+			// commands.md has a section for every command.
+			reference := r.readme.page(t, "docs/commands.md")
+			for _, m := range regexp.MustCompile(`(?m)^  ([a-z]+) `).FindAllStringSubmatch(usage.stdout, -1) {
+				if !regexp.MustCompile(`(?m)^## ` + m[1] + `( |$)`).MatchString(reference.text) {
+					t.Errorf("docs/commands.md has no section for gpuwatch %s", m[1])
+				}
+			}
+		}},
 		"gpuwatch version": {run: func(t *testing.T, r *readmeRun, cmd string) {
 			got := r.gpuwatch(t, args(cmd)...)
 			if got.code != cli.ExitOK || !regexp.MustCompile(`^gpuwatch \S+`).MatchString(got.stdout) {
@@ -553,21 +501,6 @@ func (r *readmeRun) promtool(t *testing.T, cmd, claim string) {
 	}
 }
 
-// spanAfter is the first inline code span on or after the README line
-// holding marker, past the marker, joined across lines.
-func (r *readme) spanAfter(t *testing.T, marker string) string {
-	t.Helper()
-	i := strings.Index(r.text, marker)
-	if i < 0 {
-		t.Fatalf("README: no %q", marker)
-	}
-	spans := codeSpans(r.text[i+len(marker):])
-	if len(spans) == 0 {
-		t.Fatalf("README: no code after %q", marker)
-	}
-	return spans[0]
-}
-
 // leakTest writes the README's example test file to leak_test.yaml and
 // returns its text.
 func (r *readmeRun) leakTest(t *testing.T) string {
@@ -607,23 +540,38 @@ func (r *readmeRun) startDaemon(t *testing.T) {
 		return
 	}
 	r.edit(t, "config.yaml", "  type: nvml", "  type: sim")
-	r.daemon = exec.Command(r.bin, "run", "--config", "config.yaml")
-	r.daemon.Dir = r.dir
-	r.daemonLog = &bytes.Buffer{}
+	r.daemon = r.startRun(t, "config.yaml")
+}
+
+// daemonProcess is a gpuwatch run the test started.
+type daemonProcess struct {
+	cmd    *exec.Cmd
+	stdout bytes.Buffer
+	log    lockedLines // its standard error
+}
+
+// startRun starts `gpuwatch run` on a config of the work folder, waits
+// until its API listens, and stops it when the test ends.
+func (r *readmeRun) startRun(t *testing.T, config string) *daemonProcess {
+	t.Helper()
+	d := &daemonProcess{cmd: exec.Command(r.bin, "run", "--config", config)}
+	d.cmd.Dir = r.dir
 	pr, pw, err := os.Pipe()
 	if err != nil {
 		t.Fatal(err)
 	}
-	r.daemon.Stdout, r.daemon.Stderr = r.daemonLog, pw
-	if err := r.daemon.Start(); err != nil {
+	d.cmd.Stdout, d.cmd.Stderr = &d.stdout, pw
+	if err := d.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	pw.Close()
+	r.cleanups = append(r.cleanups, d.stop)
 	listening := make(chan bool, 1)
 	go func() {
 		sc := bufio.NewScanner(pr)
 		found := false
 		for sc.Scan() {
+			d.log.add(sc.Text())
 			if strings.Contains(sc.Text(), "HTTP API listening") && !found {
 				found = true
 				listening <- true
@@ -636,10 +584,37 @@ func (r *readmeRun) startDaemon(t *testing.T) {
 	select {
 	case ok := <-listening:
 		if !ok {
-			t.Fatalf("gpuwatch run on simulated GPUs ended before its API listened")
+			t.Fatalf("gpuwatch run --config %s ended before its API listened:\n%s", config, &d.log)
 		}
 	case <-time.After(time.Minute):
-		t.Fatalf("gpuwatch run on simulated GPUs: its API did not listen within a minute")
+		t.Fatalf("gpuwatch run --config %s: its API did not listen within a minute", config)
+	}
+	return d
+}
+
+// stop interrupts the daemon and waits for it to end.
+func (d *daemonProcess) stop() {
+	if d.cmd.Process == nil {
+		return
+	}
+	d.cmd.Process.Signal(os.Interrupt)
+	done := make(chan struct{})
+	go func() { d.cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		d.cmd.Process.Kill()
+		<-done
+	}
+}
+
+// waitLog waits until the daemon logs a line holding s.
+func (r *readmeRun) waitLog(t *testing.T, s string) {
+	t.Helper()
+	for deadline := time.Now().Add(time.Minute); !r.daemon.log.has(s); time.Sleep(100 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the daemon did not log %q within a minute; it logged\n%s", s, &r.daemon.log)
+		}
 	}
 }
 
@@ -657,39 +632,34 @@ func (r *readmeRun) waitDigest(t *testing.T, cmd string) output {
 	}
 }
 
-func (r *readmeRun) stopDaemon() {
-	if r.daemon == nil || r.daemon.Process == nil {
-		return
-	}
-	r.daemon.Process.Signal(os.Interrupt)
-	done := make(chan struct{})
-	go func() { r.daemon.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(30 * time.Second):
-		r.daemon.Process.Kill()
-		<-done
+// stop stops what the commands left running, the last started first.
+func (r *readmeRun) stop() {
+	for _, stop := range slices.Backward(r.cleanups) {
+		stop()
 	}
 }
 
-// TestREADMECommands runs every command of the README.
-func TestREADMECommands(t *testing.T) {
+// gpuCSV is the nvidia-smi log the commands find as gpu.csv: a leak.
+const gpuCSV = "testdata/traces/memory-leak.csv"
+
+// TestDocsCommands runs every command of the README and of docs/.
+func TestDocsCommands(t *testing.T) {
 	if testing.Short() {
-		t.Skip("builds gpuwatch and runs the README's commands with it")
+		t.Skip("builds gpuwatch and runs the commands of the README and docs/ with it")
 	}
 	rd := readREADME(t)
 	table := readmeCommands()
 	for _, cmd := range rd.commands {
-		if _, ok := table[cmd]; !ok {
-			t.Errorf("the README shows %q, which this test does not run: add it to readmeCommands", cmd)
+		if _, ok := table[cmd]; !ok && generic(cmd) == nil {
+			t.Errorf("the docs show %q, which this test does not run: add it to readmeCommands", cmd)
 		}
 	}
 	for cmd, c := range table {
 		if !slices.Contains(rd.commands, cmd) && !slices.Contains(rd.spans, cmd) {
-			t.Errorf("readmeCommands has %q, which the README no longer shows: remove it", cmd)
+			t.Errorf("readmeCommands has %q, which the docs no longer show: remove it", cmd)
 		}
 		if c.same != "" && !slices.Contains(rd.commands, c.same) {
-			t.Errorf("%q: it is run as %q, which the README does not show", cmd, c.same)
+			t.Errorf("%q: it is run as %q, which the docs do not show", cmd, c.same)
 		}
 	}
 
@@ -697,9 +667,9 @@ func TestREADMECommands(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &readmeRun{readme: rd, repo: repo, dir: t.TempDir(), addr: freeAddr(t)}
+	r := &readmeRun{readme: rd, repo: repo, dir: t.TempDir(), addr: freeAddr(t), ids: map[string]string{}}
 	r.bin = filepath.Join(r.dir, "gpuwatch")
-	t.Cleanup(r.stopDaemon)
+	t.Cleanup(r.stop)
 	// The README's build command, its binary put in the work folder.
 	build := "go build -o gpuwatch ./cmd/gpuwatch"
 	if !slices.Contains(rd.commands, build) {
@@ -718,170 +688,67 @@ func TestREADMECommands(t *testing.T) {
 		}
 		r.write(t, name, string(b))
 	}
+	log, err := os.ReadFile(gpuCSV)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.write(t, "gpu.csv", string(log))
 	for _, cmd := range rd.commands {
-		c := table[cmd]
-		if c.run == nil {
+		run := table[cmd].run
+		if _, listed := table[cmd]; !listed {
+			run = generic(cmd)
+		}
+		if run == nil {
 			continue
 		}
 		t.Run(strings.Join(strings.Fields(cmd)[:min(3, len(strings.Fields(cmd)))], " "), func(t *testing.T) {
-			c.run(t, r, cmd)
+			run(t, r, cmd)
 		})
 	}
 }
 
-// TestREADMEConfigs parses every YAML example of the README that is a
-// config or a part of one, as the config loader does: a key in the wrong
-// place (a webhook_url under the top-level slack:) fails here, not for the
-// user who copies it. Parts refer to receivers they do not define; those
-// references are all that may be missing.
-func TestREADMEConfigs(t *testing.T) {
-	rd := readREADME(t)
-	env := func(name string) (string, bool) {
-		switch name {
-		case "SLACK_WEBHOOK_URL":
-			return "https://hooks.slack.com/services/T0/B0/x", true
-		case "SLACK_BOT_TOKEN":
-			return "xoxb-1", true
-		case "SLACK_APP_TOKEN":
-			return "xapp-1", true
-		}
-		return "x", true
+// generic returns how the test runs a command the table does not list:
+// curl asks the running daemon's API and checks the answer its page shows,
+// a synopsis (`gpuwatch digest --config FILE`) is checked against the
+// command's --help; nil for any other command.
+func generic(cmd string) func(*testing.T, *readmeRun, string) {
+	switch {
+	case strings.HasPrefix(cmd, "curl "):
+		return runCurl
+	case synopsisRE.MatchString(cmd) && strings.HasPrefix(cmd, "gpuwatch "):
+		return checkSynopsis
 	}
-	// What a part of a config may lack: the rest of the config, the files
-	// it names on a server (certificates, token files), a hash elided "…".
-	partial := regexp.MustCompile(`is not a receiver|is not defined under receivers|sends to receiver|needs a bot token|matches no file|open /etc/gpuwatch/[^:]+: no such file|basic_auth_users\.alice is not a bcrypt hash`)
-	n := 0
-	for _, b := range rd.blocks {
-		text := dedent(b.lines)
-		if b.lang == "yaml" && strings.HasPrefix(text, "# prometheus.yml") {
-			checkPrometheusConfig(t, b.line, text)
-			continue
-		}
-		if b.lang != "yaml" || strings.Contains(text, "\ntests:") {
-			continue // a rule test file, not a config
-		}
-		if strings.HasPrefix(text, "- ") { // rules, as a rule file lists them
-			text = "rules:\n  " + strings.ReplaceAll(strings.TrimSuffix(text, "\n"), "\n", "\n  ") + "\n"
-		}
-		n++
-		dir := t.TempDir()
-		path := filepath.Join(dir, fmt.Sprintf("README-line-%d.yaml", b.line))
-		if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		_, err := config.Load(path, env)
-		for _, e := range splitErrors(err) {
-			if !partial.MatchString(e) {
-				t.Errorf("the README's YAML at line %d: %s", b.line, e)
-			}
-		}
+	return nil
+}
+
+// synopsisRE matches a command line that shows a command's form rather
+// than a command to run: placeholders (FILE, LOG.csv, ID...), choices (a|b),
+// optional parts ([…]), <command>.
+var synopsisRE = regexp.MustCompile(`\b[A-Z][A-Z]+\b|\.\.\.|\||\[|<`)
+
+// checkSynopsis checks that a synopsis names a command gpuwatch has, and
+// only flags that command takes.
+func checkSynopsis(t *testing.T, r *readmeRun, cmd string) {
+	f := strings.Fields(cmd)[1:]
+	helpArgs := []string{f[0], "--help"}
+	if len(f) > 1 && regexp.MustCompile(`^[a-z]+$`).MatchString(f[1]) {
+		helpArgs = []string{f[0], f[1], "--help"}
 	}
-	if n < 5 {
-		t.Errorf("got %d config examples in the README, want the several it has", n)
-	}
-	// Inline examples that start with a key of the config file, such as
-	// `slack: {bot_token: …}`, are parts of a config too.
-	topLevel := regexp.MustCompile(`^(host|source|storage|server|metrics|slack|receivers|route|rule_files|rules|digests): \S`)
-	for _, span := range rd.spans {
-		if !topLevel.MatchString(span) {
-			continue
-		}
-		path := filepath.Join(t.TempDir(), "README-inline.yaml")
-		if err := os.WriteFile(path, []byte(span+"\n"), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		_, err := config.Load(path, env)
-		for _, e := range splitErrors(err) {
-			if !partial.MatchString(e) {
-				t.Errorf("the README's inline YAML %q: %s", span, e)
-			}
+	help := r.gpuwatch(t, helpArgs...)
+	want(t, cmd+": gpuwatch "+strings.Join(helpArgs, " "), help, cli.ExitOK, "Usage: gpuwatch "+strings.Join(helpArgs[:len(helpArgs)-1], " "))
+	for _, flag := range regexp.MustCompile(`--([a-z][a-z-]*)`).FindAllStringSubmatch(cmd, -1) {
+		if !regexp.MustCompile(`(?m)^  -` + flag[1] + `\b`).MatchString(help.stdout) {
+			t.Errorf("%s: gpuwatch %s takes no --%s", cmd, strings.Join(helpArgs[:len(helpArgs)-1], " "), flag[1])
 		}
 	}
 }
 
-// checkPrometheusConfig checks a prometheus.yml the README shows with
-// promtool, as Prometheus would load it; the files it names need not
-// exist here.
-func checkPrometheusConfig(t *testing.T, line int, text string) {
+// readablePNG checks a command of the docs wrote a chart a phone reads.
+func readablePNG(t *testing.T, cmd, path string) {
 	t.Helper()
-	promtool, err := exec.LookPath("promtool")
-	if err != nil && os.Getenv(fleettest.RequireEnv) != "require" {
-		t.Logf("the README's prometheus.yml at line %d is not checked: promtool is not installed", line)
-		return
-	}
-	path := filepath.Join(t.TempDir(), "prometheus.yml")
-	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	out, err := exec.CommandContext(t.Context(), promtool, "check", "config", "--syntax-only", path).CombinedOutput()
+	b, err := os.ReadFile(path)
 	if err != nil {
-		t.Errorf("the README's prometheus.yml at line %d: promtool check config: %v\n%s", line, err, out)
+		t.Fatalf("%s: %v", cmd, err)
 	}
-}
-
-func dedent(lines []string) string {
-	indent := -1
-	for _, l := range lines {
-		if strings.TrimSpace(l) == "" {
-			continue
-		}
-		if n := len(l) - len(strings.TrimLeft(l, " ")); indent < 0 || n < indent {
-			indent = n
-		}
-	}
-	var b strings.Builder
-	for _, l := range lines {
-		if len(l) >= indent && indent > 0 {
-			l = l[indent:]
-		}
-		b.WriteString(l + "\n")
-	}
-	return b.String()
-}
-
-func splitErrors(err error) []string {
-	if err == nil {
-		return nil
-	}
-	return strings.Split(err.Error(), "\n")
-}
-
-// TestREADMEConfigTable checks that the README's config table has a row
-// for every setting the config file takes.
-func TestREADMEConfigTable(t *testing.T) {
-	rd := readREADME(t)
-	for _, key := range []string{"host", "source.type", "source.interval", "source.sim.scenario", "source.sim.seed", "source.sim.speed",
-		"source.replay.file", "source.replay.speed", "source.prometheus.url", "source.prometheus.selector", "storage.path", "storage.retention", "server.listen", "metrics.per_process",
-		"slack.bot_token", "slack.signing_secret", "slack.app_token", "slack.api_url", "slack.allowed_channels", "slack.admins",
-		"receivers", "route", "rule_files", "rules", "digests"} {
-		if !strings.Contains(rd.text, "| `"+key+"` |") {
-			t.Errorf("the README's config table has no row for %s", key)
-		}
-	}
-	// Every field of the config's sections is one of those keys.
-	for section, v := range map[string]any{"source": config.Source{}, "source.sim": config.SimSource{}, "source.replay": config.ReplaySource{},
-		"source.prometheus": config.PrometheusSource{}, "storage": config.Storage{}, "server": config.Server{}, "metrics": config.Metrics{}, "slack": config.Slack{}} {
-		for _, name := range yamlFields(v) {
-			key := section + "." + name
-			if name == "sim" || name == "replay" || name == "prometheus" {
-				continue
-			}
-			if !strings.Contains(rd.text, "| `"+key+"` |") {
-				t.Errorf("the README's config table has no row for %s", key)
-			}
-		}
-	}
-}
-
-// yamlFields are the YAML names of a config struct's fields.
-func yamlFields(v any) []string {
-	var out []string
-	rt := reflect.TypeOf(v)
-	for i := range rt.NumField() {
-		name, _, _ := strings.Cut(rt.Field(i).Tag.Get("yaml"), ",")
-		if name != "" {
-			out = append(out, name)
-		}
-	}
-	return out
+	imagetest.Readable(t, cmd, b, chart.Width)
 }

@@ -17,7 +17,7 @@ import (
 )
 
 func replayCommand(ctx context.Context, env *Env, args []string) error {
-	fs := newFlags(env, "replay", "[--trace] LOG.csv [--config FILE] [--json] [--skip-bad]", `
+	fs := newFlags(env, "replay", "[--trace] LOG.csv [--config FILE] [--json] [--plot FILE.png] [--skip-bad]", `
 Evaluates the rules over an nvidia-smi CSV log, at the log's own timestamps,
 and prints every alert that fires or resolves. Nothing is sent anywhere.
 Without --config the rules of config.example.yaml are used. Make a log with:
@@ -26,6 +26,7 @@ Without --config the rules of config.example.yaml are used. Make a log with:
 	trace := fs.String("trace", "", "the nvidia-smi CSV log to replay (required; or give it as the argument)")
 	asJSON := fs.Bool("json", false, `print one JSON object per transition: {"at","alert","gpu","uuid","state","severity","repeat","value"}`)
 	skipBad := fs.Bool("skip-bad", false, "skip malformed rows with a warning count instead of stopping at the first")
+	plotPath := fs.String("plot", "", "also draw the log to this PNG file: memory and utilization per GPU, each alert marked where it fired and resolved")
 	logLevel := fs.String("log-level", "warn", "log level: debug, info, warn, error")
 	args, err := parseFlags(env, fs, args)
 	if err != nil {
@@ -34,6 +35,7 @@ Without --config the rules of config.example.yaml are used. Make a log with:
 	if err := fileArg("replay", "trace", "log to replay", "LOG.csv", trace, args); err != nil {
 		return err
 	}
+	plot := newReplayPlot(*plotPath, *trace)
 	logger, err := newLogger(env.Stderr, *logLevel)
 	if err != nil {
 		return err
@@ -56,8 +58,13 @@ Without --config the rules of config.example.yaml are used. Make a log with:
 	w := &watcher{
 		source: r,
 		engine: rules.NewEngine(cfg.Rules, rules.Options{}),
-		emit:   func(ts []rules.Transition) error { transitions += len(ts); return print(ts) },
+		emit: func(ts []rules.Transition) error {
+			transitions += len(ts)
+			plot.transitions(ts)
+			return print(ts)
+		},
 		onSnapshot: func(s *gpu.Snapshot) {
+			plot.snapshot(s)
 			if snapshots == 0 {
 				first = s.Time
 				for _, w := range logCoverage(cfg.Rules, s, *trace) {
@@ -79,7 +86,7 @@ Without --config the rules of config.example.yaml are used. Make a log with:
 		fmt.Fprintf(env.Stderr, "; %s skipped", plural.Count(n, "malformed row"))
 	}
 	fmt.Fprintln(env.Stderr)
-	return nil
+	return plot.write(env)
 }
 
 func textPrinter(env *Env) func([]rules.Transition) error {

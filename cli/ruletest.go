@@ -11,7 +11,7 @@ import (
 func testCommand(_ context.Context, env *Env, args []string) error {
 	fs := newFlags(env, "test", "FILE...", `
 Runs rule unit tests: YAML files that feed rules with input series and say
-which alerts must be firing when (see README, "Testing rules"). Prints each
+which alerts must be firing when (see docs/rules.md). Prints each
 failure and exits 1 if any test fails.`)
 	args, err := parseFlags(env, fs, args)
 	if err != nil {

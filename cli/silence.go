@@ -43,7 +43,8 @@ Silences in the running gpuwatch (over its HTTP API):
 func silenceAdd(ctx context.Context, env *Env, args []string) error {
 	fs := newFlags(env, "silence add", "[--duration 2h] [--reason TEXT] MATCHER...", `
 Silences the alerts that match every MATCHER for a while, in the running
-gpuwatch: they are not sent, and their resolve notices neither. Matchers
+gpuwatch: they are not sent, nor their reminders; an alert posted before
+the silence began still gets its resolve. Matchers
 name a label and a value: alert=GPUHot, gpu=3, severity!=info,
 host=~"node[12]". Silences persist across restarts and expire by themselves.`)
 	duration := fs.Duration("duration", 2*time.Hour, "how long the silence lasts")

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"net"
+	"net/url"
 	"slices"
 	"strings"
 
@@ -32,6 +33,18 @@ type Server struct {
 	// file that holds it instead.
 	BearerToken     string `yaml:"bearer_token"`
 	BearerTokenFile string `yaml:"bearer_token_file"`
+	// ExternalURL is where people reach this API (https://gpuwatch.example.org),
+	// behind a proxy or not: webhook notifications link their charts there
+	// (chart_url). "" gives no links.
+	ExternalURL string `yaml:"external_url"`
+}
+
+// ChartURL is the link to chart id under ExternalURL; "" without one.
+func (s *Server) ChartURL(id string) string {
+	if s.ExternalURL == "" || id == "" {
+		return ""
+	}
+	return strings.TrimSuffix(s.ExternalURL, "/") + "/api/v1/charts/" + url.PathEscape(id) + ".png"
 }
 
 // ServerTLS is the certificate the listener serves, PEM files.
@@ -134,6 +147,11 @@ func (c *Config) checkServer(at func(...string) *yaml.Node, fail func(*yaml.Node
 			if _, err := s.LoadCertificate(); err != nil {
 				fail(at("server", "tls"), "%v", err)
 			}
+		}
+	}
+	if s.ExternalURL != "" {
+		if u, err := url.Parse(s.ExternalURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil || u.RawQuery != "" {
+			fail(at("server", "external_url"), "server.external_url %q is not where people reach gpuwatch: write it like https://gpuwatch.example.org, without credentials or a query", s.ExternalURL)
 		}
 	}
 	if listenErr != nil || IsLoopback(s.Listen) {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/gpuwatch/gpuwatch/config"
 	"github.com/gpuwatch/gpuwatch/internal/fleettest"
+	"github.com/gpuwatch/gpuwatch/internal/suites"
 )
 
 // The tests here run gpuwatch in-process against the real Alertmanager
@@ -48,13 +49,6 @@ func waitAlerts(t *testing.T, am *fleettest.Server, want int, what string) []amA
 		return active == want && len(got) == want, fmt.Sprintf("%d alerts: %+v", len(got), got)
 	})
 	return got
-}
-
-// skipShort skips the real-Alertmanager tests under -short.
-func skipShort(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs the real Alertmanager; skipped under -short")
-	}
 }
 
 // amGpuwatch is a gpuwatch config that sends GPUHot to an alertmanager
@@ -99,7 +93,7 @@ func wantGPUHot(t *testing.T, a amAlert, generator string) {
 // TestAlertmanagerFiresAndResolves: a firing alert shows in Alertmanager
 // with its labels, annotations and link back; its resolve takes it away.
 func TestAlertmanagerFiresAndResolves(t *testing.T) {
-	skipShort(t)
+	suites.Fleet(t)
 	am := fleettest.Alertmanager(t, amConfig)
 	r := start(t, amGpuwatch(t, t.TempDir(), fmt.Sprintf("{urls: [%s], generator_url: 'http://gpuwatch.test:9477'}", am.URL)), nil)
 	fired := time.Now().UTC().Truncate(time.Millisecond)
@@ -120,7 +114,7 @@ func TestAlertmanagerFiresAndResolves(t *testing.T) {
 // alert (a hub and its standby) make one alert: Alertmanager dedups by
 // label set.
 func TestAlertmanagerOneAlertFromTwoGpuwatch(t *testing.T) {
-	skipShort(t)
+	suites.Fleet(t)
 	am := fleettest.Alertmanager(t, amConfig)
 	block := fmt.Sprintf("{urls: [%s]}", am.URL)
 	a := start(t, amGpuwatch(t, t.TempDir(), block), nil)
@@ -140,7 +134,7 @@ func TestAlertmanagerOneAlertFromTwoGpuwatch(t *testing.T) {
 // TestAlertmanagerHAPair: both Alertmanagers of a gossiping HA pair get
 // every alert and every resolve.
 func TestAlertmanagerHAPair(t *testing.T) {
-	skipShort(t)
+	suites.Fleet(t)
 	peer1, peer2 := fleettest.FreeAddr(t), fleettest.FreeAddr(t)
 	am1 := fleettest.Alertmanager(t, amConfig, peer1, peer2)
 	am2 := fleettest.Alertmanager(t, amConfig, peer2, peer1)
@@ -160,7 +154,7 @@ func TestAlertmanagerHAPair(t *testing.T) {
 // gone, Alertmanager lets it expire; gpuwatch restarted on its store
 // pushes it again at once, with no new transition.
 func TestAlertmanagerResend(t *testing.T) {
-	skipShort(t)
+	suites.Fleet(t)
 	am := fleettest.Alertmanager(t, amConfig)
 	dir := t.TempDir()
 	cfg := amGpuwatch(t, dir, fmt.Sprintf("{urls: [%s], resend_interval: 1s}", am.URL))
@@ -188,7 +182,7 @@ func TestAlertmanagerResend(t *testing.T) {
 // TestAlertmanagerDownThenUp: an Alertmanager that is down when the alert
 // fires gets it once it is up; nothing is lost.
 func TestAlertmanagerDownThenUp(t *testing.T) {
-	skipShort(t)
+	suites.Fleet(t)
 	am := fleettest.Alertmanager(t, amConfig)
 	addr := fleettest.FreeAddr(t) // nothing listens here yet
 	r := start(t, amGpuwatch(t, t.TempDir(), fmt.Sprintf("{urls: ['http://%s']}", addr)), nil)

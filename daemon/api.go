@@ -67,6 +67,7 @@ func (d *Daemon) Addr() string {
 //	DELETE /api/v1/silences/{id}     expire a silence now
 //	GET    /api/v1/outbox            notifications waiting per receiver, and the dead letters
 //	GET    /api/v1/digest            the usage digest as text; ?window=24h&name=daily
+//	GET    /api/v1/charts/ID.png             a chart a notification names (its chart_url)
 //	POST   /slack/commands, /slack/actions   the Slack app, when slack.signing_secret is set
 //
 // A known path asked with another method gets 405. With server.tls it is
@@ -87,6 +88,7 @@ func (d *Daemon) Handler() http.Handler {
 	mux.HandleFunc("DELETE /api/v1/silences/{id}", d.expireSilence)
 	mux.HandleFunc("GET /api/v1/outbox", d.outbox)
 	mux.HandleFunc("GET /api/v1/digest", d.digestText)
+	mux.HandleFunc("GET /api/v1/charts/{file}", d.chartFile)
 	h := http.MaxBytesHandler(mux, maxBody)
 	if d.auth != nil {
 		h = d.requireAuth(d.auth, h)

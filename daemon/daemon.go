@@ -29,6 +29,7 @@ import (
 	"github.com/gpuwatch/gpuwatch/gpu"
 	"github.com/gpuwatch/gpuwatch/internal/strictyaml"
 	"github.com/gpuwatch/gpuwatch/notifier"
+	"github.com/gpuwatch/gpuwatch/notifier/slack"
 	"github.com/gpuwatch/gpuwatch/rules"
 	"github.com/gpuwatch/gpuwatch/slackbot"
 )
@@ -108,6 +109,15 @@ type Daemon struct {
 
 	digests *digests // usage rollups and the digest schedule
 
+	// chartQueues names, by receiver, the outbox of its chart uploads
+	// (receivers that show pictures that way). chartsNow are the charts
+	// of the evaluation under way, by transition, and pendingCharts their
+	// data, to write with its commit; both guarded by mu.
+	chartQueues   map[string]string
+	uploaders     []*slack.ChartUploader
+	chartsNow     map[string]string
+	pendingCharts []pendingChart
+
 	auth *authenticator // nil when the server section asks for no credentials
 
 	// health follows whether the source answers (guarded by mu); hub is
@@ -138,7 +148,8 @@ func New(cfg *config.Config, opts Options) (*Daemon, error) {
 		return nil, fmt.Errorf("open the state store (storage.path): %w", err)
 	}
 	d := &Daemon{opts: opts, logger: opts.Logger, db: watch(db, opts.Now), cfg: cfg, history: newHistories(), fleet: newFleet(),
-		staleAfter: staleAfter(cfg), interval: cfg.Source.Interval, storagePath: cfg.Storage.Path,
+		chartQueues: map[string]string{},
+		staleAfter:  staleAfter(cfg), interval: cfg.Source.Interval, storagePath: cfg.Storage.Path,
 		health: sourceHealth{host: cfg.HostName()}, hub: cfg.Source.Type == "prometheus"}
 	d.sampledAt.Store(opts.Now().UnixNano())
 	if err := d.start(cfg); err != nil {
@@ -163,6 +174,7 @@ func (d *Daemon) start(cfg *config.Config) error {
 		return err
 	}
 	d.dispatcher = notifier.NewDispatcher(route, d.silences, d.logger)
+	d.dispatcher.SetCharts(func(t *rules.Transition) string { return d.chartsNow[transitionKey(t)] })
 	groups, err := d.db.All(notifier.BucketGroups)
 	if err != nil {
 		return err
@@ -255,6 +267,8 @@ func (d *Daemon) Run(ctx context.Context, src gpu.Source, reload <-chan *config.
 	defer wg.Wait() // after cancel: the deliverers stop when ctx ends
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	// Before any delivery: without files:write no upload is tried.
+	d.checkChartScope(ctx)
 	for _, dl := range d.deliverers {
 		wg.Go(func() { dl.Run(ctx) })
 	}
@@ -264,6 +278,7 @@ func (d *Daemon) Run(ctx context.Context, src gpu.Source, reload <-chan *config.
 	d.startSocketMode(ctx, &wg)
 	wg.Go(func() { d.digests.scheduler.Run(ctx, d.opts.Now, d.fireDigest) })
 	wg.Go(func() { every(ctx, silenceGCInterval, d.forgetOldSilences) })
+	wg.Go(func() { every(ctx, silenceGCInterval, d.forgetOldCharts) })
 	wg.Go(func() { d.watchdog(ctx) })
 	srv, err := d.serve(ctx)
 	if err != nil {
@@ -334,7 +349,9 @@ func (d *Daemon) evaluate(snap *gpu.Snapshot) *notifier.Commit {
 	if back != nil {
 		all = append(back, ts...)
 	}
+	d.chartsNow = d.alertCharts(ts)
 	c := d.dispatcher.Dispatch(snap.Time, all)
+	d.writeCharts(c)
 	if back != nil {
 		c.DeleteRecord(BucketSource, sourceDownKey)
 	}
@@ -352,6 +369,7 @@ func (d *Daemon) evaluate(snap *gpu.Snapshot) *notifier.Commit {
 		c.PutRecord(BucketAlerts, alertRecordKey(t), b.Bytes())
 	}
 	d.stepDigests(snap, ts, c)
+	d.queueChartUploads(c)
 	return c
 }
 

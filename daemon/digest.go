@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gpuwatch/gpuwatch/chart"
 	"github.com/gpuwatch/gpuwatch/config"
 	"github.com/gpuwatch/gpuwatch/digest"
 	"github.com/gpuwatch/gpuwatch/gpu"
@@ -145,7 +146,9 @@ func (d *Daemon) fireDigest(r digest.Run) error {
 		d.logger.Warn("a digest is no longer in the config; it takes effect on restart", "digest", r.Name)
 		return nil
 	}
-	report := d.report(c, r.From, r.To)
+	report, days := d.report(c, r.From, r.To)
+	commit := &notifier.Commit{Put: stamp}
+	charts := d.dayCharts(commit, r.Name, r.At, days)
 	outbox := map[string][][]byte{}
 	for _, receiver := range c.Receivers {
 		n, err := report.Notification(receiver, r.At)
@@ -153,6 +156,7 @@ func (d *Daemon) fireDigest(r digest.Run) error {
 			d.logger.Error("cannot render a digest", "digest", r.Name, "receiver", receiver, "err", err)
 			continue
 		}
+		n.Digest.Charts = charts
 		raw, err := json.Marshal(n)
 		if err != nil {
 			d.logger.Error("cannot encode a digest", "digest", r.Name, "receiver", receiver, "err", err)
@@ -160,12 +164,14 @@ func (d *Daemon) fireDigest(r digest.Run) error {
 		}
 		outbox[receiver] = append(outbox[receiver], raw)
 	}
-	if err := d.db.Commit(outbox, stamp, nil); err != nil {
+	commit.Outbox = outbox
+	d.queueChartUploads(commit)
+	if err := d.db.Commit(commit.Outbox, commit.Put, nil); err != nil {
 		d.logger.Error("cannot write a digest to the store; trying again in a minute", "digest", r.Name, "err", err)
 		return err
 	}
 	d.logger.Info("digest queued", "digest", r.Name, "scheduled", r.At, "from", r.From, "to", r.To, "receivers", len(outbox))
-	for receiver := range outbox {
+	for receiver := range commit.Outbox {
 		if dl, ok := d.deliverers[receiver]; ok {
 			dl.Wake()
 		}
@@ -184,8 +190,9 @@ func findDigest(cfg *config.Config, name string) *config.Digest {
 }
 
 // report builds digest c's report of [from, to) from the rollups and the
-// alerts firing now, which the rollups count only once they resolve.
-func (d *Daemon) report(c *config.Digest, from, to time.Time) *digest.Report {
+// alerts firing now, which the rollups count only once they resolve, and
+// its pictures, one per host.
+func (d *Daemon) report(c *config.Digest, from, to time.Time) (*digest.Report, []*chart.Day) {
 	d.mu.Lock()
 	gpus, users, alerts := d.digests.rollups.Window(from, to)
 	host := d.cfg.Host
@@ -199,10 +206,11 @@ func (d *Daemon) report(c *config.Digest, from, to time.Time) *digest.Report {
 	if s := d.last.Load(); s != nil && s.Host != "" {
 		host = s.Host
 	}
-	return digest.Build(gpus, users, alerts, digest.Options{
+	opts := digest.Options{
 		Name: c.Name, Host: host, From: from, To: to, TopUsers: c.TopUsers,
 		PricePerKWh: c.PricePerKWh, Currency: c.Currency, Location: d.zone(c.Schedule), Firing: firing,
-	})
+	}
+	return digest.Build(gpus, users, alerts, opts), digest.Pictures(gpus, users, opts)
 }
 
 // zone is the time zone a digest shows times in: its schedule's CRON_TZ,
@@ -226,6 +234,13 @@ func (d *Daemon) zone(schedule string) *time.Location {
 // window or, without one, the time since its previous scheduled run;
 // without name, a zero window is 24h.
 func (d *Daemon) UsageReport(name string, window time.Duration) (*digest.Report, error) {
+	r, _, err := d.usage(name, window)
+	return r, err
+}
+
+// usage is the usage digest of the window that ends now and its pictures;
+// see UsageReport.
+func (d *Daemon) usage(name string, window time.Duration) (*digest.Report, []*chart.Day, error) {
 	to := d.opts.Now()
 	if s := d.last.Load(); s != nil {
 		to = s.Time
@@ -236,7 +251,7 @@ func (d *Daemon) UsageReport(name string, window time.Duration) (*digest.Report,
 	c := &config.Digest{Name: "usage", TopUsers: config.DefaultTopUsers}
 	if name != "" {
 		if c = findDigest(cfg, name); c == nil {
-			return nil, fmt.Errorf("no digest is named %q; the config has %s", name, digestNames(cfg))
+			return nil, nil, fmt.Errorf("no digest is named %q; the config has %s", name, digestNames(cfg))
 		}
 		if window == 0 {
 			window = c.Window
@@ -244,7 +259,7 @@ func (d *Daemon) UsageReport(name string, window time.Duration) (*digest.Report,
 		if window == 0 {
 			s, err := digest.ParseSchedule(c.Schedule)
 			if err != nil {
-				return nil, fmt.Errorf("digest %q: %w", name, err)
+				return nil, nil, fmt.Errorf("digest %q: %w", name, err)
 			}
 			window = to.Sub(digest.Previous(s, s.Next(to)))
 		}
@@ -252,7 +267,8 @@ func (d *Daemon) UsageReport(name string, window time.Duration) (*digest.Report,
 	if window <= 0 {
 		window = 24 * time.Hour
 	}
-	return d.report(c, to.Add(-window), to), nil
+	r, days := d.report(c, to.Add(-window), to)
+	return r, days, nil
 }
 
 // digestNames lists the digests of cfg for an error message.
@@ -282,11 +298,34 @@ func (d *Daemon) digestText(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	report, err := d.UsageReport(r.URL.Query().Get("name"), window)
+	report, days, err := d.usage(r.URL.Query().Get("name"), window)
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusNotFound)
 		return
 	}
+	if r.URL.Query().Get("format") == "png" {
+		d.servePicture(w, r.URL.Query().Get("host"), report, days)
+		return
+	}
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	fmt.Fprint(w, report.Text())
+}
+
+// servePicture answers /api/v1/digest?format=png: the picture of the
+// host asked (by default the first).
+func (d *Daemon) servePicture(w http.ResponseWriter, host string, report *digest.Report, days []*chart.Day) {
+	for _, day := range days {
+		if host != "" && day.Title != "GPU usage on "+host {
+			continue
+		}
+		png, err := day.PNG(report.Location)
+		if err != nil {
+			d.logger.Error("cannot draw a digest's picture", "err", err)
+			http.Error(w, "the picture could not be drawn; the log says why", http.StatusInternalServerError)
+			return
+		}
+		servePNG(w, png)
+		return
+	}
+	http.Error(w, "no GPU of that host reported in the window: there is no picture", http.StatusNotFound)
 }

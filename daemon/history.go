@@ -16,17 +16,29 @@ const historyMinutes = 24 * 60
 // keeps a day of every GPU of its fleet). minute (Unix minutes) says which
 // minute the slot holds now: a slot last written a day or more ago reads
 // as empty, and so does one never written (minute 0, counts 0).
+// Utilization and temperature are summed in whole units (what NVML and
+// dcgm-exporter report), which keeps them in 16 bits: a minute holds at
+// most maxPerMinute samples of each.
 type minuteBucket struct {
-	minute          int32
-	memSum, utilSum float32 // percent, at most 100 per sample
-	memN, utilN     uint16
+	minute             int32
+	memSum             float32 // percent, at most 100 per sample
+	utilSum, tempSum   uint16  // percent and °C, whole, at most 255 per sample
+	memN, utilN, tempN uint8
 }
+
+// maxPerMinute is how many samples of a reading a minute sums: four a
+// second, more than any source gives.
+const maxPerMinute = math.MaxUint8
 
 // gpuHistory is one GPU's last day, a ring of minute buckets indexed by
 // the minute modulo the ring's length.
 type gpuHistory struct {
-	last    int64 // the latest minute written
-	buckets [historyMinutes]minuteBucket
+	last int64 // the latest minute written
+	// memTotal and memAllocatable are the GPU's memory at its latest
+	// sample that knew it, in bytes: the percentages' base, and the
+	// ceiling of its charts.
+	memTotal, memAllocatable uint64
+	buckets                  [historyMinutes]minuteBucket
 }
 
 // histories keeps the memory and utilization of every GPU of every host
@@ -73,19 +85,35 @@ func (h *histories) Record(s *gpu.Snapshot) {
 			continue
 		}
 		g.last = max(g.last, minute)
+		if d.MemKnown() {
+			g.memTotal, g.memAllocatable = d.MemTotal, d.MemAllocatable()
+		}
 		b := &g.buckets[ringSlot(minute)]
 		if int64(b.minute) != minute {
 			*b = minuteBucket{minute: int32(minute)}
 		}
-		if d.MemTotal > 0 && b.memN < math.MaxUint16 {
+		if d.MemTotal > 0 && b.memN < maxPerMinute {
 			b.memSum += float32(100 * float64(d.MemUsed) / float64(d.MemTotal))
 			b.memN++
 		}
-		if !math.IsNaN(d.UtilGPU) && !math.IsInf(d.UtilGPU, 0) && b.utilN < math.MaxUint16 {
-			b.utilSum += float32(d.UtilGPU)
+		if u, ok := wholeUnits(d.UtilGPU); ok && b.utilN < maxPerMinute {
+			b.utilSum += u
 			b.utilN++
 		}
+		if c, ok := wholeUnits(d.TempC); ok && b.tempN < maxPerMinute {
+			b.tempSum += c
+			b.tempN++
+		}
 	}
+}
+
+// wholeUnits rounds a reading to a whole unit within 0–255; false when it
+// is unknown.
+func wholeUnits(v float64) (uint16, bool) {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return 0, false
+	}
+	return uint16(math.Round(min(max(v, 0), 255))), true
 }
 
 func ringSlot(minute int64) int {
@@ -129,15 +157,18 @@ func (h *histories) History(host string, index int, window time.Duration) (slack
 		steps = int(min((window+time.Minute-1)/time.Minute, historyMinutes))
 	}
 	out := slackbot.History{
-		Step:        time.Minute,
-		End:         time.Unix(g.last*60, 0).UTC(),
-		MemoryUsed:  make([]float64, steps),
-		Utilization: make([]float64, steps),
+		MemTotal:       g.memTotal,
+		MemAllocatable: g.memAllocatable,
+		Step:           time.Minute,
+		End:            time.Unix(g.last*60, 0).UTC(),
+		MemoryUsed:     make([]float64, steps),
+		Utilization:    make([]float64, steps),
+		Temperature:    make([]float64, steps),
 	}
 	first := g.last - int64(steps) + 1
 	for i := range steps {
 		m := first + int64(i)
-		out.MemoryUsed[i], out.Utilization[i] = math.NaN(), math.NaN()
+		out.MemoryUsed[i], out.Utilization[i], out.Temperature[i] = math.NaN(), math.NaN(), math.NaN()
 		b := &g.buckets[ringSlot(m)]
 		if int64(b.minute) != m {
 			continue
@@ -147,6 +178,9 @@ func (h *histories) History(host string, index int, window time.Duration) (slack
 		}
 		if b.utilN > 0 {
 			out.Utilization[i] = float64(b.utilSum) / float64(b.utilN)
+		}
+		if b.tempN > 0 {
+			out.Temperature[i] = float64(b.tempSum) / float64(b.tempN)
 		}
 	}
 	return out, true

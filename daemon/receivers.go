@@ -48,8 +48,28 @@ func (d *Daemon) buildDeliverers(cfg *config.Config) (map[string]*notifier.Deliv
 		if b, ok := n.(background); ok {
 			d.background = append(d.background, b)
 		}
+		if s, ok := n.(*slack.Notifier); ok {
+			if u := s.ChartUploader(d); u != nil {
+				queue := chartQueuePrefix + r.Name
+				out[queue] = notifier.NewDeliverer(queue, u, d.db, d.opts.Backoff, d.logger)
+				d.chartQueues[r.Name] = queue
+				d.uploaders = append(d.uploaders, u)
+			}
+		}
 	}
 	return out, nil
+}
+
+// checkChartScope asks Slack, once for the bot token every Slack
+// receiver shares, whether it may upload charts; without files:write it
+// warns once and every receiver's alerts go as text alone.
+func (d *Daemon) checkChartScope(ctx context.Context) {
+	if len(d.uploaders) == 0 || d.uploaders[0].CheckScope(ctx) {
+		return
+	}
+	for _, u := range d.uploaders[1:] {
+		u.Disable()
+	}
 }
 
 func (d *Daemon) buildNotifier(cfg *config.Config, r *config.Receiver) (notifier.Notifier, error) {
@@ -62,7 +82,13 @@ func (d *Daemon) buildNotifier(cfg *config.Config, r *config.Receiver) (notifier
 			Acknowledged: d.acknowledged,
 		})
 	case r.Webhook != nil:
-		return webhook.New(r.Name, *r.Webhook, client, d.opts.Now)
+		n, err := webhook.New(r.Name, *r.Webhook, client, d.opts.Now)
+		if err != nil {
+			return nil, err
+		}
+		server := cfg.Server
+		n.SetCharts(d, server.ChartURL)
+		return n, nil
 	case r.Alertmanager != nil:
 		return alertmanager.New(r.Name, *r.Alertmanager, alertmanager.Options{
 			HTTPClient: client, Firing: kvBucket{d.db, BucketAlertmanagerFiring}, Now: d.opts.Now,

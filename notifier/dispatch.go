@@ -108,7 +108,12 @@ type Dispatcher struct {
 	sent     map[string]time.Time     // receiver/alert key → last told it fires
 	firing   map[string]bool          // alert key → fires, as the transitions said
 	acks     map[string]Ack           // alert key → who acknowledged it
+	charts   func(t *rules.Transition) string
 }
+
+// SetCharts makes Dispatch name each alert's picture: charts returns the
+// chart of a transition, "" for none.
+func (d *Dispatcher) SetCharts(charts func(t *rules.Transition) string) { d.charts = charts }
 
 // Ack records who acknowledged a firing alert, and when. An acknowledged
 // alert gets no more reminders, for any receiver, until it resolves.
@@ -290,6 +295,9 @@ func (d *Dispatcher) Dispatch(at time.Time, ts []rules.Transition) *Commit {
 		t := &ts[i]
 		alert := FromTransition(t)
 		alert.AcknowledgedBy = d.acks[alert.Key].By
+		if d.charts != nil {
+			alert.Chart = d.charts(t)
+		}
 		d.clampClock(&alert)
 		targets := d.targets(t)
 		if alert.Status == StatusResolved {

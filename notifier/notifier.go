@@ -59,6 +59,8 @@ type Digest struct {
 	Markdown string          `json:"markdown"`         // for chat webhooks (Discord, Teams, Feishu, …)
 	Blocks   json.RawMessage `json:"blocks,omitempty"` // Slack Block Kit blocks
 	Data     json.RawMessage `json:"data,omitempty"`   // the report as JSON, for the generic webhook
+	// Charts name the pictures of the day, one per host (see Charts).
+	Charts []string `json:"charts,omitempty"`
 }
 
 // Alert is one alert (a rule on a GPU) as receivers see it: what is wrong,
@@ -109,6 +111,17 @@ type Alert struct {
 	// LastReport is when a GPU that stopped reporting last did (Processes
 	// are then the ones it reported last); zero while it reports.
 	LastReport time.Time `json:"last_report,omitzero"`
+	// Chart names the picture of this transition (memory climbing to the
+	// ceiling, a temperature against its thresholds, …), kept by the
+	// daemon and drawn on demand; "" when it has none. See Charts.
+	Chart string `json:"chart,omitempty"`
+}
+
+// Charts draws the pictures notifications name (Alert.Chart,
+// Digest.Charts) as PNG. The daemon implements it; a receiver that shows
+// pictures takes one.
+type Charts interface {
+	ChartPNG(id string) ([]byte, error)
 }
 
 // OnGPU reports whether the alert is about a GPU. gpuwatch's own alerts

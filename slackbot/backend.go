@@ -57,10 +57,16 @@ type ActiveAlert struct {
 	Acknowledged string // who acknowledged it; "" if nobody
 }
 
-// History is one GPU's recent memory and utilization, one point a minute.
+// History is one GPU's recent memory, utilization and temperature, one
+// point a minute.
 type History struct {
-	Step        time.Duration // time between points (a minute)
-	End         time.Time     // the time of the last point
-	MemoryUsed  []float64     // percent of memory in use; NaN where unknown
-	Utilization []float64     // percent; NaN where unknown
+	// MemTotal is the GPU's memory, the base of MemoryUsed, and
+	// MemAllocatable what jobs can allocate of it, in bytes; 0 when
+	// unknown.
+	MemTotal, MemAllocatable uint64
+	Step                     time.Duration // time between points (a minute)
+	End                      time.Time     // the time of the last point
+	MemoryUsed               []float64     // percent of memory in use; NaN where unknown
+	Utilization              []float64     // percent; NaN where unknown
+	Temperature              []float64     // °C; NaN where unknown
 }

@@ -16,7 +16,25 @@ func (q *querier) backfill(ctx context.Context, end time.Time, span time.Duratio
 	if span <= 0 {
 		return nil
 	}
-	step := max(q.opts.Interval, (span+MaxPoints-1)/MaxPoints)
+	return q.rangeRead(ctx, end, span, max(q.opts.Interval, (span+MaxPoints-1)/MaxPoints), warm)
+}
+
+// Range reads [from, to] of the fleet, one evaluation a step (longer
+// when that would pass MaxPoints), with one range query per series family,
+// and hands each evaluation's snapshots to each, in time order. Unlike
+// Next and Backfill it may be called from any goroutine, alongside them:
+// it builds its snapshots apart (for /gpu history and charts on a hub).
+func (s *Source) Range(ctx context.Context, from, to time.Time, step time.Duration, each func(*gpu.Snapshot)) error {
+	span := to.Sub(from)
+	if span <= 0 {
+		return nil
+	}
+	q := &querier{opts: s.q.opts, api: s.q.api, client: s.q.client, build: newBuilder(s.q.opts.Schema)}
+	return q.rangeRead(ctx, to, span, max(step, (span+MaxPoints-1)/MaxPoints), each)
+}
+
+// rangeRead reads (end−span, end] at step.
+func (q *querier) rangeRead(ctx context.Context, end time.Time, span, step time.Duration, warm func(*gpu.Snapshot)) error {
 	var series []seriesAnswer
 	for _, name := range q.opts.Schema.names() {
 		a, err := q.get(ctx, "/api/v1/query_range", url.Values{

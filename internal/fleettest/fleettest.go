@@ -1,7 +1,9 @@
 // Package fleettest runs the real Prometheus and Alertmanager for gpuwatch's
 // fleet tests: each on a free loopback port, with a temporary data
-// directory, stopped when the test ends. Where a binary is missing the test
-// is skipped, saying how to install it — unless GPUWATCH_FLEET_TESTS is
+// directory, stopped when the test ends. The fleet tests are a suite of
+// their own (see package suites): they run when GPUWATCH_FLEET_TESTS asks
+// for them and -short is off. Where a binary is missing the test is
+// skipped, saying how to install it — unless GPUWATCH_FLEET_TESTS is
 // "require" (CI sets it), when a missing binary fails the test.
 package fleettest
 
@@ -19,25 +21,29 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/gpuwatch/gpuwatch/internal/suites"
 )
 
-// RequireEnv names the variable that turns a missing binary from a skip
-// into a failure.
-const RequireEnv = "GPUWATCH_FLEET_TESTS"
+// RequireEnv names the variable that asks for the fleet suite, and with
+// "require" turns a missing binary from a skip into a failure.
+const RequireEnv = suites.FleetEnv
 
 // install says how to get the binaries on Debian or Ubuntu.
 const install = "apt-get install prometheus prometheus-alertmanager"
 
-// Binary returns the path of the named program, skipping (or failing, see
-// RequireEnv) the test when it is not installed.
+// Binary returns the path of the named program, skipping the test when the
+// fleet suite is not asked for, and skipping (or failing, see RequireEnv)
+// it when the program is not installed.
 func Binary(t testing.TB, name string) string {
 	t.Helper()
+	suites.Fleet(t)
 	path, err := exec.LookPath(name)
 	if err == nil {
 		return path
 	}
 	msg := fmt.Sprintf("%s is not installed (%s to run the fleet tests)", name, install)
-	if os.Getenv(RequireEnv) == "require" {
+	if suites.Required(RequireEnv) {
 		t.Fatal(msg)
 	}
 	t.Skip(msg)

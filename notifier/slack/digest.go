@@ -32,11 +32,44 @@ func (n *Notifier) notifyDigest(ctx context.Context, d *notifier.Digest) (bool, 
 	if n.api == nil {
 		return n.fail(ctx, "webhook", n.postWebhook(ctx, blocks, text))
 	}
-	if _, _, err := n.post(ctx, "", blocks, text); err != nil {
+	channel, ts, err := n.post(ctx, "", blocks, text)
+	if err != nil {
 		return n.fail(ctx, "chat.postMessage", err)
 	}
+	n.saveDigestMessage(d, channel, ts)
 	return false, nil
 }
+
+// messageRef is where a message is: what a digest's pictures need to go
+// in its thread.
+type messageRef struct {
+	Channel string `json:"channel"`
+	TS      string `json:"ts"`
+}
+
+// digestRecordKey is the record key of the digest message that carries
+// picture id.
+func digestRecordKey(id string) string { return "digest/" + id }
+
+// saveDigestMessage records where a digest with pictures was posted, so
+// they go in its thread. A store that refuses only costs the pictures.
+func (n *Notifier) saveDigestMessage(d *notifier.Digest, channel, ts string) {
+	if n.opts.Messages == nil || len(d.Charts) == 0 {
+		return
+	}
+	b, err := json.Marshal(messageRef{Channel: channel, TS: ts})
+	if err != nil {
+		return
+	}
+	for _, id := range d.Charts {
+		if err := n.opts.Messages.Put(n.recordKey(digestRecordKey(id)), b); err != nil {
+			n.log.Warn("a digest's message could not be recorded: its pictures are not posted", "receiver", n.name, "err", n.redact(err))
+		}
+	}
+}
+
+// decodeJSON decodes b into v.
+func decodeJSON(b []byte, v any) error { return json.Unmarshal(b, v) }
 
 // digestBlocks is the digest's Block Kit: its own blocks when it has them
 // (a JSON array, or an object with a "blocks" array), else a header with

@@ -132,6 +132,7 @@ type Notifier struct {
 	cfg     Config
 	opts    Options
 	api     *goslack.Client // nil in webhook mode
+	apiURL  string          // the Web API's base, ending in "/"; "" in webhook mode
 	log     *slog.Logger
 	secrets []string
 	// unsaved are message records the store refused, by record key; see
@@ -166,6 +167,7 @@ func New(name string, c Config, opts Options) (*Notifier, error) {
 			apiURL += "/"
 		}
 		n.api = goslack.New(opts.BotToken, goslack.OptionAPIURL(apiURL), goslack.OptionHTTPClient(opts.HTTPClient))
+		n.apiURL = apiURL
 	}
 	return n, nil
 }

@@ -1,8 +1,10 @@
 package webhook
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
+	"mime/multipart"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -39,7 +41,17 @@ type discordEmbed struct {
 	Color       int            `json:"color"`
 	Fields      []discordField `json:"fields"`
 	Timestamp   time.Time      `json:"timestamp"`
+	Image       *discordImage  `json:"image,omitempty"`
 }
+
+// discordImage shows a file sent with the message: "attachment://NAME".
+type discordImage struct {
+	URL string `json:"url"`
+}
+
+// discordMaxImages is how many charts a message carries; Discord takes
+// ten files of at most 8 MiB together, and a chart is about 100 KiB.
+const discordMaxImages = 4
 
 type discordField struct {
 	Name   string `json:"name"`
@@ -100,4 +112,43 @@ func alertColor(a *notifier.Alert) int {
 		return colorWarning
 	}
 	return colorInfo
+}
+
+// discordImages turns an encoded message into the multipart form Discord
+// takes files in (payload_json and files[N]), each alert's chart shown in
+// its embed. ok is false when no chart could be drawn: the JSON goes as
+// it was.
+func (n *Notifier) discordImages(m *notifier.Notification, body []byte) (out []byte, ctype string, ok bool) {
+	var msg discordMessage
+	if err := json.Unmarshal(body, &msg); err != nil {
+		return nil, "", false
+	}
+	var buf bytes.Buffer
+	w := multipart.NewWriter(&buf)
+	files := 0
+	for i := range msg.Embeds {
+		if i >= len(m.Alerts) || m.Alerts[i].Chart == "" || files == discordMaxImages {
+			continue
+		}
+		png, err := n.charts.ChartPNG(m.Alerts[i].Chart)
+		if err != nil {
+			continue // a picture that cannot be drawn leaves the text as it is
+		}
+		name := fmt.Sprintf("chart-%d.png", files)
+		part, err := w.CreateFormFile(fmt.Sprintf("files[%d]", files), name)
+		if err != nil {
+			return nil, "", false
+		}
+		part.Write(png)
+		msg.Embeds[i].Image = &discordImage{URL: "attachment://" + name}
+		files++
+	}
+	if files == 0 {
+		return nil, "", false
+	}
+	payload, err := json.Marshal(msg)
+	if err != nil || w.WriteField("payload_json", string(payload)) != nil || w.Close() != nil {
+		return nil, "", false
+	}
+	return buf.Bytes(), w.FormDataContentType(), true
 }

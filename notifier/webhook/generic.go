@@ -46,6 +46,9 @@ type genericAlert struct {
 	Processes   []genericProcess  `json:"processes"`
 	Exit        *notifier.Exit    `json:"exit,omitempty"`
 	LastReport  *time.Time        `json:"last_report,omitempty"`
+	// ChartURL links the alert's picture on gpuwatch's API, under its
+	// authentication, when server.external_url is set.
+	ChartURL string `json:"chart_url,omitempty"`
 }
 
 type genericProcess struct {
@@ -56,7 +59,7 @@ type genericProcess struct {
 	MemoryBytes uint64 `json:"memory_bytes"`
 }
 
-func encodeGeneric(receiver string, m *notifier.Notification) ([]byte, error) {
+func encodeGeneric(receiver string, m *notifier.Notification, link func(*notifier.Alert) string) ([]byte, error) {
 	msg := genericMessage{Version: genericVersion, Receiver: receiver, Status: string(m.Status),
 		GroupKey: m.GroupKey, Alerts: make([]genericAlert, 0, len(m.Alerts))}
 	for _, a := range m.Alerts {
@@ -82,6 +85,7 @@ func encodeGeneric(receiver string, m *notifier.Notification) ([]byte, error) {
 			g.LastReport = &last
 		}
 		g.Exit = a.Exit
+		g.ChartURL = link(&a)
 		for _, p := range a.Processes {
 			g.Processes = append(g.Processes, genericProcess{PID: p.PID, User: p.User, Command: p.Command,
 				Container: p.Container, MemoryBytes: p.MemUsed})

@@ -30,7 +30,20 @@ type teamsCard struct {
 	Version string            `json:"version"`
 	MSTeams map[string]string `json:"msteams"`
 	Body    []teamsBlock      `json:"body"`
+	Actions []teamsAction     `json:"actions,omitempty"`
 }
+
+// teamsAction is a button that opens a link: a chart on gpuwatch's API.
+// Teams' webhooks take no uploaded picture, and an image the card points
+// at must be public; the API is not.
+type teamsAction struct {
+	Type  string `json:"type"`
+	Title string `json:"title"`
+	URL   string `json:"url"`
+}
+
+// teamsMaxActions is how many chart buttons a card carries.
+const teamsMaxActions = 5
 
 // teamsBlock is an Adaptive Card TextBlock.
 type teamsBlock struct {
@@ -48,13 +61,18 @@ func teamsStyle() style { return style{br: "\n\n"} }
 
 // encodeTeams posts a card with the headline in the alert's colour and a
 // block of text per alert.
-func encodeTeams(m *notifier.Notification) ([]byte, error) {
+func encodeTeams(m *notifier.Notification, link func(*notifier.Alert) string) ([]byte, error) {
 	color := map[int]string{colorCritical: "Attention", colorWarning: "Warning", colorInfo: "Accent", colorResolved: "Good"}[alertColor(&m.Alerts[0])]
 	card := teamsCard{
 		Schema: "http://adaptivecards.io/schemas/adaptive-card.json", Type: "AdaptiveCard", Version: "1.4",
 		MSTeams: map[string]string{"width": "Full"},
 		Body: []teamsBlock{{Type: "TextBlock", Text: headline(m), Wrap: true, Size: "Large", Weight: "Bolder", Color: color},
 			{Type: "TextBlock", Text: truncate(notificationText(m, teamsStyle()), teamsMaxText), Wrap: true, Separator: true}},
+	}
+	for i := range m.Alerts {
+		if u := link(&m.Alerts[i]); u != "" && len(card.Actions) < teamsMaxActions {
+			card.Actions = append(card.Actions, teamsAction{Type: "Action.OpenUrl", Title: "Chart of " + alertTitle(&m.Alerts[i]), URL: u})
+		}
 	}
 	return json.Marshal(teamsMessage{Type: "message", Attachments: []teamsAttachment{
 		{ContentType: "application/vnd.microsoft.card.adaptive", Content: card}}})

@@ -226,6 +226,27 @@ type Notifier struct {
 	body    *template.Template // format template
 	secrets []string           // what errors must never quote, longest first
 	ctype   string
+	// charts draws the pictures alerts name, for the formats that carry
+	// one (discord); chartURL links them (generic's chart_url, a Teams
+	// card's button). Both optional; see SetCharts.
+	charts   notifier.Charts
+	chartURL func(id string) string
+}
+
+// SetCharts gives the notifier the pictures alerts name: charts draws
+// them for the formats that carry an image (discord), chartURL links them
+// where people with access to the API open them (generic's chart_url,
+// a button on a Teams card); either may be nil.
+func (n *Notifier) SetCharts(charts notifier.Charts, chartURL func(id string) string) {
+	n.charts, n.chartURL = charts, chartURL
+}
+
+// linkOf is the link to an alert's chart, "" when there is none.
+func (n *Notifier) linkOf(a *notifier.Alert) string {
+	if n.chartURL == nil || a.Chart == "" {
+		return ""
+	}
+	return n.chartURL(a.Chart)
 }
 
 // New returns a notifier for the receiver called name. client nil means a
@@ -295,6 +316,11 @@ func (n *Notifier) Notify(ctx context.Context, m *notifier.Notification) (retry 
 	if err != nil {
 		return false, n.fail(fmt.Errorf("%s: %w", n.cfg.Format, err))
 	}
+	if n.cfg.Format == FormatDiscord && n.charts != nil {
+		if withImages, ctype, ok := n.discordImages(m, body); ok {
+			return n.postAs(ctx, target, withImages, ctype, nil)
+		}
+	}
 	return n.post(ctx, target, body, n.answerCheck())
 }
 
@@ -302,13 +328,13 @@ func (n *Notifier) Notify(ctx context.Context, m *notifier.Notification) (retry 
 func (n *Notifier) encode(m *notifier.Notification) (target string, body []byte, err error) {
 	switch n.cfg.Format {
 	case FormatGeneric:
-		body, err = encodeGeneric(n.name, m)
+		body, err = encodeGeneric(n.name, m, n.linkOf)
 	case FormatAlertmanager:
 		body, err = encodeAlertmanager(n.name, m)
 	case FormatDiscord:
 		body, err = encodeDiscord(m)
 	case FormatTeams:
-		body, err = encodeTeams(m)
+		body, err = encodeTeams(m, n.linkOf)
 	case FormatFeishu:
 		body, err = encodeFeishu(m, n.cfg.Secret, n.now())
 	case FormatDingTalk:
@@ -343,11 +369,16 @@ func (n *Notifier) answerCheck() func([]byte) (bool, error) {
 // post sends one request and classifies the answer: the HTTP status by
 // notifier.CheckResponse, then the body by answer when it is set.
 func (n *Notifier) post(ctx context.Context, target string, body []byte, answer func([]byte) (bool, error)) (bool, error) {
+	return n.postAs(ctx, target, body, n.ctype, answer)
+}
+
+// postAs is post with the body's Content-Type.
+func (n *Notifier) postAs(ctx context.Context, target string, body []byte, ctype string, answer func([]byte) (bool, error)) (bool, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, target, bytes.NewReader(body))
 	if err != nil {
 		return false, n.fail(fmt.Errorf("%s: build request: %w", n.cfg.Format, err))
 	}
-	req.Header.Set("Content-Type", n.ctype)
+	req.Header.Set("Content-Type", ctype)
 	req.Header.Set("User-Agent", userAgent)
 	for k, v := range n.cfg.Headers {
 		req.Header.Set(k, v)

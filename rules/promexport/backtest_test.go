@@ -20,6 +20,7 @@ import (
 	"github.com/gpuwatch/gpuwatch/config"
 	"github.com/gpuwatch/gpuwatch/gpu"
 	"github.com/gpuwatch/gpuwatch/gpu/replay"
+	"github.com/gpuwatch/gpuwatch/internal/suites"
 	"github.com/gpuwatch/gpuwatch/rules"
 	"github.com/gpuwatch/gpuwatch/rules/promexport"
 )
@@ -192,9 +193,10 @@ func exampleRules(t *testing.T) []*rules.Rule {
 // TestBacktest compares the exported example rules with gpuwatch replay on
 // the five traces, for both schemas.
 func TestBacktest(t *testing.T) {
-	if testing.Short() || raceDetector {
-		t.Skip("runs promtool over two hours of five traces (not with -short or -race)")
+	if raceDetector {
+		t.Skip("runs promtool over two hours of five traces (not with -race)")
 	}
+	suites.Fleet(t)
 	rs := exampleRules(t)
 	interval := traceStep
 	traces := traceNames

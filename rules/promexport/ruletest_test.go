@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gpuwatch/gpuwatch/internal/suites"
 	"github.com/gpuwatch/gpuwatch/rules"
 	"github.com/gpuwatch/gpuwatch/rules/promexport"
 )
@@ -13,9 +14,10 @@ import (
 // every example rule, and runs it with promtool against the exported
 // rules, for both schemas.
 func TestExportedRuleTestsPass(t *testing.T) {
-	if testing.Short() || raceDetector {
-		t.Skip("runs promtool over the example rule tests (not with -short or -race)")
+	if raceDetector {
+		t.Skip("runs promtool over the example rule tests (not with -race)")
 	}
+	suites.Fleet(t)
 	tf, err := rules.ReadTestFile("../../examples/rules_test.yaml")
 	if err != nil {
 		t.Fatal(err)
@@ -81,9 +83,7 @@ func TestExportTestsLeavesOutWhatCannotHold(t *testing.T) {
 // TestAnnotationsRenderInPrometheus: the translated summaries, rendered by
 // Prometheus for firing alerts, say what gpuwatch's say.
 func TestAnnotationsRenderInPrometheus(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs promtool")
-	}
+	suites.Fleet(t) // runs promtool
 	_, text := export(t, exampleRules(t), promexport.Options{Schema: promexport.SchemaGPUWatch, Interval: time.Minute, Source: "x"})
 	gpu := func(i string) string {
 		return `{gpu="` + i + `", host="node1", name="NVIDIA H100 80GB HBM3", uuid="GPU-` + i + `"}`

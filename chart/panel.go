@@ -1,0 +1,322 @@
+package chart
+
+import (
+	"fmt"
+	"image"
+	"math"
+	"time"
+
+	"github.com/go-analyze/charts/chartdraw"
+	"github.com/go-analyze/charts/chartdraw/drawing"
+)
+
+// Panel is one time chart of a figure: lines against time, with
+// horizontal rules (a ceiling, a threshold), vertical marks (when an
+// alert fired) and labelled points (when memory will be full).
+type Panel struct {
+	Title string // "Memory used", shown with the unit
+	Unit  string // "GiB", "%", "°C"
+	// Scale divides every value (of lines, rules and points) for display:
+	// 1<<30 shows bytes in GiB. 0 means 1.
+	Scale float64
+	// Max is the top of the axis in display units; 0 fits the data.
+	Max    float64
+	Lines  []Line
+	Rules  []Rule
+	Marks  []Mark
+	Points []Point
+	Height int // pixels; 0 means the default
+}
+
+// Line is a line of a panel. Times and Values pair up; a NaN value
+// breaks the line.
+type Line struct {
+	Name   string
+	Times  []time.Time
+	Values []float64
+	Color  drawing.Color
+	Dashed bool
+	Fill   bool // shade the area under the line
+}
+
+// SeriesLine is the line of a series.
+func SeriesLine(name string, s *Series, color drawing.Color) Line {
+	l := Line{Name: name, Times: make([]time.Time, len(s.Values)), Values: s.Values, Color: color}
+	for i := range s.Values {
+		l.Times[i] = s.At(i)
+	}
+	return l
+}
+
+// Rule is a horizontal line across a panel, labelled at its right end.
+type Rule struct {
+	Value  float64
+	Label  string
+	Color  drawing.Color
+	Dashed bool
+	// LabelBelow puts the label under the line, for a rule just under
+	// another.
+	LabelBelow bool
+}
+
+// Mark is a vertical line at a time, labelled at its top.
+type Mark struct {
+	At    time.Time
+	Label string
+	Color drawing.Color
+}
+
+// Point is a dot with a label.
+type Point struct {
+	At    time.Time
+	Value float64
+	Label string
+	Color drawing.Color
+}
+
+func (p *Panel) scale() float64 {
+	if p.Scale == 0 {
+		return 1
+	}
+	return p.Scale
+}
+
+func (p *Panel) height() int {
+	if p.Height > 0 {
+		return p.Height
+	}
+	return panelHeight
+}
+
+// top is the top of the value axis: the panel's Max or a round number
+// above every value shown.
+func (p *Panel) top() float64 {
+	if p.Max > 0 {
+		return p.Max
+	}
+	hi := 0.0
+	for _, l := range p.Lines {
+		for _, v := range l.Values {
+			if finite(v) {
+				hi = max(hi, v)
+			}
+		}
+	}
+	for _, r := range p.Rules {
+		hi = max(hi, r.Value)
+	}
+	for _, pt := range p.Points {
+		hi = max(hi, pt.Value)
+	}
+	return niceTop(hi / p.scale() * 1.05)
+}
+
+// frame is where a panel's times and values land in pixels.
+type frame struct {
+	box      chartdraw.Box
+	from, to time.Time
+	top      float64
+	scale    float64
+}
+
+func (f *frame) x(t time.Time) int {
+	span := f.to.Sub(f.from)
+	return f.box.Left + int(math.Round(float64(t.Sub(f.from))/float64(span)*float64(f.box.Width())))
+}
+
+func (f *frame) y(v float64) int {
+	return f.box.Bottom - int(math.Round(v/f.scale/f.top*float64(f.box.Height())))
+}
+
+func (f *frame) inside(t time.Time) bool { return !t.Before(f.from) && !t.After(f.to) }
+
+// render draws the panel, for the span from to to with times in loc.
+func (p *Panel) render(from, to time.Time, loc *time.Location) (*image.RGBA, error) {
+	top := p.top()
+	c := chartdraw.Chart{
+		Width: Width, Height: p.height(), DPI: dpi, ColorPalette: palette{},
+		Background: chartdraw.Style{Padding: chartdraw.Box{Top: 64, Left: margin, Right: margin + 12, Bottom: 8}},
+		XAxis: chartdraw.XAxis{
+			Range:          &chartdraw.ContinuousRange{Min: timeX(from), Max: timeX(to)},
+			Style:          chartdraw.Style{FontStyle: chartdraw.FontStyle{FontSize: axisSize, FontColor: colorMuted}},
+			GridMajorStyle: chartdraw.Style{StrokeColor: colorGrid, StrokeWidth: 1},
+		},
+		YAxis: chartdraw.YAxis{
+			Range:          &chartdraw.ContinuousRange{Min: 0, Max: top},
+			Style:          chartdraw.Style{FontStyle: chartdraw.FontStyle{FontSize: axisSize, FontColor: colorMuted}},
+			GridMajorStyle: chartdraw.Style{StrokeColor: colorGrid, StrokeWidth: 1},
+		},
+	}
+	// chartdraw spans an axis from its first tick to its last: ticks
+	// without labels at both ends keep the span the figure's.
+	c.XAxis.Ticks = append(c.XAxis.Ticks, chartdraw.Tick{Value: timeX(from)})
+	c.YAxisSecondary.Style.Hidden = true
+	for _, t := range timeTicks(from, to, loc) {
+		c.XAxis.Ticks = append(c.XAxis.Ticks, chartdraw.Tick{Value: timeX(t.At), Label: t.Label})
+		c.XAxis.GridLines = append(c.XAxis.GridLines, chartdraw.GridLine{Value: timeX(t.At)})
+	}
+	c.XAxis.Ticks = append(c.XAxis.Ticks, chartdraw.Tick{Value: timeX(to)})
+	for _, v := range valueTicks(0, top) {
+		c.YAxis.Ticks = append(c.YAxis.Ticks, chartdraw.Tick{Value: v, Label: formatValue(v)})
+		c.YAxis.GridLines = append(c.YAxis.GridLines, chartdraw.GridLine{Value: v})
+	}
+	c.YAxis.Ticks = append(c.YAxis.Ticks, chartdraw.Tick{Value: 0}, chartdraw.Tick{Value: top})
+	for _, l := range p.Lines {
+		c.Series = append(c.Series, p.segments(l, from, to)...)
+	}
+	if len(c.Series) == 0 {
+		// chartdraw draws no axes without a series: an invisible one.
+		c.Series = append(c.Series, chartdraw.ContinuousSeries{
+			Style:   chartdraw.Style{StrokeColor: drawing.ColorTransparent, StrokeWidth: 0},
+			XValues: []float64{timeX(from), timeX(to)}, YValues: []float64{0, 0}})
+	}
+	c.Elements = append(c.Elements, func(r chartdraw.Renderer, box chartdraw.Box, _ chartdraw.Style) {
+		f := &frame{box: box, from: from, to: to, top: top, scale: p.scale()}
+		p.drawDecorations(r, f)
+	})
+	var out rgbaCollector
+	if err := c.Render(groundedPNG, &out); err != nil {
+		return nil, fmt.Errorf("draw panel %q: %w", p.Title, err)
+	}
+	return out.img, nil
+}
+
+// segments cuts a line into the stretches between unknown values, each a
+// chartdraw series in display units, within the panel's span.
+func (p *Panel) segments(l Line, from, to time.Time) []chartdraw.Series {
+	style := chartdraw.Style{StrokeColor: l.Color, StrokeWidth: lineWidth}
+	if l.Dashed {
+		style.StrokeDashArray = []float64{14, 10}
+	}
+	if l.Fill {
+		style.FillColor = l.Color.WithAlpha(56)
+	}
+	var out []chartdraw.Series
+	var xs, ys []float64
+	flush := func() {
+		switch len(xs) {
+		case 0:
+		case 1: // a lone reading: a short stub so it shows
+			xs = append(xs, xs[0]+float64(20*time.Second))
+			ys = append(ys, ys[0])
+			fallthrough
+		default:
+			out = append(out, chartdraw.ContinuousSeries{Style: style, XValues: xs, YValues: ys})
+		}
+		xs, ys = nil, nil
+	}
+	for i, t := range l.Times {
+		v := l.Values[i]
+		if !finite(v) || t.Before(from) || t.After(to) {
+			flush()
+			continue
+		}
+		xs = append(xs, timeX(t))
+		ys = append(ys, v/p.scale())
+	}
+	flush()
+	return out
+}
+
+// drawDecorations draws what chartdraw does not: the title, rules, marks,
+// points and the legend.
+func (p *Panel) drawDecorations(r chartdraw.Renderer, f *frame) {
+	title := p.Title
+	if p.Unit != "" {
+		title += " (" + p.Unit + ")"
+	}
+	text(r, title, f.box.Left, f.box.Top-24, subtitleSize, colorText)
+	p.drawLegend(r, f)
+	for _, rule := range p.Rules {
+		y := f.y(rule.Value)
+		if y < f.box.Top {
+			continue
+		}
+		stroke(r, rule.Color, markWidth, rule.Dashed)
+		r.MoveTo(f.box.Left, y)
+		r.LineTo(f.box.Right, y)
+		r.Stroke()
+		ly := y - 8
+		if rule.LabelBelow {
+			ly = y + 30
+		}
+		label(r, rule.Label, f.box.Left+10, ly, rule.Color, alignLeft)
+	}
+	for k, m := range p.Marks {
+		if !f.inside(m.At) {
+			continue
+		}
+		x := f.x(m.At)
+		stroke(r, m.Color, markWidth, true)
+		r.MoveTo(x, f.box.Top)
+		r.LineTo(x, f.box.Bottom)
+		r.Stroke()
+		setFont(r, labelSize, m.Color)
+		align := alignLeft
+		if x+r.MeasureText(m.Label).Width()+24 > f.box.Right {
+			align = alignRight
+		}
+		// Labels step down, so marks close in time keep theirs apart.
+		label(r, m.Label, x, f.box.Top+26+34*(k%3), m.Color, align)
+	}
+	for _, pt := range p.Points {
+		if !f.inside(pt.At) {
+			continue
+		}
+		x, y := f.x(pt.At), f.y(pt.Value)
+		r.SetFillColor(pt.Color)
+		r.SetStrokeColor(colorCanvas)
+		r.SetStrokeWidth(3)
+		r.Circle(9, x, y)
+		r.FillStroke()
+		setFont(r, labelSize, pt.Color)
+		align := alignLeft
+		if x+r.MeasureText(pt.Label).Width()+24 > f.box.Right {
+			align = alignRight
+		}
+		label(r, pt.Label, x, y+40, pt.Color, align)
+	}
+}
+
+// drawLegend names the panel's lines at its top right, when more than
+// one has a name.
+func (p *Panel) drawLegend(r chartdraw.Renderer, f *frame) {
+	named := 0
+	for _, l := range p.Lines {
+		if l.Name != "" {
+			named++
+		}
+	}
+	if named < 2 {
+		return
+	}
+	x := f.box.Right
+	seen := map[string]bool{}
+	for i := len(p.Lines) - 1; i >= 0; i-- {
+		l := p.Lines[i]
+		if l.Name == "" || seen[l.Name] {
+			continue
+		}
+		seen[l.Name] = true
+		setFont(r, labelSize, colorText)
+		w := r.MeasureText(l.Name).Width()
+		x -= w
+		r.Text(l.Name, x, f.box.Top-24)
+		x -= 12
+		stroke(r, l.Color, lineWidth, l.Dashed)
+		r.MoveTo(x-28, f.box.Top-31)
+		r.LineTo(x, f.box.Top-31)
+		r.Stroke()
+		x -= 28 + 24
+	}
+}
+
+// timeX is a time as chartdraw's x value.
+func timeX(t time.Time) float64 { return float64(t.UnixNano()) }
+
+type rgbaCollector struct{ img *image.RGBA }
+
+func (c *rgbaCollector) SetRGBA(i *image.RGBA) { c.img = i }
+func (c *rgbaCollector) Write(p []byte) (int, error) {
+	return 0, fmt.Errorf("chart: a panel is collected as an image, not written")
+}

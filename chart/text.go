@@ -1,0 +1,68 @@
+package chart
+
+import (
+	"github.com/go-analyze/charts/chartdraw"
+	"github.com/go-analyze/charts/chartdraw/drawing"
+)
+
+type alignment int
+
+const (
+	alignLeft alignment = iota
+	alignRight
+	alignCenter
+)
+
+// setFont sets the renderer's font for text of size in colour.
+func setFont(r chartdraw.Renderer, size float64, color drawing.Color) {
+	r.SetFont(chartdraw.GetDefaultFont())
+	r.SetFontSize(size)
+	r.SetFontColor(color)
+}
+
+// text writes s with its baseline at y.
+func text(r chartdraw.Renderer, s string, x, y int, size float64, color drawing.Color) {
+	setFont(r, size, color)
+	r.Text(s, x, y)
+}
+
+// label writes s on a dark backing, so it reads over lines and grid,
+// with its baseline at y, starting at x, ending at x or centred on it.
+func label(r chartdraw.Renderer, s string, x, y int, color drawing.Color, align alignment) {
+	if s == "" {
+		return
+	}
+	setFont(r, labelSize, color)
+	box := r.MeasureText(s)
+	switch align {
+	case alignRight:
+		x -= box.Width() + 8
+	case alignCenter:
+		x -= box.Width() / 2
+	default:
+		x += 8
+	}
+	r.SetFillColor(colorCanvas.WithAlpha(220))
+	r.SetStrokeWidth(0)
+	r.SetStrokeColor(drawing.ColorTransparent)
+	left, top, right, bottom := x-6, y-box.Height()-6, x+box.Width()+6, y+8
+	r.MoveTo(left, top)
+	r.LineTo(right, top)
+	r.LineTo(right, bottom)
+	r.LineTo(left, bottom)
+	r.Close()
+	r.Fill()
+	setFont(r, labelSize, color)
+	r.Text(s, x, y)
+}
+
+// stroke sets the renderer's pen.
+func stroke(r chartdraw.Renderer, color drawing.Color, width float64, dashed bool) {
+	r.SetStrokeColor(color)
+	r.SetStrokeWidth(width)
+	if dashed {
+		r.SetStrokeDashArray([]float64{12, 9})
+	} else {
+		r.SetStrokeDashArray(nil)
+	}
+}
