@@ -313,20 +313,18 @@ func (t *Trend) Rate() float64 { return t.rate }
 func (t *Trend) Scale() time.Duration { return time.Duration(t.slice << t.scale * trendSlices) }
 
 // Peak returns how far the series rose above its floor and came back, at
-// most, in the windows of the scales: the peak of an evaluation pass or
-// of a notebook cell over the memory a job holds all the time. A slice's
-// rise is its largest sample less the higher of its floor and the next
-// slice's floor, so growth that stays is not a peak; the newest slice
-// counts once the next has begun. 0 when there is none, NaN when !Ready.
+// most, over the last W: the peak of an evaluation pass or of a notebook
+// cell over the memory a job holds all the time, which comes again. A
+// slice's rise is its largest sample less the higher of its floor and the
+// next slice's floor, so growth that stays is not a peak; the newest slice
+// counts once the next has begun. A rise longer ago (a bigger batch the
+// job ran for a while) does not count. 0 when there is none, NaN when
+// !Ready.
 func (t *Trend) Peak() float64 {
 	if !t.scales[0].ready {
 		return math.NaN()
 	}
-	peak := 0.0
-	for i := range t.scales {
-		peak = max(peak, t.scales[i].peak)
-	}
-	return peak
+	return t.scales[0].peak
 }
 
 // Level returns where the series' floor is now: the lowest of the floors
@@ -354,22 +352,21 @@ func (t *Trend) Level() float64 {
 }
 
 // TimeToFull returns the seconds until the series' floor plus its peak
-// (Level + Peak) reaches full, rising at the trend (Value): +Inf when it
-// does not rise steadily, 0 when it is already there, NaN when the trend
-// or full is unknown.
+// (Level + Peak) reaches full, rising at the rate it grows steadily
+// (Rate): +Inf when it does not rise steadily (Value ≤ 0), 0 when it is
+// already there, NaN when the trend or full is unknown.
 func (t *Trend) TimeToFull(full float64) float64 {
-	v := t.Value()
 	switch {
-	case math.IsNaN(v) || math.IsNaN(full):
+	case math.IsNaN(t.value) || math.IsNaN(full):
 		return math.NaN()
-	case v <= 0:
+	case t.value <= 0:
 		return math.Inf(1)
 	}
 	peak := t.Peak()
 	if math.IsNaN(peak) {
 		peak = 0
 	}
-	return max(0, (full-t.Level()-peak)/v)
+	return max(0, (full-t.Level()-peak)/t.rate)
 }
 
 // update brings the trend's value, rate and scale up to date with its
