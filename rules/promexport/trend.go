@@ -32,7 +32,7 @@ const trendApproximation = "growth counts as steady when two-thirds of the slice
 // timeToFullApproximation says where the translation of time_to_full
 // departs from gpuwatch.
 const timeToFullApproximation = "it is the time until the current reading reaches memory.total at the rate trend reports; " +
-	"gpuwatch projects the memory's floor plus the highest peak it rose to and came back from (an evaluation pass) to what jobs can allocate (the total less what the driver reserves), at the rate two-thirds of the slices reach; "
+	"gpuwatch projects the memory's floor plus the highest peak it rose to and came back from (an evaluation pass) to what jobs can allocate (the total less what the driver reserves); "
 
 // scalesApproximation says what the translation of a trend or
 // time_to_full over several time scales leaves out; "" for one.
