@@ -378,7 +378,7 @@ func (t *Trend) TimeToFull(full float64) float64 {
 // Ready.
 func (t *Trend) update() {
 	if !t.scales[0].ready {
-		t.value, t.rate, t.scale = math.NaN(), math.NaN(), 0
+		t.value, t.rate, t.scale, t.steady = math.NaN(), math.NaN(), 0, false
 		if t.afresh {
 			t.value, t.rate = 0, 0
 		}
