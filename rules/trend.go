@@ -101,6 +101,7 @@ type Trend struct {
 	value, rate float64
 	scale       int
 	steady      bool
+	stale       bool // a scale changed since update
 }
 
 // trendScale is one time scale of a Trend: the floors and highs of its
@@ -185,7 +186,7 @@ func (s *trendScale) clear() {
 	for i := range s.floors {
 		s.floors[i], s.highs[i] = math.NaN(), math.NaN()
 	}
-	s.newest, s.hasAny, s.valid = 0, false, false
+	s.newest, s.hasAny, s.valid, s.ready, s.half = 0, false, false, false, false
 }
 
 // sliceOf returns the number of the slice of W holding time ts (floor
@@ -222,17 +223,27 @@ func (t *Trend) Add(at time.Time, v float64) {
 		t.hasAny, t.last = true, v
 	}
 	k := t.sliceOf(ts)
-	changed := false
 	for i := range t.scales {
 		s, slice := &t.scales[i], t.slice<<i
 		if s.add(k>>i, ts, slice, v, finite) {
-			s.compute(ts, slice)
-			changed = true
+			t.stale = true
+			if t.hold {
+				s.compute(ts, slice)
+			}
 		}
 	}
-	if changed {
+	if t.stale && t.hold {
 		// At once, not when asked: whether growth is steady depends on
 		// every change the windows went through.
+		t.update()
+	}
+}
+
+// fresh brings a trend of one scale up to date when it is asked, and
+// only then: its results depend on its window alone.
+func (t *Trend) fresh() {
+	if t.stale {
+		t.scales[0].compute(t.now, t.slice)
 		t.update()
 	}
 }
@@ -282,7 +293,10 @@ func (t *Trend) Last() float64 {
 }
 
 // Ready reports whether the samples span at least half of W.
-func (t *Trend) Ready() bool { return t.scales[0].ready }
+func (t *Trend) Ready() bool {
+	t.fresh()
+	return t.scales[0].ready
+}
 
 // filledRange returns the oldest and newest slices in the scale's window
 // that hold samples.
@@ -301,16 +315,25 @@ func (s *trendScale) filledRange() (oldest, newest int64, ok bool) {
 
 // Value returns the trend per second: the largest of the scales' trends,
 // or NaN when !Ready (0 after Restart).
-func (t *Trend) Value() float64 { return t.value }
+func (t *Trend) Value() float64 {
+	t.fresh()
+	return t.value
+}
 
 // Rate returns how fast the series rises, per second, when it rises
 // steadily (Value > 0): the median rate of the scale the Value comes from.
 // Otherwise it is Value.
-func (t *Trend) Rate() float64 { return t.rate }
+func (t *Trend) Rate() float64 {
+	t.fresh()
+	return t.rate
+}
 
 // Scale returns the window of the scale Value comes from: W, 2W, 4W, …;
 // W while not Ready.
-func (t *Trend) Scale() time.Duration { return time.Duration(t.slice << t.scale * trendSlices) }
+func (t *Trend) Scale() time.Duration {
+	t.fresh()
+	return time.Duration(t.slice << t.scale * trendSlices)
+}
 
 // Peak returns how far the series rose above its floor and came back, at
 // most, over the last W: the peak of an evaluation pass or of a notebook
@@ -321,6 +344,7 @@ func (t *Trend) Scale() time.Duration { return time.Duration(t.slice << t.scale 
 // job ran for a while) does not count. 0 when there is none, NaN when
 // !Ready.
 func (t *Trend) Peak() float64 {
+	t.fresh()
 	if !t.scales[0].ready {
 		return math.NaN()
 	}
@@ -332,6 +356,7 @@ func (t *Trend) Peak() float64 {
 // at the trend's rate, so that a pass or a notebook cell the newest slices
 // fell in is not taken for the floor. NaN when there is no sample.
 func (t *Trend) Level() float64 {
+	t.fresh()
 	if !t.hasAny {
 		return math.NaN()
 	}
@@ -356,6 +381,7 @@ func (t *Trend) Level() float64 {
 // (Rate): +Inf when it does not rise steadily (Value ≤ 0), 0 when it is
 // already there, NaN when the trend or full is unknown.
 func (t *Trend) TimeToFull(full float64) float64 {
+	t.fresh()
 	switch {
 	case math.IsNaN(t.value) || math.IsNaN(full):
 		return math.NaN()
@@ -377,6 +403,7 @@ func (t *Trend) TimeToFull(full float64) float64 {
 // of any scale (0 or less). 0 after Restart, NaN before, while not
 // Ready.
 func (t *Trend) update() {
+	t.stale = false
 	if !t.scales[0].ready {
 		t.value, t.rate, t.scale, t.steady = math.NaN(), math.NaN(), 0, false
 		if t.afresh {
