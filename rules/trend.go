@@ -494,11 +494,13 @@ func (s *trendScale) compute(now, slice int64) {
 		}
 		rates[i], rates[m] = rates[m], rates[i]
 	}
-	// Steady growth rises about as much in most slices: the rate
-	// two-thirds of them reach is a good part of the median rate, not a
-	// wobble of noise under a few large steps (an allocator warming up).
+	// Steady growth rises about as much in most slices, and more than
+	// noise: the rate two-thirds of them reach is a good part of the
+	// median rate, not a wobble under a few large steps (an allocator
+	// warming up), and above the steepest fall, as far as noise moves
+	// floors down it moves them up.
 	s.value = min(rates[steadyRank], 0)
-	if rates[steadyRank] > 0 && rates[steadyRank]*steadyShare >= rates[medianRank] {
+	if rates[steadyRank] > -rates[0] && rates[steadyRank]*steadyShare >= rates[medianRank] {
 		s.value = rates[steadyRank]
 	}
 	s.rate = s.value

@@ -24,7 +24,7 @@ import (
 
 // trendApproximation says where the translation of trend departs from
 // gpuwatch.
-const trendApproximation = "growth counts as steady when two-thirds of the slices rise, however unevenly (gpuwatch: the rate two-thirds of them reach is at least a quarter of the median); " +
+const trendApproximation = "growth counts as steady when two-thirds of the slices rise, however unevenly or little (gpuwatch: the rate two-thirds of them reach is at least a quarter of the median and above the steepest fall); " +
 	"it starts afresh when a job takes or leaves the GPU as held_for sees it (a job that takes over from another within a sample is not seen), and the slice the job started in keeps its samples from before; " +
 	"a floor is taken to be its slice's first sample, which it is for memory that grows; " +
 	"a slice without samples counts as no change (gpuwatch: the rate across it); the current slice's floor is sampled every evaluation"
