@@ -345,9 +345,10 @@ func readmeCommands() map[string]readmeCommand {
 		"go test -short ./...":                 {skip: "the test suite without the tests that build gpuwatch, which runs this test's package"},
 		"GPUWATCH_FLEET_TESTS=1 go test ./...": {skip: "the fleet suite, which .ci/run runs"},
 		"GPUWATCH_LONG_TESTS=1 go test ./...":  {skip: "the long suite, which .ci/run runs"},
-		"gpuwatch run":                         {same: daemon},
-		"gpuwatch test":                        {same: "gpuwatch test leak_test.yaml"},
-		"gpuwatch silence":                     {same: add},
+		"GPUWATCH_QUALITY_SEEDS=100 go test -v -run TestAlertQualitySweep ./cli": {skip: "a measure of the rules on many seeds: minutes, asked for when the rules change"},
+		"gpuwatch run":     {same: daemon},
+		"gpuwatch test":    {same: "gpuwatch test leak_test.yaml"},
+		"gpuwatch silence": {same: add},
 		"gpuwatch test examples/rules_test.yaml examples/leaks_test.yaml": {run: func(t *testing.T, r *readmeRun, cmd string) {
 			want(t, cmd, r.gpuwatch(t, args(cmd)...), cli.ExitOK, "PASS examples/rules_test.yaml: ", "PASS examples/leaks_test.yaml: ", " passed, 0 failed\n")
 		}},
