@@ -2,7 +2,6 @@ package chart
 
 import (
 	"fmt"
-	"image"
 	"time"
 
 	"github.com/go-analyze/charts/chartdraw"
@@ -31,14 +30,23 @@ const (
 	maxBarRows    = 12
 )
 
-func (b *Bars) draw(_, _ time.Time, _ *time.Location) (*image.RGBA, error) {
-	rows := b.Rows
-	if len(rows) > maxBarRows {
-		rows = rows[:maxBarRows]
+// barsTop is where the rows start, under the title and legend.
+const barsTop = 72
+
+// rows are the rows drawn.
+func (b *Bars) rows() []string {
+	if len(b.Rows) > maxBarRows {
+		return b.Rows[:maxBarRows]
 	}
-	rowHeight := barHeight*len(b.Sets) + 14
-	top := 72
-	height := top + rowHeight*max(len(rows), 1) + 16
+	return b.Rows
+}
+
+func (b *Bars) rowHeight() int { return barHeight*len(b.Sets) + 14 }
+
+func (b *Bars) height() int { return barsTop + b.rowHeight()*max(len(b.rows()), 1) + 16 }
+
+func (b *Bars) paint(r chartdraw.Renderer, _, _ time.Time, _ *time.Location) error {
+	rows, rowHeight, top := b.rows(), b.rowHeight(), barsTop
 	top_ := 0.0
 	for _, s := range b.Sets {
 		for _, v := range s.Values {
@@ -49,38 +57,37 @@ func (b *Bars) draw(_, _ time.Time, _ *time.Location) (*image.RGBA, error) {
 	}
 	top_ = niceTop(top_)
 	left, right := margin+barLabelWidth, Width-margin-130
-	return canvas(height, func(r chartdraw.Renderer) {
-		text(r, b.Title, margin+32, top-32, subtitleSize, colorText)
-		if len(b.Sets) > 1 {
-			x := Width - margin
-			for i := len(b.Sets) - 1; i >= 0; i-- {
-				s := b.Sets[i]
-				setFont(r, labelSize, colorText)
-				x -= r.MeasureText(s.Name).Width()
-				r.Text(s.Name, x, top-32)
-				x -= 34
-				fillRect(r, x, top-50, x+24, top-30, s.Color)
-				x -= 24
+	text(r, b.Title, margin+32, top-32, subtitleSize, colorText)
+	if len(b.Sets) > 1 {
+		x := Width - margin
+		for i := len(b.Sets) - 1; i >= 0; i-- {
+			s := b.Sets[i]
+			setFont(r, labelSize, colorText)
+			x -= r.MeasureText(s.Name).Width()
+			r.Text(s.Name, x, top-32)
+			x -= 34
+			fillRect(r, x, top-50, x+24, top-30, s.Color)
+			x -= 24
+		}
+	}
+	if len(rows) == 0 {
+		text(r, "nobody: the data names no processes", left, top+24, labelSize, colorMuted)
+	}
+	for i, name := range rows {
+		y := top + i*rowHeight
+		text(r, clip(name, 16), margin, y+barHeight-6, labelSize, colorMuted)
+		for k, s := range b.Sets {
+			v := 0.0
+			if i < len(s.Values) && finite(s.Values[i]) {
+				v = s.Values[i]
 			}
+			by := y + k*barHeight
+			w := int(v / top_ * float64(right-left))
+			fillRect(r, left, by+3, left+max(w, 2), by+barHeight-3, s.Color)
+			text(r, fmt.Sprintf("%s %s", formatValue(round1(v)), b.Unit), left+max(w, 2)+10, by+barHeight-6, labelSize, colorText)
 		}
-		if len(rows) == 0 {
-			text(r, "nobody: the data names no processes", left, top+24, labelSize, colorMuted)
-		}
-		for i, name := range rows {
-			y := top + i*rowHeight
-			text(r, clip(name, 16), margin, y+barHeight-6, labelSize, colorMuted)
-			for k, s := range b.Sets {
-				v := 0.0
-				if i < len(s.Values) && finite(s.Values[i]) {
-					v = s.Values[i]
-				}
-				by := y + k*barHeight
-				w := int(v / top_ * float64(right-left))
-				fillRect(r, left, by+3, left+max(w, 2), by+barHeight-3, s.Color)
-				text(r, fmt.Sprintf("%s %s", formatValue(round1(v)), b.Unit), left+max(w, 2)+10, by+barHeight-6, labelSize, colorText)
-			}
-		}
-	})
+	}
+	return nil
 }
 
 // round1 keeps one decimal.

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"image"
 	"image/draw"
-	"image/png"
 	"time"
 
 	"github.com/go-analyze/charts/chartdraw"
@@ -27,91 +26,152 @@ type Figure struct {
 
 // Block is a part of a figure, drawn Width wide.
 type Block interface {
-	draw(from, to time.Time, loc *time.Location) (*image.RGBA, error)
-}
-
-func (p *Panel) draw(from, to time.Time, loc *time.Location) (*image.RGBA, error) {
-	return p.render(from, to, loc)
+	// height is how many rows of pixels the block takes.
+	height() int
+	// paint draws the block on r, a strip of the figure Width by
+	// height(), for the span from–to with times in loc.
+	paint(r chartdraw.Renderer, from, to time.Time, loc *time.Location) error
 }
 
 // maxSubtitle is how many lines of context a figure shows.
 const maxSubtitle = 4
 
-// PNG renders the figure.
+// PNG renders the figure, a strip at a time: only the tallest block's
+// pixels are held, each strip encoded as soon as it is drawn.
 func (f *Figure) PNG() ([]byte, error) {
-	img, err := f.Image()
+	parts, err := f.parts()
 	if err != nil {
 		return nil, err
 	}
-	var buf bytes.Buffer
-	enc := png.Encoder{CompressionLevel: png.BestSpeed}
-	if err := enc.Encode(&buf, img); err != nil {
+	height, tallest := 0, 0
+	for _, p := range parts {
+		height += p.height()
+		tallest = max(tallest, p.height())
+	}
+	enc, err := newPNGWriter(Width, height)
+	if err != nil {
 		return nil, fmt.Errorf("encode chart: %w", err)
 	}
-	return buf.Bytes(), nil
+	buf := image.NewRGBA(image.Rect(0, 0, Width, tallest))
+	err = f.draw(parts, func(_, h int) *image.RGBA { return strip(buf, 0, h) }, enc.writeRows)
+	if err != nil {
+		return nil, err
+	}
+	var out bytes.Buffer
+	if err := enc.finish(&out); err != nil {
+		return nil, fmt.Errorf("encode chart: %w", err)
+	}
+	return out.Bytes(), nil
 }
 
-// Image renders the figure as an image.
+// Image renders the figure as one image.
 func (f *Figure) Image() (*image.RGBA, error) {
+	parts, err := f.parts()
+	if err != nil {
+		return nil, err
+	}
+	height := 0
+	for _, p := range parts {
+		height += p.height()
+	}
+	img := image.NewRGBA(image.Rect(0, 0, Width, height))
+	if err := f.draw(parts, func(y, h int) *image.RGBA { return strip(img, y, h) }, nil); err != nil {
+		return nil, err
+	}
+	return img, nil
+}
+
+// parts are the figure's blocks from the top: its header, its blocks,
+// its footer.
+func (f *Figure) parts() ([]Block, error) {
 	if len(f.Blocks) == 0 {
 		return nil, errors.New("chart: a figure needs at least one block")
 	}
-	loc := f.Location
-	if loc == nil {
-		loc = time.UTC
-	}
-	parts := make([]*image.RGBA, 0, len(f.Blocks)+2)
-	head, err := f.header(loc)
-	if err != nil {
-		return nil, err
-	}
-	parts = append(parts, head)
+	widest := 0
 	for _, b := range f.Blocks {
-		img, err := b.draw(f.From, f.To, loc)
-		if err != nil {
-			return nil, err
+		if p, ok := b.(*Panel); ok {
+			widest = max(widest, p.widestLabel())
 		}
-		parts = append(parts, img)
 	}
-	foot, err := f.footer(loc)
-	if err != nil {
-		return nil, err
+	parts := make([]Block, 0, len(f.Blocks)+2)
+	parts = append(parts, f.header())
+	for _, b := range f.Blocks {
+		if p, ok := b.(*Panel); ok {
+			aligned := *p // the caller's panel stays as it is
+			aligned.labelRunes = widest
+			b = &aligned
+		}
+		parts = append(parts, b)
 	}
-	parts = append(parts, foot)
-	height := 0
-	for _, p := range parts {
-		height += p.Bounds().Dy()
-	}
-	out := image.NewRGBA(image.Rect(0, 0, Width, height))
-	y := 0
-	for _, p := range parts {
-		r := image.Rect(0, y, Width, y+p.Bounds().Dy())
-		draw.Draw(out, r, p, p.Bounds().Min, draw.Src)
-		y += p.Bounds().Dy()
-	}
-	return out, nil
+	return append(parts, f.footer(f.location())), nil
 }
 
-// header draws the title and the lines of context.
-func (f *Figure) header(*time.Location) (*image.RGBA, error) {
+func (f *Figure) location() *time.Location {
+	if f.Location == nil {
+		return time.UTC
+	}
+	return f.Location
+}
+
+// draw paints each part on the ground colour, straight into the strip
+// at(y, h) gives it (y its top in the figure), and hands each strip
+// painted to done, when not nil.
+func (f *Figure) draw(parts []Block, at func(y, h int) *image.RGBA, done func(*image.RGBA) error) error {
+	g := newGlyphs(dpi)
+	y := 0
+	for _, p := range parts {
+		h := p.height()
+		img := at(y, h)
+		draw.Draw(img, img.Rect, image.NewUniform(colorGround), image.Point{}, draw.Src)
+		r := newStripRenderer(img, g)
+		if err := p.paint(r, f.From, f.To, f.location()); err != nil {
+			return err
+		}
+		if err := r.Save(nil); err != nil {
+			return fmt.Errorf("draw chart: %w", err)
+		}
+		if done != nil {
+			if err := done(img); err != nil {
+				return fmt.Errorf("encode chart: %w", err)
+			}
+		}
+		y += h
+	}
+	return nil
+}
+
+// caption is a block of text: a figure's header or footer.
+type caption struct {
+	rows  int
+	write func(r chartdraw.Renderer)
+}
+
+func (c caption) height() int { return c.rows }
+
+func (c caption) paint(r chartdraw.Renderer, _, _ time.Time, _ *time.Location) error {
+	c.write(r)
+	return nil
+}
+
+// header is the title and the lines of context.
+func (f *Figure) header() caption {
 	lines := f.Subtitle
 	if len(lines) > maxSubtitle {
 		lines = lines[:maxSubtitle]
 	}
-	height := margin + 40 + 32*len(lines) + 4
-	return canvas(height, func(r chartdraw.Renderer) {
+	return caption{rows: margin + 40 + 32*len(lines) + 4, write: func(r chartdraw.Renderer) {
 		text(r, clip(f.Title, 70), margin, margin+30, titleSize, colorText)
 		for i, l := range lines {
 			text(r, clip(l, 100), margin, margin+40+32*(i+1)-6, subtitleSize, colorMuted)
 		}
-	})
+	}}
 }
 
 // footer says which zone the times are in.
-func (f *Figure) footer(loc *time.Location) (*image.RGBA, error) {
-	return canvas(48, func(r chartdraw.Renderer) {
+func (f *Figure) footer(loc *time.Location) caption {
+	return caption{rows: 48, write: func(r chartdraw.Renderer) {
 		text(r, "Times in "+zoneName(f.To, loc)+" · gpuwatch", margin, 32, labelSize, colorMuted)
-	})
+	}}
 }
 
 // zoneName names loc as people read it: "Europe/Paris (CET)", "UTC".
@@ -124,19 +184,6 @@ func zoneName(at time.Time, loc *time.Location) string {
 	return name + " (" + abbr + ")"
 }
 
-// canvas draws on a new strip of the figure, Width by height, on the
-// ground colour.
-func canvas(height int, paint func(r chartdraw.Renderer)) (*image.RGBA, error) {
-	r := groundedPNG(Width, height)
-	r.SetDPI(dpi)
-	paint(r)
-	var out rgbaCollector
-	if err := r.Save(&out); err != nil {
-		return nil, fmt.Errorf("draw chart: %w", err)
-	}
-	return out.img, nil
-}
-
 // clip shortens s to n runes, with an ellipsis.
 func clip(s string, n int) string {
 	r := []rune(s)
@@ -144,16 +191,4 @@ func clip(s string, n int) string {
 		return s
 	}
 	return string(r[:n-1]) + "…"
-}
-
-// groundedPNG is chartdraw's raster renderer on an image already filled
-// with the ground colour, a plain copy of it, much cheaper than a fill
-// through the rasterizer.
-func groundedPNG(width, height int) chartdraw.Renderer {
-	r := chartdraw.PNG(width, height)
-	var img rgbaCollector
-	if r.Save(&img) == nil && img.img != nil {
-		draw.Draw(img.img, img.img.Bounds(), image.NewUniform(colorGround), image.Point{}, draw.Src)
-	}
-	return r
 }

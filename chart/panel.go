@@ -2,9 +2,11 @@ package chart
 
 import (
 	"fmt"
-	"image"
+	"io"
 	"math"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/go-analyze/charts/chartdraw"
 	"github.com/go-analyze/charts/chartdraw/drawing"
@@ -26,6 +28,11 @@ type Panel struct {
 	Marks  []Mark
 	Points []Point
 	Height int // pixels; 0 means the default
+
+	// labelRunes is how many characters the value axis's labels take at
+	// least: a figure sets it to its widest panel's, so that every
+	// panel's plot spans the same width and their times line up.
+	labelRunes int
 }
 
 // Line is a line of a panel. Times and Values pair up; a NaN value
@@ -81,6 +88,7 @@ func (p *Panel) scale() float64 {
 	return p.Scale
 }
 
+// height is the panel's height in pixels.
 func (p *Panel) height() int {
 	if p.Height > 0 {
 		return p.Height
@@ -111,6 +119,24 @@ func (p *Panel) top() float64 {
 	return niceTop(hi / p.scale() * 1.05)
 }
 
+// widestLabel is how many characters the panel's longest value label has.
+func (p *Panel) widestLabel() int {
+	widest := 0
+	for _, v := range valueTicks(0, p.top()) {
+		widest = max(widest, utf8.RuneCountInString(formatValue(v)))
+	}
+	return widest
+}
+
+// padLabel pads a value label to n characters with figure spaces, blank
+// and as wide as a digit.
+func padLabel(s string, n int) string {
+	if pad := n - utf8.RuneCountInString(s); pad > 0 {
+		return s + strings.Repeat("\u2007", pad)
+	}
+	return s
+}
+
 // frame is where a panel's times and values land in pixels.
 type frame struct {
 	box      chartdraw.Box
@@ -130,8 +156,8 @@ func (f *frame) y(v float64) int {
 
 func (f *frame) inside(t time.Time) bool { return !t.Before(f.from) && !t.After(f.to) }
 
-// render draws the panel, for the span from to to with times in loc.
-func (p *Panel) render(from, to time.Time, loc *time.Location) (*image.RGBA, error) {
+// paint draws the panel on r, for the span from to to with times in loc.
+func (p *Panel) paint(r chartdraw.Renderer, from, to time.Time, loc *time.Location) error {
 	top := p.top()
 	c := chartdraw.Chart{
 		Width: Width, Height: p.height(), DPI: dpi, ColorPalette: palette{},
@@ -157,7 +183,7 @@ func (p *Panel) render(from, to time.Time, loc *time.Location) (*image.RGBA, err
 	}
 	c.XAxis.Ticks = append(c.XAxis.Ticks, chartdraw.Tick{Value: timeX(to)})
 	for _, v := range valueTicks(0, top) {
-		c.YAxis.Ticks = append(c.YAxis.Ticks, chartdraw.Tick{Value: v, Label: formatValue(v)})
+		c.YAxis.Ticks = append(c.YAxis.Ticks, chartdraw.Tick{Value: v, Label: padLabel(formatValue(v), p.labelRunes)})
 		c.YAxis.GridLines = append(c.YAxis.GridLines, chartdraw.GridLine{Value: v})
 	}
 	c.YAxis.Ticks = append(c.YAxis.Ticks, chartdraw.Tick{Value: 0}, chartdraw.Tick{Value: top})
@@ -174,11 +200,11 @@ func (p *Panel) render(from, to time.Time, loc *time.Location) (*image.RGBA, err
 		f := &frame{box: box, from: from, to: to, top: top, scale: p.scale()}
 		p.drawDecorations(r, f)
 	})
-	var out rgbaCollector
-	if err := c.Render(groundedPNG, &out); err != nil {
-		return nil, fmt.Errorf("draw panel %q: %w", p.Title, err)
+	onStrip := func(int, int) chartdraw.Renderer { return r }
+	if err := c.Render(onStrip, io.Discard); err != nil {
+		return fmt.Errorf("draw panel %q: %w", p.Title, err)
 	}
-	return out.img, nil
+	return nil
 }
 
 // segments cuts a line into the stretches between unknown values, each a
@@ -313,10 +339,3 @@ func (p *Panel) drawLegend(r chartdraw.Renderer, f *frame) {
 
 // timeX is a time as chartdraw's x value.
 func timeX(t time.Time) float64 { return float64(t.UnixNano()) }
-
-type rgbaCollector struct{ img *image.RGBA }
-
-func (c *rgbaCollector) SetRGBA(i *image.RGBA) { c.img = i }
-func (c *rgbaCollector) Write(p []byte) (int, error) {
-	return 0, fmt.Errorf("chart: a panel is collected as an image, not written")
-}

@@ -37,9 +37,14 @@ type apiFlags struct {
 // serverFlags adds --server, --config and the credential flags to a
 // command that talks to the daemon.
 func serverFlags(fs *flag.FlagSet) *apiFlags {
+	return serverFlagsFor(fs, "the config of the running gpuwatch, to find its address, TLS and API token")
+}
+
+// serverFlagsFor is serverFlags with what --config is for said otherwise.
+func serverFlagsFor(fs *flag.FlagSet, configUsage string) *apiFlags {
 	return &apiFlags{
 		server:    fs.String("server", "", "the running gpuwatch's address, host:port or https://host:port (default: server.listen of --config, else "+config.DefaultListen+")"),
-		config:    fs.String("config", "", "the config of the running gpuwatch, to find its address, TLS and API token"),
+		config:    fs.String("config", "", configUsage),
 		tokenFile: fs.String("token-file", "", "a file holding the API token (default: server.bearer_token or server.bearer_token_file of --config)"),
 		user:      fs.String("user", "", "a user of server.basic_auth_users, with --password-file"),
 		password:  fs.String("password-file", "", "a file holding --user's password"),
@@ -47,11 +52,13 @@ func serverFlags(fs *flag.FlagSet) *apiFlags {
 	}
 }
 
-// client makes the API client the flags describe.
+// client makes the API client the flags describe. It reads only the
+// server: part of --config: the daemon's other settings, and the secrets
+// in its environment they name, are not the client's.
 func (f *apiFlags) client(env *Env) (*apiClient, error) {
 	srv := config.Server{}
 	if *f.config != "" {
-		cfg, err := loadConfig(*f.config, env)
+		cfg, err := loadConfigParts(*f.config, env, config.PartServer)
 		if err != nil {
 			return nil, err
 		}
@@ -93,6 +100,14 @@ func newAPIClient(env *Env, addr string, srv *config.Server, creds credentials) 
 		client: &http.Client{Timeout: 10 * time.Second, Transport: transport}}, nil
 }
 
+// waiting returns the client with its requests bounded by d: a command
+// that works without a daemon asks it briefly.
+func (c *apiClient) waiting(d time.Duration) *apiClient {
+	quick := *c
+	quick.client = &http.Client{Timeout: d, Transport: c.client.Transport}
+	return &quick
+}
+
 // clientAddr is where a client reaches a daemon listening on listen: on
 // this machine when the daemon listens on every interface.
 func clientAddr(listen string) string {
@@ -121,7 +136,7 @@ func clientTLS(srv *config.Server, caFile string) (*tls.Config, error) {
 	}
 	pem, err := os.ReadFile(caFile)
 	if err != nil {
-		return nil, userErrf("--ca-file: %v", err)
+		return nil, fmt.Errorf("--ca-file: %w", err)
 	}
 	pool, err := x509.SystemCertPool()
 	if err != nil {
@@ -142,7 +157,7 @@ func clientAuth(srv *config.Server, creds credentials) (func(*http.Request), err
 		}
 		b, err := os.ReadFile(creds.passwordFile)
 		if err != nil {
-			return nil, userErrf("--password-file: %v", err)
+			return nil, fmt.Errorf("--password-file: %w", err)
 		}
 		user, password := creds.user, strings.TrimRight(string(b), "\r\n")
 		return func(r *http.Request) { r.SetBasicAuth(user, password) }, nil
@@ -151,7 +166,7 @@ func clientAuth(srv *config.Server, creds credentials) (func(*http.Request), err
 	if creds.tokenFile != "" {
 		b, err := os.ReadFile(creds.tokenFile)
 		if err != nil {
-			return nil, userErrf("--token-file: %v", err)
+			return nil, fmt.Errorf("--token-file: %w", err)
 		}
 		token = strings.TrimSpace(string(b))
 	} else if srv.BearerToken != "" || srv.BearerTokenFile != "" {
@@ -205,12 +220,6 @@ func (c *apiClient) do(ctx context.Context, method, path string, body, out any) 
 		return nil
 	}
 	return json.NewDecoder(resp.Body).Decode(out)
-}
-
-// getText fetches a plain-text answer.
-func (c *apiClient) getText(ctx context.Context, path string) (string, error) {
-	body, err := c.getBytes(ctx, path)
-	return string(body), err
 }
 
 // getBytes GETs path and returns the answer's body (up to 16 MiB: a

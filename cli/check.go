@@ -54,9 +54,11 @@ and exits 1; prints a one-line summary and exits 0 when everything is valid.`)
 // names, so a missing or malformed log, or rules the log cannot feed, show
 // up at check time.
 func checkReplaySource(ctx context.Context, cfg *config.Config, env *Env) error {
-	r, err := replay.Open(cfg.Source.Replay.File, replay.Options{Host: hostName(cfg), Location: env.Location})
+	r, err := replay.Open(cfg.Source.Replay.File, replay.Options{Host: cfg.Host, Location: env.Location})
 	if err != nil {
-		return replayErr(fmt.Errorf("source.replay.file: %w", err))
+		// The config names a log that is not there: a problem check
+		// finds in the config (exit 1), as it finds the others.
+		return userErrf("source.replay.file: %v", err)
 	}
 	defer r.Close()
 	first, err := r.Next(ctx)
@@ -72,22 +74,39 @@ func checkReplaySource(ctx context.Context, cfg *config.Config, env *Env) error 
 // loadConfig loads a config; its problems are printed one per line and
 // reported as a user error.
 func loadConfig(path string, env *Env) (*config.Config, error) {
-	lookup := env.lookup()
-	cfg, err := config.Load(path, lookup)
-	if err == nil {
-		return cfg, nil
+	cfg, err := config.Load(path, env.lookup())
+	if err != nil {
+		return nil, reportProblems(path, env, err)
 	}
+	return cfg, nil
+}
+
+// loadConfigParts is loadConfig for a command that uses only some parts of
+// the config, as clients of the running daemon do: the ${VAR}s and
+// problems of the other parts are not theirs (see config.LoadParts).
+func loadConfigParts(path string, env *Env, parts ...config.Part) (*config.Config, error) {
+	cfg, err := config.LoadParts(path, env.lookup(), parts...)
+	if err != nil {
+		return nil, reportProblems(path, env, err)
+	}
+	return cfg, nil
+}
+
+// reportProblems prints the problems of the config at path, one per line,
+// and returns them as a user error; an error that is not about the
+// config's text (it could not be read) is returned as it is.
+func reportProblems(path string, env *Env, err error) error {
 	var one *strictyaml.Error
 	var list strictyaml.Errors
 	if !errors.As(err, &one) && !errors.As(err, &list) {
-		return nil, userErr(err)
+		return err // the file could not be read: an I/O failure
 	}
 	problems := strictyaml.AsErrors(err)
 	for _, p := range problems {
 		fmt.Fprintln(env.Stderr, p)
 	}
 	if len(problems) == 1 {
-		return nil, userErrf("%s is not valid", path)
+		return userErrf("%s is not valid", path)
 	}
-	return nil, userErrf("%s has %d problems", path, len(problems))
+	return userErrf("%s has %d problems", path, len(problems))
 }

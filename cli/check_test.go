@@ -154,3 +154,26 @@ func TestCheckRefusesOpenListener(t *testing.T) {
 		}
 	}
 }
+
+// TestCheckWarnsAboutAFractionOfAPercent: memory.used_percent > 0.95 is a
+// valid rule that never means what it says (0.95%); check warns at the
+// number, and still passes.
+func TestCheckWarnsAboutAFractionOfAPercent(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "config.yaml")
+	writeFile(t, path, "rules:\n  - alert: NearFull\n    when: memory.used_percent > 0.95\n    for: 1m\n")
+	got := gpuwatch(t, "check", path)
+	want := path + ":3:33: when: memory.used_percent > 0.95 compares a percentage with 0.95, which is 0.95%: percentages run from 0 to 100; write 95 for 95%"
+	if got.code != cli.ExitOK || !strings.Contains(got.stderr, "warning: "+want) {
+		t.Errorf("check: exit %d, stderr\n%s\nwant exit 0 and the warning %q", got.code, got.stderr, want)
+	}
+}
+
+// TestCheckCommentsOnlyConfig: every setting is optional, so a config of
+// comments only is valid.
+func TestCheckCommentsOnlyConfig(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "config.yaml")
+	writeFile(t, path, "# gpuwatch with every default: NVML, the console, 127.0.0.1:9477\n")
+	if got := gpuwatch(t, "check", path); got.code != cli.ExitOK || !strings.Contains(got.stdout, ": ok: 0 rules, 1 receiver") {
+		t.Errorf("check of a config of comments only: exit %d\n%s%s", got.code, got.stdout, got.stderr)
+	}
+}

@@ -9,10 +9,13 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"os"
 	"strings"
 	"time"
+
+	"github.com/gpuwatch/gpuwatch/notifier/console"
 )
 
 // Exit codes. A script tells "the input has problems" (1) from "the
@@ -24,6 +27,10 @@ const (
 	ExitUsage   = 2 // the command line is wrong: no or unknown command, unknown flag, missing or extra arguments
 	ExitRuntime = 3 // the machine or the world failed: no NVML, I/O errors, no daemon to ask
 )
+
+// timeLayout is how commands write a time: with its zone, as the console
+// receiver does.
+const timeLayout = console.TimeLayout
 
 // Env is what a command may use of the process around it.
 type Env struct {
@@ -131,9 +138,14 @@ func report(w io.Writer, err error) int {
 	fmt.Fprintf(w, "gpuwatch: %v\n", err)
 	var ue userError
 	var usage usageError
+	var io *fs.PathError
 	switch {
 	case errors.As(err, &usage):
 		return ExitUsage
+	case errors.As(err, &io):
+		// A file that cannot be read (missing, not allowed) is an I/O
+		// failure, whoever named it.
+		return ExitRuntime
 	case errors.As(err, &ue):
 		return ExitUser
 	}

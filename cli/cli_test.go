@@ -64,7 +64,13 @@ func TestExitCodes(t *testing.T) {
 		{name: "check an extra argument", args: []string{"check", "--config", "testdata/valid.yaml", "extra"}, want: cli.ExitUsage, wantStderr: `unexpected argument "extra"`},
 		{name: "check an extra argument first", args: []string{"check", "extra", "--config", "testdata/valid.yaml"}, want: cli.ExitUsage, wantStderr: `unexpected argument "extra"`},
 		{name: "check the config after --", args: []string{"check", "--", "testdata/valid.yaml"}, want: cli.ExitOK, wantStdout: "valid.yaml: ok"},
-		{name: "check missing file", args: []string{"check", "--config", "testdata/no-such.yaml"}, want: cli.ExitUser, wantStderr: "no-such.yaml"},
+		// A file that cannot be read is an I/O failure (exit 3), as the
+		// README says, whichever command it is given to.
+		{name: "check missing file", args: []string{"check", "--config", "testdata/no-such.yaml"}, want: cli.ExitRuntime, wantStderr: "no-such.yaml: no such file"},
+		{name: "status missing config", args: []string{"status", "--config", "testdata/no-such.yaml"}, want: cli.ExitRuntime, wantStderr: "no-such.yaml: no such file"},
+		{name: "silence missing config", args: []string{"silence", "list", "--config", "testdata/no-such.yaml"}, want: cli.ExitRuntime, wantStderr: "no-such.yaml: no such file"},
+		{name: "silence missing token file", args: []string{"silence", "list", "--server", "127.0.0.1:1", "--token-file", "testdata/no-such-token"}, want: cli.ExitRuntime, wantStderr: "no-such-token: no such file"},
+		{name: "test missing file", args: []string{"test", "testdata/no-such_test.yaml"}, want: cli.ExitRuntime, wantStderr: "no-such_test.yaml: no such file"},
 		{name: "check broken config", args: []string{"check", "testdata/broken.yaml"}, want: cli.ExitUser, wantStderr: "4 problems"},
 		{name: "run without config", args: []string{"run"}, want: cli.ExitUsage, wantStderr: "gpuwatch run --config FILE"},
 		{name: "run an extra argument", args: []string{"run", "--config", "testdata/valid.yaml", "now"}, want: cli.ExitUsage, wantStderr: `unexpected argument "now"`},
@@ -73,7 +79,7 @@ func TestExitCodes(t *testing.T) {
 		{name: "replay the log as the argument", args: []string{"replay", "testdata/traces/thermal.csv", "--json"}, want: cli.ExitOK, wantStdout: `"alert":"GPUHot"`},
 		{name: "replay two logs", args: []string{"replay", "testdata/traces/thermal.csv", "testdata/traces/idle-hog.csv"}, want: cli.ExitUsage, wantStderr: "one log to replay at a time"},
 		{name: "run two configs", args: []string{"run", "testdata/valid.yaml", "testdata/broken.yaml"}, want: cli.ExitUsage, wantStderr: "one config file at a time"},
-		{name: "replay missing trace", args: []string{"replay", "--trace", "testdata/traces/no-such.csv"}, want: cli.ExitUser, wantStderr: "no-such.csv"},
+		{name: "replay missing trace", args: []string{"replay", "--trace", "testdata/traces/no-such.csv"}, want: cli.ExitRuntime, wantStderr: "no-such.csv: no such file"},
 		{name: "replay bad log level", args: []string{"replay", "--trace", "testdata/traces/thermal.csv", "--log-level", "loud"}, want: cli.ExitUsage, wantStderr: "--log-level"},
 		{name: "test without files", args: []string{"test"}, want: cli.ExitUsage, wantStderr: "name at least one test file"},
 		{name: "test with a flag after the file", args: []string{"test", "testdata/failing_test.yaml", "--nope"}, want: cli.ExitUsage, wantStderr: "see gpuwatch test --help"},

@@ -43,7 +43,7 @@ or SLACK_BOT_TOKEN (with SLACK_CHANNEL, default #gpuwatch-demo), is set.`)
 	if err != nil {
 		return err
 	}
-	src, err := sim.New(sim.Config{Scenario: *scenario, Seed: *seed, Start: simStart(),
+	src, err := sim.New(sim.Config{Scenario: *scenario, Seed: *seed, Start: demoStart(time.Now(), env.Location),
 		Step: cfg.Source.Interval, Host: "demo-host", Loop: *forever})
 	if err != nil {
 		return usageErrf("demo: --scenario: %v", err)
@@ -67,7 +67,7 @@ or SLACK_BOT_TOKEN (with SLACK_CHANNEL, default #gpuwatch-demo), is set.`)
 		return err
 	}
 	var fired, resolved int
-	print := textPrinter(&Env{Stdout: env.Stdout, Location: time.UTC})
+	print := textPrinter(env)
 	w := &watcher{
 		source: gpu.Pace(src, *speed),
 		engine: rules.NewEngine(cfg.Rules, rules.Options{RepeatInterval: 4 * time.Hour}),

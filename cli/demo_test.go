@@ -7,22 +7,23 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gpuwatch/gpuwatch/cli"
 	"github.com/gpuwatch/gpuwatch/notifier/notifiertest"
 )
 
 // consoleLine matches the first line of a console notification.
-var consoleLine = regexp.MustCompile(`(?m)^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d  (FIRING  |RESOLVED) (\w+) \[\w+\] \S+ gpu(\d+) `)
+var consoleLine = regexp.MustCompile(`(?m)^(\d{4}-\d\d-\d\d) \d\d:\d\d:\d\d UTC  (FIRING  |RESOLVED) (\w+) \[\w+\] \S+ gpu(\d+)\b`)
 
 // transitionCounts counts the FIRING and RESOLVED console lines per alert.
 func transitionCounts(out string) (fired, resolved map[string]int) {
 	fired, resolved = map[string]int{}, map[string]int{}
 	for _, m := range consoleLine.FindAllStringSubmatch(out, -1) {
-		if m[1] == "RESOLVED" {
-			resolved[m[2]]++
+		if m[2] == "RESOLVED" {
+			resolved[m[3]]++
 		} else {
-			fired[m[2]]++
+			fired[m[3]]++
 		}
 	}
 	return fired, resolved
@@ -77,6 +78,21 @@ func sum(m map[string]int) int {
 		n += v
 	}
 	return n
+}
+
+// TestDemoDatesAreToday: the demo's alerts are of today, so that Slack
+// does not show them as of a day long past.
+func TestDemoDatesAreToday(t *testing.T) {
+	before := time.Now().UTC().Format(time.DateOnly)
+	got := gpuwatch(t, "demo", "--speed", "0", "--scenario", "thermal")
+	after := time.Now().UTC().Format(time.DateOnly)
+	lines := consoleLine.FindAllStringSubmatch(got.stdout, -1)
+	if got.code != cli.ExitOK || len(lines) == 0 {
+		t.Fatalf("demo --scenario thermal: exit %d, want alerts\n%s%s", got.code, got.stdout, got.stderr)
+	}
+	if date := lines[0][1]; date != before && date != after {
+		t.Errorf("demo: the first alert is of %s, want today, %s", date, after)
+	}
 }
 
 func TestDemoScenario(t *testing.T) {

@@ -13,20 +13,21 @@ import (
 	"github.com/gpuwatch/gpuwatch/daemon"
 	"github.com/gpuwatch/gpuwatch/digest"
 	"github.com/gpuwatch/gpuwatch/gpu"
-	"github.com/gpuwatch/gpuwatch/gpu/replay"
 	"github.com/gpuwatch/gpuwatch/rules"
 	"github.com/gpuwatch/gpuwatch/store"
 )
 
 func digestCommand(ctx context.Context, env *Env, args []string) error {
-	fs := newFlags(env, "digest", "--config FILE | --trace LOG.csv [--window 24h] [--top-users N] [--price-per-kwh X --currency EUR]", `
+	fs := newFlags(env, "digest", "--config FILE | --trace LOG [--window 24h] [--top-users N] [--price-per-kwh X --currency EUR]", `
 Prints a usage digest now: per GPU utilization, memory, busy and idle-held
 hours, temperature and energy; the top users; who held a GPU idle; and the
 alerts that fired. With --config it reads what gpuwatch run recorded (from
 the running daemon, or from storage.path when it is stopped); the window
-ends now. With --trace it is computed from an nvidia-smi CSV log, no store
-or daemon needed; the window ends at the log's last sample.`)
-	trace := fs.String("trace", "", "the nvidia-smi CSV log to digest")
+ends now. With --trace it is computed from a GPU log (any log replay
+reads), no store or daemon needed; the window ends at the log's last
+sample, and a log sampled every few minutes or hours counts each sample
+for the time since the one before (up to three of its steps).`)
+	trace := fs.String("trace", "", "the GPU log to digest")
 	configPath := fs.String("config", "", "the config of gpuwatch run, whose recorded usage to digest; with --trace: whose host name and rules to use")
 	window := fs.Duration("window", 0, "how far back to look, e.g. 24h (default: 24h with --config, the whole log with --trace)")
 	topUsers := fs.Int("top-users", digest.DefaultTopUsers, "how many users to list")
@@ -35,7 +36,7 @@ or daemon needed; the window ends at the log's last sample.`)
 	name := fs.String("name", "", "with --config: the digest of the config whose settings (top_users, price) to use (default: the first)")
 	format := fs.String("format", "text", "output: text, markdown, blocks (Slack Block Kit JSON), json (the report's data) or png (the picture of the day, one per host)")
 	out := fs.String("out", "", "with --format png: the file to write (a fleet's other hosts go to FILE-HOST.png); default: standard output")
-	skipBad := fs.Bool("skip-bad", false, "skip malformed rows instead of stopping at the first")
+	lf := addLogFlags(fs)
 	logLevel := fs.String("log-level", "warn", "log level: debug, info, warn, error")
 	args, err := parseFlags(env, fs, args)
 	if err != nil {
@@ -57,19 +58,24 @@ or daemon needed; the window ends at the log's last sample.`)
 	case *currency != "" && *price == 0:
 		return usageErrf("digest: --currency %s needs --price-per-kwh", *currency)
 	}
-	if *format != "png" {
-		if _, err := renderDigest(&digest.Report{}, *format); err != nil {
-			return err
-		}
+	form, err := digest.ParseFormat(*format)
+	if err != nil {
+		return usageErrf("digest: --%v", err)
 	}
-	if *out != "" && *format != "png" {
+	if *out != "" && form != digest.FormatPNG {
 		return usageErrf("digest: --out is for --format png; the other formats print")
 	}
 	logger, err := newLogger(env.Stderr, *logLevel)
 	if err != nil {
 		return err
 	}
-	cfg, err := configOrExample(*configPath, env)
+	// What was recorded is read with the daemon's storage (or from its
+	// API) and digested with its settings; a log, with its rules.
+	parts := []config.Part{config.PartHost, config.PartStorage, config.PartServer, config.PartDigests}
+	if *trace != "" {
+		parts = []config.Part{config.PartHost, config.PartRules, config.PartRuleFiles}
+	}
+	cfg, err := configOrExample(*configPath, env, parts...)
 	if err != nil {
 		return err
 	}
@@ -78,20 +84,26 @@ or daemon needed; the window ends at the log's last sample.`)
 		if err := digestSettings(cfg, *name, fs, &opts); err != nil {
 			return err
 		}
-		return digestFromStore(ctx, env, cfg, *window, output{*format, *out}, opts)
+		return digestFromStore(ctx, env, cfg, *window, output{form, *out}, opts)
 	}
-	host := opts.Host
-	r, err := replay.Open(*trace, replay.Options{Host: host, Location: env.Location, SkipBad: *skipBad, Logger: logger, Warnings: env.Stderr})
+	r, err := lf.open(*trace, cfg, env, logger)
 	if err != nil {
-		return replayErr(err)
+		return err
 	}
 	defer r.Close()
-
+	probe := probeStep(ctx, r)
+	if w := sparseWarning(cfg.Rules, probe.step); w != "" {
+		fmt.Fprintln(env.Stderr, w)
+	}
 	rollups := digest.NewRollups()
+	if probe.step > 0 {
+		opts.Step, opts.MaxGap = probe.step, digest.MaxGapFor(probe.step)
+		rollups.SetMaxGap(opts.MaxGap)
+	}
 	firing := map[string]rules.Transition{} // alerts still firing, by rule and GPU
 	var first, last time.Time
 	w := &watcher{
-		source: r,
+		source: probe,
 		engine: rules.NewEngine(cfg.Rules, rules.Options{}),
 		emit: func(ts []rules.Transition) error {
 			for _, t := range ts {
@@ -127,27 +139,28 @@ or daemon needed; the window ends at the log's last sample.`)
 	if *window > 0 {
 		from = last.Add(-*window)
 	}
-	opts.Name, opts.From, opts.To = "trace", from, last
-	return printDigest(env, rollups, opts, output{*format, *out})
+	opts.Name, opts.From, opts.To, opts.Host = "trace", from, last, r.Host()
+	return printDigest(env, rollups, opts, output{form, *out})
 }
 
 // output is where and how a digest is written: --format and --out.
 type output struct {
-	format, file string
+	format digest.Format
+	file   string
 }
 
 // printDigest builds the report of opts' window from rollups and prints it
 // (or, for png, writes its pictures).
 func printDigest(env *Env, rollups *digest.Rollups, opts digest.Options, o output) error {
 	gpus, users, alerts := rollups.Window(opts.From, opts.To)
-	if o.format == "png" {
+	if o.format == digest.FormatPNG {
 		return writePictures(env, digest.Pictures(gpus, users, opts), opts.Location, o.file)
 	}
-	out, err := renderDigest(digest.Build(gpus, users, alerts, opts), o.format)
+	out, err := digest.Build(gpus, users, alerts, opts).Render(o.format)
 	if err != nil {
 		return err
 	}
-	_, err = fmt.Fprint(env.Stdout, out)
+	_, err = env.Stdout.Write(out)
 	return err
 }
 
@@ -180,8 +193,8 @@ func digestSettings(cfg *config.Config, name string, fs *flag.FlagSet, opts *dig
 }
 
 // digestFromStore digests the usage gpuwatch run recorded: from the store
-// when the daemon is stopped, else (the store is locked) from its API,
-// which answers in text.
+// when the daemon is stopped, else (the store is locked) from its API, in
+// the same form.
 func digestFromStore(ctx context.Context, env *Env, cfg *config.Config, window time.Duration, o output, opts digest.Options) error {
 	if window == 0 {
 		window = 24 * time.Hour
@@ -191,38 +204,33 @@ func digestFromStore(ctx context.Context, env *Env, cfg *config.Config, window t
 	if _, err := os.Stat(cfg.Storage.Path); errors.Is(err, os.ErrNotExist) {
 		return nothingRecorded(cfg)
 	}
-	db, err := store.Open(cfg.Storage.Path, store.Options{Timeout: 200 * time.Millisecond})
+	db, err := store.OpenContext(ctx, cfg.Storage.Path, store.Options{Timeout: 200 * time.Millisecond, ReadOnly: true})
 	if errors.Is(err, store.ErrInUse) {
-		if o.format != "text" && o.format != "png" {
-			return userErrf("digest: gpuwatch run is using %s; while it runs, digests come as text or png only (--format text or png)", cfg.Storage.Path)
-		}
 		c, err := newAPIClient(env, "", &cfg.Server, credentials{})
 		if err != nil {
 			return err
 		}
-		query := url.Values{"window": {window.String()}}
+		query := url.Values{"window": {window.String()}, "format": {string(o.format)}}
 		if opts.Name != "usage" {
 			query.Set("name", opts.Name)
 		}
-		if o.format == "png" {
-			query.Set("format", "png")
-			png, err := c.getBytes(ctx, "/api/v1/digest?"+query.Encode())
-			if err != nil {
-				return err
-			}
-			return writePNG(env, png, o.file)
-		}
-		text, err := c.getText(ctx, "/api/v1/digest?"+query.Encode())
+		body, err := c.getBytes(ctx, "/api/v1/digest?"+query.Encode())
 		if err != nil {
 			return err
 		}
-		_, err = fmt.Fprint(env.Stdout, text)
+		if o.format == digest.FormatPNG {
+			return writePNG(env, body, o.file)
+		}
+		_, err = env.Stdout.Write(body)
 		return err
 	}
 	if err != nil {
 		return fmt.Errorf("digest: %w", err)
 	}
 	defer db.Close()
+	for _, note := range db.Recovered() {
+		fmt.Fprintf(env.Stderr, "gpuwatch: %s\n", note)
+	}
 	records, err := db.All(daemon.BucketRollups)
 	if err != nil {
 		return fmt.Errorf("digest: %w", err)
@@ -232,7 +240,12 @@ func digestFromStore(ctx context.Context, env *Env, cfg *config.Config, window t
 	}
 	rollups := digest.NewRollups()
 	if err := rollups.Load(records); err != nil {
-		return fmt.Errorf("digest: %s: %w", cfg.Storage.Path, err)
+		var bad *digest.LoadError
+		if !errors.As(err, &bad) {
+			return fmt.Errorf("digest: %s: %w", cfg.Storage.Path, err)
+		}
+		// A read changes nothing: gpuwatch run sets them aside.
+		fmt.Fprintf(env.Stderr, "gpuwatch: %s: %v\n", cfg.Storage.Path, err)
 	}
 	opts.To = time.Now()
 	opts.From = opts.To.Add(-window)
@@ -243,24 +256,4 @@ func digestFromStore(ctx context.Context, env *Env, cfg *config.Config, window t
 func nothingRecorded(cfg *config.Config) error {
 	return userErrf("digest: nothing has been recorded yet in %s (storage.path of %s): gpuwatch run records usage as it samples "+
 		"and saves it every few minutes; for an nvidia-smi log, use --trace", cfg.Storage.Path, cfg.File)
-}
-
-// renderDigest renders a report in the form --format names.
-func renderDigest(r *digest.Report, format string) (string, error) {
-	switch format {
-	case "text":
-		return r.Text(), nil
-	case "markdown":
-		return r.Markdown(), nil
-	case "blocks":
-		b, err := r.Blocks()
-		return string(b) + "\n", err
-	case "json":
-		n, err := r.Notification("", r.To)
-		if err != nil {
-			return "", err
-		}
-		return string(n.Digest.Data) + "\n", nil
-	}
-	return "", usageErrf("digest: --format %q: use text, markdown, blocks or json", format)
 }

@@ -101,7 +101,7 @@ func TestDigestBadFlags(t *testing.T) {
 		wantStderr string
 	}{
 		{"no trace", nil, cli.ExitUsage, "--trace LOG.csv"},
-		{"missing file", []string{"--trace", "testdata/nope.csv"}, cli.ExitUser, "nope.csv"},
+		{"missing file", []string{"--trace", "testdata/nope.csv"}, cli.ExitRuntime, "nope.csv: no such file"},
 		{"negative window", []string{"--trace", idleHog, "--window", "-1h"}, cli.ExitUsage, "negative"},
 		{"window under an hour", []string{"--trace", idleHog, "--window", "30m"}, cli.ExitUsage, "shorter than an hour: usage is kept by the hour"},
 		{"bad window", []string{"--trace", idleHog, "--window", "tomorrow"}, cli.ExitUsage, "--help"},
@@ -149,9 +149,17 @@ func TestDigestFromStore(t *testing.T) {
 	if got := gpuwatch(t, "run", "--config", path); got.code != cli.ExitOK {
 		t.Fatalf("run: exit %d\n%s", got.code, got.stderr)
 	}
+	storePath := filepath.Join(dir, "state.db")
+	before, err := os.ReadFile(storePath)
+	if err != nil {
+		t.Fatalf("the store gpuwatch run made: %v", err)
+	}
 	got := gpuwatch(t, "digest", "--config", path, "--window", "3h")
 	if got.code != cli.ExitOK {
 		t.Fatalf("digest --config: exit %d\n%s", got.code, got.stderr)
+	}
+	if after, _ := os.ReadFile(storePath); !bytes.Equal(before, after) {
+		t.Errorf("digest --config changed the store (its transaction id, at least): it must only read")
 	}
 	for _, want := range []string{"GPU 0", "GPU 1", "held idle", "CHF"} {
 		if !strings.Contains(got.stdout, want) {
@@ -177,5 +185,38 @@ func TestDigestFreshStore(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Dir(store)); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("digest created %s (%v), want no state made by a read", filepath.Dir(store), err)
+	}
+}
+
+// TestDigestFormatsWhileTheDaemonRuns: with gpuwatch run holding the store,
+// digest --config asks it over its API, in every --format.
+func TestDigestFormatsWhileTheDaemonRuns(t *testing.T) {
+	addr := freeAddr(t)
+	path := filepath.Join(t.TempDir(), "gpuwatch.yaml")
+	writeFile(t, path, "host: live\nstorage: {path: @DIR@/state.db}\nserver: {listen: \""+addr+"\"}\n"+
+		"source: {type: sim, interval: 5s, sim: {scenario: thermal, seed: 1, speed: 600}}\n")
+	d := runInProcess(t, path)
+	defer d.stop()
+	waitFor(t, &d.stderr, "HTTP API listening")
+	tests := []struct {
+		format string
+		ok     func(out string) bool
+	}{
+		{"text", func(out string) bool { return strings.HasPrefix(out, "GPU usage on live") }},
+		{"markdown", func(out string) bool { return strings.HasPrefix(out, "## GPU usage on live") }},
+		{"blocks", func(out string) bool {
+			var blocks []map[string]any
+			return json.Unmarshal([]byte(out), &blocks) == nil && len(blocks) > 0 && blocks[0]["type"] == "header"
+		}},
+		{"json", func(out string) bool {
+			var r digest.Report
+			return json.Unmarshal([]byte(out), &r) == nil && r.Host == "live"
+		}},
+	}
+	for _, tt := range tests {
+		got := gpuwatch(t, "digest", "--config", path, "--format", tt.format)
+		if got.code != cli.ExitOK || !tt.ok(got.stdout) {
+			t.Errorf("digest --config --format %s while gpuwatch run runs: got exit %d\n%s%s", tt.format, got.code, got.stdout, got.stderr)
+		}
 	}
 }

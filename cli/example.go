@@ -8,11 +8,11 @@ import (
 // exampleConfigName names the built-in config in messages.
 const exampleConfigName = "config.example.yaml (built in)"
 
-// configOrExample loads the config at path, or the built-in example when
-// path is empty.
-func configOrExample(path string, env *Env) (*config.Config, error) {
+// configOrExample loads the parts of the config at path a command uses
+// (see config.LoadParts), or the built-in example when path is empty.
+func configOrExample(path string, env *Env, parts ...config.Part) (*config.Config, error) {
 	if path != "" {
-		return loadConfig(path, env)
+		return loadConfigParts(path, env, parts...)
 	}
 	lookup := env.lookup()
 	cfg, err := config.Parse(exampleConfigName, gpuwatch.ExampleConfig, lookup)

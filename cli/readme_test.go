@@ -200,9 +200,12 @@ func readmeCommands() map[string]readmeCommand {
 			// same alerts at the same simulated times.
 			got := r.gpuwatch(t, "demo", "--speed", "0")
 			want(t, cmd, got, cli.ExitOK, "\ndemo finished: ")
+			// The demo's alerts are of today: the README's date stands for it.
+			today := regexp.MustCompile(`\b\d{4}-\d\d-\d\d\b`)
+			out := today.ReplaceAllString(got.stdout, "DATE")
 			claim := r.readme.block(t, "as it fires and resolves:")
-			for _, part := range strings.Split(strings.Join(claim.lines, "\n"), "\n...\n") {
-				if !strings.Contains(got.stdout, part+"\n") {
+			for _, part := range strings.Split(today.ReplaceAllString(strings.Join(claim.lines, "\n"), "DATE"), "\n...\n") {
+				if !strings.Contains(out, part+"\n") {
 					t.Errorf("demo: the README shows\n%s\nwhich the demo does not print; it prints\n%s", part, got.stdout)
 				}
 			}
@@ -234,6 +237,10 @@ func readmeCommands() map[string]readmeCommand {
 		"docker build -t gpuwatch .": {skip: "no Docker engine here; deploy's TestDockerfile, TestDockerfileLint and TestDockerBuildContext (gpuwatch built from the files the build context holds) check it"},
 		"docker run -d --name gpuwatch --gpus all --pid=host --network=host -v gpuwatch-state:/var/lib/gpuwatch gpuwatch": {
 			skip: "no Docker engine nor GPU here; the image's entry point and config are checked by deploy's TestDockerfile"},
+		"crane push dist/gpuwatch_1.2.3_linux_amd64.image.tar registry.example.net/gpuwatch:v1.2.3": {
+			skip: "needs a registry; deploy's TestReleaseImage loads the release's image tarballs as crane does, without a daemon, and checks their config, entrypoint and files"},
+		"cd deploy/kubernetes && kustomize edit set image gpuwatch=registry.example.net/gpuwatch:v1.2.3": {
+			skip: "edits the checkout's kustomization; deploy's TestKubernetesManifests renders the images: entry it edits"},
 		"scripts/release --version v1.2.3": {skip: "builds the release for both architectures, minutes; .ci/run runs it and the deploy tests check what it makes"},
 		build: {run: func(t *testing.T, r *readmeRun, cmd string) {
 			if _, err := os.Stat(r.bin); err != nil {
@@ -337,18 +344,19 @@ func readmeCommands() map[string]readmeCommand {
 			byFlag := r.gpuwatch(t, "replay", "--trace", "gpu.csv")
 			want(t, cmd, r.gpuwatch(t, args(cmd)...), cli.ExitOK, byFlag.stdout)
 		}},
-		"gpuwatch check":                       {same: check},
-		"gpuwatch status":                      {same: "./gpuwatch status"},
-		"gpuwatch silence add":                 {same: add},
-		"gpuwatch digest --config":             {same: digestC},
-		"promtool check rules":                 {same: "promtool check rules gpuwatch.rules.yml"},
-		"go test -short ./...":                 {skip: "the test suite without the tests that build gpuwatch, which runs this test's package"},
-		"GPUWATCH_FLEET_TESTS=1 go test ./...": {skip: "the fleet suite, which .ci/run runs"},
-		"GPUWATCH_LONG_TESTS=1 go test ./...":  {skip: "the long suite, which .ci/run runs"},
+		"gpuwatch check":                         {same: check},
+		"gpuwatch status":                        {same: "./gpuwatch status"},
+		"gpuwatch silence add":                   {same: add},
+		"gpuwatch digest --config":               {same: digestC},
+		"promtool check rules":                   {same: "promtool check rules gpuwatch.rules.yml"},
+		"go test -short ./...":                   {skip: "the test suite without the tests that build gpuwatch, which runs this test's package"},
+		"GPUWATCH_FLEET_TESTS=1 go test ./...":   {skip: "the fleet suite, which .ci/run runs"},
+		"GPUWATCH_LONG_TESTS=1 go test ./...":    {skip: "the long suite, which .ci/run runs"},
+		"GPUWATCH_BROWSER_TESTS=1 go test ./cli": {skip: "the browser suite, which .ci/run runs"},
+		"gpuwatch run":                           {same: daemon},
+		"gpuwatch test":                          {same: "gpuwatch test leak_test.yaml"},
+		"gpuwatch silence":                       {same: add},
 		"GPUWATCH_QUALITY_SEEDS=100 go test -v -run TestAlertQualitySweep ./cli": {skip: "a measure of the rules on many seeds: minutes, asked for when the rules change"},
-		"gpuwatch run":     {same: daemon},
-		"gpuwatch test":    {same: "gpuwatch test leak_test.yaml"},
-		"gpuwatch silence": {same: add},
 		"gpuwatch test examples/rules_test.yaml examples/leaks_test.yaml": {run: func(t *testing.T, r *readmeRun, cmd string) {
 			want(t, cmd, r.gpuwatch(t, args(cmd)...), cli.ExitOK, "PASS examples/rules_test.yaml: ", "PASS examples/leaks_test.yaml: ", " passed, 0 failed\n")
 		}},
@@ -401,6 +409,25 @@ func readmeCommands() map[string]readmeCommand {
 			r.startDaemon(t) // while it runs, from its API
 			want(t, cmd, r.waitDigest(t, cmd), cli.ExitOK, "GPU usage on", "GPU 0")
 		}},
+		"gpuwatch replay --trace noheader.csv --columns timestamp,index,memory.used,memory.total,utilization.gpu": {run: func(t *testing.T, r *readmeRun, cmd string) {
+			r.sampleLog(t, "smi-noheader.csv", "noheader.csv")
+			got := r.gpuwatch(t, args(cmd)...)
+			want(t, cmd, got, cli.ExitOK)
+			if !strings.Contains(got.stderr, "replayed 30 snapshots (") {
+				t.Errorf("%s: got stderr %q, want the 30 samples of the log read", cmd, got.stderr)
+			}
+		}},
+		"gpuwatch digest --trace cron.log": {run: func(t *testing.T, r *readmeRun, cmd string) {
+			r.sampleLog(t, "cron-30min.log", "cron.log")
+			got := r.gpuwatch(t, args(cmd)...)
+			want(t, cmd, got, cli.ExitOK, "GPU 2 was held idle for 1d6h")
+			if claim := strings.Join(r.readme.block(t, "The digest of the cron log starts:").lines, "\n") + "\n"; !strings.HasPrefix(got.stdout, claim) {
+				t.Errorf("%s: got\n%s\nthe docs say it starts with\n%s", cmd, got.stdout, claim)
+			}
+			if warning := r.readme.block(t, "cron log's warning, on standard error").lines[0]; strings.TrimSpace(got.stderr) != warning {
+				t.Errorf("%s: got stderr %q, the docs say %q", cmd, got.stderr, warning)
+			}
+		}},
 		"gpuwatch digest --trace gpu.csv": {run: func(t *testing.T, r *readmeRun, cmd string) {
 			want(t, cmd, r.gpuwatch(t, args(cmd)...), cli.ExitOK, "GPU usage on", "GPU 0", "Alerts (")
 		}},
@@ -435,9 +462,9 @@ func readmeCommands() map[string]readmeCommand {
 			r.promtool(t, cmd, "SUCCESS")
 		}},
 		"gpuwatch rules export --schema gpuwatch\\|dcgm [--config FILE] [--tests FILE...] [--out DIR]": {same: "gpuwatch rules export --schema gpuwatch > gpuwatch.rules.yml"},
-		"gpuwatch status [--config FILE]":                  {same: "./gpuwatch status --config config.yaml"},
-		`gpuwatch silence add\|list\|expire`:               {same: add},
-		`gpuwatch digest --config FILE \| --trace LOG.csv`: {same: digestC},
+		"gpuwatch status [--config FILE] [--server ADDR]":                                              {same: "./gpuwatch status --config config.yaml"},
+		`gpuwatch silence add\|list\|expire`:                                                           {same: add},
+		`gpuwatch digest --config FILE \| --trace LOG`:                                                 {same: digestC},
 		`kill -HUP "$(pidof gpuwatch)"`: {run: func(t *testing.T, r *readmeRun, cmd string) {
 			// pidof finds every gpuwatch of this machine: the test signals
 			// its own daemon.
@@ -503,6 +530,17 @@ func (r *readmeRun) promtool(t *testing.T, cmd, claim string) {
 	if err != nil || !strings.Contains(string(out), claim) {
 		t.Errorf("%s: %v\n%s", cmd, err, out)
 	}
+}
+
+// sampleLog copies one of gpu/replay's sample logs into the work folder
+// under the name the docs give it.
+func (r *readmeRun) sampleLog(t *testing.T, sample, name string) {
+	t.Helper()
+	log, err := os.ReadFile(filepath.Join("..", "gpu", "replay", "testdata", "logs", sample))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.write(t, name, string(log))
 }
 
 // leakTest writes the README's example test file to leak_test.yaml and

@@ -8,8 +8,8 @@ import (
 	"math"
 	"time"
 
+	"github.com/gpuwatch/gpuwatch/config"
 	"github.com/gpuwatch/gpuwatch/gpu"
-	"github.com/gpuwatch/gpuwatch/gpu/replay"
 	"github.com/gpuwatch/gpuwatch/internal/plural"
 	"github.com/gpuwatch/gpuwatch/notifier"
 	"github.com/gpuwatch/gpuwatch/notifier/console"
@@ -17,15 +17,19 @@ import (
 )
 
 func replayCommand(ctx context.Context, env *Env, args []string) error {
-	fs := newFlags(env, "replay", "[--trace] LOG.csv [--config FILE] [--json] [--plot FILE.png] [--skip-bad]", `
-Evaluates the rules over an nvidia-smi CSV log, at the log's own timestamps,
-and prints every alert that fires or resolves. Nothing is sent anywhere.
-Without --config the rules of config.example.yaml are used. Make a log with:
+	fs := newFlags(env, "replay", "[--trace] LOG [--config FILE] [--json] [--plot FILE.png] [--columns LIST] [--host NAME] [--skip-bad]", `
+Evaluates the rules over a GPU log, at the log's own timestamps, and prints
+every alert that fires or resolves. Nothing is sent anywhere. Without
+--config the rules of config.example.yaml are used. The log may be
+nvidia-smi --query-gpu CSV (with or without its header, index, uuid or
+timestamp), nvidia-smi's table printed again and again, nvidia-smi dmon,
+gpustat, or a script's CSV (pynvml, GPUtil, nvitop); the format is told
+from the first lines. Make a log with:
   nvidia-smi --query-gpu=timestamp,index,name,uuid,temperature.gpu,utilization.gpu,utilization.memory,memory.used,memory.total,power.draw --format=csv -l 5 > gpu.csv`)
 	configPath := fs.String("config", "", "config file whose rules to evaluate (default: the built-in example rules)")
-	trace := fs.String("trace", "", "the nvidia-smi CSV log to replay (required; or give it as the argument)")
+	trace := fs.String("trace", "", "the GPU log to replay (required; or give it as the argument)")
 	asJSON := fs.Bool("json", false, `print one JSON object per transition: {"at","alert","gpu","uuid","state","severity","repeat","value"}`)
-	skipBad := fs.Bool("skip-bad", false, "skip malformed rows with a warning count instead of stopping at the first")
+	lf := addLogFlags(fs)
 	plotPath := fs.String("plot", "", "also draw the log to this PNG file: memory and utilization per GPU, each alert marked where it fired and resolved")
 	logLevel := fs.String("log-level", "warn", "log level: debug, info, warn, error")
 	args, err := parseFlags(env, fs, args)
@@ -40,15 +44,19 @@ Without --config the rules of config.example.yaml are used. Make a log with:
 	if err != nil {
 		return err
 	}
-	cfg, err := configOrExample(*configPath, env)
+	cfg, err := configOrExample(*configPath, env, config.PartHost, config.PartRules, config.PartRuleFiles)
 	if err != nil {
 		return err
 	}
-	r, err := replay.Open(*trace, replay.Options{Host: hostName(cfg), Location: env.Location, SkipBad: *skipBad, Logger: logger, Warnings: env.Stderr})
+	r, err := lf.open(*trace, cfg, env, logger)
 	if err != nil {
-		return replayErr(err)
+		return err
 	}
 	defer r.Close()
+	probe := probeStep(ctx, r)
+	if w := sparseWarning(cfg.Rules, probe.step); w != "" {
+		fmt.Fprintln(env.Stderr, w)
+	}
 	print := textPrinter(env)
 	if *asJSON {
 		print = jsonPrinter(env.Stdout)
@@ -56,7 +64,7 @@ Without --config the rules of config.example.yaml are used. Make a log with:
 	var snapshots, transitions int
 	var first, last time.Time
 	w := &watcher{
-		source: r,
+		source: probe,
 		engine: rules.NewEngine(cfg.Rules, rules.Options{}),
 		emit: func(ts []rules.Transition) error {
 			transitions += len(ts)
@@ -80,8 +88,9 @@ Without --config the rules of config.example.yaml are used. Make a log with:
 	if snapshots == 0 {
 		return noSamples(*trace, r.Skipped())
 	}
-	fmt.Fprintf(env.Stderr, "replayed %s (%s of data, %s to %s): %s",
-		plural.Count(snapshots, "snapshot"), last.Sub(first).Round(time.Second), first.In(env.Location).Format(time.DateTime), last.In(env.Location).Format(time.DateTime), plural.Count(transitions, "transition"))
+	fmt.Fprintf(env.Stderr, "replayed %s (%s of data, %s to %s; %s of %s%s): %s",
+		plural.Count(snapshots, "snapshot"), last.Sub(first).Round(time.Second), first.In(env.Location).Format(timeLayout), last.In(env.Location).Format(timeLayout),
+		r.Format(), r.Host(), stepText(probe.step), plural.Count(transitions, "transition"))
 	if n := r.Skipped(); n > 0 {
 		fmt.Fprintf(env.Stderr, "; %s skipped", plural.Count(n, "malformed row"))
 	}
@@ -128,4 +137,12 @@ func jsonPrinter(w io.Writer) func([]rules.Transition) error {
 		}
 		return nil
 	}
+}
+
+// stepText says how often a log was sampled: ", a sample every 30m".
+func stepText(step time.Duration) string {
+	if step <= 0 {
+		return ""
+	}
+	return ", a sample every " + formatDuration(step)
 }

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/gpuwatch/gpuwatch/config"
 	"github.com/gpuwatch/gpuwatch/internal/plural"
 	"github.com/gpuwatch/gpuwatch/internal/strictyaml"
 	"github.com/gpuwatch/gpuwatch/rules"
@@ -50,7 +51,7 @@ out. With --tests, gpuwatch rule test files (gpuwatch test) are written as
 promtool test rules files too, next to the rule file in --out.`)
 	schemaName := fs.String("schema", "", "the series the rules read: gpuwatch (gpuwatch agents' /metrics) or dcgm (dcgm-exporter) (required)")
 	configPath := fs.String("config", "", "config file whose rules to export (default: the built-in example rules)")
-	interval := fs.Duration("interval", 0, "how often Prometheus is to evaluate the rules, at most 5m (default: the config's source.interval, as often as gpuwatch evaluates them)")
+	interval := fs.Duration("interval", 0, "how often Prometheus is to evaluate the rules, at most 5m (default: what the rules need: a tenth of their shortest window, half their shortest for, at most 1m; 30s for the example rules)")
 	var tests []string
 	fs.Func("tests", "a gpuwatch rule test file of the same rules to write as a promtool test; repeat it for more (needs --out)", func(s string) error {
 		tests = append(tests, s)
@@ -77,7 +78,7 @@ promtool test rules files too, next to the rule file in --out.`)
 	if len(tests) > 0 && *out == "" {
 		return usageErrf("rules export: --tests writes several files: name a folder for them with --out DIR")
 	}
-	cfg, err := configOrExample(*configPath, env)
+	cfg, err := configOrExample(*configPath, env, config.PartRules, config.PartRuleFiles, config.PartSource)
 	if err != nil {
 		return err
 	}
@@ -87,7 +88,7 @@ promtool test rules files too, next to the rule file in --out.`)
 	}
 	opts := promexport.Options{Schema: schema, Interval: *interval, Source: source}
 	if opts.Interval == 0 {
-		opts.Interval = min(cfg.Source.Interval, promexport.MaxInterval).Round(time.Millisecond)
+		opts.Interval = promexport.NeededInterval(cfg.Rules)
 	}
 	file, err := promexport.Export(cfg.Rules, opts)
 	if err != nil {

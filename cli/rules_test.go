@@ -32,7 +32,7 @@ func TestRulesExportCommandLine(t *testing.T) {
 		{"an unknown flag after the flags", []string{"rules", "export", "--schema", "gpuwatch", "--nope"}, cli.ExitUsage, "", "see gpuwatch rules export --help"},
 		{"the example rules", []string{"rules", "export", "--schema", "gpuwatch"}, cli.ExitOK, "- alert: GPUXidError", "GPUMemoryLeak: approximate: when: time_to_full(memory.used, 40m, 6h)"},
 		{"a config, flags after", []string{"rules", "export", "--config", "testdata/valid.yaml", "--schema", "dcgm", "--interval", "30s"}, cli.ExitOK, "interval: 30s", ""},
-		{"a missing config", []string{"rules", "export", "--schema", "dcgm", "--config", "testdata/no-such.yaml"}, cli.ExitUser, "", "no-such.yaml"},
+		{"a missing config", []string{"rules", "export", "--schema", "dcgm", "--config", "testdata/no-such.yaml"}, cli.ExitRuntime, "", "no-such.yaml: no such file"},
 		{"tests of other rules", []string{"rules", "export", "--schema", "gpuwatch", "--config", "testdata/valid.yaml", "--tests", "../examples/rules_test.yaml", "--out", out},
 			cli.ExitUser, "", "tests other rules than the ones exported"},
 		{"a broken test file", []string{"rules", "export", "--schema", "gpuwatch", "--tests", "testdata/broken_test.yaml", "--out", out}, cli.ExitUser, "", "broken_test.yaml:6:9: input metric"},

@@ -2,7 +2,10 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	iofs "io/fs"
+	"strings"
 
 	"github.com/gpuwatch/gpuwatch/internal/strictyaml"
 	"github.com/gpuwatch/gpuwatch/rules"
@@ -10,9 +13,10 @@ import (
 
 func testCommand(_ context.Context, env *Env, args []string) error {
 	fs := newFlags(env, "test", "FILE...", `
-Runs rule unit tests: YAML files that feed rules with input series and say
-which alerts must be firing when (see docs/rules.md). Prints each
-failure and exits 1 if any test fails.`)
+Runs rule unit tests: YAML files that feed rules with input series, or with
+a GPU log (log: FILE, any log replay reads), and say which alerts must be
+firing when (see docs/rules.md). Prints each failure and exits 1 if any
+test fails.`)
 	args, err := parseFlags(env, fs, args)
 	if err != nil {
 		return err
@@ -21,9 +25,14 @@ failure and exits 1 if any test fails.`)
 		return usageErrf("test: name at least one test file: gpuwatch test rules_test.yaml")
 	}
 	var passed, failed, broken int
+	var unread []string // test files that could not be read
 	for _, path := range args {
 		results, err := rules.RunTestFile(path)
 		for _, p := range strictyaml.AsErrors(err) {
+			if pe := (*iofs.PathError)(nil); errors.As(p, &pe) && pe.Path == path {
+				unread = append(unread, p.Error())
+				continue
+			}
 			fmt.Fprintln(env.Stderr, p)
 			broken++
 		}
@@ -42,6 +51,8 @@ failure and exits 1 if any test fails.`)
 	}
 	fmt.Fprintf(env.Stdout, "%d passed, %d failed\n", passed, failed)
 	switch {
+	case len(unread) > 0:
+		return fmt.Errorf("test: %w", errors.New(strings.Join(unread, "; ")))
 	case broken == 1:
 		return userErrf("test: a problem in the test files (printed above)")
 	case broken > 1:

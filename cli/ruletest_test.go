@@ -60,8 +60,8 @@ func TestTestCommand(t *testing.T) {
 		{
 			name:       "a missing file",
 			args:       []string{"test", "testdata/no-such_test.yaml"},
-			want:       cli.ExitUser,
-			wantStderr: []string{"no-such_test.yaml"},
+			want:       cli.ExitRuntime, // an I/O failure
+			wantStderr: []string{"no-such_test.yaml: no such file"},
 		},
 	}
 	for _, tt := range tests {

@@ -14,9 +14,10 @@ func runCommand(ctx context.Context, env *Env, args []string) error {
 The daemon: samples the GPUs every source.interval, evaluates the rules at
 each sample and sends every alert that fires or resolves to its receivers
 through a durable outbox (storage.path); keeps hourly usage rollups and posts
-the digests on their schedules; and serves, on server.listen, /metrics, the
-JSON API (gpuwatch silence, outbox and digest use it) and, with a Slack
-signing secret, the /gpu command and the buttons on alerts. SIGHUP reloads
+the digests on their schedules; and serves, on server.listen, a page for the
+browser at / (the GPUs now, alerts and silences, history, the digest),
+/metrics, the JSON API (gpuwatch silence, outbox and digest use it) and,
+with a Slack signing secret, the /gpu command and the buttons on alerts. SIGHUP reloads
 the config (a bad new config is refused and the old one kept); SIGINT and
 SIGTERM stop it cleanly.`)
 	path := fs.String("config", "", "the config file (required)")
@@ -44,7 +45,7 @@ SIGTERM stop it cleanly.`)
 		return err
 	}
 	defer src.Close()
-	d, err := daemon.New(cfg, daemon.Options{Logger: logger, Console: env.Stdout, Location: env.Location, Version: Build().Version,
+	d, err := daemon.NewContext(ctx, cfg, daemon.Options{Logger: logger, Console: env.Stdout, Location: env.Location, Version: Build().Version,
 		Now: sourceClock(src)})
 	if err != nil {
 		return err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -249,7 +250,7 @@ func TestRunSimLivesInRealTime(t *testing.T) {
 	started := time.Now()
 	d := runInProcess(t, path)
 	waitFor(t, &d.stderr, "HTTP API listening")
-	if got := gpuwatch(t, "silence", "add", "alert=GPUHot", "--duration", "4h", "--server", addr); got.code != cli.ExitOK {
+	if got := gpuwatch(t, "silence", "add", "alert=GPUHot", "--duration", "4h", "--server", addr, "--by", "alice", "--reason", "fan repair"); got.code != cli.ExitOK {
 		t.Fatalf("silence add: exit %d\n%s", got.code, got.stderr)
 	}
 	// The fan fails about 13 simulated minutes in; GPUHot fires soon after.
@@ -257,8 +258,14 @@ func TestRunSimLivesInRealTime(t *testing.T) {
 	for {
 		got := gpuwatch(t, "status", "--config", path)
 		if strings.Contains(got.stdout, "FIRING   GPUHot") {
+			t.Fatalf("status --config: got\n%s\nwant GPUHot shown silenced, not plain firing", got.stdout)
+		}
+		if strings.Contains(got.stdout, "SILENCED GPUHot") {
 			if !strings.Contains(got.stdout, "(the last sample of gpuwatch run at "+addr+")") {
 				t.Errorf("status --config: got\n%s\nwant the running daemon's view", got.stdout)
+			}
+			if !regexp.MustCompile(`silenced until \S+ \S+ UTC by alice \(silence \w+\): fan repair`).MatchString(got.stdout) {
+				t.Errorf("status --config: got\n%s\nwant until when, by whom and why GPUHot is silenced", got.stdout)
 			}
 			first := firstLine(got.stdout)
 			at, err := time.ParseInLocation("2006-01-02 15:04:05 MST", strings.Split(first, " · ")[1], time.UTC)
@@ -303,4 +310,31 @@ func runInProcess(t *testing.T, path string) *inProcess {
 func (d *inProcess) stop() int {
 	d.cancel()
 	return <-d.done
+}
+
+// TestRunReplaySourceWithoutHeader runs the daemon on a log written with
+// --format=csv,noheader: the config names its columns, as replay's
+// --columns does; without them the start says how.
+func TestRunReplaySourceWithoutHeader(t *testing.T) {
+	log, err := filepath.Abs(filepath.Join(sampleLogDir, "smi-noheader.csv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rule := "rules:\n  - alert: BigJob\n    when: memory.used > 3GiB\n"
+	path := filepath.Join(t.TempDir(), "gpuwatch.yaml")
+	writeFile(t, path, daemonSettings+"\nsource:\n  type: replay\n  replay: {file: "+log+
+		", columns: \"timestamp,index,memory.used,memory.total,utilization.gpu\"}\n"+rule)
+	got := gpuwatch(t, "run", "--config", path)
+	if got.code != cli.ExitOK {
+		t.Fatalf("run on a headerless log with source.replay.columns: got exit %d, want %d\nstderr:\n%s", got.code, cli.ExitOK, got.stderr)
+	}
+	if fired, _ := transitionCounts(got.stdout); fired["BigJob"] != 1 || len(fired) != 1 {
+		t.Errorf("run on the headerless log: got firings %v, want BigJob once", fired)
+	}
+
+	writeFile(t, path, daemonSettings+"\nsource:\n  type: replay\n  replay: {file: "+log+"}\n"+rule)
+	got = gpuwatch(t, "run", "--config", path)
+	if got.code != cli.ExitUser || !strings.Contains(got.stderr, "--columns") {
+		t.Errorf("run on a headerless log without columns: got exit %d, stderr:\n%s\nwant exit %d and how to name the columns", got.code, got.stderr, cli.ExitUser)
+	}
 }

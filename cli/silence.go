@@ -67,7 +67,7 @@ host=~"node[12]". Silences persist across restarts and expire by themselves.`)
 	if err := c.do(ctx, "POST", "/api/v1/silences", req, &out); err != nil {
 		return err
 	}
-	fmt.Fprintf(env.Stdout, "silence %s: %s until %s\n", out.ID, strings.Join(out.Matchers, " "), out.EndsAt.In(env.Location).Format(time.DateTime))
+	fmt.Fprintf(env.Stdout, "silence %s: %s until %s\n", out.ID, strings.Join(out.Matchers, " "), out.EndsAt.In(env.Location).Format(timeLayout))
 	for _, w := range out.Warnings {
 		fmt.Fprintln(env.Stderr, "warning: "+w)
 	}
@@ -111,7 +111,7 @@ func silenceList(ctx context.Context, env *Env, args []string) error {
 	fmt.Fprintln(tw, "ID\tSTATE\tMATCHERS\tENDS\tBY\tREASON")
 	for _, s := range list {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", s.ID, s.State, strings.Join(s.Matchers, " "),
-			s.EndsAt.In(env.Location).Format(time.DateTime), s.CreatedBy, s.Comment)
+			s.EndsAt.In(env.Location).Format(timeLayout), s.CreatedBy, s.Comment)
 	}
 	return tw.Flush()
 }
@@ -194,7 +194,7 @@ notifications a receiver refused for good, with the reason.`)
 	tw = tabwriter.NewWriter(env.Stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "AT\tRECEIVER\tSTATUS\tALERTS\tTRIES\tREASON")
 	for _, d := range out.DeadLetters {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\n", d.At.In(env.Location).Format(time.DateTime), d.Receiver, d.Status,
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\n", d.At.In(env.Location).Format(timeLayout), d.Receiver, d.Status,
 			strings.Join(d.Alerts, ", "), d.Attempts, d.Reason)
 	}
 	return tw.Flush()

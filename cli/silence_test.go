@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"golang.org/x/crypto/bcrypt"
 
@@ -83,9 +84,9 @@ func TestSilenceAndOutboxCommands(t *testing.T) {
 }
 
 // TestCommandsWithAuthentication: against a daemon with TLS, an API token
-// and a basic-auth user, `gpuwatch silence` and `outbox` get in with the
-// credentials of --config, of --token-file or of --user, and are refused,
-// saying why, without.
+// and a basic-auth user, `gpuwatch silence`, `outbox` and `status` get in
+// with the credentials of --config, of --token-file or of --user, and are
+// refused, saying why, without.
 func TestCommandsWithAuthentication(t *testing.T) {
 	dir := t.TempDir()
 	certFile, _ := testcert.Write(t, dir)
@@ -114,13 +115,30 @@ rules:
 	waitFor(t, &run.stderr, "HTTP API listening")
 
 	tokenFile, passwordFile := filepath.Join(dir, "api-token"), filepath.Join(dir, "password")
+	// status shows the daemon's view once it has sampled the GPUs.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		got := gpuwatch(t, "status", "--server", addr, "--ca-file", certFile, "--token-file", tokenFile)
+		if got.code == cli.ExitOK {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("status --server: no sample after 10s: exit %d\n%s", got.code, got.stderr)
+		}
+	}
 	for _, args := range [][]string{
 		{"silence", "add", "--config", path, "alert=GPUHot"},
 		{"silence", "list", "--server", addr, "--ca-file", certFile, "--token-file", tokenFile},
 		{"outbox", "list", "--server", "https://" + addr, "--ca-file", certFile, "--user", "admin", "--password-file", passwordFile},
+		{"status", "--server", addr, "--ca-file", certFile, "--token-file", tokenFile},
+		{"status", "--server", "https://" + addr, "--ca-file", certFile, "--user", "admin", "--password-file", passwordFile},
+		{"status", "--config", path},
 	} {
-		if got := gpuwatch(t, args...); got.code != cli.ExitOK {
+		got := gpuwatch(t, args...)
+		if got.code != cli.ExitOK {
 			t.Errorf("gpuwatch %v: exit %d, want 0\nstdout: %s\nstderr: %s", args, got.code, got.stdout, got.stderr)
+		}
+		if args[0] == "status" && !strings.Contains(got.stdout, "(the last sample of gpuwatch run at "+addr+")") {
+			t.Errorf("gpuwatch %v: got\n%s\nwant the running daemon's view", args, got.stdout)
 		}
 	}
 	for _, c := range []struct {
@@ -130,6 +148,7 @@ rules:
 		{[]string{"silence", "list", "--server", addr, "--ca-file", certFile}, "this gpuwatch asks for credentials"},
 		{[]string{"outbox", "list", "--server", "https://" + addr, "--token-file", tokenFile}, "its TLS certificate is not trusted"},
 		{[]string{"silence", "list", "--config", path, "--user", "admin"}, "--user needs --password-file"},
+		{[]string{"status", "--server", addr, "--ca-file", certFile}, "this gpuwatch asks for credentials"},
 	} {
 		got := gpuwatch(t, c.args...)
 		if got.code == cli.ExitOK || !strings.Contains(got.stderr, c.want) {

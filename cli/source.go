@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"time"
 
 	"github.com/gpuwatch/gpuwatch/config"
@@ -50,7 +49,15 @@ func openSource(c *config.Config, env *Env, logger *slog.Logger) (gpu.Source, er
 		}
 		return s, nil
 	case "replay":
-		r, err := replay.Open(c.Source.Replay.File, replay.Options{Host: host, Location: env.Location, Logger: logger})
+		// A log is of its own host: the config's host: when it sets one,
+		// else the host the log names, or its file's name.
+		rs := c.Source.Replay
+		var total uint64 // 0: from the log, or the GPU's name
+		if rs.MemoryTotal != "" {
+			total, _ = replay.ParseMemory(rs.MemoryTotal) // checked with the config
+		}
+		r, err := replay.Open(rs.File, replay.Options{Host: c.Host, Location: env.Location, Logger: logger,
+			Columns: rs.Columns, MemoryTotal: total, SkipBad: rs.SkipBad, Warnings: env.Stderr})
 		if err != nil {
 			return nil, replayErr(err)
 		}
@@ -72,9 +79,14 @@ func openNVML(host string, logger *slog.Logger) (*nvml.Sampler, error) {
 	return s, nil
 }
 
-// simStart is when the demo's simulated time begins: a fixed instant, so a
-// demo with a seed prints the same times on every run.
-func simStart() time.Time { return time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC) }
+// demoStart is when the demo's simulated time begins: 09:00 today (as of
+// now, in loc), so that its alerts are of today where they are read (Slack
+// says "Today 09:33", not a date long past), and a demo with a seed prints
+// the same times on every run of a day.
+func demoStart(now time.Time, loc *time.Location) time.Time {
+	y, m, d := now.In(loc).Date()
+	return time.Date(y, m, d, 9, 0, 0, 0, loc)
+}
 
 // sourceClock is the clock of a source that runs in its own time, paced
 // (gpu.Pacer): the daemon stamps silences, acknowledgements, the API and
@@ -96,11 +108,11 @@ func noSamples(path string, skipped int) error {
 	return userErrf("%s has no samples: it holds no rows below its header; log with nvidia-smi --query-gpu=… --format=csv -l 5 for a while first", path)
 }
 
-// replayErr marks CSV problems as the user's (exit 1) and I/O failures as
-// runtime ones.
+// replayErr marks CSV problems as the user's (exit 1); I/O failures, a
+// missing log too, are runtime ones (exit 3).
 func replayErr(err error) error {
 	var pe *replay.ParseError
-	if errors.As(err, &pe) || errors.Is(err, os.ErrNotExist) {
+	if errors.As(err, &pe) {
 		return userErr(err)
 	}
 	return err

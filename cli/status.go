@@ -17,14 +17,14 @@ import (
 )
 
 func statusCommand(ctx context.Context, env *Env, args []string) error {
-	fs := newFlags(env, "status", "[--config FILE]", `
+	fs := newFlags(env, "status", "[--config FILE] [--server ADDR]", `
 One look at the GPUs now: memory (with a bar), utilization, temperature,
 power, and the processes on each GPU with their users and commands, and the
 active alerts when gpuwatch run is running here. Reads NVML, or with
---config the last sample and alerts of the gpuwatch run answering at the
-config's server.listen, or, when none runs, the config's source (a sim
-source works without a GPU).`)
-	path := fs.String("config", "", "config file whose source to read, and whose server.listen to ask for alerts (default: NVML on this machine)")
+--config or --server the last sample and alerts of the gpuwatch run
+answering there (with the credentials its server section asks for), or,
+when none runs, the source of --config (a sim source works without a GPU).`)
+	api := serverFlagsFor(fs, "config file of the running gpuwatch, to ask it at its server.listen, or, when none runs, whose source to read (default: NVML on this machine)")
 	args, err := parseFlags(env, fs, args)
 	if err != nil {
 		return err
@@ -36,68 +36,74 @@ source works without a GPU).`)
 	if err != nil {
 		return err
 	}
-	var snap *gpu.Snapshot
-	server := &config.Server{}
-	if *path == "" {
+	c, err := api.client(env)
+	if err != nil {
+		return err
+	}
+	if *api.config == "" && *api.server == "" {
 		s, err := openNVML(hostName(nil), logger)
 		if err != nil {
 			return err
 		}
 		defer s.Close()
-		if snap, err = s.Sample(ctx, time.Now()); err != nil {
+		snap, err := s.Sample(ctx, time.Now())
+		if err != nil {
 			return fmt.Errorf("sample: %w", err)
 		}
-	} else {
-		cfg, err := loadConfig(*path, env)
-		if err != nil {
-			return err
-		}
-		server = &cfg.Server
-		// The running daemon's view, when there is one: its last sample
-		// and its alerts are of one moment (a simulation of its own here
-		// would show another).
-		if view, addr, ok := daemonStatus(ctx, env, server); ok {
-			for i, snap := range view.snapshots() {
-				if i > 0 {
-					fmt.Fprintln(env.Stdout)
-				}
-				printStatus(env.Stdout, snap, env.Location)
+		printStatus(env.Stdout, snap, env.Location)
+		printDaemonAlerts(ctx, env, c)
+		return nil
+	}
+	// The running daemon's view, when there is one: its last sample and
+	// its alerts are of one moment (a simulation of its own here would
+	// show another).
+	view, err := daemonStatus(ctx, c)
+	switch {
+	case err == nil:
+		for i, snap := range view.snapshots() {
+			if i > 0 {
+				fmt.Fprintln(env.Stdout)
 			}
-			fmt.Fprintf(env.Stdout, "\n(the last sample of gpuwatch run at %s)\n", addr)
-			printAlerts(env, view.Alerts)
-			return nil
+			printStatus(env.Stdout, snap, env.Location)
 		}
-		cfg.Source.Sim.Speed, cfg.Source.Replay.Speed = 0, 0
-		src, err := openSource(cfg, env, logger)
-		if err != nil {
-			return err
-		}
-		defer src.Close()
-		if snap, err = src.Next(ctx); err != nil {
-			return fmt.Errorf("sample: %w", err)
-		}
+		fmt.Fprintf(env.Stdout, "\n(the last sample of gpuwatch run at %s)\n", strings.TrimPrefix(strings.TrimPrefix(c.base, "http://"), "https://"))
+		printAlerts(env, view.Alerts)
+		return nil
+	case *api.config == "": // --server names a daemon, which does not answer
+		return err
+	}
+	cfg, err := loadConfigParts(*api.config, env, config.PartServer, config.PartHost, config.PartSource)
+	if err != nil {
+		return err
+	}
+	cfg.Source.Sim.Speed, cfg.Source.Replay.Speed = 0, 0
+	src, err := openSource(cfg, env, logger)
+	if err != nil {
+		return err
+	}
+	defer src.Close()
+	snap, err := src.Next(ctx)
+	if err != nil {
+		return fmt.Errorf("sample: %w", err)
 	}
 	printStatus(env.Stdout, snap, env.Location)
-	printDaemonAlerts(ctx, env, server)
 	return nil
 }
 
 // statusView is what GET /api/v1/status answers.
 type statusView daemon.StatusJSON
 
-// daemonStatus asks the daemon at server for its last sample and alerts;
-// false when none answers, or it has no sample yet.
-func daemonStatus(ctx context.Context, env *Env, server *config.Server) (*statusView, string, bool) {
-	c, err := newAPIClient(env, "", server, credentials{})
-	if err != nil {
-		return nil, "", false
-	}
-	c.client.Timeout = time.Second
+// daemonStatus asks the daemon for its last sample and alerts, waiting a
+// second at most; an error when none answers, or it has no sample yet.
+func daemonStatus(ctx context.Context, c *apiClient) (*statusView, error) {
 	var view statusView
-	if err := c.do(ctx, "GET", "/api/v1/status", nil, &view); err != nil || view.Time == nil {
-		return nil, "", false
+	if err := c.waiting(time.Second).do(ctx, "GET", "/api/v1/status", nil, &view); err != nil {
+		return nil, err
 	}
-	return &view, strings.TrimPrefix(strings.TrimPrefix(c.base, "http://"), "https://"), true
+	if view.Time == nil {
+		return nil, fmt.Errorf("gpuwatch at %s has not sampled the GPUs yet: try again in a few seconds", c.base)
+	}
+	return &view, nil
 }
 
 // snapshots turn the API's answer back into the snapshots it describes:
@@ -130,14 +136,9 @@ func snapshotOf(host string, at time.Time, gpus []daemon.GPUJSON) *gpu.Snapshot 
 
 // printDaemonAlerts lists the running daemon's pending and firing alerts;
 // without a daemon to ask, it prints nothing: status works on its own.
-func printDaemonAlerts(ctx context.Context, env *Env, server *config.Server) {
-	c, err := newAPIClient(env, "", server, credentials{})
-	if err != nil {
-		return
-	}
-	c.client.Timeout = time.Second
+func printDaemonAlerts(ctx context.Context, env *Env, c *apiClient) {
 	var alerts []daemon.AlertJSON
-	if err := c.do(ctx, "GET", "/api/v1/alerts", nil, &alerts); err != nil {
+	if err := c.waiting(time.Second).do(ctx, "GET", "/api/v1/alerts", nil, &alerts); err != nil {
 		return
 	}
 	printAlerts(env, alerts)
@@ -158,14 +159,29 @@ func printAlerts(env *Env, alerts []daemon.AlertJSON) {
 		case a.Host != "":
 			where = a.Host + " " + where
 		}
-		fmt.Fprintf(env.Stdout, "  %-8s %s [%s] %s since %s: %s\n", strings.ToUpper(a.State), a.Alert, a.Severity, where,
-			a.Since.In(env.Location).Format(time.DateTime), a.ValueText)
+		state := a.State
+		if a.Silenced != nil && state == "firing" {
+			state = "silenced"
+		}
+		fmt.Fprintf(env.Stdout, "  %-8s %s [%s] %s since %s: %s\n", strings.ToUpper(state), a.Alert, a.Severity, where,
+			a.Since.In(env.Location).Format(timeLayout), a.ValueText)
+		if s := a.Silenced; s != nil {
+			by := s.CreatedBy
+			if by == "" {
+				by = "someone"
+			}
+			fmt.Fprintf(env.Stdout, "           silenced until %s by %s (silence %s)", s.EndsAt.In(env.Location).Format(timeLayout), by, s.ID)
+			if s.Comment != "" {
+				fmt.Fprintf(env.Stdout, ": %s", s.Comment)
+			}
+			fmt.Fprintln(env.Stdout)
+		}
 	}
 }
 
 // printStatus writes the status view of a snapshot.
 func printStatus(w io.Writer, s *gpu.Snapshot, loc *time.Location) {
-	fmt.Fprintf(w, "%s · %s · %s\n", s.Host, s.Time.In(loc).Format("2006-01-02 15:04:05 MST"), plural.Count(len(s.Devices), "GPU"))
+	fmt.Fprintf(w, "%s · %s · %s\n", s.Host, s.Time.In(loc).Format(timeLayout), plural.Count(len(s.Devices), "GPU"))
 	for i := range s.Devices {
 		d := &s.Devices[i]
 		fmt.Fprintf(w, "\nGPU %d  %s  %s\n", d.Index, d.Name, d.UUID)

@@ -18,6 +18,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/gpuwatch/gpuwatch/gpu/replay"
 	"github.com/gpuwatch/gpuwatch/gpu/sim"
 	"github.com/gpuwatch/gpuwatch/internal/plural"
 	"github.com/gpuwatch/gpuwatch/internal/strictyaml"
@@ -63,13 +64,21 @@ type Source struct {
 type SimSource struct {
 	Scenario string  `yaml:"scenario"`
 	Seed     uint64  `yaml:"seed"`
-	Speed    float64 `yaml:"speed"` // simulated seconds per real second; 0 as fast as possible
+	Speed    float64 `yaml:"speed"` // simulated seconds per real second (default 1); 0 as fast as possible
 }
 
-// ReplaySource configures replaying an nvidia-smi CSV log.
+// ReplaySource configures replaying a GPU log (any format replay reads).
 type ReplaySource struct {
 	File  string  `yaml:"file"`
 	Speed float64 `yaml:"speed"` // 0: as fast as the CPU goes
+	// Columns names the columns of a CSV log written without its header
+	// (--format=csv,noheader), as replay's --columns does.
+	Columns string `yaml:"columns"`
+	// MemoryTotal is each GPU's memory ("80GiB") for a log without
+	// memory.total, as replay's --memory-total does.
+	MemoryTotal string `yaml:"memory_total"`
+	// SkipBad skips malformed rows, counting them, as --skip-bad does.
+	SkipBad bool `yaml:"skip_bad"`
 }
 
 // Storage says where gpuwatch keeps its state.
@@ -117,6 +126,9 @@ const (
 	DefaultInterval    = 5 * time.Second
 	DefaultStoragePath = "/var/lib/gpuwatch/gpuwatch.db"
 	DefaultListen      = "127.0.0.1:9477"
+	// DefaultSimSpeed is a sim source's speed: simulated seconds per real
+	// second, the wall clock's.
+	DefaultSimSpeed = 1
 )
 
 // fileYAML is the file as written; rules stay a node so their errors point
@@ -139,7 +151,7 @@ type fileYAML struct {
 // lookup resolves ${ENV} variables (os.LookupEnv). The error lists every
 // problem (a strictyaml.Errors) or says why the file could not be read.
 func Load(path string, lookup func(string) (string, bool)) (*Config, error) {
-	data, err := os.ReadFile(path)
+	data, err := strictyaml.ReadData(path)
 	if err != nil {
 		return nil, fmt.Errorf("read config: %w", err)
 	}
@@ -148,11 +160,18 @@ func Load(path string, lookup func(string) (string, bool)) (*Config, error) {
 
 // Parse is Load on text already read; lookup resolves ${ENV} variables.
 func Parse(file string, data []byte, lookup func(string) (string, bool)) (*Config, error) {
-	root, err := strictyaml.Parse(file, data)
+	return parse(file, data, lookup, nil)
+}
+
+// parse is Parse of the parts named, or of every part when parts is nil
+// (see LoadParts).
+func parse(file string, data []byte, lookup func(string) (string, bool), parts []Part) (*Config, error) {
+	root, err := parseDocument(file, data)
 	if err != nil {
 		return nil, err
 	}
-	errs, redactor := expandEnv(file, root, lookup)
+	sections := sectionsOf(root)
+	errs, redactor := expandEnv(file, sections.used(parts), lookup)
 	if len(errs) > 0 {
 		return nil, errs
 	}
@@ -175,15 +194,18 @@ func Parse(file string, data []byte, lookup func(string) (string, bool)) (*Confi
 			r.Alertmanager.ResolvePaths(func(p string) string { return besideConfig(file, p) })
 		}
 	}
-	if y.Rules.Kind != 0 {
+	if y.Rules.Kind != 0 && uses(parts, PartRules) {
 		inline, rerrs := rules.ParseList(file, &y.Rules)
 		c.Rules = append(c.Rules, inline...)
 		errs = append(errs, rerrs...)
 	}
-	errs = append(errs, c.loadRuleFiles(root)...)
+	if uses(parts, PartRuleFiles) {
+		errs = append(errs, c.loadRuleFiles(root)...)
+	}
 	errs = append(errs, rules.CheckUnique(c.Rules)...)
 	errs = append(errs, c.checkRuleCount()...)
 	errs = append(errs, c.validate(root)...)
+	errs = sections.only(file, parts, errs)
 	errs.Sort()
 	redact(errs, redactor)
 	return c, errs.Err()
@@ -209,6 +231,11 @@ func (c *Config) applyDefaults(lookup func(string) (string, bool)) {
 	c.prometheusDefaults(intervalSet)
 	if c.Source.Sim.Scenario == "" {
 		c.Source.Sim.Scenario = "all"
+	}
+	if !c.written("source", "sim", "speed") {
+		// A simulation runs on the wall clock unless told otherwise: run
+		// is a daemon; gpuwatch demo is where time runs fast.
+		c.Source.Sim.Speed = DefaultSimSpeed
 	}
 	if c.Storage.Path == "" {
 		c.Storage.Path = DefaultStorage(lookup)
@@ -258,6 +285,21 @@ func (c *Config) loadRuleFiles(root *yaml.Node) strictyaml.Errors {
 		}
 	}
 	return errs
+}
+
+// written reports whether the file sets the value at keys (an empty value
+// sets nothing: it keeps the default, as strictyaml decodes it).
+func (c *Config) written(keys ...string) bool {
+	if c.root == nil {
+		return false
+	}
+	n := strictyaml.Resolve(c.root)
+	for _, key := range keys {
+		if n = mappingValue(n, key); n == nil {
+			return false
+		}
+	}
+	return !(n.Kind == yaml.ScalarNode && (n.Tag == "!!null" || n.Value == ""))
 }
 
 // nodePath finds the value at root.keys[0].keys[1]… for an error position;
@@ -322,6 +364,16 @@ func (c *Config) validate(root *yaml.Node) strictyaml.Errors {
 		}
 		if c.Source.Replay.Speed < 0 {
 			fail(at("source", "replay", "speed"), "source.replay.speed must be 0 (as fast as possible) or more")
+		}
+		if cols := c.Source.Replay.Columns; cols != "" {
+			if err := replay.CheckColumns(cols); err != nil {
+				fail(at("source", "replay", "columns"), "source.replay.columns %v", err)
+			}
+		}
+		if total := c.Source.Replay.MemoryTotal; total != "" {
+			if _, err := replay.ParseMemory(total); err != nil {
+				fail(at("source", "replay", "memory_total"), "source.replay.memory_total %q: %v", total, err)
+			}
 		}
 	case "prometheus":
 		c.checkPrometheus(at, fail)

@@ -9,10 +9,12 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"golang.org/x/crypto/bcrypt"
+	"gopkg.in/yaml.v3"
 
 	"github.com/gpuwatch/gpuwatch/internal/strictyaml"
 	"github.com/gpuwatch/gpuwatch/internal/testcert"
@@ -120,6 +122,11 @@ var configFailures = map[string][]string{
 	},
 	"replay_no_file.bad.yaml": {
 		`4:5: source.replay.file is required with type replay: the nvidia-smi CSV log to replay`,
+	},
+	// A headerless log's columns and a total without its unit.
+	"replay_options.bad.yaml": {
+		`5:14: source.replay.columns "foo,bar": none of these is a column gpuwatch reads; name the --query-gpu fields, as in timestamp,index,memory.used,memory.total`,
+		`6:19: source.replay.memory_total "80": want an amount with its unit, as in 80GiB or 24576MiB`,
 	},
 	"replay_no_section.bad.yaml": {
 		`2:3: source.replay.file is required with type replay: the nvidia-smi CSV log to replay`,
@@ -268,7 +275,7 @@ func TestRuleFileThatIsAFolder(t *testing.T) {
 	}
 	path := filepath.Join(dir, "gpuwatch.yaml")
 	_, err := Parse(path, []byte("rule_files:\n  - rules.yaml\n"), noEnv)
-	want := path + ":2:5: rule_files: read rule file: read " + filepath.Join(dir, "rules.yaml") + ": is a directory"
+	want := path + ":2:5: rule_files: read rule file: " + filepath.Join(dir, "rules.yaml") + " is not a regular file but a folder: name a YAML file"
 	if err == nil || err.Error() != want {
 		t.Errorf("got %v, want %s", err, want)
 	}
@@ -560,7 +567,7 @@ func ruleFilePatterns(file string, data []byte, env func(string) (string, bool))
 	if err != nil {
 		return nil
 	}
-	if errs, _ := expandEnv(file, root, env); len(errs) > 0 {
+	if errs, _ := expandEnv(file, []*yaml.Node{root}, env); len(errs) > 0 {
 		return nil
 	}
 	var y fileYAML
@@ -704,5 +711,50 @@ route:
 	if !slices.Equal(got, want) || am.ResendInterval != 30*time.Second || len(am.URLs) != 2 {
 		t.Errorf("got files %q, resend_interval %v, urls %q; want files %q beside the config, 30s and both URLs",
 			got, am.ResendInterval, am.URLs, want)
+	}
+}
+
+// TestLoadRefusesWhatIsNotAConfig: a config or rule file that is not a
+// regular file (a device, a FIFO) or is over 16 MiB is refused at once,
+// saying what it is, without reading it: /dev/zero would fill the memory,
+// a FIFO would wait for a writer for ever.
+func TestLoadRefusesWhatIsNotAConfig(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "fifo.yaml")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	big := filepath.Join(dir, "big.yaml")
+	f, err := os.Create(big)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Truncate(strictyaml.MaxFileSize + 1); err != nil { // sparse: no disk used
+		t.Fatal(err)
+	}
+	f.Close()
+	for _, c := range []struct{ path, want string }{
+		{"/dev/zero", "/dev/zero is not a regular file but a character device"},
+		{fifo, fifo + " is not a regular file but a named pipe (FIFO)"},
+		{big, big + " has 16777217 bytes, more than the 16 MiB a config or rule file may have"},
+	} {
+		if _, err := Load(c.path, noEnv); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("Load(%s): %v, want %q", c.path, err, c.want)
+		}
+		_, err := Parse(filepath.Join(dir, "gpuwatch.yaml"), []byte("rule_files: ["+c.path+"]\n"), noEnv)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("rule_files: [%s]: %v, want %q", c.path, err, c.want)
+		}
+	}
+}
+
+// TestInvalidUTF8Position: a byte that is not UTF-8 is reported where it
+// is, not at 1:1.
+func TestInvalidUTF8Position(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "gpuwatch.yaml")
+	_, err := Parse(path, []byte("source: {type: sim}\nhost: caf\xe9-1\n"), noEnv)
+	want := path + ":2:10: invalid UTF-8 (byte 0xe9)"
+	if err == nil || !strings.HasPrefix(err.Error(), want) {
+		t.Errorf("got %v, want %s…", err, want)
 	}
 }

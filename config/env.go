@@ -12,13 +12,13 @@ import (
 	"github.com/gpuwatch/gpuwatch/internal/strictyaml"
 )
 
-// expandEnv replaces ${VAR} and ${VAR:-default} in every scalar of the tree,
-// in place, so positions stay those of the file. $$ is a literal $. A
-// variable that is unset and has no default is an error: a secret that is
-// silently empty fails far from where it was meant to be set. The redactor
-// it returns puts ${VAR} back in place of the values of variables, so that
-// an error quoting an expanded value shows no secret.
-func expandEnv(file string, n *yaml.Node, lookup func(string) (string, bool)) (strictyaml.Errors, *strings.Replacer) {
+// expandEnv replaces ${VAR} and ${VAR:-default} in every scalar of the
+// trees, in place, so positions stay those of the file. $$ is a literal $.
+// A variable that is unset and has no default is an error: a secret that
+// is silently empty fails far from where it was meant to be set. The
+// redactor it returns puts ${VAR} back in place of the values of
+// variables, so that an error quoting an expanded value shows no secret.
+func expandEnv(file string, trees []*yaml.Node, lookup func(string) (string, bool)) (strictyaml.Errors, *strings.Replacer) {
 	var errs strictyaml.Errors
 	used := map[string]string{} // value → variable name
 	seen := func(name, value string) {
@@ -40,7 +40,9 @@ func expandEnv(file string, n *yaml.Node, lookup func(string) (string, bool)) (s
 			walk(c)
 		}
 	}
-	walk(n)
+	for _, n := range trees {
+		walk(n)
+	}
 	values := slices.Collect(maps.Keys(used))
 	// Longer values first, so a secret that contains another is replaced
 	// whole.

@@ -62,7 +62,7 @@ func TestExpandEnvEverywhere(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	errs, _ := expandEnv("c.yaml", root, lookupFrom(map[string]string{"X": "x", "K": "key"}))
+	errs, _ := expandEnv("c.yaml", []*yaml.Node{root}, lookupFrom(map[string]string{"X": "x", "K": "key"}))
 	var got []string
 	for _, e := range errs {
 		got = append(got, e.Error())
@@ -96,7 +96,7 @@ func TestRedactor(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, r := expandEnv("c.yaml", root, lookupFrom(map[string]string{
+	_, r := expandEnv("c.yaml", []*yaml.Node{root}, lookupFrom(map[string]string{
 		"LONG":   "secret-value",
 		"LONGER": "secret-value-2", // holds LONG: replaced whole
 		"SHORT":  "sim",            // too short to hide

@@ -19,7 +19,10 @@ type PrometheusSource struct {
 	Selector string `yaml:"selector"` // label matchers added to every query: {cluster="a"}
 	Schema   string `yaml:"schema"`   // gpuwatch | dcgm | auto
 	// Timeout bounds each query.
-	Timeout         time.Duration         `yaml:"timeout"`
+	Timeout time.Duration `yaml:"timeout"`
+	// HostDownFor is how long Prometheus must fail to scrape a host's
+	// exporter before the hub raises GPUHostDown for it.
+	HostDownFor     time.Duration         `yaml:"host_down_for"`
 	BearerToken     string                `yaml:"bearer_token"`
 	BearerTokenFile string                `yaml:"bearer_token_file"`
 	BasicAuth       *httpclient.BasicAuth `yaml:"basic_auth"`
@@ -33,6 +36,9 @@ const (
 	// same samples again.
 	DefaultPrometheusInterval = 30 * time.Second
 	DefaultPrometheusTimeout  = prometheus.DefaultTimeout
+	// DefaultHostDownFor is source.prometheus.host_down_for: a scrape or
+	// two may fail without a host being down.
+	DefaultHostDownFor = time.Minute
 )
 
 // client is the HTTP client settings of the source.
@@ -54,7 +60,12 @@ func (c *Config) prometheusDefaults(intervalSet bool) {
 		p.Schema = string(prometheus.SchemaAuto)
 	}
 	if p.Timeout == 0 {
-		p.Timeout = DefaultPrometheusTimeout
+		// A default follows what the user set: a query waits at most
+		// until the next evaluation is due.
+		p.Timeout = min(DefaultPrometheusTimeout, c.Source.Interval)
+	}
+	if p.HostDownFor == 0 {
+		p.HostDownFor = DefaultHostDownFor
 	}
 	cl := p.client()
 	cl.ResolvePaths(func(f string) string { return besideConfig(c.File, f) })
@@ -74,6 +85,9 @@ func (c *Config) checkPrometheus(at func(...string) *yaml.Node, fail func(*yaml.
 	}
 	if _, err := prometheus.ParseSchema(p.Schema); err != nil {
 		fail(key("schema"), "source.prometheus.%v", err)
+	}
+	if p.HostDownFor < 0 {
+		fail(key("host_down_for"), "source.prometheus.host_down_for %v is negative: give how long a host's exporter must be down before GPUHostDown fires, such as 1m", p.HostDownFor)
 	}
 	if p.Timeout > c.Source.Interval {
 		fail(key("timeout"), "source.prometheus.timeout %v is longer than source.interval %v: evaluations would wait for each other; make it shorter", p.Timeout, c.Source.Interval)

@@ -2,6 +2,7 @@ package config
 
 import (
 	"crypto/tls"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -9,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gpuwatch/gpuwatch/gpu/prometheus"
 	"github.com/gpuwatch/gpuwatch/internal/testcert"
@@ -141,5 +143,58 @@ func TestPrometheusPlainHTTPWarning(t *testing.T) {
 		if got := len(c.Warnings()) == 1; got != warn {
 			t.Errorf("%s: warnings %q, want a warning %v", url, c.Warnings(), warn)
 		}
+	}
+}
+
+// TestDefaultsFollowWhatIsSet: a default the user did not write never
+// makes check refuse the config: a prometheus source evaluated every 2s
+// waits at most 2s for a query, and a sim source alone runs on the wall
+// clock (gpuwatch demo is where time runs fast).
+func TestDefaultsFollowWhatIsSet(t *testing.T) {
+	tests := []struct {
+		name, text string
+		check      func(c *Config) string
+	}{
+		{"prometheus timeout under a short interval", "source:\n  type: prometheus\n  interval: 2s\n  prometheus: {url: http://127.0.0.1:9090}\n",
+			func(c *Config) string {
+				if c.Source.Prometheus.Timeout != 2*time.Second {
+					return fmt.Sprintf("timeout %v, want 2s, the interval", c.Source.Prometheus.Timeout)
+				}
+				return ""
+			}},
+		{"prometheus timeout with the default interval", "source:\n  type: prometheus\n  prometheus: {url: http://127.0.0.1:9090}\n",
+			func(c *Config) string {
+				if c.Source.Prometheus.Timeout != DefaultPrometheusTimeout {
+					return fmt.Sprintf("timeout %v, want %v", c.Source.Prometheus.Timeout, DefaultPrometheusTimeout)
+				}
+				return ""
+			}},
+		{"sim alone", "source: {type: sim}\n", func(c *Config) string {
+			if c.Source.Sim.Speed != 1 {
+				return fmt.Sprintf("sim speed %v, want 1: the wall clock", c.Source.Sim.Speed)
+			}
+			return ""
+		}},
+		{"sim as fast as it goes when asked", "source: {type: sim, sim: {speed: 0}}\n", func(c *Config) string {
+			if c.Source.Sim.Speed != 0 {
+				return fmt.Sprintf("sim speed %v, want 0 as written", c.Source.Sim.Speed)
+			}
+			return ""
+		}},
+	}
+	for _, tt := range tests {
+		c, err := Parse("config.yaml", []byte(tt.text), noEnv)
+		if err != nil {
+			t.Errorf("%s: %v", tt.name, err)
+			continue
+		}
+		if problem := tt.check(c); problem != "" {
+			t.Errorf("%s: %s", tt.name, problem)
+		}
+	}
+	// What the user writes is still checked.
+	_, err := Parse("config.yaml", []byte("source:\n  type: prometheus\n  interval: 2s\n  prometheus: {url: http://127.0.0.1:9090, timeout: 10s}\n"), noEnv)
+	if err == nil || !strings.Contains(err.Error(), "source.prometheus.timeout 10s is longer than source.interval 2s") {
+		t.Errorf("a written timeout over the interval: got %v, want it refused", err)
 	}
 }

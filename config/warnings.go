@@ -25,6 +25,11 @@ func (c *Config) Warnings() []string {
 		out = append(out, fmt.Sprintf("%s: source.prometheus.url is plain http:// to another machine, and the credentials would cross the network "+
 			"in clear; use https:// (with tls.ca_file for a private CA)", c.File))
 	}
+	for _, r := range c.Rules {
+		for _, w := range r.Warnings {
+			out = append(out, w.Error())
+		}
+	}
 	return out
 }
 

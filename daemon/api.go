@@ -9,11 +9,11 @@ import (
 	"net"
 	"net/http"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/gpuwatch/gpuwatch/gpu"
 	"github.com/gpuwatch/gpuwatch/notifier"
+	"github.com/gpuwatch/gpuwatch/slackbot"
 )
 
 // maxBody is the largest request body the API reads.
@@ -66,16 +66,20 @@ func (d *Daemon) Addr() string {
 //	POST   /api/v1/silences          {"matchers":["alert=\"GPUHot\""],"duration":"2h","created_by":"alice","comment":"fan repair"}
 //	DELETE /api/v1/silences/{id}     expire a silence now
 //	GET    /api/v1/outbox            notifications waiting per receiver, and the dead letters
-//	GET    /api/v1/digest            the usage digest as text; ?window=24h&name=daily
+//	GET    /api/v1/digest            the usage digest; ?window=24h&name=daily&format=text|markdown|blocks|json|png
 //	GET    /api/v1/charts/ID.png             a chart a notification names (its chart_url)
 //	POST   /slack/commands, /slack/actions   the Slack app, when slack.signing_secret is set
+//	GET    /                         the page in the browser (package web), with its files and answers
 //
 // A known path asked with another method gets 405. With server.tls it is
 // served over HTTPS; with server.bearer_token(_file) or
-// server.basic_auth_users every path but /healthz and /slack/ asks for
-// credentials (401 without).
+// server.basic_auth_users every path but /healthz, /slack/ and the page's
+// files asks for credentials (401 without), or a browser login session
+// (/login). A browser's request that changes state for another site's
+// page is refused (403).
 func (d *Daemon) Handler() http.Handler {
 	mux := http.NewServeMux()
+	d.page.Register(mux)
 	mux.HandleFunc("GET /healthz", d.healthz)
 	mux.Handle("GET /metrics", d.metricsHandler())
 	mux.HandleFunc("GET /api/v1/status", d.status)
@@ -89,11 +93,7 @@ func (d *Daemon) Handler() http.Handler {
 	mux.HandleFunc("GET /api/v1/outbox", d.outbox)
 	mux.HandleFunc("GET /api/v1/digest", d.digestText)
 	mux.HandleFunc("GET /api/v1/charts/{file}", d.chartFile)
-	h := http.MaxBytesHandler(mux, maxBody)
-	if d.auth != nil {
-		h = d.requireAuth(d.auth, h)
-	}
-	return h
+	return d.pageHandler(http.MaxBytesHandler(mux, maxBody))
 }
 
 // SilenceJSON is a silence as the API shows it.
@@ -208,16 +208,18 @@ func (d *Daemon) addSilence(w http.ResponseWriter, r *http.Request) {
 		}
 		sil.Matchers = append(sil.Matchers, m)
 	}
-	added, err := d.silences.Add(sil, now)
+	added, err := d.AddSilence(sil)
 	switch {
 	case errors.Is(err, notifier.ErrTooManySilences):
 		writeError(w, http.StatusConflict, err.Error())
+		return
+	case storeFailed(err):
+		writeStoreFailed(w, err)
 		return
 	case err != nil:
 		writeError(w, http.StatusBadRequest, err.Error())
 		return
 	}
-	d.logger.Info("silence added", "id", added.ID, "matchers", strings.Join(req.Matchers, ","), "until", added.EndsAt, "by", added.CreatedBy)
 	out := silenceJSON(added, now)
 	out.Warnings = d.silenceWarnings(added.Matchers)
 	writeJSON(w, http.StatusCreated, out)
@@ -225,12 +227,27 @@ func (d *Daemon) addSilence(w http.ResponseWriter, r *http.Request) {
 
 func (d *Daemon) expireSilence(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
-	if err := d.silences.Expire(id, d.opts.Now()); err != nil {
+	if err := d.ExpireSilence(id); storeFailed(err) {
+		writeStoreFailed(w, err)
+		return
+	} else if err != nil {
 		writeError(w, http.StatusNotFound, err.Error())
 		return
 	}
-	d.logger.Info("silence expired", "id", id)
 	writeJSON(w, http.StatusOK, map[string]string{"id": id, "state": "expired"})
+}
+
+// storeFailed reports whether a write request failed because the store
+// did not take it (stalled, or refused), not because of the request.
+func storeFailed(err error) bool {
+	return errors.Is(err, ErrStoreStalled) || errors.Is(err, notifier.ErrSilenceNotSaved)
+}
+
+// writeStoreFailed answers a write the store did not take: 503, try again
+// in a while.
+func writeStoreFailed(w http.ResponseWriter, err error) {
+	w.Header().Set("Retry-After", "30")
+	writeError(w, http.StatusServiceUnavailable, err.Error())
 }
 
 // OutboxJSON is GET /api/v1/outbox.
@@ -251,15 +268,7 @@ type DeadLetterJSON struct {
 }
 
 func (d *Daemon) outbox(w http.ResponseWriter, _ *http.Request) {
-	out := OutboxJSON{Pending: map[string]int{}, DeadLetters: []DeadLetterJSON{}}
-	for name := range d.deliverers {
-		n, err := d.db.PendingCount(name)
-		if err != nil {
-			writeError(w, http.StatusInternalServerError, "cannot read the outbox")
-			return
-		}
-		out.Pending[name] = n
-	}
+	out := OutboxJSON{Pending: d.depth.snapshot(), DeadLetters: []DeadLetterJSON{}}
 	dead, err := d.db.DeadLetters(100)
 	if err != nil {
 		writeError(w, http.StatusInternalServerError, "cannot read the dead letters")
@@ -325,6 +334,13 @@ type GPUJSON struct {
 	PowerW            notifier.Float `json:"power_w"`
 	PowerLimitW       notifier.Float `json:"power_limit_w"`
 	Processes         []gpu.Process  `json:"processes"`
+	// Use is what the GPU is doing, as /gpu status counts it: "free" (no
+	// process and under 1 GiB of memory in use), "busy", or "idle-held"
+	// (held while computing nothing).
+	Use string `json:"use"`
+	// HeldSince is when the job that holds the GPU took it, as the rules
+	// engine saw it; null while the GPU is free.
+	HeldSince *time.Time `json:"held_since"`
 }
 
 // AlertJSON is a pending or firing alert. Since is when it went pending,
@@ -341,6 +357,17 @@ type AlertJSON struct {
 	ValueText      string    `json:"value_text"`
 	Summary        string    `json:"summary"`
 	AcknowledgedBy string    `json:"acknowledged_by,omitempty"`
+	// Silenced is the silence that mutes the alert now; absent when none
+	// does. A silenced alert still fires: its notifications are not sent.
+	Silenced *SilencedJSON `json:"silenced,omitempty"`
+}
+
+// SilencedJSON says which silence mutes an alert, until when and by whom.
+type SilencedJSON struct {
+	ID        string    `json:"id"`
+	EndsAt    time.Time `json:"ends_at"`
+	CreatedBy string    `json:"created_by"`
+	Comment   string    `json:"comment,omitempty"`
 }
 
 func gpuJSON(dev *gpu.Device) GPUJSON {
@@ -348,7 +375,7 @@ func gpuJSON(dev *gpu.Device) GPUJSON {
 		Index: dev.Index, UUID: dev.UUID, Name: dev.Name,
 		UtilizationGPU: notifier.Float(dev.UtilGPU), UtilizationMemory: notifier.Float(dev.UtilMem),
 		TemperatureC: notifier.Float(dev.TempC), PowerW: notifier.Float(dev.PowerW), PowerLimitW: notifier.Float(dev.PowerLimitW),
-		Processes: dev.Processes,
+		Processes: dev.Processes, Use: slackbot.UseOf(dev),
 	}
 	if dev.MemKnown() {
 		used, total := dev.MemUsed, dev.MemTotal
@@ -367,6 +394,9 @@ func (d *Daemon) alertsJSON() []AlertJSON {
 	for i, a := range active {
 		out[i] = AlertJSON{Key: a.Key, Alert: a.Name, Severity: a.Severity, State: a.State, Host: a.Host, GPU: a.GPU, UUID: a.UUID,
 			Since: a.Since, ValueText: a.ValueText, Summary: a.Summary, AcknowledgedBy: a.Acknowledged}
+		if s := a.Silenced; s != nil {
+			out[i].Silenced = &SilencedJSON{ID: s.ID, EndsAt: s.EndsAt, CreatedBy: s.CreatedBy, Comment: s.Comment}
+		}
 	}
 	return out
 }
@@ -380,7 +410,25 @@ func (d *Daemon) status(w http.ResponseWriter, _ *http.Request) {
 	for _, snap := range d.Snapshots() {
 		out.Hosts = append(out.Hosts, HostJSON{Host: snap.Host, Time: snap.Time, GPUs: gpusJSON(snap)})
 	}
+	d.mu.Lock()
+	for _, gpus := range append([][]GPUJSON{out.GPUs}, hostGPUs(out.Hosts)...) {
+		for i := range gpus {
+			if since := d.engine.HeldSince(gpus[i].UUID, gpus[i].Index); !since.IsZero() {
+				gpus[i].HeldSince = &since
+			}
+		}
+	}
+	d.mu.Unlock()
 	writeJSON(w, http.StatusOK, out)
+}
+
+// hostGPUs is the GPUs of each host.
+func hostGPUs(hosts []HostJSON) [][]GPUJSON {
+	out := make([][]GPUJSON, len(hosts))
+	for i := range hosts {
+		out[i] = hosts[i].GPUs
+	}
+	return out
 }
 
 func gpusJSON(snap *gpu.Snapshot) []GPUJSON {

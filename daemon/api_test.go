@@ -75,9 +75,19 @@ func TestSilencesOverAPI(t *testing.T) {
 	if !strings.Contains(r.Logs.String(), "alert silenced") {
 		t.Errorf("the log does not say the alert was silenced:\n%s", r.Logs)
 	}
+	// The API shows it silenced: until when, by whom.
+	code, body := r.Do(http.MethodGet, "/api/v1/alerts", "")
+	var alerts []daemon.AlertJSON
+	if err := json.Unmarshal([]byte(body), &alerts); code != http.StatusOK || err != nil {
+		t.Fatalf("GET /api/v1/alerts: HTTP %d %v in %s", code, err, body)
+	}
+	if len(alerts) != 1 || alerts[0].State != "firing" || alerts[0].Silenced == nil ||
+		*alerts[0].Silenced != (daemon.SilencedJSON{ID: sil.ID, EndsAt: sil.EndsAt, CreatedBy: "alice", Comment: "fan repair"}) {
+		t.Errorf("GET /api/v1/alerts under the silence: got %s, want GPUHot firing, silenced by %s (alice, fan repair) until %v", body, sil.ID, sil.EndsAt)
+	}
 
 	clk.Add(2 * time.Minute)
-	code, body := r.Do(http.MethodDelete, "/api/v1/silences/"+sil.ID, "")
+	code, body = r.Do(http.MethodDelete, "/api/v1/silences/"+sil.ID, "")
 	if code != http.StatusOK {
 		t.Fatalf("DELETE: got HTTP %d %s, want 200", code, body)
 	}

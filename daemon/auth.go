@@ -3,7 +3,10 @@ package daemon
 import (
 	"crypto/sha256"
 	"crypto/subtle"
+	"math"
+	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -18,31 +21,36 @@ import (
 // server.bearer_token(_file) and server.basic_auth_users configure them:
 // a request passes with either. /healthz stays open (probes) and /slack/
 // has Slack's signatures.
+//
+// A password costs a bcrypt (tens of milliseconds of CPU) to check, so a
+// client that sends wrong ones over and over could fill the machine's
+// cores: each client (by address) may fail a few times in a row, then
+// gets 429 with Retry-After, before any bcrypt, until its allowance
+// refills (see failures). Passwords bcrypt accepted are remembered, so a
+// client that sends its password with every request costs one bcrypt.
 type authenticator struct {
 	token []byte
 	users map[string][]byte // user → bcrypt hash
 	basic bool              // say "Basic" in WWW-Authenticate
 
-	// good remembers the user and password pairs bcrypt accepted, as
-	// hashes, so a client that sends its password with every request
-	// costs one bcrypt, not one per request.
-	mu   sync.Mutex
-	good map[[sha256.Size]byte]bool
+	// verified holds, per user, the SHA-256 of the password bcrypt
+	// accepted, compared in constant time.
+	mu       sync.Mutex
+	verified map[string][sha256.Size]byte
+
+	failures failures
 
 	refused  atomic.Int64 // requests refused since the last log line
 	loggedAt atomic.Int64 // Unix ns of that line
 }
-
-// maxRemembered bounds the accepted pairs remembered.
-const maxRemembered = 256
 
 // decoyHash is compared when a user is unknown, so a wrong user takes as
 // long as a wrong password.
 var decoyHash, _ = bcrypt.GenerateFromPassword([]byte("gpuwatch decoy"), bcrypt.DefaultCost)
 
 // newAuthenticator returns the server section's authenticator, nil when it
-// asks for no credentials.
-func newAuthenticator(s *config.Server) (*authenticator, error) {
+// asks for no credentials. now is the wall clock of the failure limits.
+func newAuthenticator(s *config.Server, now func() time.Time) (*authenticator, error) {
 	if !s.Authenticated() {
 		return nil, nil
 	}
@@ -51,7 +59,7 @@ func newAuthenticator(s *config.Server) (*authenticator, error) {
 		return nil, err
 	}
 	a := &authenticator{token: []byte(token), users: map[string][]byte{}, basic: len(s.BasicAuthUsers) > 0,
-		good: map[[sha256.Size]byte]bool{}}
+		verified: map[string][sha256.Size]byte{}, failures: failures{now: now, clients: map[string]*allowance{}}}
 	for user, hash := range s.BasicAuthUsers {
 		a.users[user] = []byte(hash)
 	}
@@ -61,22 +69,62 @@ func newAuthenticator(s *config.Server) (*authenticator, error) {
 // open reports whether a path needs no credentials.
 func open(path string) bool { return path == "/healthz" || strings.HasPrefix(path, "/slack/") }
 
-// allowed reports whether r carries credentials the config accepts.
-func (a *authenticator) allowed(r *http.Request) bool {
-	if bearer, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok && len(a.token) > 0 {
-		return subtle.ConstantTimeCompare([]byte(strings.TrimSpace(bearer)), a.token) == 1
+// verdict is what the authenticator makes of a request.
+type verdict int
+
+const (
+	accepted verdict = iota
+	refused
+	tooManyFailures
+)
+
+// authenticate decides on r: the checks that cost nothing first (the
+// token, a password already verified), then, unless its client has failed
+// too often, bcrypt; a failure counts against the client, a success
+// clears its failures.
+func (a *authenticator) authenticate(r *http.Request) (verdict, time.Duration) {
+	client := clientOf(r)
+	if a.authenticated(r) {
+		a.failures.forget(client)
+		return accepted, 0
 	}
 	user, password, ok := r.BasicAuth()
 	if !ok || len(a.users) == 0 {
+		return refused, 0
+	}
+	if wait := a.failures.blocked(client); wait > 0 {
+		return tooManyFailures, wait
+	}
+	if a.checkPassword(user, password) {
+		a.failures.forget(client)
+		return accepted, 0
+	}
+	a.failures.add(client)
+	return refused, 0
+}
+
+// authenticated reports whether r carries credentials that cost nothing to
+// check: the token (`Authorization: Bearer`, the scheme in any case, as
+// RFC 9110 has it) or a user's password bcrypt accepted before.
+func (a *authenticator) authenticated(r *http.Request) bool {
+	scheme, credentials, _ := strings.Cut(r.Header.Get("Authorization"), " ")
+	if strings.EqualFold(scheme, "Bearer") && len(a.token) > 0 {
+		return subtle.ConstantTimeCompare([]byte(strings.TrimSpace(credentials)), a.token) == 1
+	}
+	user, password, ok := r.BasicAuth()
+	if !ok {
 		return false
 	}
-	pair := sha256.Sum256([]byte(user + "\x00" + password))
 	a.mu.Lock()
-	known := a.good[pair]
+	known, remembered := a.verified[user]
 	a.mu.Unlock()
-	if known {
-		return true
-	}
+	sum := sha256.Sum256([]byte(password))
+	return remembered && subtle.ConstantTimeCompare(sum[:], known[:]) == 1
+}
+
+// checkPassword checks user's password with bcrypt and remembers it when
+// it is right.
+func (a *authenticator) checkPassword(user, password string) bool {
 	hash, ok := a.users[user]
 	if !ok {
 		_ = bcrypt.CompareHashAndPassword(decoyHash, []byte(password))
@@ -86,20 +134,121 @@ func (a *authenticator) allowed(r *http.Request) bool {
 		return false
 	}
 	a.mu.Lock()
-	if len(a.good) >= maxRemembered {
-		clear(a.good)
-	}
-	a.good[pair] = true
+	a.verified[user] = sha256.Sum256([]byte(password))
 	a.mu.Unlock()
 	return true
 }
 
-// requireAuth asks next's requests for a's credentials; a refused one gets 401 and a
-// JSON error, and the log says, at most once a minute, how many were
+// clientOf names the client of r: its address, without the port.
+func clientOf(r *http.Request) string {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return r.RemoteAddr
+	}
+	return host
+}
+
+// Each client may fail failureBurst password checks in a row; its
+// allowance then refills by one every failureRefill: a person who
+// mistypes is not slowed, a loop that guesses gets a few checks a minute.
+const (
+	failureBurst  = 10
+	failureRefill = 6 * time.Second
+	// maxClients bounds the clients followed; past it, new ones share
+	// one allowance.
+	maxClients = 4096
+)
+
+// failures is the one place that counts failed password checks, per
+// client.
+type failures struct {
+	now     func() time.Time
+	mu      sync.Mutex
+	clients map[string]*allowance
+}
+
+// allowance is how many more failures a client may have, as of at.
+type allowance struct {
+	left float64
+	at   time.Time
+}
+
+// refilled returns the allowance at now.
+func (a allowance) refilled(now time.Time) float64 {
+	return min(failureBurst, a.left+float64(now.Sub(a.at))/float64(failureRefill))
+}
+
+// blocked returns how long client must wait before its password is
+// checked again; zero when it may be now.
+func (f *failures) blocked(client string) time.Duration {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	a, ok := f.clients[f.key(client)]
+	if !ok {
+		return 0
+	}
+	left := a.refilled(f.now())
+	if left >= 1 {
+		return 0
+	}
+	return time.Duration(math.Ceil((1 - left) * float64(failureRefill)))
+}
+
+// add counts a failure of client.
+func (f *failures) add(client string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	now := f.now()
+	key := f.key(client)
+	a, ok := f.clients[key]
+	if !ok {
+		if len(f.clients) >= maxClients {
+			f.prune(now)
+			key = f.key(client)
+		}
+		a = &allowance{left: failureBurst, at: now}
+		f.clients[key] = a
+	}
+	a.left, a.at = a.refilled(now)-1, now
+}
+
+// forget clears client's failures: it knew its password.
+func (f *failures) forget(client string) {
+	f.mu.Lock()
+	delete(f.clients, client)
+	f.mu.Unlock()
+}
+
+// key is where client's failures count: its own entry, or, when
+// maxClients are followed, the one every other client shares.
+func (f *failures) key(client string) string {
+	if _, ok := f.clients[client]; ok || len(f.clients) < maxClients {
+		return client
+	}
+	return ""
+}
+
+// prune forgets the clients whose allowance is full again.
+func (f *failures) prune(now time.Time) {
+	for c, a := range f.clients {
+		if a.refilled(now) >= failureBurst {
+			delete(f.clients, c)
+		}
+	}
+}
+
+// requireAuth asks next's requests for a's credentials; a refused one gets
+// 401 and a JSON error, one from a client that failed too often 429 with
+// Retry-After, and the log says, at most once a minute, how many were
 // refused. Credentials never reach the log.
 func (d *Daemon) requireAuth(a *authenticator, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if open(r.URL.Path) || a.allowed(r) {
+		if open(r.URL.Path) {
+			next.ServeHTTP(w, r)
+			return
+		}
+		v, wait := a.authenticate(r)
+		if v == accepted {
 			next.ServeHTTP(w, r)
 			return
 		}
@@ -108,6 +257,12 @@ func (d *Daemon) requireAuth(a *authenticator, next http.Handler) http.Handler {
 			a.loggedAt.Store(now)
 			a.refused.Store(0)
 			d.logger.Warn("HTTP API requests without valid credentials refused", "requests", n, "last_from", r.RemoteAddr, "path", r.URL.Path)
+		}
+		if v == tooManyFailures {
+			secs := int(math.Ceil(wait.Seconds()))
+			w.Header().Set("Retry-After", strconv.Itoa(secs))
+			writeError(w, http.StatusTooManyRequests, "too many wrong passwords from this address: try again in "+strconv.Itoa(secs)+"s")
+			return
 		}
 		if a.basic {
 			w.Header().Set("WWW-Authenticate", `Basic realm="gpuwatch"`)

@@ -103,6 +103,11 @@ func TestAPIAuthentication(t *testing.T) {
 	basic := func(user, password string) func(*http.Request) {
 		return func(r *http.Request) { r.SetBasicAuth(user, password) }
 	}
+	// First, while the daemon is young: its source never samples, and
+	// past 30s without a sample /healthz rightly answers 503.
+	if code, body := do(http.MethodGet, "/healthz", "", nil); code != http.StatusOK || body != "ok\n" {
+		t.Errorf("GET /healthz without credentials: got HTTP %d %q, want 200 ok", code, body)
+	}
 	var answers strings.Builder
 	protected := []struct{ method, path, body string }{
 		{http.MethodGet, "/api/v1/status", ""},
@@ -132,9 +137,6 @@ func TestAPIAuthentication(t *testing.T) {
 				t.Errorf("%s %s with %s: got HTTP 401, want it let in", p.method, p.path, name)
 			}
 		}
-	}
-	if code, body := do(http.MethodGet, "/healthz", "", nil); code != http.StatusOK || body != "ok\n" {
-		t.Errorf("GET /healthz without credentials: got HTTP %d %q, want 200 ok", code, body)
 	}
 	form := url.Values{"command": {"/gpu"}, "text": {"alerts"}, "user_id": {"U1"}, "channel_id": {"C1"}}.Encode()
 	signed := slackRequest("/slack/commands", form, signingSecret, time.Now())
@@ -171,4 +173,51 @@ func mustURL(t *testing.T, raw string) *url.URL {
 		t.Fatal(err)
 	}
 	return u
+}
+
+// TestAuthFailuresLimited: a client that sends wrong passwords over and
+// over gets 429 with Retry-After once it has failed ten times, before
+// any password is checked (each check costs a bcrypt); the token still
+// lets it in, whatever the case of its scheme, and clears its failures.
+func TestAuthFailuresLimited(t *testing.T) {
+	dir := t.TempDir()
+	cfg := authConfig(t, dir)
+	r := start(t, cfg, nil)
+	client := trusting(t, cfg.Server.TLS.CertFile)
+	get := func(auth func(*http.Request)) *http.Response {
+		t.Helper()
+		req, err := http.NewRequest(http.MethodGet, "https://"+r.D.Addr()+"/api/v1/status", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		auth(req)
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp
+	}
+	wrong := func(req *http.Request) { req.SetBasicAuth("alice", "wrong") }
+	for i := range 10 {
+		if resp := get(wrong); resp.StatusCode != http.StatusUnauthorized {
+			t.Fatalf("wrong password %d: HTTP %d, want 401", i+1, resp.StatusCode)
+		}
+	}
+	resp := get(wrong)
+	if resp.StatusCode != http.StatusTooManyRequests || resp.Header.Get("Retry-After") == "" {
+		t.Errorf("the 11th wrong password in a row: HTTP %d (Retry-After %q), want 429 with Retry-After", resp.StatusCode, resp.Header.Get("Retry-After"))
+	}
+	if resp := get(func(req *http.Request) { req.SetBasicAuth("alice", apiPassword) }); resp.StatusCode != http.StatusTooManyRequests {
+		t.Errorf("the right password after too many wrong ones: HTTP %d, want 429: no password is checked until the wait is over", resp.StatusCode)
+	}
+	for _, scheme := range []string{"Bearer", "bearer", "BEARER"} {
+		if resp := get(func(req *http.Request) { req.Header.Set("Authorization", scheme+" "+apiToken) }); resp.StatusCode != http.StatusOK {
+			t.Errorf("Authorization: %s <token>: HTTP %d, want 200", scheme, resp.StatusCode)
+		}
+	}
+	if resp := get(wrong); resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("a wrong password after the token let the client in: HTTP %d, want 401: its failures were cleared", resp.StatusCode)
+	}
 }

@@ -2,19 +2,26 @@ package daemon
 
 import (
 	"cmp"
+	"context"
 	"fmt"
 	"slices"
 	"strings"
 	"time"
 
+	"github.com/gpuwatch/gpuwatch/chart"
 	"github.com/gpuwatch/gpuwatch/gpu"
+	"github.com/gpuwatch/gpuwatch/history"
 	"github.com/gpuwatch/gpuwatch/notifier"
 	"github.com/gpuwatch/gpuwatch/rules"
 	"github.com/gpuwatch/gpuwatch/slackbot"
 )
 
-// The daemon is what the Slack app asks and acts through.
-var _ slackbot.Backend = (*Daemon)(nil)
+// The daemon is what the Slack app asks and acts through, and a history
+// of its GPUs.
+var (
+	_ slackbot.Backend = (*Daemon)(nil)
+	_ history.Source   = (*Daemon)(nil)
+)
 
 // Digest is the usage digest of the window that ends now, for /gpu
 // digest: its title and its Slack blocks.
@@ -39,6 +46,7 @@ func (d *Daemon) Alerts() []slackbot.ActiveAlert {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	active := d.engine.Active()
+	now := d.opts.Now()
 	out := make([]slackbot.ActiveAlert, 0, len(active))
 	for i := range active {
 		a := &active[i]
@@ -49,16 +57,16 @@ func (d *Daemon) Alerts() []slackbot.ActiveAlert {
 		if al.Summary == "" {
 			al.Summary = pendingSummary(a, d.fleet.of(a.Host))
 		}
-		if a.Rule.When != nil {
-			al.ValueText = a.Rule.When.ValueDimension().Format(a.Value)
-		}
+		al.ValueText = a.Rule.ValueText(&a.Alert)
 		if a.State == rules.StateFiring {
 			al.Since = a.FiredAt
 			al.Acknowledged, _ = d.dispatcher.Acknowledged(al.Key)
 		}
+		al.Silenced = d.silencing(a.Labels(), now)
 		out = append(out, al)
 	}
-	if a, ok := d.sourceDownAlert(); ok {
+	for _, a := range d.ownAlerts() {
+		a.Silenced = d.silencing(map[string]string{"alert": a.Name, "severity": a.Severity, "host": a.Host}, now)
 		out = append(out, a)
 	}
 	slices.SortStableFunc(out, func(a, b slackbot.ActiveAlert) int {
@@ -67,15 +75,22 @@ func (d *Daemon) Alerts() []slackbot.ActiveAlert {
 	return out
 }
 
+// silencing is the silence that mutes an alert with these labels at now;
+// nil when none does.
+func (d *Daemon) silencing(labels map[string]string, now time.Time) *notifier.Silence {
+	if sil, ok := d.silences.MutedBy(labels, now); ok {
+		return &sil
+	}
+	return nil
+}
+
 // pendingSummary is the summary of an alert that has not fired yet (the
 // engine renders a rule's summary when its alert fires): the rule's
 // template on the latest snapshot of the alert's host.
 func pendingSummary(a *rules.AlertState, snap *gpu.Snapshot) string {
 	data := rules.TemplateData{Alert: a.Rule.Name, GPU: a.GPU, UUID: a.UUID, Value: a.Value,
 		Severity: string(a.Rule.Severity), Labels: a.Rule.Labels, Host: a.Host}
-	if a.Rule.When != nil {
-		data.ValueText = a.Rule.When.ValueDimension().Format(a.Value)
-	}
+	data.ValueText = a.Rule.ValueText(&a.Alert)
 	if snap != nil {
 		for i := range snap.Devices {
 			if dev := &snap.Devices[i]; dev.UUID == a.UUID && dev.Index == a.GPU {
@@ -98,14 +113,19 @@ func stateRank(state string) int {
 	return 1
 }
 
-// History is the memory and utilization of host's GPU index over the
-// window, one point a minute, capped at a day; false for a GPU never
-// sampled. An empty host is the latest snapshot's.
-func (d *Daemon) History(host string, index int, window time.Duration) (slackbot.History, bool) {
-	if s := d.last.Load(); s != nil && host == "" {
-		host = s.Host
+// History is the memory, utilization and temperature of the GPUs q asks
+// for: on a hub from its Prometheus, which keeps more than a restart
+// forgets, else (or when Prometheus fails) from the day the daemon keeps.
+// It makes the daemon a history.Source.
+func (d *Daemon) History(ctx context.Context, q history.Query) ([]chart.GPUHistory, error) {
+	if p := d.fleetHistory.Load(); p != nil {
+		got, err := p.History(ctx, q)
+		if err == nil {
+			return got, nil
+		}
+		d.logger.Warn("cannot read the fleet's history from Prometheus; answering from the day gpuwatch keeps", "err", err)
 	}
-	return d.history.History(host, index, window)
+	return d.history.GPUs(q), nil
 }
 
 // Silences lists every silence: active, pending, expired.
@@ -134,9 +154,14 @@ func (d *Daemon) silenceWarnings(ms notifier.Matchers) []string {
 	return out
 }
 
-// AddSilence adds and persists a silence, giving it an ID.
+// AddSilence adds and persists a silence, giving it an ID. When the store
+// does not take it within Options.WriteWait it fails with ErrStoreStalled.
 func (d *Daemon) AddSilence(s notifier.Silence) (notifier.Silence, error) {
-	added, err := d.silences.Add(s, d.opts.Now())
+	var added notifier.Silence
+	err := d.bounded(func() (err error) {
+		added, err = d.silences.Add(s, d.opts.Now())
+		return err
+	})
 	if err != nil {
 		return notifier.Silence{}, err
 	}
@@ -144,9 +169,10 @@ func (d *Daemon) AddSilence(s notifier.Silence) (notifier.Silence, error) {
 	return added, nil
 }
 
-// ExpireSilence ends a silence now.
+// ExpireSilence ends a silence now. When the store does not take it
+// within Options.WriteWait it fails with ErrStoreStalled.
 func (d *Daemon) ExpireSilence(id string) error {
-	if err := d.silences.Expire(id, d.opts.Now()); err != nil {
+	if err := d.bounded(func() error { return d.silences.Expire(id, d.opts.Now()) }); err != nil {
 		return err
 	}
 	d.logger.Info("silence expired", "id", id)
@@ -155,13 +181,14 @@ func (d *Daemon) ExpireSilence(id string) error {
 
 // Acknowledge stops the reminders of a firing alert, recording who
 // acknowledged it, durably; the acknowledgement ends when the alert
-// resolves.
+// resolves. When the store does not take it within Options.WriteWait it
+// fails with ErrStoreStalled.
 func (d *Daemon) Acknowledge(alertKey, by string) error {
 	d.mu.Lock()
 	firing := slices.ContainsFunc(d.engine.Active(), func(a rules.AlertState) bool {
 		return a.State == rules.StateFiring && notifier.AlertKey(a.Host, a.Rule.Name, a.UUID) == alertKey
 	})
-	if a, ok := d.sourceDownAlert(); ok && a.Key == alertKey {
+	if slices.ContainsFunc(d.ownAlerts(), func(a slackbot.ActiveAlert) bool { return a.Key == alertKey }) {
 		firing = true
 	}
 	if !firing {
@@ -173,7 +200,7 @@ func (d *Daemon) Acknowledge(alertKey, by string) error {
 	if err != nil {
 		return err
 	}
-	if err := d.commit(c); err != nil {
+	if err := d.bounded(func() error { return d.commit(c) }); err != nil {
 		return fmt.Errorf("save the acknowledgement of %s (it is written with the next sample if the store takes it): %w", alertKey, err)
 	}
 	d.logger.Info("alert acknowledged", "alert", alertKey, "by", by)
@@ -197,5 +224,6 @@ func (d *Daemon) restoreAcks() error {
 	if err != nil {
 		return fmt.Errorf("load acknowledgements: %w", err)
 	}
-	return d.dispatcher.RestoreAcks(acks)
+	d.dispatcher.RestoreAcks(acks, d.setAside)
+	return nil
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gpuwatch/gpuwatch/history"
 	"github.com/gpuwatch/gpuwatch/notifier"
 	"github.com/gpuwatch/gpuwatch/slackbot"
 )
@@ -72,34 +73,45 @@ func withSince(a slackbot.ActiveAlert, since time.Time) slackbot.ActiveAlert {
 	return a
 }
 
+// TestBackendHistory: the daemon answers a history query from the minutes
+// it keeps: one GPU or every GPU of a host, a point a minute over the
+// window, unknown where nothing was sampled.
 func TestBackendHistory(t *testing.T) {
 	dir := t.TempDir()
 	r := start(t, parseConfig(t, dir, backendConfig(t, dir, "http://127.0.0.1:1/", ""), nil), nil)
 	for i := range 10 { // one sample every 30s for 5 minutes
 		r.D.Step(snapshot(base.Add(time.Duration(i)*30*time.Second), 50, 50))
 	}
-	got, ok := r.D.History("node1", 1, 10*time.Minute)
-	if !ok {
-		t.Fatal("History(1): got false, want GPU 1's history")
+	end := base.Add(4 * time.Minute)
+	got, err := r.D.History(t.Context(), history.Query{Host: "node1", GPU: 1, From: end.Add(-9 * time.Minute), To: end})
+	if err != nil || len(got) != 1 {
+		t.Fatalf("History(node1, 1): got %d GPUs, %v; want GPU 1's history", len(got), err)
 	}
-	if len(got.MemoryUsed) != 10 || !got.End.Equal(base.Add(4*time.Minute)) {
-		t.Fatalf("got %d points ending %v, want 10 ending %v", len(got.MemoryUsed), got.End, base.Add(4*time.Minute))
+	g := got[0]
+	if g.Host != "node1" || g.Index != 1 || g.Name == "" {
+		t.Errorf("got %s GPU %d (%q), want node1 GPU 1 with its model", g.Host, g.Index, g.Name)
+	}
+	if mem := g.MemoryPercent; len(mem.Values) != 10 || !mem.At(9).Equal(end) {
+		t.Fatalf("got %d points ending %v, want 10 ending %v", len(mem.Values), mem.At(len(mem.Values)-1), end)
 	}
 	for i := range 10 {
 		wantMem, wantUtil := math.NaN(), math.NaN()
 		if i >= 5 { // the five minutes sampled: 20 of 80 GiB, 90% busy
 			wantMem, wantUtil = 25, 90
 		}
-		if m, u := got.MemoryUsed[i], got.Utilization[i]; !(m == wantMem || math.IsNaN(m) && math.IsNaN(wantMem)) ||
+		if m, u := g.MemoryPercent.Values[i], g.Utilization.Values[i]; !(m == wantMem || math.IsNaN(m) && math.IsNaN(wantMem)) ||
 			!(u == wantUtil || math.IsNaN(u) && math.IsNaN(wantUtil)) {
 			t.Errorf("point %d: got memory %v utilization %v, want %v and %v", i, m, u, wantMem, wantUtil)
 		}
 	}
-	if _, ok := r.D.History("node1", 2, time.Hour); ok {
-		t.Errorf("History(2): got true for a GPU the host does not have, want false")
+	all, _ := r.D.History(t.Context(), history.Query{Host: "node1", GPU: history.AllGPUs, From: base, To: end})
+	if len(all) != 2 || all[0].Index != 0 || all[1].Index != 1 {
+		t.Errorf("History(node1, all): got %d GPUs, want GPU 0 and GPU 1", len(all))
 	}
-	if _, ok := r.D.History("node2", 1, time.Hour); ok {
-		t.Errorf("History(node2, 1): got true for a host the daemon does not sample, want false")
+	for _, q := range []history.Query{{Host: "node1", GPU: 2, From: base, To: end}, {Host: "node2", GPU: 1, From: base, To: end}} {
+		if got, _ := r.D.History(t.Context(), q); len(got) != 0 {
+			t.Errorf("History(%s, %d): got %d GPUs of a GPU or host the daemon does not sample, want none", q.Host, q.GPU, len(got))
+		}
 	}
 }
 

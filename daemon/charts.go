@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"math"
 	"net/http"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"time"
@@ -203,6 +204,7 @@ func (d *Daemon) ChartPNG(id string) ([]byte, error) {
 	if err := json.Unmarshal(raw, &rec); err != nil {
 		return nil, fmt.Errorf("decode chart %s: %w", id, err)
 	}
+	defer releaseDrawing()
 	switch {
 	case rec.Alert != nil:
 		return rec.Alert.PNG(d.location())
@@ -212,6 +214,14 @@ func (d *Daemon) ChartPNG(id string) ([]byte, error) {
 	return nil, fmt.Errorf("chart %s holds nothing to draw", id)
 }
 
+// releaseDrawing hands the memory of a chart just drawn back to the
+// system. Drawing one takes 3–4 MB (the pixels of its tallest part, the
+// PNG compressor) that are garbage at once, and an agent draws a few a
+// day: the runtime would keep that memory resident for the next, making
+// a charting agent's RSS a third larger (BenchmarkRunDay8GPUs/charts).
+// Freeing it costs a collection of a small heap, a millisecond or two.
+func releaseDrawing() { debug.FreeOSMemory() }
+
 // location is the zone the daemon shows times in.
 func (d *Daemon) location() *time.Location {
 	if d.opts.Location != nil {
@@ -220,7 +230,8 @@ func (d *Daemon) location() *time.Location {
 	return time.Local
 }
 
-// forgetOldCharts deletes the charts older than ChartRetention.
+// forgetOldCharts deletes the charts older than ChartRetention and sets
+// aside those it cannot read.
 func (d *Daemon) forgetOldCharts() {
 	all, err := d.db.All(BucketCharts)
 	if err != nil {
@@ -232,7 +243,11 @@ func (d *Daemon) forgetOldCharts() {
 		var rec struct {
 			At time.Time `json:"at"`
 		}
-		if json.Unmarshal(raw, &rec) == nil && !rec.At.Before(cutoff) {
+		if err := json.Unmarshal(raw, &rec); err != nil {
+			d.setAside(BucketCharts, id, fmt.Errorf("not a chart: %w", err))
+			continue
+		}
+		if !rec.At.Before(cutoff) {
 			continue
 		}
 		if err := d.db.Delete(BucketCharts, id); err != nil {

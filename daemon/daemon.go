@@ -27,16 +27,21 @@ import (
 
 	"github.com/gpuwatch/gpuwatch/config"
 	"github.com/gpuwatch/gpuwatch/gpu"
+	"github.com/gpuwatch/gpuwatch/history"
 	"github.com/gpuwatch/gpuwatch/internal/strictyaml"
 	"github.com/gpuwatch/gpuwatch/notifier"
 	"github.com/gpuwatch/gpuwatch/notifier/slack"
 	"github.com/gpuwatch/gpuwatch/rules"
 	"github.com/gpuwatch/gpuwatch/slackbot"
+	"github.com/gpuwatch/gpuwatch/web"
 )
 
 // BucketAlerts holds the state of every firing alert, so a restart neither
 // announces them again nor forgets them.
 const BucketAlerts = "alerts"
+
+// BucketSilences holds the silences, by ID.
+const BucketSilences = "silences"
 
 // Options are what the daemon takes from the process around it.
 type Options struct {
@@ -55,13 +60,21 @@ type Options struct {
 	Now func() time.Time
 	// Version is gpuwatch's version, for gpuwatch_build_info on /metrics.
 	Version string
-	// OpenStore opens the state store at storage.path; nil opens a
-	// *store.DB. Tests pass one that plays a failing disk.
-	OpenStore func(path string) (Store, error)
+	// OpenStore opens the state store at storage.path, giving up when ctx
+	// ends; nil opens a *store.DB. Tests pass one that plays a failing
+	// disk.
+	OpenStore func(ctx context.Context, path string) (Store, error)
 	// FinalWrite bounds how long a stop waits for the store to take what
 	// it has not yet written; zero means DefaultFinalWrite.
 	FinalWrite time.Duration
+	// WriteWait bounds how long a request (an API call, a Slack command
+	// or button) waits for the store to take what it changes before it
+	// answers that the store is stalled; zero means DefaultWriteWait.
+	WriteWait time.Duration
 }
+
+// DefaultWriteWait is how long a request waits for the store.
+const DefaultWriteWait = 5 * time.Second
 
 // DefaultFinalWrite is how long a stop waits for the store to take what
 // it has not yet written before it gives up and says what is lost.
@@ -78,6 +91,7 @@ type Daemon struct {
 	engine     *rules.Engine
 	dispatcher *notifier.Dispatcher
 	deliverers map[string]*notifier.Deliverer
+	depth      outboxDepth  // notifications waiting per receiver, in memory
 	background []background // integrations' own work, run beside the deliverers
 	addr       atomic.Value // string: where the HTTP API listens
 	// writeMu serializes writes of commits and guards unwritten.
@@ -96,6 +110,9 @@ type Daemon struct {
 	// New before the first; staleAfter is how old it may get (/healthz).
 	sampledAt  atomic.Int64
 	staleAfter time.Duration
+	// sourceEnded is set when the source has no more samples (a replay
+	// at its end): none is late then.
+	sourceEnded atomic.Bool
 	// interval and storagePath are the config's, which a reload leaves
 	// alone, for /healthz and the stop to say without taking d.mu.
 	interval    time.Duration
@@ -106,6 +123,9 @@ type Daemon struct {
 	fleet   *fleet                       // the latest snapshot of every host
 	history *histories                   // the last day of every GPU, for /gpu history
 	app     *slackbot.App                // nil without slack.signing_secret and slack.app_token
+	// bot uploads pictures and reads users' zones with slack.bot_token;
+	// nil without one.
+	bot *slack.Bot
 
 	digests *digests // usage rollups and the digest schedule
 
@@ -114,23 +134,40 @@ type Daemon struct {
 	// of the evaluation under way, by transition, and pendingCharts their
 	// data, to write with its commit; both guarded by mu.
 	chartQueues   map[string]string
-	uploaders     []*slack.ChartUploader
 	chartsNow     map[string]string
 	pendingCharts []pendingChart
 
 	auth *authenticator // nil when the server section asks for no credentials
+	page *web.Server    // the page in the browser
+	// fleetHistory is a hub's Prometheus, read for /gpu history and the
+	// page's charts (see History); nil elsewhere.
+	fleetHistory atomic.Pointer[history.Prometheus]
 
 	// health follows whether the source answers (guarded by mu); hub is
 	// whether the source is a fleet's Prometheus, whose GPUs /metrics
 	// does not export again.
 	health sourceHealth
 	hub    bool
+
+	// notes is what the store cost: damage Open accepted, records set
+	// aside (/healthz lists them).
+	notes storeNotes
+	// hostsDown are the hosts of the fleet that are down, by host
+	// (guarded by mu).
+	hostsDown map[string]*hostDown
 }
 
-// New opens the store, restores what the last run left (alert states,
-// waiting notifications, silences) and builds every receiver. The caller
-// must Close the daemon.
+// New is NewContext that nothing stops.
 func New(cfg *config.Config, opts Options) (*Daemon, error) {
+	return NewContext(context.Background(), cfg, opts)
+}
+
+// NewContext opens the store, restores what the last run left (alert
+// states, waiting notifications, silences) and builds every receiver. A
+// record of the store it cannot read is set aside and said (the log,
+// /healthz); the check of the store stops when ctx ends (a stop before
+// the daemon runs). The caller must Close the daemon.
+func NewContext(ctx context.Context, cfg *config.Config, opts Options) (*Daemon, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
@@ -143,15 +180,19 @@ func New(cfg *config.Config, opts Options) (*Daemon, error) {
 	if opts.FinalWrite <= 0 {
 		opts.FinalWrite = DefaultFinalWrite
 	}
-	db, err := opts.OpenStore(cfg.Storage.Path)
+	if opts.WriteWait <= 0 {
+		opts.WriteWait = DefaultWriteWait
+	}
+	db, err := opts.OpenStore(ctx, cfg.Storage.Path)
 	if err != nil {
 		return nil, fmt.Errorf("open the state store (storage.path): %w", err)
 	}
 	d := &Daemon{opts: opts, logger: opts.Logger, db: watch(db, opts.Now), cfg: cfg, history: newHistories(), fleet: newFleet(),
 		chartQueues: map[string]string{},
 		staleAfter:  staleAfter(cfg), interval: cfg.Source.Interval, storagePath: cfg.Storage.Path,
-		health: sourceHealth{host: cfg.HostName()}, hub: cfg.Source.Type == "prometheus"}
+		health: sourceHealth{host: cfg.HostName()}, hub: cfg.Source.Type == "prometheus", hostsDown: map[string]*hostDown{}}
 	d.sampledAt.Store(opts.Now().UnixNano())
+	d.sayRecovered()
 	if err := d.start(cfg); err != nil {
 		db.Close()
 		return nil, err
@@ -161,10 +202,13 @@ func New(cfg *config.Config, opts Options) (*Daemon, error) {
 
 func (d *Daemon) start(cfg *config.Config) error {
 	var err error
-	if d.auth, err = newAuthenticator(&cfg.Server); err != nil {
+	if d.auth, err = newAuthenticator(&cfg.Server, time.Now); err != nil {
 		return err
 	}
-	d.silences, err = notifier.NewSilences(kvBucket{d.db, "silences"}, nil)
+	if d.page, err = d.newPage(); err != nil {
+		return err
+	}
+	d.silences, err = notifier.NewSilences(d.bucket(BucketSilences), nil)
 	if err != nil {
 		return fmt.Errorf("load silences: %w", err)
 	}
@@ -183,11 +227,12 @@ func (d *Daemon) start(cfg *config.Config) error {
 	if err != nil {
 		return err
 	}
-	if err := d.dispatcher.Restore(groups, sent); err != nil {
-		return err
-	}
+	d.dispatcher.Restore(groups, sent, d.setAside)
 	if err := d.restoreAcks(); err != nil {
 		return err
+	}
+	if err := d.restoreHostsDown(); err != nil {
+		return fmt.Errorf("read the hosts the last run left down: %w", err)
 	}
 	if err := d.restoreSourceDown(); err != nil {
 		return fmt.Errorf("load the source's state: %w", err)
@@ -199,6 +244,7 @@ func (d *Daemon) start(cfg *config.Config) error {
 		return err
 	}
 	d.engine.Restore(records)
+	d.bot = d.newBot(cfg)
 	d.deliverers, err = d.buildDeliverers(cfg)
 	if err != nil {
 		return err
@@ -224,7 +270,7 @@ func (d *Daemon) loadAlerts() ([]rules.AlertRecord, error) {
 	for key, b := range raw {
 		var rec rules.AlertRecord
 		if err := gob.NewDecoder(bytes.NewReader(b)).Decode(&rec); err != nil {
-			d.logger.Warn("dropping an unreadable saved alert state", "key", key, "err", err)
+			d.setAside(BucketAlerts, key, fmt.Errorf("not an alert state: %w", err))
 			continue
 		}
 		records = append(records, rec)
@@ -264,11 +310,11 @@ func (d *Daemon) Run(ctx context.Context, src gpu.Source, reload <-chan *config.
 			err = ferr
 		}
 	}()
-	defer wg.Wait() // after cancel: the deliverers stop when ctx ends
+	defer d.waitStopped(&wg) // after cancel: the deliverers stop when ctx ends
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	// Before any delivery: without files:write no upload is tried.
-	d.checkChartScope(ctx)
+	d.checkSlackScopes(ctx)
 	for _, dl := range d.deliverers {
 		wg.Go(func() { dl.Run(ctx) })
 	}
@@ -284,8 +330,9 @@ func (d *Daemon) Run(ctx context.Context, src gpu.Source, reload <-chan *config.
 	if err != nil {
 		return err
 	}
-	defer srv.Shutdown(context.Background())
+	defer d.stopServing(srv)
 	d.backfill(ctx, src)
+	d.readFleetHistory(src)
 	for {
 		snap, err := src.Next(ctx)
 		var sourceErr *gpu.SourceError
@@ -294,7 +341,8 @@ func (d *Daemon) Run(ctx context.Context, src gpu.Source, reload <-chan *config.
 		case ctx.Err() != nil:
 			return nil
 		case errors.Is(err, io.EOF):
-			d.logger.Info("the source has no more samples; delivering what is queued")
+			d.sourceEnded.Store(true)
+			d.logger.Info("the source has no more samples (a replay at its end); delivering what is queued, then stopping")
 			d.drain(ctx)
 			return nil
 		case errors.As(err, &sourceErr):
@@ -340,20 +388,34 @@ func (d *Daemon) evaluate(snap *gpu.Snapshot) *notifier.Commit {
 	defer d.mu.Unlock()
 	d.last.Store(snap)
 	d.fleet.record(snap)
+	back := d.sourceAnswered(snap.Time)
+	if snap.Down != "" {
+		ts, record := d.hostIsDown(snap)
+		d.chartsNow = nil // a host down has no chart
+		c := d.dispatcher.Dispatch(snap.Time, append(back, ts...))
+		if back != nil {
+			c.DeleteRecord(BucketSource, sourceDownKey)
+		}
+		c.PutRecord(BucketSource, hostDownPrefix+snap.Host, record)
+		return c
+	}
 	d.history.Record(snap)
 	d.trackGPUs(snap)
 	LogEvents(d.logger, snap)
 	ts := d.engine.Eval(snap)
+	up, wasDown := d.hostAnswered(snap)
 	all := ts
-	back := d.sourceAnswered(snap.Time)
-	if back != nil {
-		all = append(back, ts...)
+	if back != nil || up != nil {
+		all = append(append(back, up...), ts...)
 	}
 	d.chartsNow = d.alertCharts(ts)
 	c := d.dispatcher.Dispatch(snap.Time, all)
 	d.writeCharts(c)
 	if back != nil {
 		c.DeleteRecord(BucketSource, sourceDownKey)
+	}
+	if wasDown {
+		c.DeleteRecord(BucketSource, hostDownPrefix+snap.Host)
 	}
 	for i := range ts {
 		t := &ts[i]
@@ -395,12 +457,43 @@ func (d *Daemon) commit(c *notifier.Commit) error {
 		d.unwritten = c
 		return err
 	}
+	d.depth.committed(c)
 	for receiver := range c.Outbox {
 		if dl, ok := d.deliverers[receiver]; ok {
 			dl.Wake()
 		}
 	}
 	return nil
+}
+
+// stopServing stops the HTTP API, waiting for the requests in flight at
+// most Options.WriteWait and a second (a write request answers within
+// WriteWait), then cutting off what is left: a stop does not wait for a
+// request a stalled disk holds.
+func (d *Daemon) stopServing(srv *http.Server) {
+	ctx, cancel := context.WithTimeout(context.Background(), d.opts.WriteWait+time.Second)
+	defer cancel()
+	if err := srv.Shutdown(ctx); err != nil {
+		d.logger.Warn("HTTP requests still in flight at the stop were cut off", "err", err)
+		_ = srv.Close()
+	}
+}
+
+// waitStopped waits for the daemon's goroutines (deliverers, digests,
+// the Slack app) to end, at most Options.FinalWrite: one a stalled disk
+// holds in a write is left to the operating system, as the stop does not
+// wait for the disk.
+func (d *Daemon) waitStopped(wg *sync.WaitGroup) {
+	stopped := make(chan struct{})
+	go func() {
+		wg.Wait()
+		close(stopped)
+	}()
+	select {
+	case <-stopped:
+	case <-time.After(d.opts.FinalWrite):
+		d.logger.Error("a deliverer (or another part of gpuwatch) did not stop in time: it waits on the store, whose disk is stalled", "waited", d.opts.FinalWrite)
+	}
 }
 
 // finalWrite writes, when a stop comes, what the store refused before and
@@ -411,29 +504,39 @@ func (d *Daemon) finalWrite() error {
 	c := d.dirtyRollups()
 	done := make(chan error, 1)
 	go func() { done <- d.commit(c) }()
-	var lost []*notifier.Commit
+	var lost, inDoubt *notifier.Commit
 	select {
 	case err := <-done:
 		if err == nil {
 			return nil
 		}
+		// The store refused it: its transaction rolled back, nothing of
+		// it is in the store.
 		d.writeMu.Lock()
-		lost = []*notifier.Commit{d.unwritten}
+		lost = d.unwritten
 		d.writeMu.Unlock()
 	case <-time.After(d.opts.FinalWrite):
 		// A write is stuck: it holds what was refused before, and c
-		// unless c still waits behind it.
-		stuck := d.writing.Load()
-		lost = []*notifier.Commit{stuck}
-		if stuck != c {
-			lost = append(lost, c)
+		// unless c still waits behind it. The stuck one may yet reach
+		// the disk (the process cannot leave a write the kernel holds):
+		// it is in doubt, not lost. What waits behind it is lost.
+		inDoubt = d.writing.Load()
+		if inDoubt != c && !c.Empty() {
+			lost = c
 		}
 		d.logger.Error("the store did not finish a write in time", "waited", d.opts.FinalWrite)
 	}
-	what := describeLoss(lost...)
-	d.logger.Error("STOPPING WITH STATE THE STORE DID NOT TAKE: it is lost; alerts still true are sent again after the restart, "+
-		"those that fired and resolved meanwhile are not", "storage", d.storagePath, "lost", what)
-	return fmt.Errorf("the store (storage.path %s) did not take the last writes; lost: %s", d.storagePath, what)
+	var parts []string
+	if lost != nil {
+		parts = append(parts, "lost: "+describeLoss(lost))
+	}
+	if inDoubt != nil {
+		parts = append(parts, "in doubt (a write the disk had not finished: it is in the store if the disk finishes it, else lost): "+describeLoss(inDoubt))
+	}
+	what := strings.Join(parts, "; ")
+	d.logger.Error("STOPPING WITH STATE THE STORE DID NOT TAKE: alerts still true are sent again after the restart, "+
+		"those that fired and resolved meanwhile are not", "storage", d.storagePath, "state", what)
+	return fmt.Errorf("the store (storage.path %s) did not take the last writes; %s", d.storagePath, what)
 }
 
 // notificationCount is how many notifications c puts in outboxes.
@@ -445,15 +548,9 @@ func notificationCount(c *notifier.Commit) int {
 	return n
 }
 
-// describeLoss says what commits that will never be written held: their
+// describeLoss says what a commit that was not written held: its
 // notifications by receiver, alert and status, and how many records.
-func describeLoss(commits ...*notifier.Commit) string {
-	c := &notifier.Commit{}
-	for _, lost := range commits {
-		if lost != nil {
-			c.Absorb(lost)
-		}
-	}
+func describeLoss(c *notifier.Commit) string {
 	var parts []string
 	for _, receiver := range slices.Sorted(maps.Keys(c.Outbox)) {
 		for _, raw := range c.Outbox[receiver] {
@@ -506,8 +603,8 @@ func (d *Daemon) drain(ctx context.Context) {
 	defer tick.Stop()
 	for {
 		empty := true
-		for name := range d.deliverers {
-			if n, err := d.db.PendingCount(name); err != nil || n > 0 {
+		for _, n := range d.depth.snapshot() {
+			if n > 0 {
 				empty = false
 			}
 		}
@@ -605,13 +702,25 @@ func LogEvents(logger *slog.Logger, s *gpu.Snapshot) {
 // kvBucket is one bucket of the store as the small key-value interfaces
 // of the integrations (silences, Slack messages) want it.
 type kvBucket struct {
-	db     Store
+	d      *Daemon
 	bucket string
 }
 
-func (b kvBucket) Put(key string, value []byte) error { return b.db.Put(b.bucket, key, value) }
-func (b kvBucket) Delete(key string) error            { return b.db.Delete(b.bucket, key) }
-func (b kvBucket) All() (map[string][]byte, error)    { return b.db.All(b.bucket) }
+// bucket returns the store's bucket as the integrations want it.
+func (d *Daemon) bucket(name string) kvBucket { return kvBucket{d, name} }
+
+func (b kvBucket) Put(key string, value []byte) error { return b.d.db.Put(b.bucket, key, value) }
+func (b kvBucket) Delete(key string) error            { return b.d.db.Delete(b.bucket, key) }
+func (b kvBucket) All() (map[string][]byte, error)    { return b.d.db.All(b.bucket) }
+func (b kvBucket) SetAside(key string, why error)     { b.d.setAside(b.bucket, key, why) }
+
+// Update puts and deletes records in one write, waiting for the store at
+// most Options.WriteWait: a request waits on it.
+func (b kvBucket) Update(put map[string][]byte, del []string) error {
+	return b.d.bounded(func() error {
+		return b.d.db.Commit(nil, map[string]map[string][]byte{b.bucket: put}, map[string][]string{b.bucket: del})
+	})
+}
 func (b kvBucket) Get(key string) ([]byte, bool, error) {
-	return b.db.Get(b.bucket, key)
+	return b.d.db.Get(b.bucket, key)
 }

@@ -2,8 +2,11 @@ package daemon
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"maps"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -44,7 +47,13 @@ func (d *Daemon) startDigests(cfg *config.Config) (*digests, error) {
 		return nil, fmt.Errorf("load usage rollups: %w", err)
 	}
 	if err := g.rollups.Load(records); err != nil {
-		d.logger.Warn("some saved usage rollups are unreadable; digests miss those hours", "err", err)
+		var bad *digest.LoadError
+		if !errors.As(err, &bad) {
+			return nil, fmt.Errorf("load usage rollups: %w", err)
+		}
+		for _, key := range slices.Sorted(maps.Keys(bad.Records)) {
+			d.setAside(BucketRollups, key, fmt.Errorf("not a usage rollup (digests miss its hour): %w", bad.Records[key]))
+		}
 	}
 	sent, err := d.db.All(BucketDigests)
 	if err != nil {
@@ -54,7 +63,7 @@ func (d *Daemon) startDigests(cfg *config.Config) (*digests, error) {
 	for name, b := range sent {
 		t, err := time.Parse(time.RFC3339Nano, string(b))
 		if err != nil {
-			d.logger.Warn("dropping an unreadable digest send time", "digest", name, "err", err)
+			d.setAside(BucketDigests, name, fmt.Errorf("not the time the digest was last sent: %w", err))
 			continue
 		}
 		last[name] = t
@@ -170,6 +179,7 @@ func (d *Daemon) fireDigest(r digest.Run) error {
 		d.logger.Error("cannot write a digest to the store; trying again in a minute", "digest", r.Name, "err", err)
 		return err
 	}
+	d.depth.committed(commit)
 	d.logger.Info("digest queued", "digest", r.Name, "scheduled", r.At, "from", r.From, "to", r.To, "receivers", len(outbox))
 	for receiver := range commit.Outbox {
 		if dl, ok := d.deliverers[receiver]; ok {
@@ -283,9 +293,20 @@ func digestNames(cfg *config.Config) string {
 	return strings.Join(names, ", ")
 }
 
-// digestText serves GET /api/v1/digest?window=24h&name=daily: the usage
-// digest as plain text.
+// digestText serves GET /api/v1/digest?window=24h&name=daily&format=text:
+// the usage digest, as plain text or in the form format names (see
+// digest.Formats; png is the picture of the day of ?host=, by default the
+// first).
 func (d *Daemon) digestText(w http.ResponseWriter, r *http.Request) {
+	format := digest.FormatText
+	if v := r.URL.Query().Get("format"); v != "" {
+		f, err := digest.ParseFormat(v)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		format = f
+	}
 	var window time.Duration
 	if v := r.URL.Query().Get("window"); v != "" {
 		var err error
@@ -303,12 +324,17 @@ func (d *Daemon) digestText(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, err.Error(), http.StatusNotFound)
 		return
 	}
-	if r.URL.Query().Get("format") == "png" {
+	if format == digest.FormatPNG {
 		d.servePicture(w, r.URL.Query().Get("host"), report, days)
 		return
 	}
-	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-	fmt.Fprint(w, report.Text())
+	out, err := report.Render(format)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", format.ContentType())
+	w.Write(out)
 }
 
 // servePicture answers /api/v1/digest?format=png: the picture of the
@@ -319,6 +345,7 @@ func (d *Daemon) servePicture(w http.ResponseWriter, host string, report *digest
 			continue
 		}
 		png, err := day.PNG(report.Location)
+		releaseDrawing()
 		if err != nil {
 			d.logger.Error("cannot draw a digest's picture", "err", err)
 			http.Error(w, "the picture could not be drawn; the log says why", http.StatusInternalServerError)

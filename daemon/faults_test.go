@@ -25,6 +25,9 @@ import (
 type faultyDisk struct {
 	daemon.Store
 	refuse atomic.Bool
+	// stallReads makes a stall hold readers too, as bbolt's readers wait
+	// while a stuck commit grows the file.
+	stallReads atomic.Bool
 
 	mu      sync.Mutex
 	stall   chan struct{} // nil: no stall; closed to lift it
@@ -33,9 +36,9 @@ type faultyDisk struct {
 
 // openFaulty returns an OpenStore that opens the real store and puts disk
 // in front of it; disk is filled in when the daemon opens it.
-func openFaulty(disk *faultyDisk) func(string) (daemon.Store, error) {
-	return func(path string) (daemon.Store, error) {
-		db, err := store.Open(path, store.Options{NoSync: true})
+func openFaulty(disk *faultyDisk) func(context.Context, string) (daemon.Store, error) {
+	return func(ctx context.Context, path string) (daemon.Store, error) {
+		db, err := store.OpenContext(ctx, path, store.Options{NoSync: true})
 		disk.Store = db
 		return disk, err
 	}
@@ -72,6 +75,14 @@ func (f *faultyDisk) fault() error {
 		return errDiskFull
 	}
 	return nil
+}
+
+// PendingCount waits out a stall when stallReads is set.
+func (f *faultyDisk) PendingCount(receiver string) (int, error) {
+	if f.stallReads.Load() {
+		_ = f.fault()
+	}
+	return f.Store.PendingCount(receiver)
 }
 
 func (f *faultyDisk) Put(bucket, key string, value []byte) error {
@@ -118,6 +129,7 @@ func runDaemon(t *testing.T, cfg *config.Config, disk *faultyDisk, now func() ti
 	opts := options(logs, console, now)
 	opts.OpenStore = openFaulty(disk)
 	opts.FinalWrite = 500 * time.Millisecond
+	opts.WriteWait = 300 * time.Millisecond
 	d, err := daemon.New(cfg, opts)
 	if err != nil {
 		t.Fatalf("daemon.New: %v", err)
@@ -319,5 +331,112 @@ func TestHealthzStoreRefusing(t *testing.T) {
 	r.D.Step(snapshot(base.Add(time.Minute+10*time.Second), 90))
 	if code, body := r.Do(http.MethodGet, "/healthz", ""); code != http.StatusOK || body != "ok\n" {
 		t.Errorf("GET /healthz once the disk took the write: got HTTP %d %q, want 200 ok", code, body)
+	}
+}
+
+// TestStopWithWritesStuckOnStalledDisk: with the disk stalled, a request
+// that writes (a new silence) answers 503 within Options.WriteWait
+// instead of hanging, and a stop returns while that write, a sample's
+// commit and a delivery's acknowledgement still wait on the disk.
+func TestStopWithWritesStuckOnStalledDisk(t *testing.T) {
+	disk := newFaultyDisk()
+	lifts := make(chan func(), 1)
+	h := newHook(t, func(n int) int {
+		if n == 0 { // the disk stalls as the first delivery goes out: its ack waits
+			lifts <- disk.Stall()
+		}
+		return http.StatusOK
+	})
+	r, stop := runDaemon(t, webhookConfig(t, t.TempDir(), h.URL, "1ns"), disk, nil)
+	r.Steps(base, 10*time.Second, []float64{90}, []float64{90})
+	lift := <-lifts
+	defer lift()
+	<-disk.stalled                                       // the ack
+	go r.D.Step(snapshot(base.Add(time.Minute), 90, 90)) // its commit waits too
+	<-disk.stalled
+
+	client := &http.Client{Timeout: patience}
+	resp, err := client.Post(r.URL("/api/v1/silences"), "application/json",
+		strings.NewReader(`{"matchers":["alert=\"GPUHot\""],"duration":"1h","created_by":"alice"}`))
+	if err != nil {
+		t.Fatalf("POST /api/v1/silences on a stalled disk: %v", err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") == "" ||
+		!strings.Contains(string(body), "its disk is stalled") {
+		t.Errorf("POST /api/v1/silences on a stalled disk: HTTP %d %s (Retry-After %q), want 503 saying the disk is stalled, with Retry-After",
+			resp.StatusCode, body, resp.Header.Get("Retry-After"))
+	}
+	stopped := make(chan error, 1)
+	go func() { stopped <- stop() }()
+	select {
+	case <-stopped:
+	case <-time.After(patience):
+		t.Fatalf("the stop waited on the stalled disk for %v", patience)
+	}
+}
+
+// TestMetricsWhileStoreReadsStall: while a stuck commit holds the store's
+// readers too (bbolt's, as the commit grows the file), GET /metrics
+// answers, its outbox depth from memory.
+func TestMetricsWhileStoreReadsStall(t *testing.T) {
+	h := newHook(t, func(int) int { return http.StatusServiceUnavailable })
+	disk := newFaultyDisk()
+	r, _ := runDaemon(t, webhookConfig(t, t.TempDir(), h.URL, "1ns"), disk, nil)
+	r.Steps(base, 10*time.Second, []float64{90}, []float64{90})
+	waitFor(t, "a try the receiver refuses", func() bool { return len(h.Requests()) > 0 })
+	disk.stallReads.Store(true)
+	lift := disk.Stall()
+	defer lift()
+	go r.D.Step(snapshot(base.Add(time.Minute), 90, 90))
+	<-disk.stalled
+
+	client := &http.Client{Timeout: patience}
+	resp, err := client.Get(r.URL("/metrics"))
+	if err != nil {
+		t.Fatalf("GET /metrics while the store's readers wait: %v", err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), `gpuwatch_outbox_depth{receiver="hook"} 1`) {
+		t.Errorf("GET /metrics while the store's readers wait: HTTP %d, want 200 with the outbox depth 1:\n%s", resp.StatusCode, body)
+	}
+}
+
+// TestStopSaysExactlyWhatIsLost: a stop while a write is stuck on the disk
+// calls what that write holds in doubt, not lost: the disk may finish it,
+// and when it does, the restart delivers its alert, once.
+func TestStopSaysExactlyWhatIsLost(t *testing.T) {
+	h := newHook(t, nil)
+	cfg := webhookConfig(t, t.TempDir(), h.URL, "1ns")
+	disk := newFaultyDisk()
+	r, stop := runDaemon(t, cfg, disk, nil)
+	lift := disk.Stall()
+	stepped := make(chan struct{})
+	go func() {
+		defer close(stepped)
+		r.D.Step(snapshot(base, 90)) // GPUHot fires; its group and state wait on the disk
+	}()
+	<-disk.stalled
+	err := stop()
+	if err == nil || !strings.Contains(err.Error(), "in doubt") || !strings.Contains(err.Error(), "GPUHot/GPU-00000000-aaaa-bbbb-cccc-dddddddddddd active") {
+		t.Fatalf("stop with a write stuck: %v, want GPUHot's state named in doubt", err)
+	}
+	if lost, _, _ := strings.Cut(err.Error(), "in doubt"); strings.Contains(lost, "GPUHot") {
+		t.Errorf("stop with a write stuck: %v; GPUHot is not lost for sure: the stuck write may reach the disk", err)
+	}
+	lift()
+	<-stepped // the disk finished the write
+	if err := disk.Store.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	again, _ := runDaemon(t, cfg, newFaultyDisk(), nil)
+	again.Steps(base.Add(10*time.Second), 10*time.Second, []float64{90})
+	h.WaitAccepted(t, 1)
+	again.Drain()
+	if got := h.Summary(); !slices.Equal(got, []string{"firing[0]"}) {
+		t.Errorf("after the restart: got %v, want the alert of the write in doubt, once", got)
 	}
 }

@@ -14,6 +14,8 @@ import (
 // state, and 503 with the reasons when the last sample, or a write the
 // store has not finished or keeps refusing, is older than a few sampling
 // intervals. The watchdog logs the same reasons as they start and end.
+// Either way, "store: …" lines below say what damage to the store cost:
+// damage gpuwatch started with, records it set aside.
 
 // minStaleAfter is the least time without a sample (or with a write stuck
 // or failing) that makes gpuwatch unhealthy, so a slow NVML call or a
@@ -38,7 +40,7 @@ type healthProblem struct{ what, text string }
 func (d *Daemon) unhealthy() []healthProblem {
 	now := d.opts.Now()
 	var problems []healthProblem
-	if age := now.Sub(time.Unix(0, d.sampledAt.Load())); age > d.staleAfter {
+	if age := now.Sub(time.Unix(0, d.sampledAt.Load())); age > d.staleAfter && !d.sourceEnded.Load() {
 		problems = append(problems, healthProblem{"sample", fmt.Sprintf("no sample for %v (source.interval %v): the source or the sampling loop is stuck",
 			age.Round(time.Second), d.interval)})
 	}
@@ -54,16 +56,28 @@ func (d *Daemon) unhealthy() []healthProblem {
 	return problems
 }
 
+// maxHealthNotes is how many of the store's notes /healthz lists; the log
+// has every one.
+const maxHealthNotes = 20
+
 func (d *Daemon) healthz(w http.ResponseWriter, _ *http.Request) {
 	problems := d.unhealthy()
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	if len(problems) == 0 {
 		w.Write([]byte("ok\n"))
-		return
+	} else {
+		w.WriteHeader(http.StatusServiceUnavailable)
+		for _, p := range problems {
+			fmt.Fprintf(w, "unhealthy: %s\n", p.text)
+		}
 	}
-	w.WriteHeader(http.StatusServiceUnavailable)
-	for _, p := range problems {
-		fmt.Fprintf(w, "unhealthy: %s\n", p.text)
+	notes := d.notes.list()
+	for i, note := range notes {
+		if i == maxHealthNotes {
+			fmt.Fprintf(w, "store: and %d more (the log names each)\n", len(notes)-i)
+			break
+		}
+		fmt.Fprintf(w, "store: %s\n", note)
 	}
 }
 
@@ -71,19 +85,22 @@ func (d *Daemon) healthz(w http.ResponseWriter, _ *http.Request) {
 const watchdogEvery = time.Second
 
 // watchdog logs what makes gpuwatch unhealthy when it starts, again every
-// staleAfter while it lasts, and when it ends, until ctx ends.
+// staleAfter (counted in its own looks, on the wall clock: a paced
+// replay's clock runs faster) while it lasts, and when it ends, until ctx
+// ends.
 func (d *Daemon) watchdog(ctx context.Context) {
 	t := time.NewTicker(watchdogEvery)
 	defer t.Stop()
+	repeatEvery := int(max(d.staleAfter, minStaleAfter) / watchdogEvery)
 	var said string
-	var saidAt time.Time
+	looks := 0 // since the last line
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
 		}
-		now := d.opts.Now()
+		looks++
 		problems := d.unhealthy()
 		var whats, texts []string
 		for _, p := range problems {
@@ -93,9 +110,9 @@ func (d *Daemon) watchdog(ctx context.Context) {
 		switch {
 		case what == "" && said != "":
 			d.logger.Info("gpuwatch is healthy again")
-		case what != "" && (what != said || now.Sub(saidAt) >= d.staleAfter):
+		case what != "" && (what != said || looks >= repeatEvery):
 			d.logger.Error("gpuwatch is unhealthy (GET /healthz answers 503)", "problems", strings.Join(texts, "; "))
-			saidAt = now
+			looks = 0
 		}
 		said = what
 	}

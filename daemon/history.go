@@ -1,12 +1,16 @@
 package daemon
 
 import (
+	"cmp"
 	"math"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
+	"github.com/gpuwatch/gpuwatch/chart"
 	"github.com/gpuwatch/gpuwatch/gpu"
-	"github.com/gpuwatch/gpuwatch/slackbot"
+	"github.com/gpuwatch/gpuwatch/history"
 )
 
 // historyMinutes is how much history each GPU keeps: a day of minutes.
@@ -33,7 +37,8 @@ const maxPerMinute = math.MaxUint8
 // gpuHistory is one GPU's last day, a ring of minute buckets indexed by
 // the minute modulo the ring's length.
 type gpuHistory struct {
-	last int64 // the latest minute written
+	last int64  // the latest minute written
+	name string // the GPU's model, as its latest sample said
 	// memTotal and memAllocatable are the GPU's memory at its latest
 	// sample that knew it, in bytes: the percentages' base, and the
 	// ceiling of its charts.
@@ -85,6 +90,9 @@ func (h *histories) Record(s *gpu.Snapshot) {
 			continue
 		}
 		g.last = max(g.last, minute)
+		if d.Name != "" && d.Name != g.name {
+			g.name = strings.Clone(d.Name)
+		}
 		if d.MemKnown() {
 			g.memTotal, g.memAllocatable = d.MemTotal, d.MemAllocatable()
 		}
@@ -141,22 +149,36 @@ func (h *histories) gpu(host string, d *gpu.Device) *gpuHistory {
 	return g
 }
 
+// recent is one GPU's recent memory, utilization and temperature, one
+// point a minute, as an alert's chart shows them.
+type recent struct {
+	// MemTotal is the GPU's memory, the base of MemoryUsed, and
+	// MemAllocatable what jobs can allocate of it, in bytes; 0 when
+	// unknown.
+	MemTotal, MemAllocatable uint64
+	Step                     time.Duration // time between points (a minute)
+	End                      time.Time     // the time of the last point
+	MemoryUsed               []float64     // percent of memory in use; NaN where unknown
+	Utilization              []float64     // percent; NaN where unknown
+	Temperature              []float64     // °C; NaN where unknown
+}
+
 // History returns host's GPU index's last window (rounded up to whole
 // minutes, capped at a day; 0 or less means the whole day), one point a
 // minute, ending at the minute of the GPU's latest sample. Minutes without
 // a reading are NaN. ok is false for a GPU never seen.
-func (h *histories) History(host string, index int, window time.Duration) (slackbot.History, bool) {
+func (h *histories) History(host string, index int, window time.Duration) (recent, bool) {
 	h.mu.RLock()
 	defer h.mu.RUnlock()
 	g, ok := h.byIndex[historyKey{host: host, index: index}]
 	if !ok {
-		return slackbot.History{}, false
+		return recent{}, false
 	}
 	steps := historyMinutes
 	if window > 0 {
 		steps = int(min((window+time.Minute-1)/time.Minute, historyMinutes))
 	}
-	out := slackbot.History{
+	out := recent{
 		MemTotal:       g.memTotal,
 		MemAllocatable: g.memAllocatable,
 		Step:           time.Minute,
@@ -167,21 +189,61 @@ func (h *histories) History(host string, index int, window time.Duration) (slack
 	}
 	first := g.last - int64(steps) + 1
 	for i := range steps {
-		m := first + int64(i)
-		out.MemoryUsed[i], out.Utilization[i], out.Temperature[i] = math.NaN(), math.NaN(), math.NaN()
-		b := &g.buckets[ringSlot(m)]
-		if int64(b.minute) != m {
-			continue
-		}
-		if b.memN > 0 {
-			out.MemoryUsed[i] = float64(b.memSum) / float64(b.memN)
-		}
-		if b.utilN > 0 {
-			out.Utilization[i] = float64(b.utilSum) / float64(b.utilN)
-		}
-		if b.tempN > 0 {
-			out.Temperature[i] = float64(b.tempSum) / float64(b.tempN)
-		}
+		out.MemoryUsed[i], out.Utilization[i], out.Temperature[i] = g.minute(first + int64(i))
 	}
 	return out, true
+}
+
+// minute is the mean memory (percent), utilization and temperature of
+// minute m; NaN for one without readings, or no longer kept.
+func (g *gpuHistory) minute(m int64) (mem, util, temp float64) {
+	mem, util, temp = math.NaN(), math.NaN(), math.NaN()
+	b := &g.buckets[ringSlot(m)]
+	if int64(b.minute) != m {
+		return mem, util, temp
+	}
+	if b.memN > 0 {
+		mem = float64(b.memSum) / float64(b.memN)
+	}
+	if b.utilN > 0 {
+		util = float64(b.utilSum) / float64(b.utilN)
+	}
+	if b.tempN > 0 {
+		temp = float64(b.tempSum) / float64(b.tempN)
+	}
+	return mem, util, temp
+}
+
+// GPUs is the history of the GPUs q asks for, within the day kept: a
+// point a minute from q.From to q.To (a minute's readings averaged),
+// GPUs by host and index.
+func (h *histories) GPUs(q history.Query) []chart.GPUHistory {
+	lo, hi := unixMinute(q.From), unixMinute(q.To)
+	if hi < lo {
+		return nil
+	}
+	lo = max(lo, hi-historyMinutes+1)
+	start := time.Unix(lo*60, 0).UTC()
+	points := int(hi - lo + 1)
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	var out []chart.GPUHistory
+	for k, g := range h.byIndex {
+		if (q.Host != "" && k.host != q.Host) || (q.GPU != history.AllGPUs && k.index != q.GPU) {
+			continue
+		}
+		gh := chart.GPUHistory{Host: k.host, Index: k.index, Name: g.name,
+			MemoryPercent: chart.Series{Start: start, Step: time.Minute, Values: make(chart.Values, points)},
+			Utilization:   chart.Series{Start: start, Step: time.Minute, Values: make(chart.Values, points)},
+			Temperature:   chart.Series{Start: start, Step: time.Minute, Values: make(chart.Values, points)},
+		}
+		for i := range points {
+			gh.MemoryPercent.Values[i], gh.Utilization.Values[i], gh.Temperature.Values[i] = g.minute(lo + int64(i))
+		}
+		out = append(out, gh)
+	}
+	slices.SortFunc(out, func(a, b chart.GPUHistory) int {
+		return cmp.Or(cmp.Compare(a.Host, b.Host), cmp.Compare(a.Index, b.Index))
+	})
+	return out
 }

@@ -217,3 +217,22 @@ func TestHistoryKeepsHostsApart(t *testing.T) {
 		t.Error("History(c, 0): true for a host never seen")
 	}
 }
+
+// TestHistoryTemperature: each minute keeps the mean temperature; a
+// minute whose readings are all unknown is NaN.
+func TestHistoryTemperature(t *testing.T) {
+	nan := math.NaN()
+	h := newHistories()
+	for _, r := range []struct {
+		at   time.Duration
+		temp float64
+	}{{0, 60}, {30 * time.Second, 70}, {time.Minute, nan}, {2 * time.Minute, 88}} {
+		s := sample(t0.Add(r.at), [2]float64{10, 50})
+		s.Devices[0].TempC = r.temp
+		h.Record(s)
+	}
+	got, ok := h.History("node1", 0, 3*time.Minute)
+	if want := []float64{65, nan, 88}; !ok || !same(got.Temperature, want) {
+		t.Errorf("temperature: got %v %v, want %v", ok, got.Temperature, want)
+	}
+}

@@ -5,8 +5,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"net/http/httptest"
+	"slices"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -19,37 +22,109 @@ import (
 )
 
 // hubPrometheus answers instant queries with two hosts of gpuwatch
-// agents, a and b, b's GPU 0 at 90 °C; while down it answers 503.
+// agents, a and b, b's GPU 0 at 90 °C, and their targets' up; while down
+// it answers 503; while silent it answers no series at all (as after a
+// restart, before its first scrapes); while bDown its scrapes of b fail
+// (b's series are gone, its up is 0). Its range queries answer the same
+// GPUs over any window, b's GPU 0 using memory in proportion to the hour
+// (10% at :06, 50% at :30).
 type hubPrometheus struct {
 	*httptest.Server
-	down    atomic.Bool
-	queries atomic.Int64
+	down, silent, bDown atomic.Bool
+	queries             atomic.Int64
+	ranges              atomic.Int64 // range queries answered
 }
+
+// hubSeries are the series of one family, as the API answers them: each
+// host's GPUs' labels and value, and its values at each of times; b's
+// none while bDown.
+func hubSeries(name string, times []time.Time, instant, bDown bool) []string {
+	var result []string
+	for _, host := range []string{"a", "b"} {
+		if host == "b" && bDown {
+			continue
+		}
+		for g := range 2 {
+			labels := fmt.Sprintf(`"__name__":%q,"host":%q,"gpu":"%d","uuid":"GPU-%s%d","name":"NVIDIA H100 80GB HBM3","instance":"%s:9477","job":"gpuwatch"`, name, host, g, host, g, host)
+			value := func(at time.Time) float64 {
+				switch name {
+				case "gpuwatch_gpu_temperature_celsius":
+					if host == "b" && g == 0 {
+						return 90
+					}
+					return 60
+				case "gpuwatch_gpu_memory_used_bytes":
+					if host == "b" && g == 0 && !instant {
+						return float64(at.Minute()) / 60 * (80 << 30)
+					}
+					return 1 << 30
+				case "gpuwatch_gpu_memory_total_bytes":
+					return 80 << 30
+				}
+				return math.NaN()
+			}
+			if math.IsNaN(value(times[0])) {
+				continue
+			}
+			if instant {
+				result = append(result, fmt.Sprintf(`{"metric":{%s},"value":[%d,"%v"]}`, labels, times[0].Unix(), value(times[0])))
+				continue
+			}
+			points := make([]string, len(times))
+			for i, at := range times {
+				points[i] = fmt.Sprintf(`[%d,"%v"]`, at.Unix(), value(at))
+			}
+			result = append(result, fmt.Sprintf(`{"metric":{%s},"values":[%s]}`, labels, strings.Join(points, ",")))
+		}
+	}
+	return result
+}
+
+var hubFamilies = []string{"gpuwatch_gpu_temperature_celsius", "gpuwatch_gpu_memory_used_bytes", "gpuwatch_gpu_memory_total_bytes"}
 
 func newHubPrometheus(t *testing.T) *hubPrometheus {
 	p := &hubPrometheus{}
 	p.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p.queries.Add(1)
-		if p.down.Load() || r.URL.Path != "/api/v1/query" {
+		if p.down.Load() || (r.URL.Path != "/api/v1/query" && r.URL.Path != "/api/v1/query_range") {
 			w.WriteHeader(http.StatusServiceUnavailable)
 			fmt.Fprint(w, `{"status":"error","errorType":"unavailable","error":"the TSDB is starting"}`)
 			return
 		}
 		var result []string
-		for _, host := range []string{"a", "b"} {
-			for g := range 2 {
-				temp := 60
-				if host == "b" && g == 0 {
-					temp = 90
+		if p.silent.Load() {
+			fmt.Fprint(w, `{"status":"success","data":{"resultType":"vector","result":[]}}`)
+			return
+		}
+		if r.URL.Path == "/api/v1/query" {
+			for _, host := range []string{"a", "b"} {
+				up := 1
+				if host == "b" && p.bDown.Load() {
+					up = 0
 				}
-				labels := fmt.Sprintf(`"host":%q,"gpu":"%d","uuid":"GPU-%s%d","name":"NVIDIA H100 80GB HBM3"`, host, g, host, g)
-				for name, v := range map[string]any{"gpuwatch_gpu_temperature_celsius": temp, "gpuwatch_gpu_memory_used_bytes": 1 << 30,
-					"gpuwatch_gpu_memory_total_bytes": 80 << 30} {
-					result = append(result, fmt.Sprintf(`{"metric":{"__name__":%q,%s},"value":[%d,"%v"]}`, name, labels, time.Now().Unix(), v))
-				}
+				result = append(result, fmt.Sprintf(`{"metric":{"__name__":"up","instance":"%s:9477","job":"gpuwatch"},"value":[%d,"%d"]}`, host, time.Now().Unix(), up))
+			}
+			for _, name := range hubFamilies {
+				result = append(result, hubSeries(name, []time.Time{time.Now()}, true, p.bDown.Load())...)
+			}
+			fmt.Fprintf(w, `{"status":"success","data":{"resultType":"vector","result":[%s]}}`, strings.Join(result, ","))
+			return
+		}
+		p.ranges.Add(1)
+		r.ParseForm()
+		start, _ := strconv.ParseFloat(r.Form.Get("start"), 64)
+		end, _ := strconv.ParseFloat(r.Form.Get("end"), 64)
+		step, _ := strconv.ParseFloat(r.Form.Get("step"), 64)
+		var times []time.Time
+		for at := start; at <= end && step > 0; at += step {
+			times = append(times, time.Unix(int64(at), 0))
+		}
+		for _, name := range hubFamilies {
+			if len(times) > 0 && strings.Contains(r.Form.Get("query"), name) {
+				result = append(result, hubSeries(name, times, false, p.bDown.Load())...)
 			}
 		}
-		fmt.Fprintf(w, `{"status":"success","data":{"resultType":"vector","result":[%s]}}`, strings.Join(result, ","))
+		fmt.Fprintf(w, `{"status":"success","data":{"resultType":"matrix","result":[%s]}}`, strings.Join(result, ","))
 	}))
 	t.Cleanup(p.Close)
 	return p
@@ -91,13 +166,16 @@ func runHub(t *testing.T, cfg *config.Config) (d *daemon.Daemon, logs *notifiert
 	return d, logs, stop
 }
 
-func hubConfig(t *testing.T, dir, prometheusURL, hookURL string) *config.Config {
+// hubConfig is a hub on Prometheus at prometheusURL sending GPUHot to a
+// webhook at hookURL; more is added to the config (a slack section).
+func hubConfig(t *testing.T, dir, prometheusURL, hookURL string, more ...string) *config.Config {
 	return parseConfig(t, dir, fmt.Sprintf(`
 host: hub
 source:
   type: prometheus
   interval: 100ms
   prometheus: {url: %s, schema: gpuwatch, timeout: 90ms}
+`+strings.Join(more, "\n")+`
 receivers:
   - name: hook
     webhook: {url: %s, format: generic}
@@ -153,6 +231,82 @@ func TestHubSourceDown(t *testing.T) {
 	want := []string{"firing GPUHot b/0", "firing GPUWatchSourceDown hub/-", "resolved GPUWatchSourceDown hub/-"}
 	if got := hook.AlertLines(t); strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("the hook got\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// TestHubPrometheusSilentAndHostDown: an answer without any series (a
+// Prometheus that restarted and has not scraped yet) is GPUWatchSourceDown,
+// and no GPU is lost for it; a host whose exporter Prometheus cannot
+// scrape (up is 0) is one GPUHostDown, about the host, once it has been
+// down for host_down_for, and no GPU of it is lost; a restart while it is
+// down neither repeats nor forgets it; when it reports again, it resolves.
+func TestHubPrometheusSilentAndHostDown(t *testing.T) {
+	dir := t.TempDir()
+	prom := newHubPrometheus(t)
+	hook := notifiertest.NewServer(t, func(int, *notifiertest.Request) notifiertest.Response { return notifiertest.Response{Status: 200} })
+	cfg := parseConfig(t, dir, fmt.Sprintf(`
+host: hub
+source:
+  type: prometheus
+  interval: 100ms
+  prometheus: {url: %s, schema: gpuwatch, timeout: 90ms, host_down_for: 500ms}
+receivers:
+  - name: hook
+    webhook: {url: %s, format: generic}
+route:
+  receiver: hook
+  group_wait: 0s
+%s  - alert: GPULost
+    when: missing_for > 200ms
+`, prom.URL, hook.URL, hotRule), nil)
+	d, _, stop := runHub(t, cfg)
+	has := func(line string) bool { return slices.Contains(hook.AlertLines(t), line) }
+	count := func(line string) int {
+		n := 0
+		for _, l := range hook.AlertLines(t) {
+			if l == line {
+				n++
+			}
+		}
+		return n
+	}
+	waitFor(t, "GPUHot on b", func() bool { return has("firing GPUHot b/0") })
+
+	prom.silent.Store(true)
+	waitFor(t, "GPUWatchSourceDown", func() bool { return has("firing GPUWatchSourceDown hub/-") })
+	before := prom.queries.Load()
+	waitFor(t, "silent evaluations past missing_for", func() bool { return prom.queries.Load() > before+5 })
+	prom.silent.Store(false)
+	waitFor(t, "the resolve", func() bool { return has("resolved GPUWatchSourceDown hub/-") })
+
+	prom.bDown.Store(true)
+	waitFor(t, "GPUHostDown on b", func() bool { return has("firing GPUHostDown b/-") })
+	if s := d.Snapshots(); len(s) != 2 || s[1].Down == "" || len(s[1].Devices) != 0 {
+		t.Errorf("Snapshots while b is down: %+v, want b down without GPUs", s)
+	}
+	var alerts []daemon.AlertJSON
+	if err := json.Unmarshal([]byte(get(t, "http://"+d.Addr()+"/api/v1/alerts")), &alerts); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.ContainsFunc(alerts, func(a daemon.AlertJSON) bool {
+		return a.Alert == daemon.HostDownAlert && a.Host == "b" && a.GPU == -1 && strings.Contains(a.Summary, "up is 0")
+	}) {
+		t.Errorf("/api/v1/alerts: %+v, want GPUHostDown on b saying why", alerts)
+	}
+	stop()
+	runHub(t, cfg)
+	before = prom.queries.Load()
+	waitFor(t, "evaluations after the restart", func() bool { return prom.queries.Load() > before+5 })
+	prom.bDown.Store(false)
+	waitFor(t, "b's resolve", func() bool { return has("resolved GPUHostDown b/-") })
+	time.Sleep(300 * time.Millisecond)
+	if n := count("firing GPUHostDown b/-"); n != 1 {
+		t.Errorf("GPUHostDown on b announced %d times, want once: the restart neither repeats nor forgets it", n)
+	}
+	for _, l := range hook.AlertLines(t) {
+		if strings.Contains(l, "GPULost") {
+			t.Errorf("the hook got %q: no GPU is lost while Prometheus is silent or its host is down\n%s", l, strings.Join(hook.AlertLines(t), "\n"))
+		}
 	}
 }
 

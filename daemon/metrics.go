@@ -108,20 +108,9 @@ func (s metricsSource) Alerts() []metrics.Alert {
 	return out
 }
 
-// OutboxDepth reads each receiver's waiting count from the store; a
-// receiver whose count cannot be read is left out (and logged).
-func (s metricsSource) OutboxDepth() map[string]int {
-	out := make(map[string]int, len(s.d.deliverers))
-	for name := range s.d.deliverers {
-		n, err := s.d.db.PendingCount(name)
-		if err != nil {
-			s.d.logger.Error("cannot read the outbox for /metrics", "receiver", name, "err", err)
-			continue
-		}
-		out[name] = n
-	}
-	return out
-}
+// OutboxDepth is each receiver's waiting count, from memory: /metrics
+// answers while a stalled disk holds the store.
+func (s metricsSource) OutboxDepth() map[string]int { return s.d.depth.snapshot() }
 
 func (s metricsSource) DeliveryStats() map[string]notifier.DeliveryStats {
 	out := make(map[string]notifier.DeliveryStats, len(s.d.deliverers))

@@ -147,6 +147,7 @@ func TestMetricsFailureReasons(t *testing.T) {
 	r := start(t, webhookConfig(t, t.TempDir(), h.URL, "1ns"), nil)
 	r.Steps(base, 10*time.Second, []float64{90}, []float64{90}) // the second flushes the group
 	waitFor(t, "a dead letter", func() bool { return len(r.Outbox().DeadLetters) == 1 })
+	r.Drain() // the count follows the burial
 	families := scrape(t, r)
 	reason := func(why string) map[string]string { return map[string]string{"receiver": "hook", "reason": why} }
 	receiver := map[string]string{"receiver": "hook"}

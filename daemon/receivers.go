@@ -3,8 +3,10 @@ package daemon
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net"
 	"os"
+	"slices"
 
 	"github.com/gpuwatch/gpuwatch/config"
 	"github.com/gpuwatch/gpuwatch/notifier"
@@ -39,36 +41,47 @@ func buildRoute(cfg *config.Config) (*notifier.Route, error) {
 // buildDeliverers makes each receiver's integration and its deliverer.
 func (d *Daemon) buildDeliverers(cfg *config.Config) (map[string]*notifier.Deliverer, error) {
 	out := map[string]*notifier.Deliverer{}
+	d.depth = outboxDepth{} // each queue's count is read below, before any deliverer runs
 	for _, r := range cfg.Receivers {
 		n, err := d.buildNotifier(cfg, &r)
 		if err != nil {
 			return nil, fmt.Errorf("receiver %q: %w", r.Name, err)
 		}
-		out[r.Name] = notifier.NewDeliverer(r.Name, n, d.db, d.opts.Backoff, d.logger)
+		out[r.Name] = notifier.NewDeliverer(r.Name, n, countingQueue{d.db, d.depth}, d.opts.Backoff, d.logger)
 		if b, ok := n.(background); ok {
 			d.background = append(d.background, b)
 		}
 		if s, ok := n.(*slack.Notifier); ok {
-			if u := s.ChartUploader(d); u != nil {
+			if u := s.ChartUploader(d, d.bot); u != nil {
 				queue := chartQueuePrefix + r.Name
-				out[queue] = notifier.NewDeliverer(queue, u, d.db, d.opts.Backoff, d.logger)
+				out[queue] = notifier.NewDeliverer(queue, u, countingQueue{d.db, d.depth}, d.opts.Backoff, d.logger)
 				d.chartQueues[r.Name] = queue
-				d.uploaders = append(d.uploaders, u)
 			}
 		}
+	}
+	if err := d.depth.read(d.db, slices.Collect(maps.Keys(out))); err != nil {
+		return nil, fmt.Errorf("read the outbox: %w", err)
 	}
 	return out, nil
 }
 
-// checkChartScope asks Slack, once for the bot token every Slack
-// receiver shares, whether it may upload charts; without files:write it
-// warns once and every receiver's alerts go as text alone.
-func (d *Daemon) checkChartScope(ctx context.Context) {
-	if len(d.uploaders) == 0 || d.uploaders[0].CheckScope(ctx) {
-		return
+// newBot returns the bot token's Slack client for pictures and users'
+// zones, shared by every Slack receiver and the Slack app; nil without
+// slack.bot_token.
+func (d *Daemon) newBot(cfg *config.Config) *slack.Bot {
+	if cfg.Slack.BotToken == "" {
+		return nil
 	}
-	for _, u := range d.uploaders[1:] {
-		u.Disable()
+	return slack.NewBot(slack.BotOptions{Token: cfg.Slack.BotToken, APIURL: cfg.Slack.APIURL, HTTPClient: d.opts.HTTPClient,
+		Logger: d.logger.With("component", "slack"), Now: d.opts.Now})
+}
+
+// checkSlackScopes asks Slack, once for the bot token every Slack
+// receiver and the Slack app share, what it may do: without files:write
+// it warns once and alerts and answers go as text alone.
+func (d *Daemon) checkSlackScopes(ctx context.Context) {
+	if d.bot != nil && (len(d.chartQueues) > 0 || d.app != nil) {
+		d.bot.CheckScopes(ctx)
 	}
 }
 
@@ -78,7 +91,7 @@ func (d *Daemon) buildNotifier(cfg *config.Config, r *config.Receiver) (notifier
 	case r.Slack != nil:
 		return slack.New(r.Name, *r.Slack, slack.Options{
 			BotToken: cfg.Slack.BotToken, APIURL: cfg.Slack.APIURL, HTTPClient: client,
-			Messages: kvBucket{d.db, BucketSlackMessages}, Now: d.opts.Now, Logger: d.logger.With("receiver", r.Name),
+			Messages: d.bucket(BucketSlackMessages), Now: d.opts.Now, Logger: d.logger.With("receiver", r.Name),
 			Acknowledged: d.acknowledged,
 		})
 	case r.Webhook != nil:
@@ -91,7 +104,7 @@ func (d *Daemon) buildNotifier(cfg *config.Config, r *config.Receiver) (notifier
 		return n, nil
 	case r.Alertmanager != nil:
 		return alertmanager.New(r.Name, *r.Alertmanager, alertmanager.Options{
-			HTTPClient: client, Firing: kvBucket{d.db, BucketAlertmanagerFiring}, Now: d.opts.Now,
+			HTTPClient: client, Firing: d.bucket(BucketAlertmanagerFiring), Now: d.opts.Now,
 			Logger: d.logger.With("receiver", r.Name), GeneratorURL: generatorURL(cfg),
 		})
 	default:

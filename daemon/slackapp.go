@@ -10,6 +10,11 @@ import (
 	"github.com/gpuwatch/gpuwatch/slackbot"
 )
 
+// BucketSlackReplays holds the signatures of the Slack requests of the
+// last five minutes, so a request captured and sent again after a restart
+// does not act twice.
+const BucketSlackReplays = "slack-replays"
+
 // newSlackApp builds the Slack app (slash commands and buttons) when the
 // config gives it a way in: a signing secret for HTTP requests, or an app
 // token for Socket Mode. Without either it returns nil.
@@ -17,14 +22,21 @@ func (d *Daemon) newSlackApp(cfg *config.Config) (*slackbot.App, error) {
 	if cfg.Slack.SigningSecret == "" && cfg.Slack.AppToken == "" {
 		return nil, nil
 	}
-	app, err := slackbot.New(d, slackbot.Config{
+	c := slackbot.Config{
 		SigningSecret:   cfg.Slack.SigningSecret,
 		AllowedChannels: cfg.Slack.AllowedChannels,
 		Admins:          cfg.Slack.Admins,
 		Logger:          d.logger.With("component", "slack-app"),
 		HTTPClient:      d.opts.HTTPClient,
 		Now:             d.opts.Now,
-	})
+		Location:        d.opts.Location,
+		Drawn:           releaseDrawing,
+		Replays:         d.bucket(BucketSlackReplays),
+	}
+	if d.bot != nil { // an interface holding a nil *slack.Bot would not be nil
+		c.Uploader, c.Zones = d.bot, d.bot
+	}
+	app, err := slackbot.New(d, c)
 	if err != nil {
 		return nil, fmt.Errorf("the Slack app (slack:): %w", err)
 	}

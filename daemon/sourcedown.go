@@ -3,7 +3,9 @@ package daemon
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
+	"slices"
 	"time"
 
 	"github.com/gpuwatch/gpuwatch/gpu"
@@ -47,7 +49,7 @@ func (d *Daemon) restoreSourceDown() error {
 	}
 	var down sourceDown
 	if err := json.Unmarshal(raw, &down); err != nil {
-		d.logger.Warn("dropping an unreadable saved source outage", "err", err)
+		d.setAside(BucketSource, sourceDownKey, fmt.Errorf("not a source outage: %w", err))
 		return nil
 	}
 	d.health.down = &down
@@ -102,27 +104,44 @@ func (h *sourceHealth) transition(at time.Time, state rules.State) rules.Transit
 	if state == rules.StateInactive {
 		summary = fmt.Sprintf("gpuwatch on %s reads its source again", h.host)
 	}
+	return ownTransition(at, SourceDownAlert, h.host, state, h.down.Since, summary, h.down.Err)
+}
+
+// ownTransition is a transition of an alert gpuwatch raises of its own,
+// about a host and no GPU: critical, GPU -1.
+func ownTransition(at time.Time, alert, host string, state rules.State, since time.Time, summary, description string) rules.Transition {
 	sev := rules.SeverityCritical
 	return rules.Transition{
-		At: at, Alert: SourceDownAlert, State: state, Severity: sev, Host: h.host, GPU: -1,
+		At: at, Alert: alert, State: state, Severity: sev, Host: host, GPU: -1,
 		Value: math.NaN(), Trend: math.NaN(), TimeToFull: time.Duration(math.MinInt64),
-		StartsAt: h.down.Since, Summary: summary, Description: h.down.Err,
-		Labels: map[string]string{"alert": SourceDownAlert, "severity": string(sev), "host": h.host},
+		StartsAt: since, Summary: summary, Description: description,
+		Labels: map[string]string{"alert": alert, "severity": string(sev), "host": host},
 	}
 }
 
-// sourceDownAlert is SourceDownAlert as an active alert, while the source
-// does not answer. The caller holds d.mu.
-func (d *Daemon) sourceDownAlert() (slackbot.ActiveAlert, bool) {
-	h := &d.health
-	if h.down == nil {
-		return slackbot.ActiveAlert{}, false
+// ownAlerts are the alerts gpuwatch raises of its own that fire now, as
+// active alerts: its source down, hosts down. The caller holds d.mu.
+func (d *Daemon) ownAlerts() []slackbot.ActiveAlert {
+	var out []slackbot.ActiveAlert
+	if h := &d.health; h.down != nil {
+		t := h.transition(h.down.Since, rules.StateFiring)
+		out = append(out, d.ownActive(t, "down"))
 	}
-	t := h.transition(h.down.Since, rules.StateFiring)
-	key := notifier.AlertKey(h.host, SourceDownAlert, "")
+	for _, host := range slices.Sorted(maps.Keys(d.hostsDown)) {
+		if hd := d.hostsDown[host]; hd.Fired {
+			out = append(out, d.ownActive(hd.transition(host, hd.Since, rules.StateFiring), "down"))
+		}
+	}
+	return out
+}
+
+// ownActive is a firing transition of an alert of gpuwatch's own as an
+// active alert.
+func (d *Daemon) ownActive(t rules.Transition, value string) slackbot.ActiveAlert {
+	key := notifier.AlertKey(t.Host, t.Alert, "")
 	by, _ := d.dispatcher.Acknowledged(key)
 	return slackbot.ActiveAlert{
-		Key: key, Host: h.host, Name: SourceDownAlert, Severity: string(t.Severity), State: rules.StateFiring.String(), GPU: -1,
-		Since: h.down.Since, Summary: t.Summary + ": " + h.down.Err, ValueText: "down", Acknowledged: by,
-	}, true
+		Key: key, Host: t.Host, Name: t.Alert, Severity: string(t.Severity), State: rules.StateFiring.String(), GPU: -1,
+		Since: t.StartsAt, Summary: t.Summary + ": " + t.Description, ValueText: value, Acknowledged: by,
+	}
 }

@@ -1,6 +1,9 @@
 package daemon
 
 import (
+	"context"
+	"errors"
+	"fmt"
 	"sync"
 	"time"
 
@@ -20,12 +23,17 @@ type Store interface {
 	Ack(receiver string, ids ...uint64) error
 	Bury(receiver string, id uint64, reason string, at time.Time, attempts int) error
 	DeadLetters(limit int) ([]store.DeadLetter, error)
+	SetAside(bucket, key, why string, at time.Time) (store.SetAsideRecord, error)
+	SetAsideRecords() ([]store.SetAsideRecord, error)
+	Recovered() []string
 	Close() error
 }
 
 // openStore opens the store at path, the way Options.OpenStore does when
 // it is nil.
-func openStore(path string) (Store, error) { return store.Open(path, store.Options{}) }
+func openStore(ctx context.Context, path string) (Store, error) {
+	return store.OpenContext(ctx, path, store.Options{})
+}
 
 // watchedStore is the daemon's Store with its writes watched: when the
 // oldest unfinished one began, when writes began to fail and why. /healthz
@@ -105,4 +113,25 @@ func (w *watchedStore) state() writeState {
 		}
 	}
 	return s
+}
+
+// ErrStoreStalled is the error of a request whose write the store did not
+// take within Options.WriteWait: its disk is stalled. The write goes on,
+// and is done if the disk finishes it.
+var ErrStoreStalled = errors.New("the store did not take the write in time: its disk is stalled (see GET /healthz)")
+
+// bounded runs the write f, returning its error, or ErrStoreStalled when
+// it has not finished within Options.WriteWait: a request waits seconds
+// for a stalled disk, not as long as the disk takes.
+func (d *Daemon) bounded(f func() error) error {
+	done := make(chan error, 1)
+	go func() { done <- f() }()
+	t := time.NewTimer(d.opts.WriteWait)
+	defer t.Stop()
+	select {
+	case err := <-done:
+		return err
+	case <-t.C:
+		return fmt.Errorf("%w: waited %v; the change is made if the disk finishes the write", ErrStoreStalled, d.opts.WriteWait)
+	}
 }

@@ -69,11 +69,18 @@ type result struct {
 	stdout, stderr string
 }
 
-// run runs a program with a minute's limit in dir ("" for this folder),
-// with env added to this process's environment.
+// run runs a program with a two minutes' limit in dir ("" for this
+// folder), with env added to this process's environment.
 func run(t *testing.T, dir string, env []string, name string, args ...string) result {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	return runWithin(t, 2*time.Minute, dir, env, name, args...)
+}
+
+// runWithin is run with another limit, for the slow (a linter reading a
+// whole package).
+func runWithin(t *testing.T, limit time.Duration, dir string, env []string, name string, args ...string) result {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), limit)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, name, args...)
 	cmd.Dir = dir

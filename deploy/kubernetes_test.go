@@ -15,6 +15,7 @@ import (
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	kjson "sigs.k8s.io/json"
@@ -38,6 +39,8 @@ type cluster struct {
 	daemonSets      []appsv1.DaemonSet
 	deployments     []appsv1.Deployment
 	serviceMonitors []monitoringv1.ServiceMonitor
+	roles           []rbacv1.Role
+	roleBindings    []rbacv1.RoleBinding
 }
 
 // installed runs deploy/kubernetes/install on a copy of the folder, with a
@@ -138,6 +141,14 @@ func render(t *testing.T, dir string) cluster {
 			var o monitoringv1.ServiceMonitor
 			decode(&o)
 			c.serviceMonitors = append(c.serviceMonitors, o)
+		case "rbac.authorization.k8s.io/v1 Role":
+			var o rbacv1.Role
+			decode(&o)
+			c.roles = append(c.roles, o)
+		case "rbac.authorization.k8s.io/v1 RoleBinding":
+			var o rbacv1.RoleBinding
+			decode(&o)
+			c.roleBindings = append(c.roleBindings, o)
 		default:
 			t.Errorf("%s %s: a kind this test does not check", kind, r.GetName())
 		}
@@ -396,5 +407,68 @@ func TestHubRulesAreTheExampleRules(t *testing.T) {
 	}
 	if example, hub := rulesOf(filepath.Join(repo, "config.example.yaml")), rulesOf("kubernetes/hub-rules.yaml"); !reflect.DeepEqual(example, hub) {
 		t.Errorf("kubernetes/hub-rules.yaml differs from the rules of config.example.yaml: copy them again")
+	}
+}
+
+// TestKubernetesPrometheusDiscovery: kube-prometheus's Prometheus (service
+// account prometheus-k8s in monitoring) may list and watch the services,
+// endpoints and pods of gpuwatch's namespace, which its ServiceMonitors
+// discover targets from.
+func TestKubernetesPrometheusDiscovery(t *testing.T) {
+	_, c := installed(t)
+	if len(c.roles) != 1 || len(c.roleBindings) != 1 {
+		t.Fatalf("%d roles and %d role bindings, want one of each", len(c.roles), len(c.roleBindings))
+	}
+	role, binding := c.roles[0], c.roleBindings[0]
+	granted := map[string]bool{}
+	for _, rule := range role.Rules {
+		for _, res := range rule.Resources {
+			if slices.Contains(rule.Verbs, "list") && slices.Contains(rule.Verbs, "watch") && slices.Contains(rule.Verbs, "get") {
+				granted[res] = true
+			}
+		}
+	}
+	for _, res := range []string{"services", "endpoints", "pods", "endpointslices"} {
+		if !granted[res] {
+			t.Errorf("role %s does not let Prometheus get, list and watch %s", role.Name, res)
+		}
+	}
+	if binding.RoleRef.Kind != "Role" || binding.RoleRef.Name != role.Name || len(binding.Subjects) != 1 ||
+		binding.Subjects[0].Kind != "ServiceAccount" || binding.Subjects[0].Name != "prometheus-k8s" || binding.Subjects[0].Namespace != "monitoring" {
+		t.Errorf("role binding %+v, want role %s bound to kube-prometheus's service account monitoring/prometheus-k8s", binding, role.Name)
+	}
+}
+
+// TestKubernetesReleaseLabel: the release-label component, turned on in
+// the kustomization as its comment says, labels every ServiceMonitor
+// release: kube-prometheus-stack, which that chart's Prometheus selects;
+// off, none has it.
+func TestKubernetesReleaseLabel(t *testing.T) {
+	dir, c := installed(t)
+	for _, sm := range c.serviceMonitors {
+		if _, ok := sm.Labels["release"]; ok {
+			t.Errorf("ServiceMonitor %s has a release label with the component off", sm.Name)
+		}
+	}
+	k := filepath.Join(dir, "kustomization.yaml")
+	text, err := os.ReadFile(k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	on := strings.Replace(string(text), "# components:\n#   - release-label\n", "components:\n  - release-label\n", 1)
+	if on == string(text) {
+		t.Fatal("kustomization.yaml has no commented components: [release-label] to turn on")
+	}
+	if err := os.WriteFile(k, []byte(on), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c = render(t, dir)
+	if len(c.serviceMonitors) == 0 {
+		t.Fatal("no ServiceMonitor")
+	}
+	for _, sm := range c.serviceMonitors {
+		if sm.Labels["release"] != "kube-prometheus-stack" || sm.Labels["app.kubernetes.io/name"] != "gpuwatch" {
+			t.Errorf("ServiceMonitor %s: labels %v, want release: kube-prometheus-stack besides its own", sm.Name, sm.Labels)
+		}
 	}
 }

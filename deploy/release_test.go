@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 // maxGLIBC is the newest glibc symbol version a release binary may need
@@ -59,7 +60,8 @@ func TestReleaseChecksums(t *testing.T) {
 		names = append(names, name)
 	}
 	all := strings.Join(names, " ")
-	for _, pattern := range []string{`_linux_amd64\.tar\.gz`, `_linux_arm64\.tar\.gz`, `_amd64\.deb`, `_arm64\.deb`, `\.x86_64\.rpm`, `\.aarch64\.rpm`} {
+	for _, pattern := range []string{`_linux_amd64\.tar\.gz`, `_linux_arm64\.tar\.gz`, `_amd64\.deb`, `_arm64\.deb`, `\.x86_64\.rpm`, `\.aarch64\.rpm`,
+		`_linux_amd64\.image\.tar`, `_linux_arm64\.image\.tar`} {
 		if !regexp.MustCompile(pattern).MatchString(all) {
 			t.Errorf("SHA256SUMS lists %s, want a file matching %s", all, pattern)
 		}
@@ -220,4 +222,96 @@ func versionLess(a, b string) bool {
 		}
 	}
 	return false
+}
+
+// TestReleaseLicense: the tarball ships LICENSE, the .deb Debian's
+// machine-readable copyright file naming Apache-2.0, the .rpm its License
+// tag and the license's text.
+func TestReleaseLicense(t *testing.T) {
+	license := readRepo(t, "LICENSE")
+	if !bytes.Contains(license, []byte("Apache License")) || !bytes.Contains(license, []byte("Version 2.0, January 2004")) {
+		t.Fatal("LICENSE is not the Apache License 2.0")
+	}
+	dir := t.TempDir()
+	if got := run(t, "", nil, "tar", "-xzf", artifact(t, "gpuwatch_*_linux_amd64.tar.gz"), "-C", dir, "--strip-components=1"); got.code != 0 {
+		t.Fatal(got.stderr)
+	}
+	if got, err := os.ReadFile(filepath.Join(dir, "LICENSE")); err != nil || !bytes.Equal(got, license) {
+		t.Errorf("the tarball's LICENSE is not the repository's (%v)", err)
+	}
+	root, control := unpackDeb(t, artifact(t, "gpuwatch_*_amd64.deb"))
+	copyright, err := os.ReadFile(filepath.Join(root, "usr/share/doc/gpuwatch/copyright"))
+	if err != nil || !bytes.HasPrefix(copyright, []byte("Format: https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/")) ||
+		!bytes.Contains(copyright, []byte("\nLicense: Apache-2.0\n")) || !bytes.Contains(copyright, []byte("/usr/share/common-licenses/Apache-2.0")) {
+		t.Errorf("the .deb's /usr/share/doc/gpuwatch/copyright (%v):\n%s\nwant the machine-readable format naming Apache-2.0", err, copyright)
+	}
+	if c, _ := os.ReadFile(filepath.Join(control, "control")); !strings.Contains(string(c), "\nDepends: libc6 (>= 2.17), passwd\n") {
+		t.Errorf("the .deb's control:\n%s\nwant it to depend on libc6 (>= 2.17) and passwd (useradd)", c)
+	}
+	rpm := need(t, "rpm", "apt-get install rpm")
+	pkg := artifact(t, "gpuwatch-*.x86_64.rpm")
+	if got := run(t, "", nil, rpm, "-qp", "--queryformat", "%{LICENSE}", pkg).stdout; got != "Apache-2.0" {
+		t.Errorf("the .rpm's License: %q, want Apache-2.0", got)
+	}
+	if got := run(t, "", nil, rpm, "-qpL", pkg).stdout; strings.TrimSpace(got) != "/usr/share/licenses/gpuwatch/LICENSE" {
+		t.Errorf("the .rpm's license files: %q, want /usr/share/licenses/gpuwatch/LICENSE", got)
+	}
+}
+
+// TestReleaseRPMPayload: the .rpm's payload unpacks where it is unpacked
+// (rpm2cpio | cpio -idm writes ./usr/bin/gpuwatch, not /usr/bin/gpuwatch),
+// its files have the commit's time, not 1970's, and the package requires
+// what its scripts run.
+func TestReleaseRPMPayload(t *testing.T) {
+	rpm := need(t, "rpm", "apt-get install rpm")
+	need(t, "rpm2cpio", "apt-get install rpm2cpio")
+	need(t, "cpio", "apt-get install cpio")
+	for _, arch := range []string{"x86_64", "aarch64"} {
+		pkg := artifact(t, "gpuwatch-*."+arch+".rpm")
+		got := run(t, "", nil, "sh", "-c", `rpm2cpio "$1" | cpio -itv --quiet`, "-", pkg)
+		if got.code != 0 {
+			t.Fatalf("rpm2cpio | cpio -itv: %s", got.stderr)
+		}
+		for line := range strings.Lines(strings.TrimSpace(got.stdout)) {
+			f := strings.Fields(line)
+			if name := f[len(f)-1]; !strings.HasPrefix(name, "./") {
+				t.Errorf("%s: the payload names %s, which cpio would write outside the folder it unpacks into", filepath.Base(pkg), name)
+			}
+			if strings.Contains(line, " 1970 ") {
+				t.Errorf("%s: a file of 1970: %s", filepath.Base(pkg), line)
+			}
+		}
+		requires := run(t, "", nil, rpm, "-qpR", pkg).stdout
+		for _, want := range []string{"/usr/sbin/useradd", "/usr/sbin/groupadd", "/usr/bin/getent", "glibc >= 2.17"} {
+			if !strings.Contains(requires, want+"\n") {
+				t.Errorf("%s requires\n%s\nwant %s", filepath.Base(pkg), requires, want)
+			}
+		}
+	}
+}
+
+// TestReleaseLintian runs Debian's lintian on the .deb packages: no error
+// and no warning, but for the findings deploy/packages/lintian-overrides
+// (shipped in the package) justifies.
+func TestReleaseLintian(t *testing.T) {
+	lintian := need(t, "lintian", "apt-get install lintian")
+	for _, arch := range []string{"amd64", "arm64"} {
+		pkg := artifact(t, "gpuwatch_*_"+arch+".deb")
+		if got := runWithin(t, 10*time.Minute, "", nil, lintian, "--fail-on", "error,warning", "--tag-display-limit", "0", pkg); got.code != 0 {
+			t.Errorf("lintian %s: exit %d\n%s%s", filepath.Base(pkg), got.code, got.stdout, got.stderr)
+		}
+	}
+}
+
+// TestReleaseRpmlint runs rpmlint on the .rpm packages: no error and no
+// warning, but for those deploy/packages/rpmlint.toml justifies.
+func TestReleaseRpmlint(t *testing.T) {
+	rpmlint := need(t, "rpmlint", "apt-get install rpmlint")
+	for _, arch := range []string{"x86_64", "aarch64"} {
+		pkg := artifact(t, "gpuwatch-*."+arch+".rpm")
+		got := runWithin(t, 10*time.Minute, "", nil, rpmlint, "-c", filepath.Join(repo, "deploy/packages/rpmlint.toml"), pkg)
+		if got.code != 0 || !strings.Contains(got.stdout, " 0 errors, 0 warnings") {
+			t.Errorf("rpmlint %s: exit %d\n%s%s", filepath.Base(pkg), got.code, got.stdout, got.stderr)
+		}
+	}
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/gpuwatch/gpuwatch/internal/blockkit"
 	"github.com/gpuwatch/gpuwatch/internal/plural"
+	"github.com/gpuwatch/gpuwatch/rules"
 )
 
 // Slack's limits on blocks.
@@ -62,6 +63,9 @@ func (r *Report) sections(st style) []section {
 	host := []string{r.hostLine()}
 	if e := r.energyLine(); e != "" {
 		host = append(host, e)
+	}
+	if c := r.samplingLine(); c != "" {
+		host = append(host, c)
 	}
 	out := []section{{lines: host}}
 
@@ -129,7 +133,7 @@ func (r *Report) hostReportLine(h *HostReport, st style) string {
 	if h.Sparkline != "" {
 		b.WriteString(" " + st.code(h.Sparkline))
 	}
-	fmt.Fprintf(&b, " avg %s; busy %sh, held idle %sh", percent(h.AvgUtil), hours(h.BusyHours), hours(h.IdleHeldHours))
+	fmt.Fprintf(&b, " avg %s; busy %s, held idle %s", percent(h.AvgUtil), busyTime(h.BusyHours), busyTime(h.IdleHeldHours))
 	if h.EnergyKWh > 0 {
 		b.WriteString("; " + kwh(h.EnergyKWh))
 		if r.Priced {
@@ -178,9 +182,20 @@ func (r *Report) hostLine() string {
 	if r.Fleet() {
 		gpus = plural.Count(len(r.Hosts), "host") + ", " + gpus
 	}
-	return fmt.Sprintf("%s, %s GPU-hours covered: average utilization %s, busy %s of the time, held idle %s (%s GPU-hours)",
-		gpus, hours(r.CoveredHours), percent(r.AvgUtil), percent(100*r.BusyShare),
-		percent(100*r.IdleShare), hours(r.IdleHeldHours))
+	return fmt.Sprintf("%s, %s covered: average utilization %s, busy %s of the time, held idle %s (%s)",
+		gpus, gpuTime(r.CoveredHours), percent(r.AvgUtil), percent(100*r.BusyShare),
+		percent(100*r.IdleShare), gpuTime(r.IdleHeldHours))
+}
+
+// samplingLine says how a sparse log's samples were counted: "Sampled every
+// 30m: each sample stands for the time since the one before, up to 1h30m
+// (longer gaps are not covered)."
+func (r *Report) samplingLine() string {
+	if r.MaxGapSeconds <= 0 {
+		return ""
+	}
+	return fmt.Sprintf("Sampled every %s: each sample stands for the time since the one before, up to %s (longer gaps are not covered).",
+		duration(r.StepSeconds), duration(r.MaxGapSeconds))
 }
 
 func (r *Report) energyLine() string {
@@ -207,7 +222,10 @@ func (r *Report) gpuLine(g *GPUReport, st style) string {
 	if g.MemTotal > 0 {
 		b.WriteString(" of " + formatBytes(g.MemTotal))
 	}
-	fmt.Fprintf(&b, "; busy %sh, held idle %sh; peak %.0f C", hours(g.BusyHours), hours(g.IdleHeldHours), g.PeakTemp)
+	fmt.Fprintf(&b, "; busy %s, held idle %s", busyTime(g.BusyHours), busyTime(g.IdleHeldHours))
+	if g.PeakTemp != 0 { // 0: the data has no temperature, which must not read as a cold GPU
+		fmt.Fprintf(&b, "; peak %.0f C", g.PeakTemp)
+	}
 	if g.EnergyKWh > 0 {
 		b.WriteString("; " + kwh(g.EnergyKWh))
 		if r.Priced {
@@ -222,7 +240,7 @@ func (r *Report) gpuLine(g *GPUReport, st style) string {
 const maxUserHosts = 3
 
 func (r *Report) userLine(u *UserReport, st style) string {
-	head := fmt.Sprintf("%s %s GPU-hours, %s GiB-hours on ", st.bold(st.text(u.User)), hours(u.GPUHours), hours(u.GiBHours))
+	head := fmt.Sprintf("%s %s, %s GiB-hours on ", st.bold(st.text(u.User)), gpuTime(u.GPUHours), hours(u.GiBHours))
 	if !r.Fleet() {
 		return head + gpuList(u.GPUs)
 	}
@@ -378,12 +396,42 @@ func cut(s string, n int) string {
 
 func percent(p float64) string { return strconv.FormatFloat(math.Round(p), 'f', 0, 64) + "%" }
 
-// hours writes a number of hours with one decimal, or none from 100 on.
+// hours writes a number of hours with one decimal, or none from 100 on;
+// under a tenth, with two significant digits, so that a short window's
+// hours do not read as none beside the share they make up.
 func hours(h float64) string {
-	if h >= 100 {
+	switch {
+	case h >= 100:
 		return strconv.FormatFloat(h, 'f', 0, 64)
+	case h >= 0.1 || h == 0:
+		return strconv.FormatFloat(h, 'f', 1, 64)
 	}
-	return strconv.FormatFloat(h, 'f', 1, 64)
+	return strconv.FormatFloat(h, 'g', 2, 64)
+}
+
+// busyTime writes a number of hours as a time: "1.6h" from an hour on,
+// "12m" or "45s" below, "0h" for none, so that 2 minutes of 2 busy do not
+// read "busy 0.0h" beside "busy 100% of the time".
+func busyTime(h float64) string {
+	switch {
+	case h == 0:
+		return "0h"
+	case h >= 1:
+		return hours(h) + "h"
+	}
+	return duration(h * 3600)
+}
+
+// gpuTime writes GPU-hours, in GPU-minutes under an hour: "4.0
+// GPU-hours", "12 GPU-minutes", "under a GPU-minute".
+func gpuTime(h float64) string {
+	switch {
+	case h >= 1 || h == 0:
+		return hours(h) + " GPU-hours"
+	case h*60 < 0.5:
+		return "under a GPU-minute"
+	}
+	return plural.Count(int(math.Round(h*60)), "GPU-minute")
 }
 
 func kwh(e float64) string {
@@ -401,18 +449,9 @@ func (r *Report) money(v float64) string {
 	return s
 }
 
-// formatBytes writes a size in binary units: "20 GiB", "1.5 GiB", "512 MiB".
-func formatBytes(v uint64) string {
-	const gib, mib = 1 << 30, 1 << 20
-	switch {
-	case v >= 10*gib:
-		return strconv.FormatFloat(float64(v)/gib, 'f', 0, 64) + " GiB"
-	case v >= gib:
-		return strconv.FormatFloat(float64(v)/gib, 'f', 1, 64) + " GiB"
-	default:
-		return strconv.FormatFloat(float64(v)/mib, 'f', 0, 64) + " MiB"
-	}
-}
+// formatBytes writes a size in binary units as alerts and gpuwatch status
+// do: "79.6 GiB", "1.5 GiB", "512 MiB".
+func formatBytes(v uint64) string { return rules.Dimension{Base: rules.Bytes}.Format(float64(v)) }
 
 // duration writes seconds as "45s", "12m", "5h12m" or "2d5h".
 func duration(secs float64) string {

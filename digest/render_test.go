@@ -181,11 +181,37 @@ func TestFormats(t *testing.T) {
 		v    uint64
 		want string
 	}{
-		{20 * gib, "20 GiB"}, {gib + gib/2, "1.5 GiB"}, {512 << 20, "512 MiB"}, {0, "0 MiB"},
+		// As gpuwatch status and alerts write them: an H100's 81559 MiB is
+		// 79.6 GiB, not 80.
+		{20 * gib, "20 GiB"}, {gib + gib/2, "1.5 GiB"}, {512 << 20, "512 MiB"}, {0, "0 B"}, {81559 << 20, "79.6 GiB"},
 	}
 	for _, tt := range sizes {
 		if got := formatBytes(tt.v); got != tt.want {
 			t.Errorf("bytes(%d): got %q, want %q", tt.v, got, tt.want)
+		}
+	}
+	// Hours that a short window has do not read as none beside their share.
+	spans := []struct {
+		h                float64
+		busy, gpu, hours string
+	}{
+		{0, "0h", "0.0 GPU-hours", "0.0"},
+		{5.0 / 3600, "5s", "under a GPU-minute", "0.0014"},
+		{1.0 / 60, "1m", "1 GPU-minute", "0.017"},
+		{2.0 / 60, "2m", "2 GPU-minutes", "0.033"},
+		{0.5, "30m", "30 GPU-minutes", "0.5"},
+		{1.55, "1.6h", "1.6 GPU-hours", "1.6"},
+		{150, "150h", "150 GPU-hours", "150"},
+	}
+	for _, tt := range spans {
+		if got := busyTime(tt.h); got != tt.busy {
+			t.Errorf("busyTime(%v): got %q, want %q", tt.h, got, tt.busy)
+		}
+		if got := gpuTime(tt.h); got != tt.gpu {
+			t.Errorf("gpuTime(%v): got %q, want %q", tt.h, got, tt.gpu)
+		}
+		if got := hours(tt.h); got != tt.hours {
+			t.Errorf("hours(%v): got %q, want %q", tt.h, got, tt.hours)
 		}
 	}
 	if got, want := cut("ab▁▂▃", 7), "ab…"; got != want {

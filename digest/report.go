@@ -60,6 +60,11 @@ type Options struct {
 	// only once it resolves, and a digest must not leave out the alert
 	// that fired all night.
 	Firing []FiringAlert
+	// Step is how often the data was sampled, for a digest of a log, and
+	// MaxGap the longest gap between samples the rollups bridged
+	// (Rollups.SetMaxGap): a report of a sparse log says how it counted.
+	// 0 for a live source.
+	Step, MaxGap time.Duration
 }
 
 // FiringAlert is an alert (a rule on a GPU) still firing, since when.
@@ -87,6 +92,11 @@ type Report struct {
 	IdleHeldHours float64 `json:"idle_held_hours"` // GPU-hours held idle
 	EnergyKWh     float64 `json:"energy_kwh"`
 	Cost          float64 `json:"cost,omitempty"`
+	// StepSeconds is how often the data was sampled, when the report is of
+	// a sparse log, and MaxGapSeconds how long one sample stands for at
+	// most; both 0 otherwise.
+	StepSeconds   float64 `json:"step_seconds,omitempty"`
+	MaxGapSeconds float64 `json:"max_gap_seconds,omitempty"`
 
 	// Hosts are the hosts of the hours, by name, each one's totals; GPUs
 	// are every host's GPUs, by host and index.
@@ -148,7 +158,7 @@ type GPUReport struct {
 	MemTotal      uint64  `json:"mem_total_bytes"`
 	BusyHours     float64 `json:"busy_hours"`
 	IdleHeldHours float64 `json:"idle_held_hours"`
-	PeakTemp      float64 `json:"peak_temp_c"`
+	PeakTemp      float64 `json:"peak_temp_c"` // 0 when the data has no temperature
 	EnergyKWh     float64 `json:"energy_kwh"`
 	Cost          float64 `json:"cost,omitempty"`
 	// Sparkline draws the hourly average utilization over the window on a
@@ -219,6 +229,9 @@ func Build(gpus []GPUHour, users []UserHour, alerts []AlertHour, o Options) *Rep
 	o.From = o.From.Truncate(time.Hour)
 	r := &Report{Name: o.Name, Host: o.Host, From: o.From, To: o.To, Location: o.Location,
 		Currency: o.Currency, Priced: o.PricePerKWh > 0}
+	if o.MaxGap > MaxBridgedGap {
+		r.StepSeconds, r.MaxGapSeconds = o.Step.Seconds(), o.MaxGap.Seconds()
+	}
 	users = withHosts(users, gpus)
 	r.buildGPUs(gpus, o)
 	r.buildUsers(users, o.TopUsers)
@@ -416,13 +429,29 @@ func (r *Report) buildGPUs(gpus []GPUHour, o Options) {
 		total.add(h, -1)
 	}
 	slices.SortFunc(accs, func(a, b *gpuAcc) int { return cmp.Or(cmp.Compare(a.Host, b.Host), cmp.Compare(a.GPU, b.GPU)) })
+	// The sparklines draw the hours that have data, alike for every GPU:
+	// a window longer than what was recorded is not drawn as blank columns.
+	first, last := cells, -1
+	for _, a := range accs {
+		for c := range cells {
+			if a.spark[2*c+1] > 0 {
+				first, last = min(first, c), max(last, c)
+			}
+		}
+	}
+	drawn := func(a *gpuAcc) string {
+		if last < first {
+			return ""
+		}
+		return sparkline(a.spark[2*first : 2*last+2])
+	}
 	r.GPUs = make([]GPUReport, len(accs))
 	for i, a := range accs {
 		g := &r.GPUs[i]
 		*g = GPUReport{Host: a.Host, GPU: a.GPU, UUID: a.UUID, Name: a.Name, CoveredHours: a.Seconds / 3600,
 			AvgUtil: 100 * ratio(a.UtilSeconds, a.Seconds), PeakUtil: a.UtilMax, PeakMem: a.MemMax, MemTotal: a.MemTotal,
 			BusyHours: a.BusySeconds / 3600, IdleHeldHours: a.IdleHeldSeconds / 3600, PeakTemp: a.TempMax,
-			EnergyKWh: a.EnergyJoules / 3.6e6, Sparkline: sparkline(a.spark)}
+			EnergyKWh: a.EnergyJoules / 3.6e6, Sparkline: drawn(a)}
 		g.Cost = o.PricePerKWh * g.EnergyKWh
 	}
 	r.Hosts = make([]HostReport, 0, len(hostAccs))
@@ -430,7 +459,7 @@ func (r *Report) buildGPUs(gpus []GPUHour, o Options) {
 		a := hostAccs[host]
 		h := HostReport{Host: host, GPUs: a.gpus, CoveredHours: a.Seconds / 3600, AvgUtil: 100 * ratio(a.UtilSeconds, a.Seconds),
 			BusyHours: a.BusySeconds / 3600, IdleHeldHours: a.IdleHeldSeconds / 3600, EnergyKWh: a.EnergyJoules / 3.6e6,
-			Sparkline: sparkline(a.spark)}
+			Sparkline: drawn(hostAccs[host])}
 		h.Cost = o.PricePerKWh * h.EnergyKWh
 		r.Hosts = append(r.Hosts, h)
 	}

@@ -208,9 +208,15 @@ func TestSparkline(t *testing.T) {
 			{Hour: hour(3), Seconds: 1800, UtilSeconds: 1800},
 		}, hour(0), hour(4), "▁▅ █"},
 		{"window starting mid-hour", []GPUHour{{Hour: hour(0), Seconds: 3600, UtilSeconds: 3600}},
-			hour(0).Add(30 * time.Minute), hour(2), "█ "},
+			hour(0).Add(30 * time.Minute), hour(2), "█"},
 		{"hours outside the window are not drawn", []GPUHour{{Hour: hour(-5), Seconds: 3600, UtilSeconds: 3600}},
-			hour(0), hour(2), "  "},
+			hour(0), hour(2), ""},
+		// A day's digest of the first two hours recorded draws those two,
+		// not 22 blank columns before them.
+		{"no blank columns for hours without data", []GPUHour{
+			{Hour: hour(22), Seconds: 3600, UtilSeconds: 3600},
+			{Hour: hour(23), Seconds: 1800, UtilSeconds: 0},
+		}, hour(0), hour(24), "█▁"},
 	}
 	for _, tt := range tests {
 		r := Build(tt.hours, nil, nil, Options{From: tt.from, To: tt.to})

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strconv"
@@ -24,7 +25,9 @@ const (
 	// may last and still be bridged.
 	GapIntervals = 3
 	// RollupUnknownUser is the user that processes without an attributed
-	// owner (an empty gpu.Process.User) are counted under.
+	// owner (an empty gpu.Process.Owner: no user, no pod) are counted
+	// under; a pod the source names without its user counts as its
+	// "NAMESPACE/POD".
 	RollupUnknownUser = "unknown"
 )
 
@@ -33,7 +36,20 @@ const (
 // previous, the GPU's interval before (0 when unknown). Time integrals
 // (usage, energy) add nothing over a gap that is not bridged.
 func Bridged(gap, previous time.Duration) bool {
-	return gap > 0 && gap <= MaxBridgedGap && (previous <= 0 || gap <= GapIntervals*previous)
+	return bridged(gap, previous, MaxBridgedGap)
+}
+
+// bridged is Bridged with the longest gap bridged as a parameter.
+func bridged(gap, previous, maxGap time.Duration) bool {
+	return gap > 0 && gap <= maxGap && (previous <= 0 || gap <= GapIntervals*previous)
+}
+
+// MaxGapFor is the longest gap bridged in a log sampled every step: a
+// sample stands for the time since the previous one, up to GapIntervals
+// steps (a cron job that missed two runs), and never less than
+// MaxBridgedGap. A log sampled every 30 minutes bridges 1h30m.
+func MaxGapFor(step time.Duration) time.Duration {
+	return max(MaxBridgedGap, GapIntervals*step)
 }
 
 // Kinds of records in a checkpoint key.
@@ -55,17 +71,21 @@ const noHour = math.MinInt64
 // dt), and that time counts in the hour of the sample. Time integrals use the
 // readings of the sample (utilization × dt, memory × dt); energy uses the
 // trapezoid of the power of the two samples. A gap longer than GapIntervals
-// times the GPU's previous interval, or longer than MaxBridgedGap, is not
-// bridged: that sample adds no time, only its peaks. A sample not later than
-// the previous one of its GPU is ignored. Unknown (NaN) readings add nothing.
+// times the GPU's previous interval, or longer than MaxBridgedGap (or the
+// gap SetMaxGap allows a sparse log), is not bridged: that sample adds no
+// time, only its peaks. A bridged gap longer than MaxBridgedGap (a log
+// sampled every 30 minutes) is spread over the hours it spans. A sample not
+// later than the previous one of its GPU is ignored. Unknown (NaN) readings
+// add nothing.
 //
 // Dirty encodes changed hour buckets as records for the store; Load restores
 // them, so a restart loses at most the samples not yet checkpointed.
 type Rollups struct {
-	mu    sync.Mutex
-	hours map[int64]*hourBucket  // by the hour's start, Unix seconds
-	gpus  map[string]*gpuState   // by gpuKey
-	order map[string][]*gpuState // by host: the GPUs of its last snapshot, by position
+	mu     sync.Mutex
+	maxGap time.Duration          // the longest gap bridged: MaxBridgedGap, or more for a sparse log
+	hours  map[int64]*hourBucket  // by the hour's start, Unix seconds
+	gpus   map[string]*gpuState   // by gpuKey
+	order  map[string][]*gpuState // by host: the GPUs of its last snapshot, by position
 }
 
 // hourBucket holds one clock hour's records.
@@ -130,10 +150,22 @@ type userState struct {
 // NewRollups returns empty rollups.
 func NewRollups() *Rollups {
 	return &Rollups{
-		hours: make(map[int64]*hourBucket),
-		gpus:  make(map[string]*gpuState),
-		order: make(map[string][]*gpuState),
+		maxGap: MaxBridgedGap,
+		hours:  make(map[int64]*hourBucket),
+		gpus:   make(map[string]*gpuState),
+		order:  make(map[string][]*gpuState),
 	}
+}
+
+// SetMaxGap sets the longest gap between two samples of a GPU that is
+// bridged (MaxBridgedGap by default), for a log sampled every few minutes
+// or hours (see MaxGapFor): each sample then stands for the time since the
+// previous one, up to maxGap, and a gap longer than MaxBridgedGap is spread
+// over the clock hours it spans.
+func (r *Rollups) SetMaxGap(maxGap time.Duration) {
+	r.mu.Lock()
+	r.maxGap = max(maxGap, MaxBridgedGap)
+	r.mu.Unlock()
 }
 
 // Update adds a snapshot to the rollups. It uses s.Time only and, for the
@@ -186,18 +218,41 @@ func (r *Rollups) updateGPU(st *gpuState, d *gpu.Device, host string, ns, hour i
 		if gap <= 0 {
 			return
 		}
-		if Bridged(time.Duration(gap), time.Duration(st.lastGapNS)) {
+		if bridged(time.Duration(gap), time.Duration(st.lastGapNS), r.maxGap) {
 			dt = float64(gap) / 1e9
 		}
 		st.lastGapNS = gap
 	}
+	// A long bridged gap (a sparse log) is spread over the hours it spans:
+	// the sample's readings held since the one before.
+	if dt > MaxBridgedGap.Seconds() {
+		for from := st.lastNS; hourStart(from/1e9) < hour; {
+			end := min((hourStart(from/1e9)+3600)*1e9, ns)
+			part := float64(end-from) / 1e9
+			r.account(st, d, host, hourStart(from/1e9), part)
+			dt -= part
+			from = end
+		}
+	}
+	if hour != st.hour {
+		r.enterHour(st, d, host, hour)
+	}
+	st.rec.Samples++
+	r.account(st, d, host, hour, dt)
+	st.lastPower = d.PowerW
+	st.lastNS = ns
+	st.seen = true
+}
+
+// account adds dt seconds of the device's readings to the GPU's record of
+// hour, and to its users'.
+func (r *Rollups) account(st *gpuState, d *gpu.Device, host string, hour int64, dt float64) {
 	if hour != st.hour {
 		r.enterHour(st, d, host, hour)
 	}
 	st.bucket.dirty = true
 	st.rec.dirty = true
 	h := &st.rec.GPUHour
-	h.Samples++
 	h.Seconds += dt
 
 	util := d.UtilGPU
@@ -210,9 +265,11 @@ func (r *Rollups) updateGPU(st *gpuState, d *gpu.Device, host string, ns, hour i
 			h.BusySeconds += dt
 		}
 	}
-	if d.MemKnown() {
+	if d.MemUsedKnown() {
 		h.MemMax = max(h.MemMax, d.MemUsed)
-		h.MemTotal = d.MemTotal
+		if d.MemTotal > 0 {
+			h.MemTotal = d.MemTotal
+		}
 		held := d.MemUsed >= HeldBytes
 		if idle && held {
 			h.IdleHeldSeconds += dt
@@ -228,9 +285,6 @@ func (r *Rollups) updateGPU(st *gpuState, d *gpu.Device, host string, ns, hour i
 	if dt > 0 && !math.IsNaN(d.PowerW) && !math.IsNaN(st.lastPower) {
 		h.EnergyJoules += (d.PowerW + st.lastPower) / 2 * dt
 	}
-	st.lastPower = d.PowerW
-	st.lastNS = ns
-	st.seen = true
 	if len(d.Processes) > 0 {
 		r.updateUsers(st, d.Processes, dt, idle)
 	}
@@ -272,7 +326,7 @@ func (r *Rollups) updateUsers(st *gpuState, procs []gpu.Process, dt float64, idl
 	var total uint64
 	for i := range procs {
 		p := &procs[i]
-		u := &st.users[st.user(p.User)]
+		u := &st.users[st.user(p.Owner())]
 		if u.gen != st.gen {
 			u.gen, u.mem, u.procs, u.largest, u.command = st.gen, 0, 0, 0, ""
 		}
@@ -443,8 +497,8 @@ func mustJSON(v any) []byte {
 
 // Load restores records that Dirty returned, replacing records with the
 // same key. A record whose key or value does not decode, or whose value
-// does not match its key, is an error naming the key; records before it (in
-// key order) are loaded.
+// does not match its key, is left out; the others are loaded, and the
+// error (a *LoadError) names every record left out and why.
 func (r *Rollups) Load(records map[string][]byte) error {
 	keys := make([]string, 0, len(records))
 	for k := range records {
@@ -453,12 +507,33 @@ func (r *Rollups) Load(records map[string][]byte) error {
 	slices.Sort(keys)
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	var bad map[string]error
 	for _, k := range keys {
 		if err := r.load(k, records[k]); err != nil {
-			return fmt.Errorf("digest: loading rollup record %q: %w (delete the record or restore the store from a backup)", k, err)
+			if bad == nil {
+				bad = map[string]error{}
+			}
+			bad[k] = err
 		}
 	}
+	if bad != nil {
+		return &LoadError{Records: bad}
+	}
 	return nil
+}
+
+// LoadError is the error of a Load that left out records it could not
+// read: Records maps each one's key to why.
+type LoadError struct {
+	Records map[string]error
+}
+
+func (e *LoadError) Error() string {
+	parts := make([]string, 0, len(e.Records))
+	for _, k := range slices.Sorted(maps.Keys(e.Records)) {
+		parts = append(parts, fmt.Sprintf("%q: %v", k, e.Records[k]))
+	}
+	return fmt.Sprintf("digest: %d rollup records cannot be read, their hours miss from digests: %s", len(parts), strings.Join(parts, "; "))
 }
 
 func (r *Rollups) load(key string, value []byte) error {

@@ -342,6 +342,14 @@ func TestRollupsUsers(t *testing.T) {
 			},
 		},
 		{
+			name:  "a pod named without its processes (dcgm-exporter) counts as the pod",
+			util:  90,
+			procs: []gpu.Process{func() gpu.Process { p := gpu.PodProcess("ml", "train-0", "trainer"); p.MemUsed = rollGiB; return p }()},
+			want: map[string]UserHour{
+				"ml/train-0": {User: "ml/train-0", GPUSeconds: 10, ByteSeconds: 10 * rollGiB},
+			},
+		},
+		{
 			name:  "held but busy",
 			util:  5,
 			procs: []gpu.Process{proc("alice", 18*rollGiB)},
@@ -682,5 +690,29 @@ func TestRollupsLoadBeforeHosts(t *testing.T) {
 		if !slices.Contains(keys, k) {
 			t.Errorf("Prune: got keys %q, want the old key %s among them", keys, k)
 		}
+	}
+}
+
+// TestRollupsLoadLeavesOutOnlyTheBad: one record that cannot be read is
+// left out, named in the error, and every other record loads, those after
+// it in key order too.
+func TestRollupsLoadLeavesOutOnlyTheBad(t *testing.T) {
+	r := NewRollups()
+	rollFill(r, 0, 2.5*3600)
+	records := r.Dirty()
+	bad := "2026-11-30T09/gpu/GPU-damaged"
+	records[bad] = []byte(`{"hour":`)
+	loaded := NewRollups()
+	err := loaded.Load(records)
+	var le *LoadError
+	if !errors.As(err, &le) || len(le.Records) != 1 || le.Records[bad] == nil {
+		t.Fatalf("Load: %v, want a LoadError naming %s alone", err, bad)
+	}
+	delete(records, bad)
+	from, to := rollBase, rollBase.Add(3*time.Hour)
+	g1, u1, _ := r.Window(from, to)
+	g2, u2, _ := loaded.Window(from, to)
+	if !reflect.DeepEqual(g1, g2) || !reflect.DeepEqual(u1, u2) {
+		t.Errorf("after a Load with one bad record: got %+v %+v, want every other record: %+v %+v", g2, u2, g1, u1)
 	}
 }

@@ -21,6 +21,11 @@ type Snapshot struct {
 	Devices []Device
 	// Events happened since the previous snapshot: XID errors, lost GPUs.
 	Events []Event
+	// Down says why the host does not report, when the source knows it
+	// cannot reach it (a hub's Prometheus fails to scrape the host's
+	// exporter: up is 0). Devices is then empty: the host is down, its
+	// GPUs are not missing. "" for a host that reports.
+	Down string
 }
 
 // Device is one GPU's readings. Readings the GPU or the source does not
@@ -29,7 +34,7 @@ type Device struct {
 	Index    int
 	UUID     string
 	Name     string
-	MemUsed  uint64 // bytes
+	MemUsed  uint64 // bytes; known without MemTotal when above 0 (see MemUsedKnown)
 	MemTotal uint64 // bytes; 0 when unknown
 	// MemReserved is the part of MemTotal the driver keeps for itself
 	// (NVML's memory info v2, dcgm-exporter's FB_RESERVED, nvidia-smi's
@@ -47,6 +52,12 @@ type Device struct {
 
 // MemKnown reports whether the device's memory readings are known.
 func (d *Device) MemKnown() bool { return d.MemTotal > 0 }
+
+// MemUsedKnown reports whether MemUsed is a reading: memory is known, or
+// the source knows the memory in use but not the total (a log that records
+// memory.used without memory.total), which it says with a MemUsed above 0
+// and a MemTotal of 0.
+func (d *Device) MemUsedKnown() bool { return d.MemTotal > 0 || d.MemUsed > 0 }
 
 // MemAllocatable is the memory jobs can allocate: the total less what the
 // driver reserves, or 0 when memory is unknown.

@@ -132,40 +132,47 @@ func NewDispatcher(route *Route, silences Muter, logger *slog.Logger) *Dispatche
 // SetRoute replaces the route tree (a config reload).
 func (d *Dispatcher) SetRoute(r *Route) { d.route = r }
 
-// Restore takes back what a previous run left in the store: groups still
-// waiting and which receivers know which alerts fire.
-func (d *Dispatcher) Restore(groups, sent map[string][]byte) error {
+// SetAsideFunc takes a stored record that cannot be read out of the way
+// (the daemon moves it to the store's set-aside list, keeping its bytes)
+// and says so; what reads the store goes on without it.
+type SetAsideFunc func(bucket, key string, why error)
+
+// Restore takes back what a previous run left in the store (buckets
+// BucketGroups and BucketSent): groups still waiting and which receivers
+// know which alerts fire. A record it cannot read goes to setAside.
+func (d *Dispatcher) Restore(groups, sent map[string][]byte, setAside SetAsideFunc) {
 	for key, raw := range groups {
 		var g struct {
 			Due          time.Time    `json:"due"`
 			Notification Notification `json:"notification"`
 		}
 		if err := json.Unmarshal(raw, &g); err != nil {
-			return fmt.Errorf("restore waiting group %q: %w", key, err)
+			setAside(BucketGroups, key, fmt.Errorf("not a waiting group: %w", err))
+			continue
 		}
 		d.groups[key], d.due[key] = &g.Notification, g.Due
 	}
 	for key, raw := range sent {
 		var at time.Time
 		if err := at.UnmarshalText(raw); err != nil {
-			return fmt.Errorf("restore sent record %q: %w", key, err)
+			setAside(BucketSent, key, fmt.Errorf("not a time: %w", err))
+			continue
 		}
 		d.sent[key] = at
 	}
-	return nil
 }
 
 // RestoreAcks takes back the acknowledgements a previous run left in the
-// store (bucket BucketAcks).
-func (d *Dispatcher) RestoreAcks(acks map[string][]byte) error {
+// store (bucket BucketAcks). A record it cannot read goes to setAside.
+func (d *Dispatcher) RestoreAcks(acks map[string][]byte, setAside SetAsideFunc) {
 	for key, raw := range acks {
 		var a Ack
 		if err := json.Unmarshal(raw, &a); err != nil {
-			return fmt.Errorf("restore acknowledgement %q: %w", key, err)
+			setAside(BucketAcks, key, fmt.Errorf("not an acknowledgement: %w", err))
+			continue
 		}
 		d.acks[key] = a
 	}
-	return nil
 }
 
 // Acknowledge records that by acknowledged the firing alert alertKey at

@@ -28,7 +28,7 @@ func checkResponse(t *testing.T, code int, header http.Header) error {
 	if header == nil {
 		header = http.Header{}
 	}
-	_, err := notifier.CheckResponse(&http.Response{StatusCode: code, Header: header, Body: http.NoBody})
+	_, err := notifier.CheckResponse(&http.Response{StatusCode: code, Header: header, Body: http.NoBody}, time.Time{})
 	if err == nil {
 		t.Fatalf("CheckResponse(%d): got nil, want an error", code)
 	}
@@ -160,5 +160,31 @@ func TestStatsFailed(t *testing.T) {
 	s.AddFailure(notifier.FailureHTTP5xx)
 	if snap.Failed["http_5xx"] != 2 {
 		t.Errorf("snapshot changed after a later failure: got %d, want 2", snap.Failed["http_5xx"])
+	}
+}
+
+// TestRetryAfterDate: a Retry-After given as an HTTP date counts from the
+// answer's Date header (the server's clock), else from the caller's now;
+// without either it leaves the wait to the backoff.
+func TestRetryAfterDate(t *testing.T) {
+	now := time.Date(2026, 11, 29, 9, 0, 0, 0, time.UTC)
+	at := func(d time.Duration) string { return now.Add(d).Format(http.TimeFormat) }
+	for _, c := range []struct {
+		name   string
+		header http.Header
+		now    time.Time
+		want   time.Duration
+	}{
+		{"seconds", http.Header{"Retry-After": {"7"}}, time.Time{}, 7 * time.Second},
+		{"a date, from now", http.Header{"Retry-After": {at(5 * time.Second)}}, now, 5 * time.Second},
+		{"a date, from the answer's Date", http.Header{"Retry-After": {at(time.Hour + 5*time.Second)}, "Date": {at(time.Hour)}}, now, 5 * time.Second},
+		{"a date past", http.Header{"Retry-After": {at(-time.Minute)}}, now, 0},
+		{"a date and no clock", http.Header{"Retry-After": {at(5 * time.Second)}}, time.Time{}, 0},
+	} {
+		_, err := notifier.CheckResponse(&http.Response{StatusCode: http.StatusTooManyRequests, Header: c.header, Body: http.NoBody}, c.now)
+		var ra *notifier.RetryAfterError
+		if !errors.As(err, &ra) || ra.After != c.want {
+			t.Errorf("%s: got %v, want a retry after %v", c.name, err, c.want)
+		}
 	}
 }

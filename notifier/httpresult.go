@@ -28,10 +28,11 @@ func (e *RetryAfterError) Unwrap() error { return e.Err }
 // CheckResponse classifies an HTTP answer, the one place that decides what
 // is worth a retry: 2xx is delivered; 429 and 5xx are retried (429 and 503
 // after their Retry-After, as RFC 9110 has servers say when to come back);
-// any other status is permanent. The error quotes the start
-// of the body, never the request's URL. It reads and closes nothing; the
-// caller closes the body.
-func CheckResponse(resp *http.Response) (retry bool, err error) {
+// any other status is permanent. now is the caller's clock, for a
+// Retry-After given as a date in an answer without a Date header. The
+// error quotes the start of the body, never the request's URL. It reads
+// and closes nothing; the caller closes the body.
+func CheckResponse(resp *http.Response, now time.Time) (retry bool, err error) {
 	code := resp.StatusCode
 	if code >= 200 && code < 300 {
 		return false, nil
@@ -43,9 +44,9 @@ func CheckResponse(resp *http.Response) (retry bool, err error) {
 	}
 	switch {
 	case code == http.StatusTooManyRequests:
-		return true, &RetryAfterError{After: ParseRetryAfter(resp.Header.Get("Retry-After"), time.Time{}), Err: err}
+		return true, &RetryAfterError{After: RetryAfter(resp, now), Err: err}
 	case code == http.StatusServiceUnavailable:
-		if after := ParseRetryAfter(resp.Header.Get("Retry-After"), time.Time{}); after > 0 {
+		if after := RetryAfter(resp, now); after > 0 {
 			return true, &RetryAfterError{After: after, Err: err}
 		}
 		return true, err
@@ -55,9 +56,20 @@ func CheckResponse(resp *http.Response) (retry bool, err error) {
 	return false, err
 }
 
+// RetryAfter is how long an answer's Retry-After asks to wait: seconds,
+// or an HTTP date, which counts from the answer's own Date header when it
+// has one (the server's clock: the two clocks need not agree), else from
+// now. Anything else (or nothing) is 0: the caller's backoff decides.
+func RetryAfter(resp *http.Response, now time.Time) time.Duration {
+	if date, err := http.ParseTime(resp.Header.Get("Date")); err == nil {
+		now = date
+	}
+	return ParseRetryAfter(resp.Header.Get("Retry-After"), now)
+}
+
 // ParseRetryAfter reads a Retry-After header: seconds, or an HTTP date
-// relative to now. Anything else (or nothing) is 0: the caller's backoff
-// decides.
+// relative to now. Anything else (or nothing, or a date with no now to
+// count from) is 0: the caller's backoff decides.
 func ParseRetryAfter(v string, now time.Time) time.Duration {
 	v = strings.TrimSpace(v)
 	if v == "" {

@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"strings"
 	"time"
 
 	"github.com/gpuwatch/gpuwatch/gpu"
@@ -69,22 +70,34 @@ type Alert struct {
 	// Key identifies the alert across transitions and restarts:
 	// "host/rule/GPU-uuid". Receivers use it to deduplicate (PagerDuty's
 	// dedup_key) and to find the message to update (Slack).
-	Key         string            `json:"key"`
-	Name        string            `json:"alert"`
-	Status      Status            `json:"status"`
-	Repeat      bool              `json:"repeat,omitempty"` // a reminder of an alert still firing
-	Severity    string            `json:"severity"`
-	Host        string            `json:"host"`
-	GPU         int               `json:"gpu"`
-	UUID        string            `json:"uuid"`
-	GPUName     string            `json:"gpu_name"`
-	Labels      map[string]string `json:"labels"` // rule labels plus alert, severity, host, gpu, uuid
-	Summary     string            `json:"summary"`
-	Description string            `json:"description,omitempty"`
-	// Value is the condition's value in its base unit (bytes, percent, C,
-	// W, seconds; rates per second); ValueText formats it with its unit.
-	Value     Float  `json:"value"`
-	ValueText string `json:"value_text"`
+	Key      string            `json:"key"`
+	Name     string            `json:"alert"`
+	Status   Status            `json:"status"`
+	Repeat   bool              `json:"repeat,omitempty"` // a reminder of an alert still firing
+	Severity string            `json:"severity"`
+	Host     string            `json:"host"`
+	GPU      int               `json:"gpu"`
+	UUID     string            `json:"uuid"`
+	GPUName  string            `json:"gpu_name"`
+	Labels   map[string]string `json:"labels"` // rule labels plus alert, severity, host, gpu, uuid
+	// Summary says what is wrong; on a resolve, what is true now, and
+	// FiringSummary what was wrong.
+	Summary       string `json:"summary"`
+	FiringSummary string `json:"firing_summary,omitempty"`
+	Description   string `json:"description,omitempty"`
+	// Value is, for a firing, the value that made the rule's condition
+	// true, in its base unit (bytes, percent, C, W, seconds; rates per
+	// second): the left side ValueExpr of the comparison that decided it,
+	// read at ValueAt. ValueAt is zero when that is At; otherwise the
+	// condition stopped holding while the alert waited (clear_when,
+	// keep_firing_for) and NowText is what ValueExpr shows at At. On a
+	// resolve, Value is the left side of the comparison that resolved it,
+	// now. ValueText formats Value with its unit.
+	Value     Float     `json:"value"`
+	ValueText string    `json:"value_text"`
+	ValueExpr string    `json:"value_expr,omitempty"`
+	ValueAt   time.Time `json:"value_at,omitzero"`
+	NowText   string    `json:"now_text,omitempty"`
 	// Trend is the alert metric's rate of change per second over the last
 	// 30 minutes; TrendText formats it ("+1.5 GiB/min").
 	Trend     Float  `json:"trend"`
@@ -123,6 +136,15 @@ type Alert struct {
 type Charts interface {
 	ChartPNG(id string) ([]byte, error)
 }
+
+// ValueEarlier reports whether the value was read before the transition:
+// the condition that it made true no longer holds (NowText says what
+// ValueExpr shows now).
+func (a *Alert) ValueEarlier() bool { return !a.ValueAt.IsZero() && a.ValueAt.Before(a.At) }
+
+// ValueIsTimeToFull reports whether the value is a time_to_full, which
+// TimeToFull repeats: a message says that number once.
+func (a *Alert) ValueIsTimeToFull() bool { return strings.HasPrefix(a.ValueExpr, "time_to_full(") }
 
 // OnGPU reports whether the alert is about a GPU. gpuwatch's own alerts
 // (GPUWatchSourceDown: a hub cannot read its Prometheus) have GPU -1 and

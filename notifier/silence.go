@@ -41,6 +41,9 @@ type SilenceStore interface {
 	Put(key string, value []byte) error
 	Delete(key string) error
 	All() (map[string][]byte, error)
+	// SetAside takes a record that cannot be read out of the way, keeping
+	// its bytes, and says so: one damaged silence must not stop gpuwatch.
+	SetAside(key string, why error)
 }
 
 // ErrSilenceNotFound is returned for an ID no silence has.
@@ -49,6 +52,10 @@ var ErrSilenceNotFound = errors.New("silence not found")
 // ErrSilenceExpired is returned when expiring a silence that has already
 // ended.
 var ErrSilenceExpired = errors.New("silence already expired")
+
+// ErrSilenceNotSaved is returned when the store refused a silence's write:
+// nothing changed, and trying again later may work.
+var ErrSilenceNotSaved = errors.New("the store did not save the silence")
 
 // Limits on silences, so that nobody (a script in a loop, a hostile
 // client) can fill the store or the memory of whoever lists them.
@@ -95,9 +102,10 @@ type Silences struct {
 	maxActive, maxKept int
 }
 
-// NewSilences loads the silences persisted in st. newID makes the IDs of
-// new silences; nil means 8 random bytes in hex. A nil st keeps silences
-// in memory only.
+// NewSilences loads the silences persisted in st; a record that is not a
+// silence is set aside (st.SetAside) and the others are loaded. newID
+// makes the IDs of new silences; nil means 8 random bytes in hex. A nil st
+// keeps silences in memory only.
 func NewSilences(st SilenceStore, newID func() string) (*Silences, error) {
 	if newID == nil {
 		newID = randomID
@@ -113,7 +121,8 @@ func NewSilences(st SilenceStore, newID func() string) (*Silences, error) {
 	for key, b := range all {
 		var sil Silence
 		if err := json.Unmarshal(b, &sil); err != nil {
-			return nil, fmt.Errorf("load silence %q: %w: expire it and add it again", key, err)
+			st.SetAside(key, fmt.Errorf("not a silence: %w", err))
+			continue
 		}
 		sil.ID = key
 		s.byID[key] = sil
@@ -261,7 +270,7 @@ func (s *Silences) persist(sil Silence) error {
 		return nil
 	}
 	if err := s.st.Put(sil.ID, b); err != nil {
-		return fmt.Errorf("save silence %q: %w", sil.ID, err)
+		return fmt.Errorf("save silence %q: %w: %w", sil.ID, ErrSilenceNotSaved, err)
 	}
 	return nil
 }
@@ -341,18 +350,28 @@ func (s *Silences) List(at time.Time) []Silence {
 // which: of several, the one that lasts longest (then the smallest ID), so
 // the answer does not depend on map order.
 func (s *Silences) Mutes(labels map[string]string, at time.Time) (id string, muted bool) {
+	sil, muted := s.MutedBy(labels, at)
+	return sil.ID, muted
+}
+
+// MutedBy returns the active silence that mutes the labels at at, as
+// Mutes picks it, for showing an alert as silenced: until when, by whom.
+func (s *Silences) MutedBy(labels map[string]string, at time.Time) (Silence, bool) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	var bestEnd time.Time
+	var best *Silence
 	for sid, sil := range s.byID {
 		if !sil.Mutes(labels, at) {
 			continue
 		}
-		if !muted || sil.EndsAt.After(bestEnd) || (sil.EndsAt.Equal(bestEnd) && sid < id) {
-			id, bestEnd, muted = sid, sil.EndsAt, true
+		if best == nil || sil.EndsAt.After(best.EndsAt) || (sil.EndsAt.Equal(best.EndsAt) && sid < best.ID) {
+			best = &sil
 		}
 	}
-	return id, muted
+	if best == nil {
+		return Silence{}, false
+	}
+	return copySilence(*best), true
 }
 
 // GC forgets the silences that ended before before, in the store too, and

@@ -15,9 +15,10 @@ import (
 
 // memSilenceStore is an in-memory SilenceStore that can be made to fail.
 type memSilenceStore struct {
-	mu   sync.Mutex
-	data map[string][]byte
-	fail error // returned by Put and Delete when set
+	mu    sync.Mutex
+	data  map[string][]byte
+	fail  error            // returned by Put and Delete when set
+	aside map[string]error // records set aside, and why
 }
 
 func newMemSilenceStore() *memSilenceStore { return &memSilenceStore{data: map[string][]byte{}} }
@@ -46,6 +47,16 @@ func (m *memSilenceStore) All() (map[string][]byte, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return maps.Clone(m.data), nil
+}
+
+func (m *memSilenceStore) SetAside(key string, why error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.aside == nil {
+		m.aside = map[string]error{}
+	}
+	m.aside[key] = why
+	delete(m.data, key)
 }
 
 // sequentialSilenceIDs returns IDs s1, s2, … so tests can name silences.
@@ -248,13 +259,22 @@ func TestSilencesDefaultID(t *testing.T) {
 	}
 }
 
+// TestNewSilencesBadRecord: one silence that cannot be read is set aside,
+// saying why, and the others load: it does not stop gpuwatch.
 func TestNewSilencesBadRecord(t *testing.T) {
 	st := newMemSilenceStore()
 	st.data["k1"] = []byte(`{"id":"k1","matchers":["gpu=~\"(\""]}`)
-	_, err := NewSilences(st, nil)
-	want := `load silence "k1": matcher "gpu=~\"(\"": column 6: invalid regular expression "(": missing closing ): expire it and add it again`
-	if err == nil || err.Error() != want {
-		t.Errorf("NewSilences with a bad record: got error %v, want %q", err, want)
+	st.data["k2"] = []byte(`{"id":"k2","matchers":["alert=\"GPUHot\""],"starts_at":"2026-11-29T09:00:00Z","ends_at":"2026-11-29T10:00:00Z"}`)
+	s, err := NewSilences(st, nil)
+	if err != nil {
+		t.Fatalf("NewSilences with a bad record: %v; want it set aside and the others loaded", err)
+	}
+	want := `not a silence: matcher "gpu=~\"(\"": column 6: invalid regular expression "(": missing closing )`
+	if got := st.aside["k1"]; got == nil || got.Error() != want {
+		t.Errorf("set aside k1: %v, want %q", got, want)
+	}
+	if list := s.List(silT0); len(list) != 1 || list[0].ID != "k2" {
+		t.Errorf("loaded silences: %v, want k2", list)
 	}
 }
 

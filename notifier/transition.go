@@ -15,8 +15,9 @@ func FromTransition(t *rules.Transition) Alert {
 	a := Alert{
 		Key: AlertKey(t.Host, t.Alert, t.UUID), Name: t.Alert, Status: StatusFiring, Repeat: t.Repeat,
 		Severity: string(t.Severity), Host: t.Host, GPU: t.GPU, UUID: t.UUID, GPUName: t.GPUName,
-		Labels: t.Labels, Summary: t.Summary, Description: t.Description,
-		Value: Float(t.Value), ValueText: t.ValueText, Trend: Float(t.Trend), TrendText: t.TrendText,
+		Labels: t.Labels, Summary: t.Summary, FiringSummary: t.FiringSummary, Description: t.Description,
+		Value: Float(t.Value), ValueText: t.ValueText, ValueExpr: t.ValueExpr, NowText: t.NowText,
+		Trend: Float(t.Trend), TrendText: t.TrendText,
 		TimeToFull: Float(math.NaN()), StartsAt: t.StartsAt, EndsAt: t.EndsAt, At: t.At,
 		Processes: t.Processes, HistoryUnit: t.HistoryDim.String(), LastReport: t.LastReport,
 	}
@@ -25,6 +26,9 @@ func FromTransition(t *rules.Transition) Alert {
 	}
 	if t.Resolved() {
 		a.Status = StatusResolved
+	}
+	if t.ValueAt.Before(t.At) {
+		a.ValueAt = t.ValueAt
 	}
 	if t.HasTimeToFull() && t.TimeToFull != time.Duration(math.MaxInt64) {
 		a.TimeToFull = Float(t.TimeToFull.Seconds())

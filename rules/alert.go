@@ -71,11 +71,16 @@ type Alert struct {
 	// ClearingSince is when a firing alert's resolve condition started to
 	// hold; zero while it does not. keep_firing_for counts from here.
 	ClearingSince time.Time
-	// Value is the condition's value at the last evaluation while the alert
-	// was pending or firing.
-	Value float64
-	// Summary is the rule's summary as rendered when the alert fired; the
-	// resolve notice repeats it, so people see what it was about.
+	// Value is the value that made the condition true at the last
+	// evaluation where it held: the left side of the comparison that
+	// decided it (comparison ValueOf of the rule's `when`), read at
+	// ValueAt. A firing alert whose condition no longer holds (it waits
+	// for clear_when, or keep_firing_for) keeps the value that made it
+	// true.
+	Value   float64
+	ValueAt time.Time
+	ValueOf int
+	// Summary is the rule's summary as rendered when the alert fired.
 	Summary string
 }
 
@@ -134,6 +139,15 @@ func (a *Alert) fireIfHeld(at time.Time, t Timing) Change {
 	}
 	a.State, a.FiredAt, a.ClearingSince = StateFiring, at, time.Time{}
 	return Fired
+}
+
+// ValueText formats the alert's Value, a value of rule r's condition, with
+// its unit.
+func (r *Rule) ValueText(a *Alert) string {
+	if r == nil || r.When == nil {
+		return Dimension{Base: Count}.Format(a.Value)
+	}
+	return r.When.FormatValue(a.ValueOf, a.Value)
 }
 
 // RepeatDue reports whether a firing alert should be announced again at

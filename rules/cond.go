@@ -19,7 +19,8 @@ import (
 type Cond struct {
 	src     string
 	root    node
-	first   *leaf // the first comparison, whose left side is the alert's value
+	first   *leaf   // the first comparison
+	leaves  []*leaf // every comparison, in the order written; leaf.index is its place
 	windows []WindowSpec
 	trends  []WindowSpec
 	metrics []Metric
@@ -77,6 +78,25 @@ func (c *Cond) Windows() []WindowSpec { return slices.Clone(c.windows) }
 // use: trend() keeps slice floors, not samples, so it has windows of its own.
 func (c *Cond) Trends() []WindowSpec { return slices.Clone(c.trends) }
 
+// Warnings returns what in the condition is valid but likely a mistake,
+// each at its column: a percentage compared with a bare number between 0
+// and 1 (memory.used_percent > 0.95), a fraction where a percent is meant.
+func (c *Cond) Warnings() []CondError {
+	if c == nil {
+		return nil
+	}
+	var out []CondError
+	for _, l := range c.leaves {
+		if l.bare && l.op != opIn && l.val.dimension() == (Dimension{Base: Percent}) && l.q > 0 && l.q < 1 {
+			num := formatNumber(l.q)
+			out = append(out, CondError{Col: utf8.RuneCountInString(c.src[:l.numOff]) + 1, Msg: fmt.Sprintf(
+				"%s %s %s compares a percentage with %s, which is %s%%: percentages run from 0 to 100; write %s for %s%%, or %s%% if you mean %s%%",
+				l.val.text(), l.op, num, num, num, formatNumber(l.q*100), formatNumber(l.q*100), num, num)})
+		}
+	}
+	return out
+}
+
 // Metrics returns the metrics the condition reads, directly or through a
 // window, each once, in order of first use.
 func (c *Cond) Metrics() []Metric { return slices.Clone(c.metrics) }
@@ -93,30 +113,60 @@ func (c *Cond) Eval(ctx *EvalContext) bool { return c.Truth(ctx) == TruthTrue }
 // condition is unknown (say, just after a restart, with empty windows)
 // neither resolves nor stays pending.
 func (c *Cond) Truth(ctx *EvalContext) Truth {
-	if c == nil || c.root == nil || ctx == nil {
-		return TruthUnknown
-	}
-	switch c.root.eval(ctx) {
-	case triTrue:
-		return TruthTrue
-	case triFalse:
-		return TruthFalse
-	}
-	return TruthUnknown
+	t, _ := c.Decide(ctx)
+	return t
 }
 
-// Value returns the left side of the condition's first comparison: the
-// value an alert reports. For xid it is the first of ctx.XIDs that
+// Decide evaluates the condition like Truth and also says which comparison
+// decided it (its index in the order the comparisons are written; -1 when
+// there is none): the comparison whose left side made the condition true,
+// or false. A true "and" is decided by its first operand (they all hold),
+// an "or" by the first operand that holds; a false "and" by the first
+// operand that does not hold; "not" by its operand. An alert reports the
+// left side of the comparison that decided it (ValueOf), not one that
+// happened to be written first. Decide does not allocate.
+func (c *Cond) Decide(ctx *EvalContext) (Truth, int) {
+	if c == nil || c.root == nil || ctx == nil {
+		return TruthUnknown, -1
+	}
+	r, why := c.root.eval(ctx)
+	i := -1
+	if why != nil {
+		i = why.index
+	}
+	switch r {
+	case triTrue:
+		return TruthTrue, i
+	case triFalse:
+		return TruthFalse, i
+	}
+	return TruthUnknown, i
+}
+
+// Value returns the left side of the condition's first comparison (see
+// ValueOf).
+func (c *Cond) Value(ctx *EvalContext) float64 { return c.ValueOf(ctx, 0) }
+
+// ValueOf returns the left side of comparison i (as Decide numbers them):
+// the value an alert reports. For xid it is the first of ctx.XIDs that
 // satisfies the comparison, else the first one; NaN when there is none.
-func (c *Cond) Value(ctx *EvalContext) float64 {
-	if c == nil || c.first == nil || ctx == nil {
+// A trend reports how fast the metric rises (Trend.Rate) when that still
+// satisfies the comparison, else the rate it was compared by; so a value
+// that made a condition true always satisfies its comparison.
+func (c *Cond) ValueOf(ctx *EvalContext, i int) float64 {
+	l := c.comparison(i)
+	if l == nil || ctx == nil {
 		return math.NaN()
 	}
-	if !c.first.val.isXID() {
-		return c.first.val.report(ctx)
+	if !l.val.isXID() {
+		v := l.val.value(ctx)
+		if r := l.val.report(ctx); math.IsNaN(v) || l.test(r) || !l.test(v) {
+			return r
+		}
+		return v
 	}
 	for _, x := range ctx.XIDs {
-		if c.first.test(float64(x)) {
+		if l.test(float64(x)) {
 			return float64(x)
 		}
 	}
@@ -126,17 +176,120 @@ func (c *Cond) Value(ctx *EvalContext) float64 {
 	return math.NaN()
 }
 
+// comparison returns comparison i, nil when there is none.
+func (c *Cond) comparison(i int) *leaf {
+	if c == nil || i < 0 || i >= len(c.leaves) {
+		return nil
+	}
+	return c.leaves[i]
+}
+
 // ValueDimension returns the dimension of Value, for formatting it.
-func (c *Cond) ValueDimension() Dimension {
-	if c == nil || c.first == nil {
+func (c *Cond) ValueDimension() Dimension { return c.DimensionOf(0) }
+
+// FormatValue writes v, a value of comparison i's left side, with its
+// unit, as Dimension.Format does, except that a value past the
+// comparison's quantity never reads as the quantity itself: the 60.4s of
+// missing_for > 1m is "60.4s", not "1m".
+func (c *Cond) FormatValue(i int, v float64) string {
+	dim := c.DimensionOf(i)
+	s := dim.Format(v)
+	l := c.comparison(i)
+	if l == nil || l.op == opIn || v == l.q || s != dim.Format(l.q) {
+		return s
+	}
+	return dim.precise(v)
+}
+
+// DimensionOf returns the dimension of ValueOf(ctx, i), for formatting it.
+func (c *Cond) DimensionOf(i int) Dimension {
+	l := c.comparison(i)
+	if l == nil {
 		return Dimension{Base: Count}
 	}
-	return c.first.val.dimension()
+	return l.val.dimension()
+}
+
+// Explain says what comparison i shows now, for a resolve notice, and
+// returns the value it compares: the expression as the rule writes it, its
+// value, and how that compares with the comparison's quantity,
+// "temperature is 79 C now, under 80 C". A GPU that reports again, an XID
+// that no longer comes and memory that stopped growing get plain words:
+// "the GPU reports again", "no new XID in (48, 79)". It is "" when there is
+// no comparison i.
+func (c *Cond) Explain(ctx *EvalContext, i int) (string, float64) {
+	l := c.comparison(i)
+	if l == nil || ctx == nil {
+		return "", math.NaN()
+	}
+	holds := l.truth(ctx) == triTrue
+	if l.val.isXID() {
+		v := c.ValueOf(ctx, i)
+		if holds {
+			return "XID " + formatNumber(v) + " now", v
+		}
+		if l.op == opIn {
+			return "no new XID in (" + joinNumbers(l.set) + ")", v
+		}
+		return "no new XID " + l.op.String() + " " + formatNumber(l.q), v
+	}
+	v := l.val.value(ctx)
+	dim := l.val.dimension()
+	switch {
+	case l.val.fn == fnNone && l.val.metric == MetricMissingFor && v == 0:
+		return "the GPU reports again", v
+	case l.val.fn == fnTimeToFull && math.IsInf(v, 1):
+		return l.val.text() + " is never now: memory does not grow", v
+	}
+	op := l.op
+	if !holds {
+		op = op.negate()
+	}
+	than := dim.Format(l.q)
+	if op == opIn || op == opNotIn {
+		than = "(" + joinNumbers(l.set) + ")"
+	}
+	return l.val.text() + " is " + c.FormatValue(i, v) + " now, " + op.words() + " " + than, v
+}
+
+// Expr returns the left side of comparison i as the rule writes it:
+// "temperature", "trend(memory.used, 40m)"; "" when there is none.
+func (c *Cond) Expr(i int) string {
+	if l := c.comparison(i); l != nil {
+		return l.val.text()
+	}
+	return ""
+}
+
+// isXID reports whether comparison i tests xid.
+func (c *Cond) isXID(i int) bool {
+	l := c.comparison(i)
+	return l != nil && l.val.isXID()
+}
+
+// isRateOf reports whether comparison i's left side is how fast m rises
+// (a slope or a trend of it).
+func (c *Cond) isRateOf(i int, m Metric) bool {
+	l := c.comparison(i)
+	return l != nil && l.val.metric == m && (l.val.fn == fnSlope || l.val.fn == fnTrend)
+}
+
+// joinNumbers writes numbers as a list: "48, 63, 79".
+func joinNumbers(vs []float64) string {
+	parts := make([]string, len(vs))
+	for i, v := range vs {
+		parts[i] = formatNumber(v)
+	}
+	return strings.Join(parts, ", ")
 }
 
 // ValueIsSlope reports whether Value is a least-squares slope.
-func (c *Cond) ValueIsSlope() bool {
-	return c != nil && c.first != nil && c.first.val.fn == fnSlope
+func (c *Cond) ValueIsSlope() bool { return c.isFn(0, fnSlope) }
+
+// isFn reports whether comparison i's left side is function f.
+func (c *Cond) isFn(i int, f fn) bool {
+	l := c.comparison(i)
+	return l != nil && l.val.fn == f
 }
 
 // ValueTrend returns the trend Value is computed from, for a trend or a
@@ -150,9 +303,7 @@ func (c *Cond) ValueTrend() (WindowSpec, bool) {
 }
 
 // ValueIsTimeToFull reports whether Value is a time_to_full.
-func (c *Cond) ValueIsTimeToFull() bool {
-	return c != nil && c.first != nil && c.first.val.fn == fnTimeToFull
-}
+func (c *Cond) ValueIsTimeToFull() bool { return c.isFn(0, fnTimeToFull) }
 
 // ValueMetric returns the metric Value reads, directly or through a window.
 func (c *Cond) ValueMetric() Metric {
@@ -184,7 +335,9 @@ func (t tri) String() string {
 
 // node is one node of a compiled condition.
 type node interface {
-	eval(ctx *EvalContext) tri
+	// eval returns the node's truth and the comparison that decided it
+	// (see Cond.Decide).
+	eval(ctx *EvalContext) (tri, *leaf)
 	// canonical writes the node fully parenthesised with numbers in base
 	// units, so that tests can compare parses.
 	canonical(b *strings.Builder)
@@ -200,17 +353,27 @@ type junction struct {
 	stop tri // triFalse for and, triTrue for or
 }
 
-func (n *junction) eval(ctx *EvalContext) tri {
+func (n *junction) eval(ctx *EvalContext) (tri, *leaf) {
 	r := triTrue - n.stop // the result when every operand is the other value
+	var why, unknown *leaf
 	for _, x := range n.xs {
-		switch v := x.eval(ctx); v {
+		switch v, w := x.eval(ctx); v {
 		case n.stop:
-			return v
+			return v, w
 		case triUnknown:
-			r = triUnknown
+			if r != triUnknown {
+				r, unknown = triUnknown, w
+			}
+		default:
+			if why == nil {
+				why = w
+			}
 		}
 	}
-	return r
+	if r == triUnknown {
+		return r, unknown
+	}
+	return r, why
 }
 
 func (n *junction) canonical(b *strings.Builder) {
@@ -231,14 +394,14 @@ func (n *junction) canonical(b *strings.Builder) {
 // notNode negates its operand; not unknown is unknown.
 type notNode struct{ x node }
 
-func (n *notNode) eval(ctx *EvalContext) tri {
-	switch r := n.x.eval(ctx); r {
+func (n *notNode) eval(ctx *EvalContext) (tri, *leaf) {
+	switch r, why := n.x.eval(ctx); r {
 	case triTrue:
-		return triFalse
+		return triFalse, why
 	case triFalse:
-		return triTrue
+		return triTrue, why
 	default:
-		return r
+		return r, why
 	}
 }
 
@@ -258,7 +421,50 @@ const (
 	opEQ
 	opNE
 	opIn
+	opNotIn // only as the negation of opIn, in messages
 )
+
+// negate returns the operator that holds exactly when o does not.
+func (o op) negate() op {
+	switch o {
+	case opGT:
+		return opLE
+	case opGE:
+		return opLT
+	case opLT:
+		return opGE
+	case opLE:
+		return opGT
+	case opEQ:
+		return opNE
+	case opNE:
+		return opEQ
+	case opIn:
+		return opNotIn
+	}
+	return opIn
+}
+
+// words says the operator for people: "over", "at or under".
+func (o op) words() string {
+	switch o {
+	case opGT:
+		return "over"
+	case opGE:
+		return "at or over"
+	case opLT:
+		return "under"
+	case opLE:
+		return "at or under"
+	case opEQ:
+		return "at"
+	case opNE:
+		return "not at"
+	case opIn:
+		return "in"
+	}
+	return "not in"
+}
 
 // String returns the operator as the language spells it.
 func (o op) String() string {
@@ -277,19 +483,29 @@ func (o op) String() string {
 		return "!="
 	case opIn:
 		return "in"
+	case opNotIn:
+		return "not in"
 	}
 	return "?"
 }
 
 // leaf compares a value with a quantity, or tests its membership in a set.
 type leaf struct {
-	val valueNode
-	op  op
-	q   float64   // the quantity, in base units
-	set []float64 // the numbers of "in"
+	val   valueNode
+	op    op
+	q     float64   // the quantity, in base units
+	set   []float64 // the numbers of "in"
+	index int       // the comparison's place in Cond.leaves
+	// bare says the quantity has no unit; numOff is its byte offset.
+	bare   bool
+	numOff int
 }
 
-func (n *leaf) eval(ctx *EvalContext) tri {
+func (n *leaf) eval(ctx *EvalContext) (tri, *leaf) {
+	return n.truth(ctx), n
+}
+
+func (n *leaf) truth(ctx *EvalContext) tri {
 	if n.val.isXID() {
 		// xid holds when any of the snapshot's codes satisfies the test.
 		if len(ctx.XIDs) == 0 {
@@ -646,10 +862,11 @@ func (p *parser) parseLeaf() (node, error) {
 	if err != nil {
 		return nil, err
 	}
-	n := &leaf{val: val}
+	n := &leaf{val: val, index: len(p.c.leaves)}
 	if p.c.first == nil {
 		p.c.first = n
 	}
+	p.c.leaves = append(p.c.leaves, n)
 	if p.isKeyword("in") {
 		return n, p.parseSet(n)
 	}
@@ -673,7 +890,7 @@ func (p *parser) parseLeaf() (node, error) {
 	}
 	numTok := p.tok
 	uoff, utext := p.unit()
-	n.q = num
+	n.q, n.bare, n.numOff = num, utext == "", numTok.off
 	if utext != "" {
 		u, err := p.lookupUnit(uoff, utext)
 		if err != nil {

@@ -289,7 +289,7 @@ func TestKleeneLogic(t *testing.T) {
 	for _, tt := range tests {
 		c := mustParseCond(t, tt.src)
 		ctx := &EvalContext{Device: d, Windows: []*Window{NewWindow(10 * time.Minute)}}
-		if got := c.root.eval(ctx); got != tt.want {
+		if got, _ := c.root.eval(ctx); got != tt.want {
 			t.Errorf("%q: got %v, want %v", tt.src, got, tt.want)
 		}
 		if got, want := c.Eval(ctx), tt.want == triTrue; got != want {

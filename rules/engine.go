@@ -37,11 +37,19 @@ type Transition struct {
 	GPU      int    // index
 	UUID     string // GPU UUID
 	GPUName  string // GPU model
-	// Value is the condition's value (its first comparison's left side), in
-	// its base unit, at the transition: on a resolve, the value now, NaN
-	// when unknown; ValueText formats it with its unit.
+	// Value is, for a firing, the value that made the condition true: the
+	// left side of the comparison that decided it (ValueExpr), in its base
+	// unit, read at ValueAt. That is the transition's time unless the
+	// condition stopped holding while the alert waited to fire or to
+	// resolve (clear_when's band, keep_firing_for); NowText then says what
+	// the same expression shows now. On a resolve, Value is the left side
+	// of the comparison that resolved it, now, NaN when unknown, and the
+	// Summary says it in words. ValueText formats Value with its unit.
 	Value     float64
 	ValueText string
+	ValueExpr string
+	ValueAt   time.Time
+	NowText   string
 	// Trend is how fast the alert's metric rises steadily, per second, over
 	// the last half hour (see Trend; NaN until known); TrendText formats it
 	// ("+328 MiB/min").
@@ -50,11 +58,15 @@ type Transition struct {
 	// TimeToFull is the time until memory is full at that trend, for memory
 	// alerts whose memory grows and would be full within a day; for a rule
 	// whose value is a time_to_full, it is that value. See HasTimeToFull.
-	TimeToFull  time.Duration
-	StartsAt    time.Time // when the alert fired
-	EndsAt      time.Time // when it resolved; zero while firing
-	Summary     string
-	Description string
+	TimeToFull time.Duration
+	StartsAt   time.Time // when the alert fired
+	EndsAt     time.Time // when it resolved; zero while firing
+	// Summary is the rule's summary, rendered when the alert fires; on a
+	// resolve it says what is true now ("GPU 3 on node1: temperature is
+	// 79 C now, under 80 C") and FiringSummary is the one it fired with.
+	Summary       string
+	FiringSummary string
+	Description   string
 	// Labels are the rule's labels plus alert, severity, host, gpu (index)
 	// and uuid: what routes and silences match on.
 	Labels map[string]string
@@ -383,28 +395,30 @@ func (e *Engine) evalDevice(s *gpu.Snapshot, d *gpu.Device, gs *gpuState, procs 
 			continue
 		}
 		ctx.Windows, ctx.Trends = gs.when[j], gs.whenTrends[j]
-		when := r.When.Truth(ctx)
-		clear := TruthUnknown
+		when, why := r.When.Decide(ctx)
 		a := &gs.alerts[j]
+		if when == TruthTrue {
+			// The value that made the rule true, which a firing reports
+			// even when it fires or repeats in clear_when's band.
+			a.Value, a.ValueAt, a.ValueOf = r.When.ValueOf(ctx, why), s.Time, why
+		}
+		clear, clearWhy := TruthUnknown, -1
 		if r.ClearWhen != nil && a.State != StateInactive {
 			ctx.Windows, ctx.Trends = gs.clear[j], gs.clearTrends[j]
-			clear = r.ClearWhen.Truth(ctx)
+			clear, clearWhy = r.ClearWhen.Decide(ctx)
 		}
-		change := a.Step(s.Time, when, clear, r.Timing)
-		if a.State != StateInactive || change != NoChange {
-			// The value now; a firing keeps the last known one when a part
-			// of the condition that is not its value decided it.
-			ctx.Windows, ctx.Trends = gs.when[j], gs.whenTrends[j]
-			if v := r.When.Value(ctx); !math.IsNaN(v) || change != Fired {
-				a.Value = v
-			}
-		}
-		switch {
+		switch change := a.Step(s.Time, when, clear, r.Timing); {
 		case change == Fired:
 			a.LastSentAt = s.Time
 			e.emit(s, d, gs, j, procs, false)
 		case change == Resolved:
-			e.emit(s, d, gs, j, procs, false)
+			// What resolved it: clear_when holding, or when not holding.
+			if r.ClearWhen == nil || clear != TruthTrue {
+				ctx.Windows, ctx.Trends = gs.when[j], gs.whenTrends[j]
+				e.emitResolve(s, d, gs, j, procs, r.When, why)
+			} else {
+				e.emitResolve(s, d, gs, j, procs, r.ClearWhen, clearWhy)
+			}
 		case a.RepeatDue(s.Time, gs.repeat[j]):
 			a.LastSentAt = s.Time
 			e.emit(s, d, gs, j, procs, true)
@@ -434,48 +448,41 @@ func alertLabels(r *Rule, host string, d *gpu.Device) map[string]string {
 	return labels
 }
 
-// emit builds the transition of rule j on device d. It runs only when
-// something changes, so it may allocate.
+// emit builds the firing (or reminder) of rule j on device d. It runs only
+// when something changes, so it may allocate.
 func (e *Engine) emit(s *gpu.Snapshot, d *gpu.Device, gs *gpuState, j int, procs []gpu.Process, repeat bool) {
 	r, a := e.rules[j], &gs.alerts[j]
-	dim := r.When.ValueDimension()
-	if a.State == StateInactive && dim.Base == Seconds {
-		// A duration now (missing for 0s, full in never) says nothing
-		// about a resolved alert.
-		a.Value = math.NaN()
-	}
-	t := Transition{
-		At: s.Time, Rule: r, Alert: r.Name, State: a.State, Repeat: repeat,
-		Severity: r.Severity, Host: s.Host, GPU: d.Index, UUID: d.UUID, GPUName: d.Name,
-		Value: a.Value, ValueText: dim.Format(a.Value),
-		Trend: math.NaN(), TimeToFull: time.Duration(math.MinInt64),
-		StartsAt: a.FiredAt, Labels: alertLabels(r, s.Host, d),
-		Processes: sortedProcesses(procs),
-	}
-	if gs.eval != e.eval {
-		t.LastReport = gs.last
-	}
-	if a.State == StateInactive {
-		t.EndsAt = a.ResolvedAt
-		if x := gs.holder.exit; !x.At.IsZero() && !x.At.Before(a.FiredAt) {
-			t.Exit = &x
-		}
+	t := e.transition(s, d, gs, j, procs, repeat)
+	t.Value, t.ValueAt, t.ValueExpr = a.Value, a.ValueAt, r.When.Expr(a.ValueOf)
+	t.ValueText = r.When.FormatValue(a.ValueOf, a.Value)
+	ctx := &e.ctx
+	ctx.Windows, ctx.Trends = gs.when[j], gs.whenTrends[j]
+	now := a.Value
+	if !a.ValueAt.Equal(s.Time) {
+		now = r.When.ValueOf(ctx, a.ValueOf)
+		t.NowText = r.When.FormatValue(a.ValueOf, now)
 	}
 	if c := e.layout[j]; c.trend >= 0 {
-		tr, m := gs.trends[c.trend], e.trends[c.trend].metric
-		t.History, t.HistoryDim = gs.history[c.history].series(s.Time), m.Dimension()
-		t.Trend = tr.Rate()
-		if r.When.ValueIsSlope() {
-			t.Trend = a.Value // the alert's value is the rate: say one number, not two
+		m := e.trends[c.trend].metric
+		t.Trend = gs.trends[c.trend].Rate()
+		if r.When.isFn(a.ValueOf, fnSlope) {
+			t.Trend = now
 		}
-		t.TrendText = trendText(m.Dimension(), t.Trend)
+		if !r.When.isRateOf(a.ValueOf, m) {
+			// A value that is this rate already says it: one number, not two.
+			t.TrendText = trendText(m.Dimension(), t.Trend)
+		}
 		if m == MetricMemoryUsed && d.MemKnown() {
 			t.TimeToFull = timeToFull(float64(d.MemAllocatable()-min(d.MemUsed, d.MemAllocatable())), t.Trend)
 		}
 	}
-	if r.When.ValueIsTimeToFull() && !math.IsNaN(a.Value) && !math.IsInf(a.Value, 0) {
-		// The alert's value is a time to full: say one number, not two.
-		t.TimeToFull = time.Duration(a.Value * float64(time.Second))
+	if r.When.isFn(a.ValueOf, fnTimeToFull) {
+		// The alert's value is a time to full: when memory is full is when
+		// it says, now.
+		t.TimeToFull = time.Duration(math.MinInt64)
+		if !math.IsNaN(now) && !math.IsInf(now, 0) {
+			t.TimeToFull = time.Duration(now * float64(time.Second))
+		}
 	}
 	data := TemplateData{Alert: r.Name, GPU: d.Index, UUID: d.UUID, Name: d.Name, Host: s.Host,
 		Value: a.Value, ValueText: t.ValueText, Severity: string(r.Severity), Labels: r.Labels,
@@ -483,17 +490,65 @@ func (e *Engine) emit(s *gpu.Snapshot, d *gpu.Device, gs *gpuState, j int, procs
 	if t.HasTimeToFull() {
 		data.TimeToFull = t.TimeToFull
 	}
-	t.Summary = a.Summary
-	if a.State == StateFiring || t.Summary == "" {
-		t.Summary = render(r.Summary, &data)
-		if t.Summary == "" {
-			t.Summary = fmt.Sprintf("%s on GPU %d (%s): %s", r.Name, d.Index, d.Name, t.ValueText)
-		}
-		a.Summary = t.Summary
+	t.Summary = render(r.Summary, &data)
+	if t.Summary == "" {
+		t.Summary = fmt.Sprintf("%s on GPU %d (%s): %s", r.Name, d.Index, d.Name, t.ValueText)
 	}
+	a.Summary = t.Summary
 	t.Description = render(r.Description, &data)
 	t.AlertState = *a
 	e.out = append(e.out, t)
+}
+
+// emitResolve builds the resolve of rule j on device d: cond is the
+// condition whose comparison why resolved it (clear_when holding, or when
+// no longer holding), evaluated in e.ctx.
+func (e *Engine) emitResolve(s *gpu.Snapshot, d *gpu.Device, gs *gpuState, j int, procs []gpu.Process, cond *Cond, why int) {
+	r, a := e.rules[j], &gs.alerts[j]
+	t := e.transition(s, d, gs, j, procs, false)
+	t.EndsAt = a.ResolvedAt
+	if x := gs.holder.exit; !x.At.IsZero() && !x.At.Before(a.FiredAt) {
+		t.Exit = &x
+	}
+	now, v := cond.Explain(&e.ctx, why)
+	if now == "" {
+		now = "its condition no longer holds"
+	}
+	if cond.isXID(why) && r.KeepFiringFor > 0 {
+		now += " for " + formatSeconds(r.KeepFiringFor.Seconds())
+	}
+	t.Value, t.ValueText, t.ValueExpr, t.ValueAt = v, cond.FormatValue(why, v), cond.Expr(why), s.Time
+	t.Summary = fmt.Sprintf("GPU %d on %s: %s", d.Index, s.Host, now)
+	t.FiringSummary = a.Summary
+	if c := e.layout[j]; c.trend >= 0 {
+		t.Trend = gs.trends[c.trend].Rate()
+	}
+	data := TemplateData{Alert: r.Name, GPU: d.Index, UUID: d.UUID, Name: d.Name, Host: s.Host,
+		Value: v, ValueText: t.ValueText, Severity: string(r.Severity), Labels: r.Labels,
+		Processes: t.Processes, StartsAt: a.FiredAt}
+	t.Description = render(r.Description, &data)
+	t.AlertState = *a
+	e.out = append(e.out, t)
+}
+
+// transition is the part of rule j's transition on device d that every
+// kind shares: what, where, when, who, and the history of its metric.
+func (e *Engine) transition(s *gpu.Snapshot, d *gpu.Device, gs *gpuState, j int, procs []gpu.Process, repeat bool) Transition {
+	r, a := e.rules[j], &gs.alerts[j]
+	t := Transition{
+		At: s.Time, Rule: r, Alert: r.Name, State: a.State, Repeat: repeat,
+		Severity: r.Severity, Host: s.Host, GPU: d.Index, UUID: d.UUID, GPUName: d.Name,
+		Trend: math.NaN(), TimeToFull: time.Duration(math.MinInt64),
+		StartsAt: a.FiredAt, Labels: alertLabels(r, s.Host, d),
+		Processes: sortedProcesses(procs),
+	}
+	if gs.eval != e.eval {
+		t.LastReport = gs.last
+	}
+	if c := e.layout[j]; c.trend >= 0 {
+		t.History, t.HistoryDim = gs.history[c.history].series(s.Time), e.trends[c.trend].metric.Dimension()
+	}
+	return t
 }
 
 // HasTimeToFull reports whether TimeToFull holds a value.
@@ -530,6 +585,12 @@ type AlertState struct {
 	GPU  int
 	UUID string
 	Alert
+}
+
+// Labels are the alert's labels, as its transitions carry them (see
+// Transition.Labels): what silences match.
+func (a *AlertState) Labels() map[string]string {
+	return alertLabels(a.Rule, a.Host, &gpu.Device{Index: a.GPU, UUID: a.UUID})
 }
 
 // Active returns every pending or firing alert.

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"os"
 	"path"
 	"regexp"
 	"slices"
@@ -44,6 +43,10 @@ type Rule struct {
 	// File and Pos say where the rule was defined.
 	File string
 	Pos  strictyaml.Pos
+	// Warnings are what in the rule is valid but likely a mistake
+	// (memory.used_percent > 0.95, a fraction where a percent is meant),
+	// at their place in the file; gpuwatch check prints them.
+	Warnings []*strictyaml.Error
 }
 
 // GPUSelector picks GPUs by index, by UUID, or by a glob on the name.
@@ -125,7 +128,7 @@ func ParseFile(file string, data []byte) ([]*Rule, error) {
 
 // LoadFile reads and parses a rule file.
 func LoadFile(path string) ([]*Rule, error) {
-	data, err := os.ReadFile(path)
+	data, err := strictyaml.ReadData(path)
 	if err != nil {
 		return nil, fmt.Errorf("read rule file: %w", err)
 	}
@@ -171,6 +174,18 @@ func CheckUnique(rules []*Rule) strictyaml.Errors {
 	return errs
 }
 
+// Bounds on what a rule names and says: an alert's name and labels go
+// into every notification, the store's keys and Prometheus's series, and
+// its summary into every message; far longer ones are mistakes, and
+// would make every write of the alert's state fail.
+const (
+	MaxAlertNameBytes  = 128
+	MaxLabels          = 32
+	MaxLabelNameBytes  = 128
+	MaxLabelValueBytes = 1024
+	MaxTemplateBytes   = 4096 // a summary or description, as written
+)
+
 var (
 	alertNameRE = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_.-]*$`)
 	labelNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
@@ -180,8 +195,9 @@ var (
 var reservedLabels = []string{"alert", "alertname", "severity", "host", "gpu", "uuid"}
 
 type ruleParser struct {
-	file string
-	errs strictyaml.Errors
+	file     string
+	errs     strictyaml.Errors
+	warnings []*strictyaml.Error
 }
 
 func (p *ruleParser) fail(n *yaml.Node, format string, args ...any) {
@@ -206,6 +222,8 @@ func parseRule(file string, node *yaml.Node, what string) (*Rule, strictyaml.Err
 	}
 	if y.Alert.Kind != yaml.ScalarNode {
 		p.fail(&y.Alert, "alert must be the rule's name (like GPUMemoryNearFull), not a %s", nodeKind(&y.Alert))
+	} else if len(r.Name) > MaxAlertNameBytes {
+		p.fail(&y.Alert, "alert name is %d bytes, the most is %d: name the rule in a few words (like GPUMemoryNearFull)", len(r.Name), MaxAlertNameBytes)
 	} else if !alertNameRE.MatchString(r.Name) {
 		p.fail(&y.Alert, "alert name %q must start with a letter and hold only letters, digits, '_', '.' or '-' (like GPUMemoryNearFull)", r.Name)
 	}
@@ -221,6 +239,7 @@ func parseRule(file string, node *yaml.Node, what string) (*Rule, strictyaml.Err
 	for i := range y.GPUs {
 		r.GPUs = append(r.GPUs, p.gpuSelector(&y.GPUs[i]))
 	}
+	r.Warnings = p.warnings
 	return r, p.errs
 }
 
@@ -231,6 +250,9 @@ func (p *ruleParser) cond(n *yaml.Node, field string) *Cond {
 	}
 	c, err := ParseCond(n.Value)
 	if err == nil {
+		for _, w := range c.Warnings() {
+			p.warnings = append(p.warnings, &strictyaml.Error{File: p.file, Pos: condPos(n, w.Col), Msg: fmt.Sprintf("%s: %s", field, w.Msg)})
+		}
 		return c
 	}
 	pos := strictyaml.PosOf(n)
@@ -276,9 +298,17 @@ func (p *ruleParser) severity(n *yaml.Node) Severity {
 }
 
 func (p *ruleParser) labels(rule *yaml.Node, labels map[string]string) {
+	if len(labels) > MaxLabels {
+		p.fail(labelKeyNode(rule, ""), "a rule has %d labels, the most is %d", len(labels), MaxLabels)
+		return
+	}
 	for _, name := range slices.Sorted(maps.Keys(labels)) {
 		at := labelKeyNode(rule, name)
 		switch {
+		case len(name) > MaxLabelNameBytes:
+			p.fail(at, "label name is %d bytes, the most is %d", len(name), MaxLabelNameBytes)
+		case len(labels[name]) > MaxLabelValueBytes:
+			p.fail(at, "label %s's value is %d bytes, the most is %d", name, len(labels[name]), MaxLabelValueBytes)
 		case !labelNameRE.MatchString(name):
 			p.fail(at, "label name %q must be letters, digits and '_', not starting with a digit", name)
 		case containsString(reservedLabels, name):
@@ -334,6 +364,10 @@ func (p *ruleParser) template(n *yaml.Node, field string) *template.Template {
 	}
 	if n.Kind != yaml.ScalarNode {
 		p.fail(n, "%s must be text (a Go template like \"GPU {{.GPU}} at {{.Value | percent}}\")", field)
+		return nil
+	}
+	if len(n.Value) > MaxTemplateBytes {
+		p.fail(n, "%s is %d bytes, the most is %d: say it in a sentence or two", field, len(n.Value), MaxTemplateBytes)
 		return nil
 	}
 	t, err := parseTemplate(field, n.Value)

@@ -56,15 +56,22 @@ const maxExitJobs = 2
 
 // describeProcesses names processes by job, a job's processes together:
 // "pid 4242 (alice, python train.py)", "pids 4242, 4243 (alice, torchrun
-// train.py)", "… and 3 more".
+// train.py)", "… and 3 more"; a pod the source names without its
+// processes by itself: "pod ml/train-0, container trainer".
 func describeProcesses(ps []gpu.Process) string {
 	type job struct {
 		user, command string
 		pids          []string
+		pod           string // the pod, for a pod named without its processes
 	}
 	var jobs []*job
-	for _, p := range ps {
-		i := slices.IndexFunc(jobs, func(j *job) bool { return j.user == p.User && j.command == p.Command })
+	for i := range ps {
+		p := &ps[i]
+		if _, _, _, ok := p.Pod(); ok {
+			jobs = append(jobs, &job{pod: p.Holder()})
+			continue
+		}
+		i := slices.IndexFunc(jobs, func(j *job) bool { return j.pod == "" && j.user == p.User && j.command == p.Command })
 		if i < 0 {
 			jobs, i = append(jobs, &job{user: p.User, command: p.Command}), len(jobs)
 		}
@@ -75,6 +82,10 @@ func describeProcesses(ps []gpu.Process) string {
 		if i == maxExitJobs {
 			parts = append(parts, fmt.Sprintf("and %d more", len(jobs)-maxExitJobs))
 			break
+		}
+		if j.pod != "" {
+			parts = append(parts, j.pod)
+			continue
 		}
 		text := "pid " + j.pids[0]
 		if len(j.pids) > 1 {
@@ -163,12 +174,30 @@ func (h *holder) heldFor(at time.Time) float64 {
 	return at.Sub(h.since).Seconds()
 }
 
-// sharesProcess reports whether two process lists have a PID in common.
+// sharesProcess reports whether two process lists have a process in
+// common: a PID, or where the source names no process (PID 0: a pod, a
+// user's share) the same pod or user.
 func sharesProcess(a, b []gpu.Process) bool {
 	for i := range a {
-		if slices.ContainsFunc(b, func(p gpu.Process) bool { return p.PID == a[i].PID }) {
+		if slices.ContainsFunc(b, func(p gpu.Process) bool {
+			return p.PID == a[i].PID && (p.PID != 0 || p.Container == a[i].Container && p.User == a[i].User)
+		}) {
 			return true
 		}
 	}
 	return false
+}
+
+// HeldSince is when the job that holds a GPU took it, as the engine saw
+// it: the GPU of that UUID or, for a GPU without one, of that index. It is
+// zero while the GPU is free and for a GPU the engine has not seen.
+func (e *Engine) HeldSince(uuid string, index int) time.Time {
+	gs := e.byIdx[index]
+	if uuid != "" {
+		gs = e.gpus[uuid]
+	}
+	if gs == nil {
+		return time.Time{}
+	}
+	return gs.holder.since
 }

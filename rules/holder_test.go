@@ -114,9 +114,14 @@ func TestHeldWithoutProcesses(t *testing.T) {
 			t.Errorf("Held(%v GiB, no processes) = %v, want %v", tc.memGiB, got, tc.want)
 		}
 	}
-	unknown := gpu.Device{MemUsed: 5 << 30}
+	unknown := gpu.Device{}
 	if Held(&unknown) {
 		t.Errorf("Held(memory unknown, no processes) = true, want false")
+	}
+	// A log with memory.used but no memory.total: the memory used is known.
+	usedOnly := gpu.Device{MemUsed: 5 << 30}
+	if !Held(&usedOnly) {
+		t.Errorf("Held(5 GiB used, total unknown, no processes) = false, want true")
 	}
 }
 
@@ -239,6 +244,9 @@ func TestExitText(t *testing.T) {
 		{Exit{Processes: three, MemPercent: 50}, "pid 1 (alice, torchrun), pid 2, and 1 more exited with the GPU at 50%"},
 		{Exit{Processes: workers, MemPercent: 62.6}, "pids 7, 8 (erin, torchrun train.py) exited with the GPU at 62.6%"},
 		{Exit{MemPercent: math.NaN()}, "the job on GPU 3 exited"},
+		// dcgm-exporter names the pod, not its processes.
+		{Exit{Processes: []gpu.Process{gpu.PodProcess("ml", "train-0", "trainer")}, MemPercent: 97},
+			"pod ml/train-0, container trainer exited with the GPU at 97%"},
 	} {
 		if got := tc.x.Text(3); got != tc.want {
 			t.Errorf("got %q, want %q", got, tc.want)
@@ -320,5 +328,53 @@ rules:
 	got := evalAt(e, 40*time.Minute, device(0, 40, 90, 60))
 	if _, ok := got["Leak/firing"]; !ok {
 		t.Errorf("the first evaluation after warming: got %v, want the leak firing", keys(got))
+	}
+}
+
+// TestPodTakesOverFromPod: dcgm-exporter names pods, all PID 0; a pod that
+// takes the GPU over from another within a sample is a new job, and the
+// exit names the pod that left.
+func TestPodTakesOverFromPod(t *testing.T) {
+	var h holder
+	dev := func(pod string) *gpu.Device {
+		return &gpu.Device{MemTotal: 80 << 30, MemUsed: 40 << 30, Processes: []gpu.Process{gpu.PodProcess("ml", pod, "trainer")}}
+	}
+	h.observe(t0, dev("train-0"))
+	h.observe(t0.Add(time.Minute), dev("train-0"))
+	if !h.observe(t0.Add(2*time.Minute), dev("train-1")) {
+		t.Fatal("train-1 took the GPU over from train-0: not seen as a change of hands")
+	}
+	if got := h.exit.Text(0); got != "pod ml/train-0, container trainer exited with the GPU at 50%" {
+		t.Errorf("exit: %q", got)
+	}
+}
+
+// TestHeldSince: HeldSince says when the job on a GPU took it, and zero
+// while the GPU is free or unknown.
+func TestHeldSince(t *testing.T) {
+	e := NewEngine(nil, Options{})
+	job := func(pid int) gpu.Device {
+		return device(0, 20, 90, 60, gpu.Process{PID: pid, User: "alice", MemUsed: 20 << 30})
+	}
+	uuid := device(0, 0, 0, 35).UUID
+	for _, tc := range []struct {
+		at   time.Duration
+		dev  gpu.Device
+		want time.Duration // -1: zero
+	}{
+		{0, device(0, 0, 0, 35), -1},
+		{time.Minute, job(1), time.Minute},
+		{5 * time.Minute, job(1), time.Minute},
+		{6 * time.Minute, job(2), 6 * time.Minute}, // another job took it over
+		{7 * time.Minute, device(0, 0.5, 0, 35), -1},
+	} {
+		e.Eval(snapshot(tc.at, tc.dev))
+		got := e.HeldSince(uuid, 0)
+		if want := t0.Add(tc.want); tc.want < 0 && !got.IsZero() || tc.want >= 0 && !got.Equal(want) {
+			t.Errorf("at %v: HeldSince = %v, want %v", tc.at, got, tc.want)
+		}
+	}
+	if got := e.HeldSince("GPU-unknown", 7); !got.IsZero() {
+		t.Errorf("HeldSince of a GPU never seen = %v, want zero", got)
 	}
 }

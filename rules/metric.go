@@ -82,7 +82,7 @@ const heldBytes = 1 << 30
 // Held reports whether a job holds d: a compute process runs on it, or more
 // than 1 GiB of its memory is in use.
 func Held(d *gpu.Device) bool {
-	return len(d.Processes) > 0 || d.MemKnown() && d.MemUsed > heldBytes
+	return len(d.Processes) > 0 || d.MemUsed > heldBytes
 }
 
 // Observed reports whether the metric is kept by the engine from the GPU's
@@ -109,7 +109,8 @@ func (m Metric) Dimension() Dimension {
 }
 
 // Value reads the metric from d. It is NaN when d does not know the reading:
-// memory metrics when d.MemTotal is 0, power.percent without a power limit,
+// memory metrics when d.MemTotal is 0 (but memory.used, when the source
+// knows it without the total: see gpu.Device.MemUsedKnown), power.percent without a power limit,
 // and always for xid, whose values come from the snapshot's events (see
 // EvalContext.XIDs), held_for and missing_for, which the engine keeps
 // (EvalContext.HeldFor and MissingFor). process.memory is the largest process's memory, 0 when
@@ -120,7 +121,10 @@ func (m Metric) Value(d *gpu.Device) float64 {
 	}
 	switch m {
 	case MetricMemoryUsed:
-		return memValue(d, d.MemUsed)
+		if !d.MemUsedKnown() {
+			return math.NaN()
+		}
+		return float64(d.MemUsed)
 	case MetricMemoryFree:
 		return memValue(d, d.MemAllocatable()-min(d.MemUsed, d.MemAllocatable()))
 	case MetricMemoryTotal:

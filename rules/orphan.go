@@ -1,6 +1,7 @@
 package rules
 
 import (
+	"fmt"
 	"math"
 	"time"
 
@@ -50,11 +51,9 @@ func (e *Engine) resolveOrphans(s *gpu.Snapshot, d *gpu.Device, gs *gpuState, pr
 			Severity: o.rule.Severity, Host: s.Host, GPU: d.Index, UUID: d.UUID, GPUName: d.Name,
 			Value: math.NaN(), Trend: math.NaN(), TimeToFull: time.Duration(math.MinInt64),
 			StartsAt: a.FiredAt, EndsAt: s.Time, Labels: alertLabels(o.rule, s.Host, d),
-			Summary: a.Summary, Description: orphanDescription, AlertState: a,
+			Summary:       fmt.Sprintf("GPU %d on %s: %s is no longer a rule in the config", d.Index, s.Host, o.rule.Name),
+			FiringSummary: a.Summary, Description: orphanDescription, AlertState: a,
 			Processes: sortedProcesses(procs),
-		}
-		if t.Summary == "" {
-			t.Summary = o.rule.Name + " resolved: its rule is no longer in the config"
 		}
 		e.out = append(e.out, t)
 	}

@@ -56,7 +56,8 @@ func TestRestartResolvesAlertsOfRemovedRules(t *testing.T) {
 	if !ok || len(got) != 1 {
 		t.Fatalf("first evaluation after the restart: got %v, want Hot resolved, the pending one dropped", keys(got))
 	}
-	if tr.Severity != SeverityCritical || tr.Labels["team"] != "ml" || tr.Summary != "GPU 0 at 88 C" {
-		t.Errorf("got %+v, want the saved severity, labels and summary", tr)
+	if tr.Severity != SeverityCritical || tr.Labels["team"] != "ml" || tr.FiringSummary != "GPU 0 at 88 C" ||
+		tr.Summary != "GPU 0 on node1: Hot is no longer a rule in the config" {
+		t.Errorf("got %+v, want the saved severity, labels and firing summary, and why it resolved", tr)
 	}
 }

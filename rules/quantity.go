@@ -83,6 +83,38 @@ func (d Dimension) Format(v float64) string {
 	return formatNumber(v)
 }
 
+// precise writes v, a value of dimension d in its base unit, with every
+// digit that matters: for a value that Format would round onto a
+// threshold it is past ("1m" for the 60.4s of missing_for > 1m).
+func (d Dimension) precise(v float64) string {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return d.Format(v)
+	}
+	if d.PerSecond {
+		return Dimension{Base: d.Base}.precise(v*60) + "/min"
+	}
+	number := func(decimals int) string {
+		s := strconv.FormatFloat(v, 'f', decimals, 64)
+		if strings.Contains(s, ".") {
+			s = strings.TrimRight(strings.TrimRight(s, "0"), ".")
+		}
+		return s
+	}
+	switch d.Base {
+	case Bytes:
+		return number(0) + " B"
+	case Percent:
+		return number(4) + "%"
+	case Celsius:
+		return number(4) + " C"
+	case Watts:
+		return number(4) + " W"
+	case Seconds:
+		return number(3) + "s"
+	}
+	return number(4)
+}
+
 // formatNumber writes v with about three significant digits and no
 // trailing zeros: 97.25 → "97.3", 86 → "86", 0.123 → "0.12".
 func formatNumber(v float64) string {

@@ -30,6 +30,10 @@ import (
 //	      - at: 20m
 //	        firing:
 //	          - {alert: GPUMemoryLeak, gpu: 0}
+//
+// A test's input may be a GPU log instead, any log `gpuwatch replay` reads
+// (log: node3.csv, with columns: for a log without its header); its checks
+// are then at times since the log's first sample (see ruletest_log.go).
 type testFileYAML struct {
 	RuleFiles []string      `yaml:"rule_files,required"`
 	Interval  time.Duration `yaml:"interval"`
@@ -41,7 +45,9 @@ type testYAML struct {
 	Name     string        `yaml:"name,required"`
 	Interval time.Duration `yaml:"interval"`
 	GPUs     []gpuYAML     `yaml:"gpus"`
-	Input    []seriesYAML  `yaml:"input,required"`
+	Input    []seriesYAML  `yaml:"input"`
+	Log      string        `yaml:"log"`     // a GPU log to feed the rules instead of input
+	Columns  string        `yaml:"columns"` // the columns of a log without its header
 	Expect   []expectYAML  `yaml:"expect,required"`
 }
 
@@ -100,8 +106,12 @@ type TestFile struct {
 // one sample every Interval, and checks of the alerts firing after some
 // of the samples.
 type TestCase struct {
-	Name     string
-	Interval time.Duration
+	Name string
+	// Log, when set, is the GPU log the test feeds the rules (Columns names
+	// its columns when it has no header): the test has no Steps, and its
+	// checks are at times since the log's first sample.
+	Log, Columns string
+	Interval     time.Duration
 	// Steps is how many samples the test takes, the first at TestStart.
 	Steps  int
 	Checks []TestCheck
@@ -341,6 +351,14 @@ const (
 
 // parseTestCase checks one test case and prepares it to run.
 func parseTestCase(file string, tc *testYAML, rules []*Rule, interval time.Duration) (*TestCase, strictyaml.Errors) {
+	switch {
+	case tc.Log != "" && len(tc.Input) > 0:
+		return nil, strictyaml.Errors{&strictyaml.Error{File: file, Pos: tc.Pos, Msg: "a test has input series or a log, not both"}}
+	case tc.Log != "":
+		return parseLogTestCase(file, tc, rules)
+	case len(tc.Input) == 0:
+		return nil, strictyaml.Errors{&strictyaml.Error{File: file, Pos: tc.Pos, Msg: "a test needs input: series (input:) or a GPU log (log: FILE)"}}
+	}
 	input, errs := parseInputs(file, tc.Input)
 	if len(errs) > 0 {
 		return nil, errs
@@ -386,6 +404,9 @@ func parseTestCase(file string, tc *testYAML, rules []*Rule, interval time.Durat
 // run feeds the test's samples to an engine of the rules and compares
 // what fires with the checks.
 func (tc *TestCase) run(file string, rules []*Rule) TestResult {
+	if tc.Log != "" {
+		return tc.runLog(file, rules)
+	}
 	res := TestResult{File: file, Name: tc.Name}
 	checks := map[int][]TestCheck{}
 	for _, c := range tc.Checks {
@@ -396,7 +417,7 @@ func (tc *TestCase) run(file string, rules []*Rule) TestResult {
 	for i := range tc.Steps {
 		engine.Eval(tc.Snapshot(i))
 		for _, c := range checks[i] {
-			res.Failures = append(res.Failures, compareFiring(engine, &c)...)
+			res.Failures = append(res.Failures, compareFiring(engine, &c, TestStart)...)
 		}
 	}
 	return res
@@ -522,7 +543,9 @@ func notReporting(input []inputSeries, g, i int) bool {
 	return readings > 0
 }
 
-func compareFiring(e *Engine, ex *TestCheck) []string {
+// compareFiring compares the alerts firing with a check's; times are said
+// since start.
+func compareFiring(e *Engine, ex *TestCheck, start time.Time) []string {
 	type key struct {
 		alert string
 		gpu   int
@@ -544,13 +567,13 @@ func compareFiring(e *Engine, ex *TestCheck) []string {
 			fails = append(fails, fmt.Sprintf("at %v: %s on gpu %d: want firing, got inactive", ex.At, w.Alert, w.GPU))
 		case a.State != StateFiring:
 			fails = append(fails, fmt.Sprintf("at %v: %s on gpu %d: want firing, got %s (active since %v)",
-				ex.At, w.Alert, w.GPU, a.State, a.ActiveAt.Sub(TestStart)))
+				ex.At, w.Alert, w.GPU, a.State, a.ActiveAt.Sub(start)))
 		}
 	}
 	for k, a := range got {
 		if a.State == StateFiring && !want[k] {
 			fails = append(fails, fmt.Sprintf("at %v: %s on gpu %d: firing, but not expected (value %s)",
-				ex.At, k.alert, k.gpu, a.Rule.When.ValueDimension().Format(a.Value)))
+				ex.At, k.alert, k.gpu, a.Rule.ValueText(&a.Alert)))
 		}
 	}
 	slices.Sort(fails)

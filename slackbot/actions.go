@@ -23,8 +23,9 @@ const (
 	ActionAcknowledge = slacknotifier.ActionAcknowledge // "gpuwatch_ack"
 )
 
-// actionPrefix starts every gpuwatch action ID; such buttons are removed
-// from a message once one was used.
+// actionPrefix starts every gpuwatch action ID. A silence removes every
+// such button of its alert from the message; an acknowledgement only the
+// Acknowledge button, so the alert can still be silenced from it.
 const actionPrefix = "gpuwatch_"
 
 // action handles a click on an alert message's button: the function behind
@@ -64,6 +65,7 @@ func (a *App) buttonReply(cb *goslack.InteractionCallback, act *goslack.BlockAct
 	}
 	u := user{ID: cb.User.ID, Name: cb.User.Name}
 	var line string
+	used := func(actionID string) bool { return strings.HasPrefix(actionID, actionPrefix) }
 	switch act.ActionID {
 	case ActionSilence1h, ActionSilence24h:
 		if !a.mayChange(u) {
@@ -92,11 +94,12 @@ func (a *App) buttonReply(cb *goslack.InteractionCallback, act *goslack.BlockAct
 			return errorReply("could not acknowledge the alert: " + blockkit.EscapeClip(err.Error(), 300))
 		}
 		line = "👀 Acknowledged by " + u.mention()
+		used = func(actionID string) bool { return actionID == ActionAcknowledge }
 	default:
 		a.log.Debug("slack action ignored", "action_id", act.ActionID)
 		return nil
 	}
-	blocks, err := updatedBlocks(raw, act.BlockID, line)
+	blocks, err := updatedBlocks(raw, act.BlockID, line, used)
 	if err != nil {
 		a.log.Warn("slack action: the message is not updated", "err", err)
 		return private(line + ".")
@@ -122,12 +125,13 @@ func keyMatchers(key string) (notifier.Matchers, error) {
 	return ms, nil
 }
 
-// updatedBlocks are the original message's blocks, as sent, with a
-// context line saying what was done in place of the clicked alert's
-// buttons (blockID; a message may carry several alerts, each with its own
-// buttons). When the clicked block is not found, every gpuwatch button goes
-// and the line ends the message.
-func updatedBlocks(raw []byte, blockID, line string) ([]json.RawMessage, error) {
+// updatedBlocks are the original message's blocks, as sent, without the
+// clicked alert's buttons that used says are done with (by action ID), and
+// a context line after them saying what was done (blockID; a message may
+// carry several alerts, each with its own buttons). When the clicked block
+// is not found, every such button of the message goes and the line ends
+// the message.
+func updatedBlocks(raw []byte, blockID, line string, used func(actionID string) bool) ([]json.RawMessage, error) {
 	var p struct {
 		Message struct {
 			Blocks []json.RawMessage `json:"blocks"`
@@ -157,7 +161,7 @@ func updatedBlocks(raw []byte, blockID, line string) ([]json.RawMessage, error) 
 			out = append(out, b)
 			continue
 		}
-		kept, err := withoutOurButtons(b)
+		kept, err := withoutButtons(b, used)
 		if err != nil {
 			return nil, err
 		}
@@ -188,9 +192,10 @@ func blockIDOf(b json.RawMessage) (string, error) {
 	return head.BlockID, nil
 }
 
-// withoutOurButtons returns an actions block without gpuwatch's elements,
-// nil when none are left, and any other block unchanged.
-func withoutOurButtons(b json.RawMessage) (json.RawMessage, error) {
+// withoutButtons returns an actions block without the elements whose
+// action ID used picks, nil when none are left, and any other block
+// unchanged.
+func withoutButtons(b json.RawMessage, used func(actionID string) bool) (json.RawMessage, error) {
 	var head struct {
 		Type     string            `json:"type"`
 		Elements []json.RawMessage `json:"elements"`
@@ -206,7 +211,7 @@ func withoutOurButtons(b json.RawMessage) (json.RawMessage, error) {
 		var el struct {
 			ActionID string `json:"action_id"`
 		}
-		if json.Unmarshal(e, &el) == nil && strings.HasPrefix(el.ActionID, actionPrefix) {
+		if json.Unmarshal(e, &el) == nil && used(el.ActionID) {
 			continue
 		}
 		kept = append(kept, e)

@@ -114,7 +114,7 @@ func TestButtonSilences(t *testing.T) {
 		if !s.StartsAt.Equal(testNow) || s.EndsAt.Sub(s.StartsAt) != c.d || s.CreatedBy != "admin (U0ADMIN)" {
 			t.Errorf("%s: got %s to %s by %q, want %s from now by admin (U0ADMIN)", c.action, s.StartsAt, s.EndsAt, s.CreatedBy, c.d)
 		}
-		checkUpdated(t, c.action, reqs, c.line)
+		checkUpdated(t, c.action, reqs, c.line, "runbook")
 	}
 }
 
@@ -127,20 +127,21 @@ func TestButtonAcknowledges(t *testing.T) {
 	if len(ta.b.added) != 0 {
 		t.Errorf("acknowledge: got %d silences, want none", len(ta.b.added))
 	}
-	checkUpdated(t, "acknowledge", reqs, "👀 Acknowledged by <@U0ADMIN>")
+	// The alert can still be silenced from its message.
+	checkUpdated(t, "acknowledge", reqs, "👀 Acknowledged by <@U0ADMIN>", "gpuwatch_silence_1h,gpuwatch_silence_24h,runbook")
 }
 
 // checkUpdated checks the one post that replaces the alert message: the
-// clicked alert's buttons replaced by the context line, the runbook link
-// and the other alert's buttons kept.
-func checkUpdated(t *testing.T, what string, reqs []notifiertest.Request, line string) {
+// clicked alert's buttons left as buttons, followed by the context line,
+// the runbook link and the other alert's buttons kept.
+func checkUpdated(t *testing.T, what string, reqs []notifiertest.Request, line, buttons string) {
 	t.Helper()
 	k := updated(t, what, reqs)
 	if got := blockTypes(k); got != "section,actions,context,section,actions" {
 		t.Fatalf("%s: got blocks %s, want section,actions (the runbook),context,section,actions (the other alert's)", what, got)
 	}
-	if got := actionIDs(k, 1); got != "runbook" {
-		t.Errorf("%s: got the clicked row's buttons %q, want only runbook", what, got)
+	if got := actionIDs(k, 1); got != buttons {
+		t.Errorf("%s: got the clicked row's buttons %q, want %s", what, got, buttons)
 	}
 	if got := actionIDs(k, 4); got != "gpuwatch_silence_1h,gpuwatch_silence_24h,gpuwatch_ack" {
 		t.Errorf("%s: got the other alert's buttons %q, want them all", what, got)
@@ -188,15 +189,25 @@ func actionIDs(k kit, block int) string {
 
 func TestButtonInUnknownBlockRemovesAllOurButtons(t *testing.T) {
 	ta := newTestApp(t, 4, nil)
-	k := updated(t, "unknown block", ta.clickIn(t, "", ActionAcknowledge, alertKey, "U0ADMIN", "admin", "C0GPU"))
+	k := updated(t, "unknown block", ta.clickIn(t, "", ActionSilence1h, alertKey, "U0ADMIN", "admin", "C0GPU"))
 	if got := blockTypes(k); got != "section,actions,section,context" {
 		t.Fatalf("unknown block: got blocks %s, want section,actions (the runbook),section,context", got)
 	}
 	if got := actionIDs(k, 1); got != "runbook" {
 		t.Errorf("unknown block: got buttons %q, want only runbook", got)
 	}
-	if got := k.texts("context"); len(got) != 1 || got[0] != "👀 Acknowledged by <@U0ADMIN>" {
-		t.Errorf("unknown block: got context %q, want the acknowledgement", got)
+	if got := k.texts("context"); len(got) != 1 || got[0] != "🔕 Silenced for 1h by <@U0ADMIN>" {
+		t.Errorf("unknown block: got context %q, want the silence", got)
+	}
+	// An acknowledgement in an unknown block takes only the Acknowledge
+	// buttons: every alert can still be silenced.
+	ta = newTestApp(t, 4, nil)
+	k = updated(t, "unknown block", ta.clickIn(t, "", ActionAcknowledge, alertKey, "U0ADMIN", "admin", "C0GPU"))
+	if got := blockTypes(k); got != "section,actions,section,actions,context" {
+		t.Fatalf("unknown block: got blocks %s, want section,actions,section,actions,context", got)
+	}
+	if got, want := actionIDs(k, 1)+" "+actionIDs(k, 3), "gpuwatch_silence_1h,gpuwatch_silence_24h,runbook gpuwatch_silence_1h,gpuwatch_silence_24h"; got != want {
+		t.Errorf("unknown block: got buttons %q, want %q", got, want)
 	}
 }
 

@@ -15,6 +15,7 @@ import (
 	"github.com/gpuwatch/gpuwatch/gpu"
 	"github.com/gpuwatch/gpuwatch/internal/blockkit"
 	"github.com/gpuwatch/gpuwatch/internal/plural"
+	"github.com/gpuwatch/gpuwatch/rules"
 )
 
 // command answers a slash command: the function behind both
@@ -24,9 +25,9 @@ func (a *App) command(ctx context.Context, sc goslack.SlashCommand) *reply {
 		return notHere()
 	}
 	cmd, perr := ParseCommand(sc.Text)
-	u := user{ID: sc.UserID, Name: sc.UserName}
+	by := asker{user: user{ID: sc.UserID, Name: sc.UserName}, channel: sc.ChannelID}
 	return a.withDeadline(ctx, sc.ResponseURL, func() *reply {
-		r := a.answer(cmd, perr, u)
+		r := a.answer(ctx, cmd, perr, by)
 		if r.ResponseType == "" {
 			r.ResponseType = ephemeral
 			if cmd.Public {
@@ -37,10 +38,17 @@ func (a *App) command(ctx context.Context, sc goslack.SlashCommand) *reply {
 	})
 }
 
+// asker is who sent a command, and where.
+type asker struct {
+	user    user
+	channel string // the conversation's ID: C…, G…, D…
+}
+
 // answer runs a parsed command. Answers that only the user should see (a
 // refusal, an error) set their response type; the others are public when
 // the user asked.
-func (a *App) answer(cmd Command, perr error, u user) *reply {
+func (a *App) answer(ctx context.Context, cmd Command, perr error, by asker) *reply {
+	u := by.user
 	switch cmd.Kind {
 	case CmdStatus:
 		return a.status(cmd.Host)
@@ -51,7 +59,7 @@ func (a *App) answer(cmd Command, perr error, u user) *reply {
 	case CmdFree:
 		return a.free(cmd.Host)
 	case CmdHistory:
-		return a.history(cmd.Host, cmd.GPU, cmd.Window)
+		return a.history(ctx, cmd, by)
 	case CmdSilence:
 		return a.silence(cmd, u)
 	case CmdSilences:
@@ -61,7 +69,10 @@ func (a *App) answer(cmd Command, perr error, u user) *reply {
 	case CmdDigest:
 		return a.digest(cmd.Window)
 	}
-	return help(perr)
+	if perr != nil {
+		return notUnderstood(perr)
+	}
+	return help()
 }
 
 // noSample is the answer before the first sample.
@@ -114,7 +125,10 @@ func (a *App) hostStatus(snap *gpu.Snapshot) *reply {
 		}
 		blocks = append(blocks, section(deviceText(snap.Host, &snap.Devices[i], alerts, now)))
 	}
-	if len(snap.Devices) == 0 {
+	switch {
+	case snap.Down != "":
+		blocks = append(blocks, section("⚠️ This host is down: "+blockkit.EscapeClip(snap.Down, 300)))
+	case len(snap.Devices) == 0:
 		blocks = append(blocks, section("This host reports no GPUs."))
 	}
 	return message(title, blocks...)
@@ -169,9 +183,12 @@ func (a *App) fleetStatus(f fleet) *reply {
 // GPUs: 5 busy, 1 idle-held, 2 free · 🔥 2 firing".
 func hostLine(s *gpu.Snapshot, alerts []ActiveAlert, newest, now time.Time) string {
 	line := "*" + hostName(s.Host) + "* · "
-	if len(s.Devices) == 0 {
+	switch {
+	case s.Down != "":
+		line += "⚠️ down: " + blockkit.EscapeClip(s.Down, 120)
+	case len(s.Devices) == 0:
 		line += "⚠️ no GPU reports"
-	} else {
+	default:
 		var u uses
 		u.add(s)
 		line += plural.Count(len(s.Devices), "GPU") + ": " + u.String()
@@ -242,7 +259,7 @@ func deviceText(host string, d *gpu.Device, alerts []ActiveAlert, now time.Time)
 	}
 	for i := range alerts {
 		if al := &alerts[i]; onDevice(al, host, d) {
-			fmt.Fprintf(&b, "%s *%s* %s %s\n", stateEmoji(al.State), blockkit.EscapeClip(al.Name, 80), al.State, since(now, al.Since))
+			fmt.Fprintf(&b, "%s *%s* %s %s\n", alertEmoji(al), blockkit.EscapeClip(al.Name, 80), al.stateText(), since(now, al.Since))
 		}
 	}
 	return strings.TrimSuffix(b.String(), "\n")
@@ -258,8 +275,12 @@ func topProcess(ps []gpu.Process) *gpu.Process {
 	return top
 }
 
-func stateEmoji(state string) string {
-	if state == "firing" {
+// alertEmoji is an alert's state at a glance: firing, silenced or pending.
+func alertEmoji(al *ActiveAlert) string {
+	switch {
+	case al.Silenced != nil:
+		return "🔕"
+	case al.State == "firing":
 		return "🔥"
 	}
 	return "⏳"
@@ -280,10 +301,13 @@ func where(several bool, host string, index int) string {
 	return "GPU " + strconv.Itoa(index)
 }
 
-// gpuProcess is a process and the GPU it runs on.
+// gpuProcess is a process and the GPU it runs on; unnamed: a GPU that is
+// held but whose source names no process (dcgm-exporter outside
+// Kubernetes), its memory in use.
 type gpuProcess struct {
-	host string
-	gpu  int
+	host    string
+	gpu     int
+	unnamed bool
 	gpu.Process
 }
 
@@ -291,7 +315,9 @@ type gpuProcess struct {
 const maxTopProcesses = 40
 
 // top lists the processes on every GPU (of one host, or of the fleet) by
-// GPU memory, largest first.
+// GPU memory, largest first: each with its holder (a process, or a pod
+// when the source names pods), and the GPUs held by processes the source
+// does not name.
 func (a *App) top(host string) *reply {
 	f, r := a.hosts(host)
 	if r != nil {
@@ -299,9 +325,13 @@ func (a *App) top(host string) *reply {
 	}
 	var ps []gpuProcess
 	for _, s := range f {
-		for _, d := range s.Devices {
+		for i := range s.Devices {
+			d := &s.Devices[i]
 			for _, p := range d.Processes {
-				ps = append(ps, gpuProcess{s.Host, d.Index, p})
+				ps = append(ps, gpuProcess{host: s.Host, gpu: d.Index, Process: p})
+			}
+			if len(d.Processes) == 0 && rules.Held(d) {
+				ps = append(ps, gpuProcess{host: s.Host, gpu: d.Index, unnamed: true, Process: gpu.Process{MemUsed: d.MemUsed}})
 			}
 		}
 	}
@@ -319,12 +349,7 @@ func (a *App) top(host string) *reply {
 	}
 	var lines []string
 	for _, p := range ps[:min(len(ps), maxTopProcesses)] {
-		line := fmt.Sprintf("`%s` *%s* %s · `%s` · pid %d", where(f.several(), p.host, p.gpu), gib(p.MemUsed),
-			blockkit.EscapeClip(p.User, 40), blockkit.EscapeClip(p.Command, 80), p.PID)
-		if p.Container != "" {
-			line += " · " + blockkit.EscapeClip(p.Container, 60)
-		}
-		lines = append(lines, line)
+		lines = append(lines, topLine(p, f.several()))
 	}
 	// Ten lines a section keeps each well under Slack's 3000 characters.
 	for chunk := range slices.Chunk(lines, 10) {
@@ -334,6 +359,29 @@ func (a *App) top(host string) *reply {
 		blocks = append(blocks, note(fmt.Sprintf("…and %d smaller processes", len(ps)-maxTopProcesses)))
 	}
 	return message(title, blocks...)
+}
+
+// topLine is one line of /gpu top: "`node1/0` *61.0 GiB* alice ·
+// `python train.py` · pid 4242 · docker:3f2a", "`node1/0` *61.0 GiB* pod
+// ml/train-0, container trainer", "`node1/0` *61.0 GiB* held · the source
+// names no process" (dcgm-exporter outside Kubernetes; an agent that cannot
+// see the processes of other PID namespaces).
+func topLine(p gpuProcess, several bool) string {
+	line := fmt.Sprintf("`%s` *%s* ", where(several, p.host, p.gpu), gib(p.MemUsed))
+	if p.unnamed {
+		return line + "held · the source names no process"
+	}
+	if _, _, _, pod := p.Pod(); pod {
+		return line + blockkit.EscapeClip(p.Holder(), 160)
+	}
+	line += fmt.Sprintf("%s · `%s`", blockkit.EscapeClip(p.User, 40), blockkit.EscapeClip(p.Command, 80))
+	if h := p.Holder(); h != "" {
+		line += " · " + h
+	}
+	if p.Container != "" {
+		line += " · " + blockkit.EscapeClip(p.Container, 60)
+	}
+	return line
 }
 
 // alerts lists the firing and pending alerts, of one host or of all.
@@ -357,6 +405,9 @@ func (a *App) alerts(host string) *reply {
 	})
 	c := countAlerts(alerts)
 	title := fmt.Sprintf("🚨 %d firing, %d pending%s", c.firing, c.pending, on)
+	if c.silenced > 0 {
+		title = fmt.Sprintf("🚨 %d firing, %d silenced, %d pending%s", c.firing, c.silenced, c.pending, on)
+	}
 	if len(alerts) == 0 {
 		title = "✅ No alerts are firing or pending" + on
 		return message(title, section(title))
@@ -376,7 +427,7 @@ func (a *App) alerts(host string) *reply {
 // alertText is one alert's lines in /gpu alerts.
 func alertText(al *ActiveAlert, several bool, now time.Time) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s *%s* · %s", stateEmoji(al.State), blockkit.EscapeClip(al.Name, 80), where(several, al.Host, al.GPU))
+	fmt.Fprintf(&b, "%s *%s* · %s", alertEmoji(al), blockkit.EscapeClip(al.Name, 80), where(several, al.Host, al.GPU))
 	if al.Severity != "" {
 		b.WriteString(" · " + blockkit.EscapeClip(al.Severity, 20))
 	}
@@ -390,95 +441,67 @@ func alertText(al *ActiveAlert, several bool, now time.Time) string {
 	if al.Acknowledged != "" {
 		b.WriteString("\n👀 acknowledged by " + blockkit.EscapeClip(al.Acknowledged, 80))
 	}
+	if s := al.Silenced; s != nil {
+		fmt.Fprintf(&b, "\n🔕 silenced until %s by %s", localTime(s.EndsAt), blockkit.EscapeClip(orSomeone(s.CreatedBy), 80))
+		if s.Comment != "" {
+			b.WriteString(": " + blockkit.EscapeClip(s.Comment, 200))
+		}
+		fmt.Fprintf(&b, " · `/gpu unsilence %s` ends it", blockkit.EscapeClip(s.ID, 64))
+	}
 	return b.String()
 }
 
-// historyWidth is the most bars a sparkline has.
-const historyWidth = 60
-
-// history draws sparklines of a GPU's memory and utilization. In a fleet
-// the command names the host; with one host it need not.
-func (a *App) history(host string, index int, window time.Duration) *reply {
-	f := a.fleet()
-	named := host != ""
-	switch {
-	case named:
-		picked, err := f.pick(host)
-		if err != nil {
-			return errorReply(err.Error() + ".")
-		}
-		host = picked[0].Host
-	case f.several():
-		return errorReply(fmt.Sprintf("Say which host's GPU %d: write `/gpu history &lt;host&gt; %d`; %s.", index, index, f.names()))
-	case len(f) == 1:
-		host = f[0].Host
+// orSomeone is who made a silence, or "someone" when it does not say.
+func orSomeone(by string) string {
+	if by == "" {
+		return "someone"
 	}
-	h, ok := a.backend.History(host, index, window)
-	if !ok {
-		known := "no GPUs are known yet"
-		if picked, _ := f.pick(host); len(picked) == 1 && len(picked[0].Devices) > 0 {
-			idx := make([]string, len(picked[0].Devices))
-			for i, d := range picked[0].Devices {
-				idx[i] = strconv.Itoa(d.Index)
-			}
-			known = "this host has GPUs " + strings.Join(idx, ", ")
-			if named {
-				known = hostName(host) + " has GPUs " + strings.Join(idx, ", ")
-			}
-		}
-		return errorReply(fmt.Sprintf("GPU %d is unknown: %s.", index, known))
-	}
-	title := fmt.Sprintf("📈 GPU %d · last %s", index, span(window))
-	if named || f.several() {
-		title = fmt.Sprintf("📈 %s GPU %d · last %s", host, index, span(window)) // a header: plain text, not escaped
-	}
-	mem, util := downsample(h.MemoryUsed, historyWidth), downsample(h.Utilization, historyWidth)
-	text := fmt.Sprintf("*Memory* `%s` %s\n*Utilization* `%s` %s",
-		spark(mem), seriesSummary(h.MemoryUsed), spark(util), seriesSummary(h.Utilization))
-	points := max(len(h.MemoryUsed), len(h.Utilization))
-	start := h.End.Add(-h.Step * time.Duration(max(0, points-1)))
-	return message(title, header(title), section(text),
-		note(fmt.Sprintf("%d points from %s to %s · bars from 0 to 100%%", points, localTime(start), localTime(h.End))))
+	return by
 }
 
-// seriesSummary is "now 76% · max 90%" of a percent series, or "no data".
-func seriesSummary(vs []float64) string {
-	last, peak, seen := math.NaN(), math.Inf(-1), false
-	for _, v := range vs {
-		if !math.IsNaN(v) {
-			last, peak, seen = v, math.Max(peak, v), true
-		}
-	}
-	if !seen {
-		return "no data"
-	}
-	return fmt.Sprintf("now %.0f%% · max %.0f%%", last, peak)
+// commandHelp is each /gpu command: how to write it and what it answers,
+// in the order /gpu help lists them. A command not understood is answered
+// with its own line, not the whole list.
+var commandHelp = []struct{ verb, usage, about string }{
+	{"status", "`/gpu` or `/gpu status`", "every GPU's memory, utilization, temperature, power, top process and alerts; in a fleet, one line per host (GPUs busy, idle-held, free, alerts), and `/gpu status &lt;host&gt;` shows one host's GPUs"},
+	{"free", "`/gpu free [host]`", "the GPUs no one holds now (no process, under 1 GiB in use), with model and free memory"},
+	{"top", "`/gpu top [host]`", "processes by GPU memory, with user, command and container"},
+	{"alerts", "`/gpu alerts [host]`", "firing, silenced and pending alerts, since when, who acknowledged or silenced them"},
+	{"history", "`/gpu history [host] [gpu] [window]`", "a chart of memory, utilization and temperature of one GPU, or of every GPU of a host (window 6h by default, up to 24h; the host is needed in a fleet); posted in a direct message with gpuwatch or, with `public`, in the channel, else as sparklines"},
+	{"silence", "`/gpu silence &lt;alert|gpu N|all&gt; &lt;duration&gt; [reason]`", "mute alerts, e.g. `/gpu silence GPUHot 2h fan repair`; `on &lt;host&gt;` after what to silence mutes one host's, e.g. `/gpu silence gpu 2 on node3 1h`"},
+	{"silences", "`/gpu silences`", "the silences; `/gpu unsilence &lt;id&gt;` ends one"},
+	{"unsilence", "`/gpu unsilence &lt;id&gt;`", "ends a silence (`/gpu silences` lists them)"},
+	{"digest", "`/gpu digest [window]`", "the usage digest: per GPU and per user, idle holders, alerts, energy (window 24h by default, up to 35d)"},
 }
 
 // helpText lists the commands.
-const helpText = "*gpuwatch* answers `/gpu` with the GPUs of this host, or of every host of a fleet:\n" +
-	"• `/gpu` or `/gpu status`: every GPU's memory, utilization, temperature, power, top process and alerts; in a fleet, one line per host (GPUs busy, idle-held, free, alerts), and `/gpu status &lt;host&gt;` shows one host's GPUs\n" +
-	"• `/gpu free [host]`: the GPUs no one holds now (no process, under 1 GiB in use), with model and free memory\n" +
-	"• `/gpu top [host]`: processes by GPU memory, with user, command and container\n" +
-	"• `/gpu alerts [host]`: firing and pending alerts, since when, who acknowledged them\n" +
-	"• `/gpu history [host] &lt;gpu&gt; [window]`: sparklines of memory and utilization (window 1h by default, up to 24h; the host is needed in a fleet)\n" +
-	"• `/gpu silence &lt;alert|gpu N|all&gt; &lt;duration&gt; [reason]`: mute alerts, e.g. `/gpu silence GPUHot 2h fan repair`; `on &lt;host&gt;` after what to silence mutes one host's, e.g. `/gpu silence gpu 2 on node3 1h`\n" +
-	"• `/gpu silences`: the silences; `/gpu unsilence &lt;id&gt;` ends one\n" +
-	"• `/gpu digest [window]`: the usage digest: per GPU and per user, idle holders, alerts, energy (window 24h by default, up to 35d)\n" +
-	"Add `public` to any command to answer in the channel instead of only to you."
+func helpText() string {
+	var b strings.Builder
+	b.WriteString("*gpuwatch* answers `/gpu` with the GPUs of this host, or of every host of a fleet:\n")
+	for _, c := range commandHelp {
+		if c.verb == "unsilence" { // said with silences
+			continue
+		}
+		fmt.Fprintf(&b, "• %s: %s\n", c.usage, c.about)
+	}
+	b.WriteString("Add `public` to any command to answer in the channel instead of only to you.")
+	return b.String()
+}
 
-// help is the list of commands, after a line saying what was not
-// understood when there was something.
-func help(perr error) *reply {
-	blocks := []goslack.Block{section(helpText)}
-	text := "gpuwatch /gpu commands"
-	if perr != nil {
-		text = "🤔 I did not understand that: " + blockkit.EscapeClip(perr.Error(), 500)
-		blocks = append([]goslack.Block{section(text)}, blocks...)
+// help is the list of commands (/gpu help).
+func help() *reply {
+	return message("gpuwatch /gpu commands", section(helpText()))
+}
+
+// notUnderstood answers a command that was not understood with one line:
+// what was wrong and how to write the command typed (perr says both), or,
+// for a word that is no command, the closest one.
+func notUnderstood(perr error) *reply {
+	text := "🤔 " + blockkit.EscapeClip(perr.Error(), 500)
+	if !strings.Contains(text, "/gpu help") {
+		text += " · `/gpu help` lists every command"
 	}
-	r := message(text, blocks...)
-	if perr != nil {
-		r.ResponseType = ephemeral
-	}
+	r := message(text, section(text))
+	r.ResponseType = ephemeral
 	return r
 }

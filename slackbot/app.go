@@ -48,6 +48,21 @@ type Config struct {
 	HTTPClient *http.Client
 	// Now is the clock that checks request timestamps; nil means time.Now.
 	Now func() time.Time
+	// Uploader posts the charts of /gpu history; nil answers with
+	// sparklines alone.
+	Uploader Uploader
+	// Zones tells users' time zones, the times of their charts; nil, or
+	// where it does not know, charts show Location's.
+	Zones Zones
+	// Location is the host's time zone; nil means time.Local.
+	Location *time.Location
+	// Drawn, when set, is called after each chart is drawn (the daemon
+	// hands the chart's memory back to the system).
+	Drawn func()
+	// Replays keeps the signatures of recent requests across restarts,
+	// so a captured request sent again after a restart does not act
+	// again. Nil: they are kept in memory only.
+	Replays ReplayStore
 }
 
 // App is the Slack app: an http.Handler for slash commands and buttons,
@@ -62,6 +77,10 @@ type App struct {
 	log        *slog.Logger
 	client     *http.Client
 	now        func() time.Time
+	uploader   Uploader
+	zones      Zones
+	location   *time.Location // the host's zone, of charts when the reader's is unknown
+	drawn      func()
 
 	// slowAfter is how long a command may take before the answer becomes
 	// "working on it" and the result goes to response_url (Slack gives up
@@ -87,7 +106,14 @@ func New(b Backend, c Config) (*App, error) {
 		log:        c.Logger,
 		client:     c.HTTPClient,
 		now:        c.Now,
+		uploader:   c.Uploader,
+		zones:      c.Zones,
+		location:   c.Location,
+		drawn:      c.Drawn,
 		slowAfter:  2 * time.Second,
+	}
+	if a.location == nil {
+		a.location = time.Local
 	}
 	for _, ch := range c.AllowedChannels {
 		ch = strings.TrimPrefix(strings.TrimSpace(ch), "#")
@@ -117,6 +143,10 @@ func New(b Backend, c Config) (*App, error) {
 	}
 	if a.now == nil {
 		a.now = time.Now
+	}
+	a.replays.st = c.Replays
+	if err := a.replays.load(a.now()); err != nil {
+		return nil, fmt.Errorf("slackbot: %w", err)
 	}
 	return a, nil
 }
@@ -154,12 +184,19 @@ func (a *App) readSigned(w http.ResponseWriter, r *http.Request) (url.Values, bo
 		return nil, false
 	}
 	now := a.now()
-	if err := Verify(a.secret, r.Header, body, now); err != nil {
+	sig, err := verify(a.secret, r.Header, body, now)
+	if err != nil {
 		a.log.Warn("slack request refused", "path", r.URL.Path, "remote", r.RemoteAddr, "reason", err.Error())
 		http.Error(w, "invalid Slack request signature", http.StatusUnauthorized)
 		return nil, false
 	}
-	if !a.replays.first(r.Header.Get("X-Slack-Signature"), signedUntil(r.Header), now) {
+	fresh, err := a.replays.first(sig, signedUntil(r.Header), now)
+	if err != nil {
+		a.log.Error("slack request refused: its signature could not be kept", "path", r.URL.Path, "err", err)
+		http.Error(w, "gpuwatch cannot record this request (its store does not answer): try again in a minute", http.StatusServiceUnavailable)
+		return nil, false
+	}
+	if !fresh {
 		// Answered with an empty 200, as Slack takes an acknowledgement,
 		// so whoever replays it learns nothing and nothing happens twice.
 		a.log.Warn("slack request replayed: answered without acting", "path", r.URL.Path, "remote", r.RemoteAddr)

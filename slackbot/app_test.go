@@ -2,6 +2,7 @@ package slackbot
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -10,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gpuwatch/gpuwatch/gpu"
+	"github.com/gpuwatch/gpuwatch/notifier"
 	"github.com/gpuwatch/gpuwatch/notifier/notifiertest"
 )
 
@@ -172,13 +175,29 @@ func TestTop(t *testing.T) {
 		t.Fatalf("/gpu top: got sections %q, want one", secs)
 	}
 	lines := strings.Split(secs[0], "\n")
-	if len(lines) != 3 {
-		t.Fatalf("/gpu top: got %d lines %q, want 3 processes", len(lines), lines)
+	if len(lines) != 5 {
+		t.Fatalf("/gpu top: got %d lines %q, want 3 processes and 2 GPUs held by processes not named", len(lines), lines)
 	}
-	// Largest first: carol 30 GiB on GPU 2, alice 9 GiB and bob 1 GiB on GPU 0.
-	contains(t, "line 1", lines[0], "`GPU 2`", "30.0 GiB", "carol", "pid 777")
-	contains(t, "line 2", lines[1], "`GPU 0`", "9.0 GiB", "alice", "python train.py --model llama-7b", "docker:3f2a9c1b7e4d")
-	contains(t, "line 3", lines[2], "`GPU 0`", "1.0 GiB", "bob", "jupyter-lab")
+	// Largest first: GPU 3 held (40 GiB) by processes the source does not
+	// name, carol 30 GiB on GPU 2, GPU 1 held (20 GiB), alice 9 GiB and
+	// bob 1 GiB on GPU 0.
+	contains(t, "line 1", lines[0], "`GPU 3`", "40.0 GiB", "held · the source names no process")
+	contains(t, "line 2", lines[1], "`GPU 2`", "30.0 GiB", "carol", "pid 777")
+	contains(t, "line 3", lines[2], "`GPU 1`", "20.0 GiB", "held · the source names no process")
+	contains(t, "line 4", lines[3], "`GPU 0`", "9.0 GiB", "alice", "python train.py --model llama-7b", "docker:3f2a9c1b7e4d")
+	contains(t, "line 5", lines[4], "`GPU 0`", "1.0 GiB", "bob", "jupyter-lab")
+}
+
+// TestTopNamesPods: where the source names a GPU's pod, not its
+// processes (dcgm-exporter on Kubernetes), /gpu top names the pod, its
+// namespace and container.
+func TestTopNamesPods(t *testing.T) {
+	ta := newTestApp(t, 1, nil)
+	pod := gpu.PodProcess("ml", "train-0", "trainer")
+	pod.MemUsed = 9 << 30
+	ta.b.snap.Devices[0].Processes = []gpu.Process{pod}
+	k := ta.run(t, "top", "U1", "alice")
+	contains(t, "/gpu top", strings.Join(k.texts("section"), "\n"), "`GPU 0` *9.0 GiB* pod ml/train-0, container trainer")
 }
 
 func TestAlerts(t *testing.T) {
@@ -198,10 +217,31 @@ func TestAlerts(t *testing.T) {
 	contains(t, "no alerts", k.all(), "No alerts are firing or pending")
 }
 
+// TestAlertsShowSilenced: a firing alert a silence mutes shows as
+// silenced, until when and by whom, in /gpu alerts and /gpu status.
+func TestAlertsShowSilenced(t *testing.T) {
+	ta := newTestApp(t, 4, nil)
+	until := testNow.Add(2 * time.Hour)
+	ta.b.alerts[0].Silenced = &notifier.Silence{ID: "3f2a9c1b", EndsAt: until, CreatedBy: "alice", Comment: "fan repair",
+		Matchers: mustMatchers(`alert="GPUMemoryLeak"`)}
+	k := ta.run(t, "alerts", "U1", "alice")
+	contains(t, "header", strings.Join(k.texts("header"), ""), "0 firing, 1 silenced, 1 pending")
+	secs := k.texts("section")
+	if len(secs) != 2 {
+		t.Fatalf("/gpu alerts: got sections %q, want 2", secs)
+	}
+	contains(t, "silenced alert", secs[0], "🔕 *GPUMemoryLeak* · GPU 0",
+		fmt.Sprintf("🔕 silenced until <!date^%d^", until.Unix()), "by alice: fan repair", "`/gpu unsilence 3f2a9c1b`")
+	k = ta.run(t, "status", "U1", "alice")
+	contains(t, "status", k.all(), "2 active alerts", "🔕 *GPUMemoryLeak* silenced")
+}
+
+// TestHistory: without an uploader, /gpu history answers sparklines of
+// one GPU, or of every GPU of the host, over the window (6h by default).
 func TestHistory(t *testing.T) {
 	ta := newTestApp(t, 4, nil)
 	k := ta.run(t, "history 1 6h", "U1", "alice")
-	contains(t, "header", strings.Join(k.texts("header"), ""), "GPU 1 · last 6h")
+	contains(t, "header", strings.Join(k.texts("header"), ""), "node1 GPU 1 · last 6h")
 	secs := k.texts("section")
 	if len(secs) != 1 {
 		t.Fatalf("/gpu history: got sections %q, want 1", secs)
@@ -209,13 +249,20 @@ func TestHistory(t *testing.T) {
 	lines := strings.Split(secs[0], "\n")
 	mem := between(lines[0], "`")
 	if n := len([]rune(mem)); n != historyWidth {
-		t.Errorf("memory sparkline: got %d bars, want %d (360 points downsampled)", n, historyWidth)
+		t.Errorf("memory sparkline: got %d bars, want %d (361 points downsampled)", n, historyWidth)
 	}
 	if r := []rune(mem); r[0] != '▁' || r[len(r)-1] != '█' {
 		t.Errorf("memory sparkline %q: got first %q last %q, want ▁ then █ (rising 0 to 100%%)", mem, r[0], r[len(r)-1])
 	}
 	contains(t, "utilization", lines[1], "now 50% · max 50%")
-	contains(t, "note", strings.Join(k.texts("context"), ""), "360 points")
+	contains(t, "temperature", lines[2], "now 60 °C · max 60 °C")
+	contains(t, "note", strings.Join(k.texts("context"), ""), "2026-11-29 03:59:00 UTC", "to", "2026-11-29 09:59:00 UTC")
+
+	k = ta.run(t, "history", "U1", "alice")
+	contains(t, "every GPU", strings.Join(k.texts("header"), ""), "node1 · last 6h")
+	if secs := k.texts("section"); len(secs) != 4 || !strings.HasPrefix(secs[3], "*GPU 3*") {
+		t.Errorf("/gpu history: got sections %q, want one per GPU", secs)
+	}
 
 	k = ta.run(t, "history 9", "U1", "alice")
 	contains(t, "unknown GPU", k.all(), "GPU 9 is unknown: this host has GPUs 0, 1, 2, 3")
@@ -230,19 +277,39 @@ func between(s, sep string) string {
 	return parts[1]
 }
 
-func TestUnknownGetsHelp(t *testing.T) {
+// TestNotUnderstoodGetsOneLine: what /gpu does not understand is answered
+// with the one line that fits what was typed, not the whole help.
+func TestNotUnderstoodGetsOneLine(t *testing.T) {
 	ta := newTestApp(t, 4, nil)
-	for _, text := range []string{"dance", "history", "silence GPUHot forever", "help"} {
-		k := ta.run(t, text, "U1", "alice")
-		all := k.all()
-		contains(t, "/gpu "+text, all, "/gpu top", "/gpu silence &lt;alert|gpu N|all&gt; &lt;duration&gt; [reason]")
-		understood := strings.Contains(all, "I did not understand")
-		if understood != (text != "help") {
-			t.Errorf("/gpu %s: got 'did not understand' %v, want %v", text, understood, text != "help")
+	cases := []struct{ text, want string }{
+		{"dance", `"dance" is not a /gpu command: /gpu help lists the commands`},
+		{"stauts", `"stauts" is not a /gpu command; did you mean /gpu status?`},
+		{"history 0 1", "/gpu history shows one GPU, or every GPU of a host: got GPUs 0 and 1; write /gpu history 0, or /gpu history [host] for all"},
+		{"history 6h 0", "the window goes last: write /gpu history 0 6h"},
+		{"history 0 soon", `history window: "soon" is not a duration: write a duration like 30m, 2h, 1d12h or 1w; write /gpu history [host] [gpu] [window]`},
+		{"silence GPUHot forever", `silence duration: "forever" is not a duration`},
+		{"digest 30m", "digest window 30m is out of range: use 1h to 35d; write /gpu digest [window]"},
+	}
+	for _, c := range cases {
+		k := ta.run(t, c.text, "U1", "alice")
+		secs := k.texts("section")
+		if len(secs) != 1 || strings.Contains(secs[0], "\n") {
+			t.Errorf("/gpu %s: got %q, want one line", c.text, secs)
+			continue
+		}
+		contains(t, "/gpu "+c.text, secs[0], "🤔 "+c.want)
+		if strings.Contains(secs[0], "/gpu top") || len(secs[0]) > 400 {
+			t.Errorf("/gpu %s: got %d characters %q, want one short line, not the list of commands", c.text, len(secs[0]), secs[0])
+		}
+		if k.ResponseType != "ephemeral" {
+			t.Errorf("/gpu %s: got response type %q, want ephemeral", c.text, k.ResponseType)
 		}
 	}
-	k := ta.run(t, "dance", "U1", "alice")
-	contains(t, "/gpu dance", k.texts("section")[0], `"dance" is not a /gpu command`)
+	k := ta.run(t, "help", "U1", "alice")
+	contains(t, "/gpu help", k.all(), "/gpu top", "/gpu silence &lt;alert|gpu N|all&gt; &lt;duration&gt; [reason]", "/gpu unsilence &lt;id&gt;")
+	if strings.Contains(k.all(), "🤔") {
+		t.Errorf("/gpu help: got %q, want the list without a complaint", k.all())
+	}
 }
 
 func TestSilenceByAdmin(t *testing.T) {

@@ -5,15 +5,18 @@
 package slackbot
 
 import (
+	"context"
 	"time"
 
+	"github.com/gpuwatch/gpuwatch/chart"
 	"github.com/gpuwatch/gpuwatch/gpu"
+	"github.com/gpuwatch/gpuwatch/history"
 	"github.com/gpuwatch/gpuwatch/notifier"
 )
 
 // Backend is what the Slack app needs from the running gpuwatch: one host
 // or, on a hub, a fleet. Every method is safe to call from any goroutine
-// and returns quickly (no I/O beyond the local store).
+// and returns quickly (no I/O beyond the local store), History aside.
 type Backend interface {
 	// Snapshots are the latest sample of every host, sorted by host; empty
 	// before the first. A host whose GPUs all stopped reporting has a
@@ -22,10 +25,10 @@ type Backend interface {
 	// Alerts are the pending and firing alerts, firing first, then by
 	// host and GPU.
 	Alerts() []ActiveAlert
-	// History is the memory and utilization of host's GPU index over the
-	// window (capped at what is kept, 24h), one point a minute, oldest
-	// first; false when the GPU is unknown.
-	History(host string, gpu int, window time.Duration) (History, bool)
+	// History reads the memory, utilization and temperature of the GPUs
+	// a query asks for (what is kept of its window, 24h at least): the
+	// one call that may take a moment, when a hub asks its Prometheus.
+	History(ctx context.Context, q history.Query) ([]chart.GPUHistory, error)
 	// Silences lists the silences: active, pending, expired.
 	Silences() []notifier.Silence
 	// AddSilence adds a silence (the ID is assigned).
@@ -55,18 +58,16 @@ type ActiveAlert struct {
 	ValueText    string
 	Summary      string
 	Acknowledged string // who acknowledged it; "" if nobody
+	// Silenced is the silence that mutes it now (its notifications are
+	// not sent); nil when none does.
+	Silenced *notifier.Silence
 }
 
-// History is one GPU's recent memory, utilization and temperature, one
-// point a minute.
-type History struct {
-	// MemTotal is the GPU's memory, the base of MemoryUsed, and
-	// MemAllocatable what jobs can allocate of it, in bytes; 0 when
-	// unknown.
-	MemTotal, MemAllocatable uint64
-	Step                     time.Duration // time between points (a minute)
-	End                      time.Time     // the time of the last point
-	MemoryUsed               []float64     // percent of memory in use; NaN where unknown
-	Utilization              []float64     // percent; NaN where unknown
-	Temperature              []float64     // °C; NaN where unknown
+// stateText is the alert's state as answers write it: "pending",
+// "firing", or "silenced" for a firing alert a silence mutes.
+func (al *ActiveAlert) stateText() string {
+	if al.Silenced != nil && al.State == "firing" {
+		return "silenced"
+	}
+	return al.State
 }

@@ -3,10 +3,14 @@ package slackbot
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/gpuwatch/gpuwatch/history"
+	"github.com/gpuwatch/gpuwatch/internal/strictyaml"
 )
 
 // Command is what the text after /gpu asks for, as ParseCommand reads it.
@@ -17,8 +21,12 @@ type Command struct {
 	// Host is the host the command is about (status, top, alerts, free,
 	// history); "" means every host, or the only one.
 	Host   string
-	GPU    int           // history: the GPU index
+	GPU    int           // history: the GPU index, or AllGPUs
 	Window time.Duration // history and digest: how far back
+	// HostOrGPU is a lone history word that reads as a GPU and names a
+	// host as well ("gpu3"): the answer takes it as the host when one of
+	// that name reports.
+	HostOrGPU string
 
 	Target   SilenceTarget // silence: what to silence
 	Duration time.Duration // silence: how long
@@ -96,9 +104,13 @@ func (t SilenceTarget) String() string {
 // IsGPU reports whether the target is one GPU (by index).
 func (t SilenceTarget) IsGPU() bool { return !t.All && t.Alert == "" }
 
+// AllGPUs is a history command's GPU when it names none: every GPU of
+// the host.
+const AllGPUs = history.AllGPUs
+
 // Limits of the commands' arguments.
 const (
-	DefaultHistoryWindow = time.Hour
+	DefaultHistoryWindow = 6 * time.Hour
 	MaxHistoryWindow     = 24 * time.Hour
 	DefaultDigestWindow  = 24 * time.Hour
 	MaxDigestWindow      = 35 * 24 * time.Hour // the rollups' default retention
@@ -163,12 +175,42 @@ func ParseCommand(text string) (Command, error) {
 		c.Kind = CmdDigest
 		err = parseDigest(&c, args)
 	default:
-		err = fmt.Errorf("%q is not a /gpu command", clipWord(words[0]))
+		err = fmt.Errorf("%q is not a /gpu command%s", clipWord(words[0]), suggestVerb(verb))
+		verb = ""
 	}
 	if err != nil {
-		return Command{Kind: CmdHelp, Public: c.Public}, err
+		return Command{Kind: CmdHelp, Public: c.Public}, withUsage(err, verb)
 	}
 	return c, nil
+}
+
+// withUsage adds how to write the command verb to a parse error that does
+// not say it yet.
+func withUsage(err error, verb string) error {
+	if strings.Contains(err.Error(), "write /gpu") {
+		return err
+	}
+	for _, c := range commandHelp {
+		if c.verb == verb {
+			return fmt.Errorf("%w; write %s", err, strings.NewReplacer("`", "", "&lt;", "<", "&gt;", ">").Replace(c.usage))
+		}
+	}
+	return err
+}
+
+// suggestVerb names the command closest to a word that is none: "; did
+// you mean /gpu status?".
+func suggestVerb(word string) string {
+	verbs := make([]string, 0, len(commandHelp)+1)
+	for _, c := range commandHelp {
+		verbs = append(verbs, c.verb)
+	}
+	verbs = append(verbs, "help")
+	if s := strictyaml.Suggest(word, verbs); s != "" {
+		name := strings.TrimSuffix(strings.TrimPrefix(s, ` (did you mean "`), `"?)`)
+		return "; did you mean /gpu " + name + "?"
+	}
+	return ": /gpu help lists the commands"
 }
 
 func noArgs(verb string, args []string) error {
@@ -212,40 +254,98 @@ func checkHost(s, usage string) error {
 	return nil
 }
 
-// parseHistory reads [host] <gpu> [window]. A GPU index and a duration
-// never look alike ("3" or "gpu3" against "6h"), so two words are a GPU
-// and a window when the first is a GPU index and the second is not, else
-// a host and a GPU.
+// historyUsage is how /gpu history is written, for its errors.
+const historyUsage = "write /gpu history [host] [gpu] [window], e.g. /gpu history 0 6h or /gpu history node1 12h"
+
+// historyWord is what a word after /gpu history reads as.
+type historyWord int
+
+const (
+	wordHost historyWord = iota
+	wordGPU
+	wordWindow
+)
+
+// classify reads a word: a GPU index ("3", "gpu3"), a window ("6h",
+// "1d"; a GPU index never reads as one), else a host.
+func classify(w string) historyWord {
+	if isGPU(w) {
+		return wordGPU
+	}
+	if _, err := ParseDuration(w); err == nil {
+		return wordWindow
+	}
+	return wordHost
+}
+
+// parseHistory reads [host] [gpu] [window], each optional, in that
+// order: no GPU is every GPU of the host, no host the only one. "gpu3"
+// alone is GPU 3, and also kept in HostOrGPU: a host of that name (a
+// common one for GPU servers) is meant when one reports. Each error
+// answers what was typed.
 func parseHistory(c *Command, args []string) error {
-	const usage = "write /gpu history [host] <gpu> [window], e.g. /gpu history 0 6h or /gpu history node1 0 6h"
+	c.GPU, c.Window = AllGPUs, DefaultHistoryWindow
+	if len(args) > 3 {
+		return fmt.Errorf("/gpu history takes at most a host, a GPU and a window, got %q: %s", clipWord(strings.Join(args, " ")), historyUsage)
+	}
+	kinds := make([]historyWord, len(args))
+	for i, w := range args {
+		kinds[i] = classify(w)
+	}
+	// A host named like a GPU, before a GPU: "gpu1 2" is GPU 2 of gpu1.
+	if len(args) >= 2 && kinds[0] == wordGPU && kinds[1] == wordGPU && !isDigits(args[0]) {
+		kinds[0] = wordHost
+	}
 	var host, gpuWord, window string
-	switch len(args) {
-	case 1:
-		gpuWord = args[0]
-	case 2:
-		if isGPU(args[0]) && !isGPU(args[1]) {
-			gpuWord, window = args[0], args[1]
-		} else {
-			host, gpuWord = args[0], args[1]
+	for i, w := range args {
+		last := i == len(args)-1
+		switch kinds[i] {
+		case wordWindow:
+			if last {
+				window = w
+				break
+			}
+			rest := args[i+1:]
+			if j := slices.IndexFunc(rest, func(r string) bool { return classify(r) == wordWindow }); j >= 0 {
+				return fmt.Errorf("/gpu history takes one window, got %s and %s: %s", w, rest[j], historyUsage)
+			}
+			if i > 0 && !slices.ContainsFunc(rest, isGPU) {
+				return fmt.Errorf("nothing goes after the window, got %q: write /gpu history %s", clipWord(strings.Join(rest, " ")), strings.Join(args[:i+1], " "))
+			}
+			return fmt.Errorf("the window goes last: write /gpu history %s", strings.Join(append(slices.Delete(slices.Clone(args), i, i+1), w), " "))
+		case wordGPU:
+			if gpuWord != "" {
+				return fmt.Errorf("/gpu history shows one GPU, or every GPU of a host: got GPUs %s and %s; write /gpu history %s, or /gpu history [host] for all", gpuWord, w, gpuWord)
+			}
+			gpuWord = w
+		case wordHost:
+			switch {
+			case gpuWord != "" && last:
+				// After a GPU only a window may come: a mistyped one.
+				_, err := ParseDuration(w)
+				return fmt.Errorf("history window: %w", err)
+			case gpuWord != "":
+				return fmt.Errorf("the host goes before the GPU: write /gpu history %s %s", w, gpuWord)
+			case host != "":
+				return fmt.Errorf("%q after host %s is not a GPU index (0, 1, …) or a window (6h): %s", clipWord(w), host, historyUsage)
+			}
+			if err := checkHost(w, historyUsage); err != nil {
+				return err
+			}
+			host = w
 		}
-	case 3:
-		host, gpuWord, window = args[0], args[1], args[2]
-		if isGPU(host) && !isGPU(gpuWord) { // a GPU, a window and more
-			return fmt.Errorf("/gpu history takes at most a window after the GPU: %s", usage)
-		}
-	default:
-		return fmt.Errorf("/gpu history needs a GPU (after its host, when there are several) and at most a window: %s", usage)
 	}
-	if host != "" {
-		if err := checkHost(host, usage); err != nil {
-			return err
+	if gpuWord != "" {
+		gpu, err := parseGPU(gpuWord)
+		if err != nil { // classify read it as one: cannot happen
+			return fmt.Errorf("%w: %s", err, historyUsage)
+		}
+		c.GPU = gpu
+		if host == "" && !isDigits(gpuWord) && checkHost(gpuWord, "") == nil {
+			c.HostOrGPU = gpuWord
 		}
 	}
-	gpu, err := parseGPU(gpuWord)
-	if err != nil {
-		return fmt.Errorf("%w: %s", err, usage)
-	}
-	c.Host, c.GPU, c.Window = host, gpu, DefaultHistoryWindow
+	c.Host = host
 	if window != "" {
 		w, err := ParseDuration(window)
 		if err != nil {

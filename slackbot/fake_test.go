@@ -2,6 +2,7 @@ package slackbot
 
 import (
 	"cmp"
+	"context"
 	"encoding/json"
 	"fmt"
 	"log/slog"
@@ -18,11 +19,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gpuwatch/gpuwatch/internal/blockkit"
-	"github.com/gpuwatch/gpuwatch/notifier/notifiertest"
-
+	"github.com/gpuwatch/gpuwatch/chart"
 	"github.com/gpuwatch/gpuwatch/gpu"
+	"github.com/gpuwatch/gpuwatch/history"
+	"github.com/gpuwatch/gpuwatch/internal/blockkit"
 	"github.com/gpuwatch/gpuwatch/notifier"
+	"github.com/gpuwatch/gpuwatch/notifier/notifiertest"
 )
 
 // testSecret signs the tests' requests.
@@ -123,28 +125,38 @@ func (f *fakeBackend) Snapshots() []*gpu.Snapshot {
 
 func (f *fakeBackend) Alerts() []ActiveAlert { f.touch(); return f.alerts }
 
-func (f *fakeBackend) History(host string, index int, window time.Duration) (History, bool) {
+// History answers every GPU of q's host that q asks for, a point a
+// minute from q.From to q.To: memory rising from 0 to 100%, utilization
+// 50% (unknown at first), temperature 60 °C.
+func (f *fakeBackend) History(_ context.Context, q history.Query) ([]chart.GPUHistory, error) {
 	f.touch()
 	f.mu.Lock()
-	f.histories = append(f.histories, host)
+	f.histories = append(f.histories, q.Host)
 	f.mu.Unlock()
-	var snap *gpu.Snapshot
+	var out []chart.GPUHistory
 	for _, s := range f.Snapshots() {
-		if s.Host == host {
-			snap = s
+		if s.Host != q.Host {
+			continue
+		}
+		for _, d := range s.Devices {
+			if q.GPU != history.AllGPUs && d.Index != q.GPU {
+				continue
+			}
+			n := int(q.To.Sub(q.From)/time.Minute) + 1
+			g := chart.GPUHistory{Host: s.Host, Index: d.Index, Name: d.Name,
+				MemoryPercent: chart.Series{Start: q.From, Step: time.Minute},
+				Utilization:   chart.Series{Start: q.From, Step: time.Minute},
+				Temperature:   chart.Series{Start: q.From, Step: time.Minute}}
+			for i := range n {
+				g.MemoryPercent.Values = append(g.MemoryPercent.Values, float64(i)*100/float64(n-1))
+				g.Utilization.Values = append(g.Utilization.Values, 50)
+				g.Temperature.Values = append(g.Temperature.Values, 60)
+			}
+			g.Utilization.Values[0] = math.NaN()
+			out = append(out, g)
 		}
 	}
-	if snap == nil || index < 0 || index >= len(snap.Devices) {
-		return History{}, false
-	}
-	n := int(window / time.Minute)
-	h := History{Step: time.Minute, End: testNow}
-	for i := range n {
-		h.MemoryUsed = append(h.MemoryUsed, float64(i)*100/float64(n))
-		h.Utilization = append(h.Utilization, 50)
-	}
-	h.Utilization[0] = math.NaN()
-	return h, true
+	return out, nil
 }
 
 func (f *fakeBackend) Silences() []notifier.Silence { f.touch(); return f.silences }
@@ -252,8 +264,18 @@ var triggers atomic.Int64
 // commandBody is a slash command's form from user (ID and name) in
 // channel C0GPU (#gpu).
 func commandBody(text, userID, userName, responseURL string) string {
+	return commandBodyIn("C0GPU", text, userID, userName, responseURL)
+}
+
+// commandBodyIn is a slash command's form from user in a conversation:
+// a channel (C…, named gpu) or a direct message (D…).
+func commandBodyIn(channel, text, userID, userName, responseURL string) string {
+	name := "gpu"
+	if strings.HasPrefix(channel, "D") {
+		name = "directmessage"
+	}
 	return url.Values{
-		"token": {"ignored"}, "team_id": {"T1"}, "channel_id": {"C0GPU"}, "channel_name": {"gpu"},
+		"token": {"ignored"}, "team_id": {"T1"}, "channel_id": {channel}, "channel_name": {name},
 		"user_id": {userID}, "user_name": {userName}, "command": {"/gpu"}, "text": {text},
 		"response_url": {responseURL}, "trigger_id": {fmt.Sprintf("1.2.%d", triggers.Add(1))},
 	}.Encode()
@@ -311,11 +333,17 @@ func (k kit) texts(typ string) []string {
 
 func (k kit) all() string { return strings.Join(k.texts(""), "\n") }
 
-// run sends a signed command and decodes the answer.
+// run sends a signed command in #gpu and decodes the answer.
 func (ta *testApp) run(t *testing.T, text, userID, userName string) kit {
 	t.Helper()
+	return ta.runIn(t, "C0GPU", text, userID, userName)
+}
+
+// runIn sends a signed command in a conversation and decodes the answer.
+func (ta *testApp) runIn(t *testing.T, channel, text, userID, userName string) kit {
+	t.Helper()
 	w := httptest.NewRecorder()
-	ta.Handler().ServeHTTP(w, signed("/slack/commands", commandBody(text, userID, userName, "https://hooks.slack.com/commands/T1/1/x")))
+	ta.Handler().ServeHTTP(w, signed("/slack/commands", commandBodyIn(channel, text, userID, userName, "https://hooks.slack.com/commands/T1/1/x")))
 	if w.Code != http.StatusOK {
 		t.Fatalf("/gpu %s: got HTTP %d %q, want 200", text, w.Code, w.Body)
 	}

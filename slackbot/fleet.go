@@ -125,6 +125,21 @@ const (
 	useIdleHeld            // held while computing nothing (utilization under digest.BusyPercent)
 )
 
+// String is the use's name: free, busy or idle-held.
+func (u use) String() string {
+	switch u {
+	case useFree:
+		return "free"
+	case useIdleHeld:
+		return "idle-held"
+	}
+	return "busy"
+}
+
+// UseOf says what GPU d is doing now, as /gpu status and /gpu free count
+// it: "free", "busy" or "idle-held".
+func UseOf(d *gpu.Device) string { return useOf(d).String() }
+
 // useOf says what GPU d is doing now.
 func useOf(d *gpu.Device) use {
 	switch {
@@ -157,26 +172,34 @@ func (u uses) String() string {
 	return fmt.Sprintf("%d busy, %d idle-held, %d free", u.busy, u.idleHeld, u.free)
 }
 
-// alertCounts counts alerts by state.
-type alertCounts struct{ firing, pending int }
+// alertCounts counts alerts by state; a silenced alert counts as
+// silenced, not firing.
+type alertCounts struct{ firing, silenced, pending int }
 
 func countAlerts(alerts []ActiveAlert) alertCounts {
 	var c alertCounts
 	for i := range alerts {
-		if alerts[i].State == "firing" {
-			c.firing++
-		} else {
+		switch {
+		case alerts[i].State != "firing":
 			c.pending++
+		case alerts[i].Silenced != nil:
+			c.silenced++
+		default:
+			c.firing++
 		}
 	}
 	return c
 }
 
-// String is " · 🔥 2 firing · ⏳ 1 pending", leaving out zero counts.
+// String is " · 🔥 2 firing · 🔕 1 silenced · ⏳ 1 pending", leaving out
+// zero counts.
 func (c alertCounts) String() string {
 	var b strings.Builder
 	if c.firing > 0 {
 		fmt.Fprintf(&b, " · 🔥 %d firing", c.firing)
+	}
+	if c.silenced > 0 {
+		fmt.Fprintf(&b, " · 🔕 %d silenced", c.silenced)
 	}
 	if c.pending > 0 {
 		fmt.Fprintf(&b, " · ⏳ %d pending", c.pending)

@@ -95,9 +95,6 @@ func TestOneHostReadsAsToday(t *testing.T) {
 	ta := newTestApp(t, 4, nil)
 	for _, cmd := range [][2]string{{"status", "status node1"}, {"top", "top node1"}, {"alerts", "alerts"}, {"history 1", "history node1 1"}} {
 		a, b := ta.run(t, cmd[0], "U1", "alice").all(), ta.run(t, cmd[1], "U1", "alice").all()
-		if cmd[0] == "history 1" {
-			a = strings.Replace(a, "GPU 1 ·", "node1 GPU 1 ·", 1)
-		}
 		if a != b {
 			t.Errorf("/gpu %s and /gpu %s differ:\n%s\n---\n%s", cmd[0], cmd[1], a, b)
 		}
@@ -225,9 +222,11 @@ func TestFleetHistory(t *testing.T) {
 	contains(t, "node2", strings.Join(k.texts("header"), ""), "node2.example.org GPU 7 · last 2h")
 	k = ta.run(t, "history node2 9", "U1", "alice")
 	contains(t, "unknown GPU", k.all(), "GPU 9 is unknown: node2.example.org has GPUs 0, 1, 2, 3, 4, 5, 6, 7")
-	if got := ta.b.histories; !slices.Equal(got, []string{"node2.example.org", "node2.example.org"}) {
-		t.Errorf("History got hosts %q, want node2.example.org twice (not the host as typed)", got)
+	if got := ta.b.histories; !slices.Equal(got, []string{"node2.example.org"}) {
+		t.Errorf("History got hosts %q, want node2.example.org once (not the host as typed; not for an unknown GPU)", got)
 	}
+	k = ta.run(t, "history", "U1", "alice")
+	contains(t, "no host", k.all(), "Say which host: write `/gpu history &lt;host&gt;`")
 }
 
 func TestFleetSilence(t *testing.T) {
@@ -302,4 +301,16 @@ func TestFleetAnswersFitSlack(t *testing.T) {
 	for _, cmd := range []string{"status", "free", "top", "alerts"} {
 		assertSafeMrkdwn(t, "/gpu "+cmd, ta.run(t, cmd, "U1", "alice").all())
 	}
+}
+
+// TestFleetHostDown: a host the hub's Prometheus cannot scrape says so,
+// with why, in /gpu status of the fleet and of the host.
+func TestFleetHostDown(t *testing.T) {
+	ta := newFleetApp(t)
+	ta.b.others[0].Down = "Prometheus cannot scrape its exporter at node3:9477 (job gpuwatch): up is 0"
+	k := ta.run(t, "status", "U1", "alice")
+	contains(t, "/gpu status", strings.Join(k.texts("section"), "\n"),
+		"*node3* · ⚠️ down: Prometheus cannot scrape its exporter at node3:9477 (job gpuwatch): up is 0 · 🔥 1 firing")
+	k = ta.run(t, "status node3", "U1", "alice")
+	contains(t, "/gpu status node3", strings.Join(k.texts("section"), "\n"), "⚠️ This host is down: Prometheus cannot scrape its exporter")
 }

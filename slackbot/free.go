@@ -92,7 +92,7 @@ func freeLine(g freeGPU, several bool, alerts []ActiveAlert) string {
 	var names []string
 	for i := range alerts {
 		if al := &alerts[i]; onDevice(al, g.host, d) {
-			names = append(names, stateEmoji(al.State)+" "+blockkit.EscapeClip(al.Name, 40))
+			names = append(names, alertEmoji(al)+" "+blockkit.EscapeClip(al.Name, 40))
 		}
 	}
 	switch {

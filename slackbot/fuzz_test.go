@@ -15,7 +15,8 @@ func FuzzParseCommand(f *testing.F) {
 		"silence gpu 2 30m", "silence all 1w", "silences", "unsilence abc", "help", "dance", "silence 2h",
 		"history 0 48h", "\xff", "silence GPUHot 9999w9999d2562047h", "digest", "digest 7d public", "digest 36d",
 		"status node1", "free", "free gpu-b.example.org public", "top [::1]:9400", "alerts node3", "history node1 0 6h",
-		"history gpu1 2", "history gpu1 2h", "silence gpu 2 on node3 1h reboot", "silence all ON node3 1d", "silence on on x 1h",
+		"history gpu1 2", "history gpu1 2h", "history", "history node1", "history 6h 0", "history 0 1h x", "history 2h 3h node1",
+		"silence gpu 2 on node3 1h reboot", "silence all ON node3 1d", "silence on on x 1h",
 	} {
 		f.Add(s)
 	}
@@ -38,8 +39,11 @@ func FuzzParseCommand(f *testing.F) {
 		}
 		switch c.Kind {
 		case CmdHistory:
-			if c.Window < 60e9 || c.Window > MaxHistoryWindow || c.GPU < 0 {
+			if c.Window < 60e9 || c.Window > MaxHistoryWindow || c.GPU < AllGPUs {
 				t.Fatalf("ParseCommand(%q): got history %+v out of range", text, c)
+			}
+			if c.HostOrGPU != "" && (c.Host != "" || checkHost(c.HostOrGPU, "") != nil) {
+				t.Fatalf("ParseCommand(%q): got host-or-GPU %q beside host %q", text, c.HostOrGPU, c.Host)
 			}
 		case CmdSilence:
 			if c.Duration <= 0 || c.Duration > MaxSilenceDuration || c.Target.GPU < 0 {

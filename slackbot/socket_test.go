@@ -107,7 +107,7 @@ func TestSocketButton(t *testing.T) {
 	if len(ta.b.acks) != 1 || ta.b.acks[0][0] != alertKey {
 		t.Errorf("got backend acks %q, want %s", ta.b.acks, alertKey)
 	}
-	checkUpdated(t, "socket acknowledge", slack.Requests(), "👀 Acknowledged by <@U0ADMIN>")
+	checkUpdated(t, "socket acknowledge", slack.Requests(), "👀 Acknowledged by <@U0ADMIN>", "gpuwatch_silence_1h,gpuwatch_silence_24h,runbook")
 }
 
 func TestSocketOtherEvents(t *testing.T) {

@@ -30,33 +30,39 @@ var (
 // seconds) must be within MaxClockSkew of now. The comparison takes the same
 // time whatever the signature. Errors never contain the secret.
 func Verify(signingSecret string, header http.Header, body []byte, now time.Time) error {
+	_, err := verify(signingSecret, header, body, now)
+	return err
+}
+
+// verify is Verify that returns the signature it checked, decoded.
+func verify(signingSecret string, header http.Header, body []byte, now time.Time) ([]byte, error) {
 	if signingSecret == "" {
-		return ErrNoSigningSecret
+		return nil, ErrNoSigningSecret
 	}
 	ts := header.Get("X-Slack-Request-Timestamp")
 	sig := header.Get("X-Slack-Signature")
 	if ts == "" || sig == "" {
-		return ErrMissingSignature
+		return nil, ErrMissingSignature
 	}
 	sec, err := strconv.ParseInt(ts, 10, 64)
 	if err != nil {
-		return fmt.Errorf("%w: X-Slack-Request-Timestamp %q is not Unix seconds", ErrBadSignature, clipHeader(ts))
+		return nil, fmt.Errorf("%w: X-Slack-Request-Timestamp %q is not Unix seconds", ErrBadSignature, clipHeader(ts))
 	}
 	if skew := now.Unix() - sec; skew > int64(MaxClockSkew/time.Second) || skew < -int64(MaxClockSkew/time.Second) {
-		return fmt.Errorf("%w (off by %s): check the server's clock", ErrStaleRequest, time.Duration(skew)*time.Second)
+		return nil, fmt.Errorf("%w (off by %s): check the server's clock", ErrStaleRequest, time.Duration(skew)*time.Second)
 	}
 	hexSig, ok := strings.CutPrefix(sig, "v0=")
 	if !ok {
-		return fmt.Errorf("%w: X-Slack-Signature has no v0= prefix", ErrBadSignature)
+		return nil, fmt.Errorf("%w: X-Slack-Signature has no v0= prefix", ErrBadSignature)
 	}
 	got, err := hex.DecodeString(hexSig)
 	if err != nil {
-		return fmt.Errorf("%w: X-Slack-Signature is not hex", ErrBadSignature)
+		return nil, fmt.Errorf("%w: X-Slack-Signature is not hex", ErrBadSignature)
 	}
 	if !hmac.Equal(got, signature(signingSecret, ts, body)) {
-		return ErrBadSignature
+		return nil, ErrBadSignature
 	}
-	return nil
+	return got, nil
 }
 
 // signedUntil is when Verify stops accepting a request with this

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -80,14 +81,26 @@ func (db *DB) guarded(fn func() error) error {
 // maxProblems is how many of bbolt's consistency problems a message quotes.
 const maxProblems = 3
 
-// checkIntact opens an existing store file read-only and checks every page
-// bbolt can reach, before Open writes anything: a damaged store is refused
-// with ErrCorrupt and left as it is. A file that is empty or missing has
-// nothing to check.
-func checkIntact(path string, timeout time.Duration) error {
+// checkIntact checks an existing store file before Open writes anything:
+// it takes the file's shared lock (as bbolt does for a reader), walks
+// every page bbolt can reach within bounds (see walkPages), then runs
+// bbolt's own consistency check. A damaged store is refused with
+// ErrCorrupt and left as it is. It returns what a person must be told of
+// a store it accepts: an empty file, or a damaged meta page bbolt
+// silently steps back from. It stops when ctx ends.
+func checkIntact(ctx context.Context, path string, timeout time.Duration) (notes []string, err error) {
 	fi, err := os.Stat(path)
-	if err != nil || fi.Size() == 0 {
-		return nil // Open creates it, or reports why it cannot
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return nil, nil // Open creates it
+	case err != nil:
+		return nil, fmt.Errorf("open store: %w", err)
+	case !fi.Mode().IsRegular():
+		return nil, &openError{kind: ErrNotStore,
+			msg: fmt.Sprintf("%s is not a regular file (%s): set storage.path to a file", path, fi.Mode().Type())}
+	case fi.Size() == 0:
+		return []string{fmt.Sprintf("%s was an empty file (0 bytes): gpuwatch made a new store in it. If it held gpuwatch's state "+
+			"before (a disk or a program emptied it), that state was lost before this start: %s", path, lost)}, nil
 	}
 	var b *bolt.DB
 	err = guard(func() error {
@@ -96,36 +109,91 @@ func checkIntact(path string, timeout time.Duration) error {
 		return err
 	})
 	if p := (panicError{}); errors.As(err, &p) {
-		return damaged(path, p.Error(), nil)
+		return nil, damaged(path, p.Error(), nil)
 	}
 	if err != nil {
-		return openFailure(path, err)
+		return nil, openFailure(path, err)
 	}
-	defer b.Close()
-	var problems []string
-	err = guard(func() error {
-		return b.View(func(tx *bolt.Tx) error {
-			// A file shorter than its own high-water mark was cut off;
-			// reading the pages past its end would fault.
-			if want := tx.Size(); fi.Size() < want {
-				problems = append(problems, fmt.Sprintf("the file has %d bytes, its pages need %d: it was cut short", fi.Size(), want))
-				return nil
-			}
-			for err := range tx.Check() {
-				if len(problems) < maxProblems {
-					problems = append(problems, problem(err.Error()))
-				}
-			}
-			return nil
-		})
-	})
-	if p := (panicError{}); errors.As(err, &p) {
-		problems = append(problems, p.Error())
-	} else if err != nil {
-		return openFailure(path, err)
+	closeStore := b.Close
+	defer func() { _ = closeStore() }()
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("open store: %w", err)
+	}
+	defer f.Close()
+	size, err := fileSize(f)
+	if err != nil {
+		return nil, fmt.Errorf("open store: %w", err)
+	}
+	use, which, other, pageSize, err := metas(f, size)
+	if err != nil {
+		return nil, damaged(path, err.Error(), nil)
+	}
+	if err := walkPages(ctx, f, size, use, pageSize); err != nil {
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("open store %s: stopped while checking it: %w", path, context.Cause(ctx))
+		}
+		return nil, damaged(path, err.Error(), nil)
+	}
+	problems, err := boltCheck(ctx, b, &closeStore)
+	if err != nil {
+		return nil, fmt.Errorf("open store %s: stopped while checking it: %w", path, err)
 	}
 	if len(problems) > 0 {
-		return damaged(path, strings.Join(problems, "; "), nil)
+		return nil, damaged(path, strings.Join(problems, "; "), nil)
 	}
-	return nil
+	if other.err != nil {
+		notes = append(notes, metaNote(path, 1-which, other, use))
+	}
+	return notes, nil
+}
+
+// boltCheck runs bbolt's consistency check (key order, pages neither used
+// nor free), which walkPages made safe to run, and returns up to
+// maxProblems of what it found. When ctx ends first it returns ctx's
+// error at once and leaves the check to finish, and b to be closed, in
+// the background: *closeStore becomes a no-op.
+func boltCheck(ctx context.Context, b *bolt.DB, closeStore *func() error) ([]string, error) {
+	tx, err := b.Begin(false)
+	if err != nil {
+		return nil, err
+	}
+	errs := tx.Check()
+	var problems []string
+	for {
+		select {
+		case err, ok := <-errs:
+			if !ok {
+				_ = tx.Rollback()
+				return problems, nil
+			}
+			if len(problems) < maxProblems {
+				problems = append(problems, problem(err.Error()))
+			}
+		case <-ctx.Done():
+			*closeStore = func() error { return nil }
+			go func() {
+				for range errs {
+				}
+				_ = tx.Rollback()
+				_ = b.Close()
+			}()
+			return nil, context.Cause(ctx)
+		}
+	}
+}
+
+// metaNote says what stepping back from a damaged meta page cost.
+func metaNote(path string, page int, damaged, used meta) string {
+	what := "the write after it, if there was one, is lost: at most one sample's decisions (notifications queued, " +
+		"alert states), one delivery's acknowledgement or one silence"
+	switch damaged.txid {
+	case used.txid - 1:
+		what = "nothing is lost: the damaged page held the transaction before it"
+	case used.txid + 1:
+		what = fmt.Sprintf("the last write (transaction %d) is lost: at most one sample's decisions (notifications queued, "+
+			"alert states), one delivery's acknowledgement or one silence", damaged.txid)
+	}
+	return fmt.Sprintf("%s: its meta page %d is damaged (%v); gpuwatch opened the store as meta page %d left it, at transaction %d, "+
+		"and the next write repairs the damaged page; %s", path, page, damaged.err, 1-page, used.txid, what)
 }

@@ -27,26 +27,7 @@ func damagedStore(t *testing.T) (data []byte, pageSize int, inUse []int) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	at := time.Date(2026, 11, 29, 9, 0, 0, 0, time.UTC)
-	for i := range 300 {
-		receiver := fmt.Sprintf("receiver-%d", i%5)
-		ids, err := db.Enqueue(receiver, bytes.Repeat([]byte{'n'}, 400))
-		if err != nil {
-			t.Fatal(err)
-		}
-		switch i % 4 {
-		case 0:
-			err = db.Ack(receiver, ids...)
-		case 1:
-			err = db.Bury(receiver, ids[0], "HTTP 400", at, 1)
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := db.Put("silences", fmt.Sprintf("silence-%03d", i), bytes.Repeat([]byte{'s'}, 200)); err != nil {
-			t.Fatal(err)
-		}
-	}
+	FillLikeADaemon(t, db)
 	pageSize = db.bolt.Info().PageSize
 	if err := db.bolt.View(func(tx *bolt.Tx) error {
 		for id := 2; int64(id)*int64(pageSize) < tx.Size(); id++ {
@@ -72,6 +53,34 @@ func damagedStore(t *testing.T) (data []byte, pageSize int, inUse []int) {
 		t.Fatalf("the test store reaches %d pages, want at least 20 to damage", len(inUse))
 	}
 	return data, pageSize, inUse
+}
+
+// FillLikeADaemon fills db the way a daemon does (outbox queues with
+// acked entries, dead letters, key-value buckets), over enough pages for
+// damage to find branch, leaf and freelist pages. The tests outside the
+// package use it too.
+func FillLikeADaemon(t testing.TB, db *DB) {
+	t.Helper()
+	at := time.Date(2026, 11, 29, 9, 0, 0, 0, time.UTC)
+	for i := range 300 {
+		receiver := fmt.Sprintf("receiver-%d", i%5)
+		ids, err := db.Enqueue(receiver, bytes.Repeat([]byte{'n'}, 400))
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch i % 4 {
+		case 0:
+			err = db.Ack(receiver, ids...)
+		case 1:
+			err = db.Bury(receiver, ids[0], "HTTP 400", at, 1)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := db.Put("silences", fmt.Sprintf("silence-%03d", i), bytes.Repeat([]byte{'s'}, 200)); err != nil {
+			t.Fatal(err)
+		}
+	}
 }
 
 // openDamaged writes data as a store file and opens it. A refused store
@@ -226,5 +235,41 @@ func TestDamagedDeadLetterRecord(t *testing.T) {
 	}
 	if _, err := db.DeadLetters(0); !errors.Is(err, ErrCorrupt) {
 		t.Errorf("DeadLetters over a garbage record: got %v, want ErrCorrupt", err)
+	}
+}
+
+// TestOpenSetsAsideUnreadableDeadLetters: a dead letter whose record is
+// garbage in a sound page is set aside when the store opens, which says
+// so; the other dead letters read on.
+func TestOpenSetsAsideUnreadableDeadLetters(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "state.db")
+	db, err := Open(path, Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Enqueue("slack", []byte("a")); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Bury("slack", 1, "HTTP 400", time.Date(2026, 11, 29, 9, 0, 0, 0, time.UTC), 1); err != nil {
+		t.Fatal(err)
+	}
+	err = db.bolt.Update(func(tx *bolt.Tx) error {
+		return tx.Bucket(bucketDead).Put([]byte("\x80\x00\x00\x00k"), []byte{deadRecordVersion, 0xff, 0xff, 0x01, 0x02})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	db = openTest(t, path)
+	if notes := db.Recovered(); len(notes) != 1 || !strings.Contains(notes[0], "set aside 1 unreadable records") {
+		t.Errorf("Recovered(): %q, want the dead letter set aside said", notes)
+	}
+	if dl, err := db.DeadLetters(0); err != nil || len(dl) != 1 {
+		t.Errorf("DeadLetters after the open: %d, %v; want the readable one", len(dl), err)
+	}
+	if list, _ := db.SetAsideRecords(); len(list) != 1 || list[0].Bucket != "dead letters" {
+		t.Errorf("SetAsideRecords: %v, want the dead letter", list)
 	}
 }

@@ -161,7 +161,7 @@ func decodeDeadLetter(rec []byte) (DeadLetter, error) {
 	if rec[0] != deadRecordVersion {
 		return d, fmt.Errorf("dead-letter record version %d, want %d: written by another gpuwatch version", rec[0], deadRecordVersion)
 	}
-	r := recordReader{b: rec[1:]}
+	r := recordReader{b: rec[1:], what: "dead-letter"}
 	receiver := r.bytes("receiver")
 	d.ID = r.uvarint("id")
 	attempts := r.varint("attempts")
@@ -179,10 +179,12 @@ func decodeDeadLetter(rec []byte) (DeadLetter, error) {
 }
 
 // recordReader reads the fields of a record in order and keeps the first
-// error, so that a caller checks once at the end.
+// error, so that a caller checks once at the end. what names the record
+// in errors.
 type recordReader struct {
-	b   []byte
-	err error
+	b    []byte
+	what string
+	err  error
 }
 
 func (r *recordReader) uvarint(field string) uint64 { return readVarint(r, field, binary.Uvarint) }
@@ -196,7 +198,7 @@ func readVarint[T uint64 | int64](r *recordReader, field string, read func([]byt
 	}
 	v, n := read(r.b)
 	if n <= 0 {
-		r.err = fmt.Errorf("dead-letter %s: bad or missing varint: %w", field, errShortRecord)
+		r.err = fmt.Errorf("%s %s: bad or missing varint: %w", r.what, field, errShortRecord)
 		return 0
 	}
 	r.b = r.b[n:]
@@ -209,7 +211,7 @@ func (r *recordReader) bytes(field string) []byte {
 		return nil
 	}
 	if n > uint64(len(r.b)) {
-		r.err = fmt.Errorf("dead-letter %s: %d bytes announced, %d left: %w", field, n, len(r.b), errShortRecord)
+		r.err = fmt.Errorf("%s %s: %d bytes announced, %d left: %w", r.what, field, n, len(r.b), errShortRecord)
 		return nil
 	}
 	s := r.b[:n]

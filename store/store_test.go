@@ -242,3 +242,112 @@ func TestRestartKeepsEverything(t *testing.T) {
 		t.Errorf("id after restart: got %v, want [4]", ids)
 	}
 }
+
+// TestOpenWritesNothingToASoundStore: opening and closing a store that has
+// all it needs leaves the file byte for byte as it was (its transaction id
+// included), read-only or not.
+func TestOpenWritesNothingToASoundStore(t *testing.T) {
+	path := tempPath(t)
+	db, err := Open(path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Put("silences", "a", []byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	before, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, opts := range []Options{{}, {ReadOnly: true}} {
+		db, err := Open(path, opts)
+		if err != nil {
+			t.Fatalf("Open(%+v): %v", opts, err)
+		}
+		if _, err := db.All("silences"); err != nil {
+			t.Fatal(err)
+		}
+		if err := db.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if after, _ := os.ReadFile(path); !bytes.Equal(before, after) {
+			t.Errorf("Open(%+v) and Close changed the file of a sound store", opts)
+		}
+	}
+}
+
+// TestOpenReadOnly: a read-only store reads, refuses every write, creates
+// nothing, and takes the lock shared, so a running gpuwatch (which holds
+// it alone) makes it fail with ErrInUse.
+func TestOpenReadOnly(t *testing.T) {
+	path := tempPath(t)
+	if _, err := Open(path, Options{ReadOnly: true, Timeout: 50 * time.Millisecond}); !errors.Is(err, ErrNotStore) {
+		t.Errorf("read-only Open of a missing store: %v, want ErrNotStore", err)
+	}
+	if _, err := os.Stat(path); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("read-only Open made %s", path)
+	}
+	db, err := Open(path, Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Put("rollups", "k", []byte("v")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Open(path, Options{ReadOnly: true, Timeout: 50 * time.Millisecond}); !errors.Is(err, ErrInUse) {
+		t.Errorf("read-only Open of a store in use: %v, want ErrInUse", err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	ro, err := Open(path, Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ro.Close()
+	if v, ok, err := ro.Get("rollups", "k"); err != nil || !ok || string(v) != "v" {
+		t.Errorf("Get on a read-only store: %q %v %v", v, ok, err)
+	}
+	if err := ro.Put("rollups", "k", []byte("w")); err == nil {
+		t.Errorf("Put on a read-only store: got no error")
+	}
+}
+
+// TestSetAside: a record its reader cannot read moves, bytes and all, to
+// the set-aside list, and survives a restart there.
+func TestSetAside(t *testing.T) {
+	path := tempPath(t)
+	db := openTest(t, path)
+	if err := db.Put("silences", "bad", []byte("{\xff not json")); err != nil {
+		t.Fatal(err)
+	}
+	at := time.Date(2026, 11, 29, 9, 0, 0, 0, time.UTC)
+	rec, err := db.SetAside("silences", "bad", "invalid character", at)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := SetAsideRecord{Bucket: "silences", Key: "bad", Value: []byte("{\xff not json"), Why: "invalid character", At: at}
+	if rec.String() != want.String() || !bytes.Equal(rec.Value, want.Value) {
+		t.Errorf("SetAside: got %v, want %v", rec, want)
+	}
+	if _, ok, _ := db.Get("silences", "bad"); ok {
+		t.Errorf("the record set aside is still in its bucket")
+	}
+	if _, err := db.SetAside("silences", "bad", "again", at); !errors.Is(err, ErrNotFound) {
+		t.Errorf("SetAside of a record that is gone: %v, want ErrNotFound", err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	db = openTest(t, path)
+	list, err := db.SetAsideRecords()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list) != 1 || !bytes.Equal(list[0].Value, want.Value) || !list[0].At.Equal(at) || list[0].Key != "bad" {
+		t.Errorf("SetAsideRecords after a restart: %+v, want %+v", list, want)
+	}
+}

@@ -3,7 +3,7 @@
 set -e
 [ -d /run/systemd/system ] || exit 0
 case "$1" in
-remove | 0) # deb remove; rpm erase (no version left)
+remove | 0) # a removal (deb), or an erase with no version left (0)
 	systemctl disable --now gpuwatch.service || true ;;
 esac
 exit 0

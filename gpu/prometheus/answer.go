@@ -1,8 +1,10 @@
 package prometheus
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math"
 	"strconv"
 )
@@ -10,7 +12,8 @@ import (
 // answer is an answer of the query API, decoded: its status and, on
 // success, its series with the labels gpuwatch reads and their samples
 // (one for an instant query's vector, a series for a range query's
-// matrix).
+// matrix). An instant query's series are not kept: decodeAnswer hands
+// each to its caller as it reads it.
 type answer struct {
 	status, errorType, errorMsg string
 	resultType                  string
@@ -32,51 +35,100 @@ type sample struct {
 // are skipped.
 type labelSet struct {
 	name                             string // __name__
-	host, hostname, instance         string // host (gpuwatch), Hostname (dcgm-exporter), instance
+	host, hostname, instance, job    string // host (gpuwatch), Hostname or hostname (dcgm-exporter), the scrape target
 	gpu, uuid, uuidDCGM, gpuInstance string // gpu, uuid, UUID, GPU_I_ID
 	gpuName, modelName               string // name, modelName
 	namespace, pod, container        string
 	xid, pid, user, command          string
 }
 
+// field is the labelSet field a label name fills; nil for a label
+// gpuwatch does not read.
+func (ls *labelSet) field(key []byte) *string {
+	switch string(key) {
+	case "__name__":
+		return &ls.name
+	case "host":
+		return &ls.host
+	case "Hostname", "hostname": // dcgm-exporter 3 and 4 spell it differently
+		return &ls.hostname
+	case "instance":
+		return &ls.instance
+	case "job":
+		return &ls.job
+	case "gpu":
+		return &ls.gpu
+	case "uuid":
+		return &ls.uuid
+	case "UUID":
+		return &ls.uuidDCGM
+	case "GPU_I_ID":
+		return &ls.gpuInstance
+	case "name":
+		return &ls.gpuName
+	case "modelName":
+		return &ls.modelName
+	case "namespace":
+		return &ls.namespace
+	case "pod":
+		return &ls.pod
+	case "container":
+		return &ls.container
+	case "xid":
+		return &ls.xid
+	case "pid":
+		return &ls.pid
+	case "user":
+		return &ls.user
+	case "command":
+		return &ls.command
+	}
+	return nil
+}
+
 // maxDepth bounds the nesting of values an answer may have.
 const maxDepth = 64
 
-// parseAnswer decodes an answer of /api/v1/query or /api/v1/query_range.
-// It reads the few fields gpuwatch needs in one pass, without a value per
-// JSON node: a fleet's answer holds tens of thousands of series. Label
-// values are interned, as the same host, model and job repeat in every
-// series of a GPU.
+// parseAnswer decodes a whole answer held in memory, keeping its series.
 func parseAnswer(data []byte) (*answer, error) {
-	p := &parser{data: data, intern: map[string]string{}}
+	return decodeAnswer(bytes.NewReader(data), int64(len(data)), newInterner(), nil)
+}
+
+// decodeAnswer reads an answer of /api/v1/query or /api/v1/query_range
+// from r, at most limit bytes of it, as it arrives: nothing but the
+// series being read is held. It reads the few fields gpuwatch needs in
+// one pass, without a value per JSON node. With each set, every series
+// is handed to it as soon as it is read (the labelSet and samples are
+// reused after it returns) and not kept in the answer; without, the
+// answer keeps them. Label values are interned: the same host, model and
+// job repeat in every series of a GPU, and in every evaluation.
+func decodeAnswer(r io.Reader, limit int64, strs *interner, each func(ls *labelSet, samples []sample) error) (*answer, error) {
+	d := &decoder{r: r, limit: limit, buf: make([]byte, 0, 64<<10), strs: strs, each: each}
 	a := &answer{}
-	err := p.object(func(key string) error {
-		switch key {
+	err := d.object(func(key []byte) error {
+		switch string(key) {
 		case "status":
-			return p.stringInto(&a.status)
+			return d.stringInto(&a.status)
 		case "errorType":
-			return p.stringInto(&a.errorType)
+			return d.stringInto(&a.errorType)
 		case "error":
-			return p.stringInto(&a.errorMsg)
+			return d.stringInto(&a.errorMsg)
 		case "warnings":
-			return p.array(func() error {
+			return d.array(func() error {
 				var w string
-				if err := p.stringInto(&w); err != nil {
+				if err := d.stringInto(&w); err != nil {
 					return err
 				}
 				a.warnings = append(a.warnings, w)
 				return nil
 			})
 		case "data":
-			return p.result(a)
+			return d.result(a)
 		}
-		return p.skip(0)
+		return d.skip(0)
 	})
-	if err == nil {
-		p.space()
-		if p.pos < len(p.data) {
-			err = p.errorf("unexpected text after the answer")
-		}
+	if err == nil && d.peek() != 0 {
+		err = d.errorf("unexpected text after the answer")
 	}
 	if err != nil {
 		return nil, err
@@ -84,310 +136,383 @@ func parseAnswer(data []byte) (*answer, error) {
 	return a, nil
 }
 
-type parser struct {
-	data   []byte
-	pos    int
-	intern map[string]string
+// decoder reads JSON from a reader through a buffer: buf[pos:] is not
+// read yet, and base is where buf starts in the answer.
+type decoder struct {
+	r     io.Reader
+	limit int64
+	buf   []byte
+	pos   int
+	base  int64
+	eof   bool
+	err   error // what the reader failed with, or the answer being too big
+	strs  *interner
+	each  func(*labelSet, []sample) error
+
+	ls      labelSet
+	samples []sample
 }
 
-func (p *parser) errorf(format string, args ...any) error {
-	return fmt.Errorf("the answer is not Prometheus's JSON: at byte %d: %s", p.pos, fmt.Sprintf(format, args...))
-}
+// minRead is the least room fill reads into.
+const minRead = 32 << 10
 
-func (p *parser) space() {
-	for p.pos < len(p.data) {
-		switch p.data[p.pos] {
-		case ' ', '\t', '\r', '\n':
-			p.pos++
-		default:
-			return
+// fill reads more of the answer, keeping buf[keep:] (keep ≤ pos), which
+// moves to the front of buf: it returns by how much, and whether more
+// bytes came.
+func (d *decoder) fill(keep int) (shift int, ok bool) {
+	if d.eof {
+		return 0, false
+	}
+	n := copy(d.buf[:cap(d.buf)], d.buf[keep:])
+	d.base += int64(keep)
+	d.pos -= keep
+	d.buf = d.buf[:n]
+	if cap(d.buf)-n < minRead {
+		grown := make([]byte, n, 2*cap(d.buf)+minRead)
+		copy(grown, d.buf)
+		d.buf = grown
+	}
+	for {
+		m, err := d.r.Read(d.buf[n:cap(d.buf)])
+		d.buf = d.buf[:n+m]
+		if d.base+int64(n+m) > d.limit {
+			d.eof, d.err = true, fmt.Errorf("the answer has more than the %d bytes gpuwatch reads: narrow source.prometheus.selector", d.limit)
+			return keep, false
+		}
+		if err != nil {
+			d.eof = true
+			if err != io.EOF {
+				d.err = err
+			}
+			return keep, m > 0
+		}
+		if m > 0 {
+			return keep, true
 		}
 	}
+}
+
+func (d *decoder) errorf(format string, args ...any) error {
+	if d.err != nil {
+		return fmt.Errorf("reading the answer: %w", d.err)
+	}
+	return fmt.Errorf("the answer is not Prometheus's JSON: at byte %d: %s", d.base+int64(d.pos), fmt.Sprintf(format, args...))
 }
 
 // peek is the next byte after white space; 0 at the end.
-func (p *parser) peek() byte {
-	p.space()
-	if p.pos >= len(p.data) {
-		return 0
+func (d *decoder) peek() byte {
+	for {
+		for d.pos < len(d.buf) {
+			switch c := d.buf[d.pos]; c {
+			case ' ', '\t', '\r', '\n':
+				d.pos++
+			default:
+				return c
+			}
+		}
+		if _, ok := d.fill(d.pos); !ok {
+			return 0
+		}
 	}
-	return p.data[p.pos]
 }
 
-func (p *parser) expect(c byte) error {
-	if p.peek() != c {
-		return p.errorf("expected %q", c)
+func (d *decoder) expect(c byte) error {
+	if d.peek() != c {
+		return d.errorf("expected %q", c)
 	}
-	p.pos++
+	d.pos++
 	return nil
 }
 
-// object reads an object, calling field for each key with the parser at
-// the key's value, which field must consume.
-func (p *parser) object(field func(key string) error) error {
-	if err := p.expect('{'); err != nil {
+// object reads an object, calling field for each key (valid only during
+// the call) with the decoder at the key's value, which field must
+// consume.
+func (d *decoder) object(field func(key []byte) error) error {
+	if err := d.expect('{'); err != nil {
 		return err
 	}
-	if p.peek() == '}' {
-		p.pos++
+	if d.peek() == '}' {
+		d.pos++
 		return nil
 	}
+	var key []byte
 	for {
-		raw, err := p.rawString()
+		raw, err := d.rawString()
 		if err != nil {
 			return err
 		}
-		if err := p.expect(':'); err != nil {
+		key = append(key[:0], raw...)
+		if err := d.expect(':'); err != nil {
 			return err
 		}
-		if err := field(raw); err != nil {
+		if err := field(key); err != nil {
 			return err
 		}
-		switch p.peek() {
+		switch d.peek() {
 		case ',':
-			p.pos++
+			d.pos++
 		case '}':
-			p.pos++
+			d.pos++
 			return nil
 		default:
-			return p.errorf("expected , or } in an object")
+			return d.errorf("expected , or } in an object")
 		}
 	}
 }
 
 // array reads an array, calling item for each element.
-func (p *parser) array(item func() error) error {
-	if err := p.expect('['); err != nil {
+func (d *decoder) array(item func() error) error {
+	if err := d.expect('['); err != nil {
 		return err
 	}
-	if p.peek() == ']' {
-		p.pos++
+	if d.peek() == ']' {
+		d.pos++
 		return nil
 	}
 	for {
 		if err := item(); err != nil {
 			return err
 		}
-		switch p.peek() {
+		switch d.peek() {
 		case ',':
-			p.pos++
+			d.pos++
 		case ']':
-			p.pos++
+			d.pos++
 			return nil
 		default:
-			return p.errorf("expected , or ] in an array")
+			return d.errorf("expected , or ] in an array")
 		}
 	}
 }
 
-// rawString reads a string; the result may share the answer's bytes'
-// interned copy, so it is cheap to keep.
-func (p *parser) rawString() (string, error) {
-	if p.peek() != '"' {
-		return "", p.errorf("expected a string")
+// rawString reads a string and returns its text, escapes decoded; the
+// bytes are valid until the next read.
+func (d *decoder) rawString() ([]byte, error) {
+	if d.peek() != '"' {
+		return nil, d.errorf("expected a string")
 	}
-	start := p.pos
-	p.pos++
+	start := d.pos
+	d.pos++
 	escaped := false
-	for p.pos < len(p.data) {
-		switch c := p.data[p.pos]; {
-		case c == '"':
-			p.pos++
-			raw := p.data[start+1 : p.pos-1]
-			if !escaped {
-				if s, ok := p.intern[string(raw)]; ok {
-					return s, nil
+	for {
+		for d.pos < len(d.buf) {
+			switch c := d.buf[d.pos]; {
+			case c == '"':
+				d.pos++
+				if !escaped {
+					return d.buf[start+1 : d.pos-1], nil
 				}
-				s := string(raw)
-				p.intern[s] = s
-				return s, nil
+				var s string
+				if err := json.Unmarshal(d.buf[start:d.pos], &s); err != nil {
+					return nil, d.errorf("a string with an invalid escape")
+				}
+				return []byte(s), nil
+			case c == '\\':
+				escaped = true
+				d.pos += 2
+			case c < 0x20:
+				return nil, d.errorf("a control character in a string")
+			default:
+				d.pos++
 			}
-			var s string
-			if err := json.Unmarshal(p.data[start:p.pos], &s); err != nil {
-				return "", p.errorf("a string with an invalid escape")
-			}
-			return s, nil
-		case c == '\\':
-			escaped = true
-			p.pos += 2
-		case c < 0x20:
-			return "", p.errorf("a control character in a string")
-		default:
-			p.pos++
+		}
+		shift, ok := d.fill(start)
+		start -= shift
+		if !ok {
+			return nil, d.errorf("a string without its closing quote")
 		}
 	}
-	return "", p.errorf("a string without its closing quote")
 }
 
-func (p *parser) stringInto(dst *string) error {
-	s, err := p.rawString()
-	*dst = s
+// stringInto reads a string into dst, interned.
+func (d *decoder) stringInto(dst *string) error {
+	raw, err := d.rawString()
+	if err == nil {
+		*dst = d.strs.of(raw)
+	}
 	return err
 }
 
-// number reads a JSON number.
-func (p *parser) number() (float64, error) {
-	p.space()
-	start := p.pos
-	for p.pos < len(p.data) {
-		c := p.data[p.pos]
-		if c >= '0' && c <= '9' || c == '-' || c == '+' || c == '.' || c == 'e' || c == 'E' {
-			p.pos++
-			continue
+// numberText reads the text of a JSON number.
+func (d *decoder) numberText() []byte {
+	d.peek()
+	start := d.pos
+	for {
+		for d.pos < len(d.buf) {
+			c := d.buf[d.pos]
+			if c >= '0' && c <= '9' || c == '-' || c == '+' || c == '.' || c == 'e' || c == 'E' {
+				d.pos++
+				continue
+			}
+			return d.buf[start:d.pos]
 		}
-		break
+		shift, ok := d.fill(start)
+		start -= shift
+		if !ok {
+			return d.buf[start:d.pos]
+		}
 	}
-	f, err := strconv.ParseFloat(string(p.data[start:p.pos]), 64)
-	if err != nil || start == p.pos {
-		return 0, p.errorf("expected a number")
+}
+
+// number reads a JSON number.
+func (d *decoder) number() (float64, error) {
+	text := d.numberText()
+	f, err := strconv.ParseFloat(string(text), 64)
+	if err != nil || len(text) == 0 {
+		return 0, d.errorf("expected a number")
 	}
 	return f, nil
 }
 
 // skip reads any value and forgets it.
-func (p *parser) skip(depth int) error {
+func (d *decoder) skip(depth int) error {
 	if depth > maxDepth {
-		return p.errorf("values nested more than %d deep", maxDepth)
+		return d.errorf("values nested more than %d deep", maxDepth)
 	}
-	switch c := p.peek(); {
+	switch c := d.peek(); {
 	case c == '{':
-		return p.object(func(string) error { return p.skip(depth + 1) })
+		return d.object(func([]byte) error { return d.skip(depth + 1) })
 	case c == '[':
-		return p.array(func() error { return p.skip(depth + 1) })
+		return d.array(func() error { return d.skip(depth + 1) })
 	case c == '"':
-		_, err := p.rawString()
+		_, err := d.rawString()
 		return err
 	case c == 't' || c == 'f' || c == 'n':
 		for _, lit := range []string{"true", "false", "null"} {
-			if string(p.data[p.pos:min(p.pos+len(lit), len(p.data))]) == lit {
-				p.pos += len(lit)
+			for len(d.buf)-d.pos < len(lit) {
+				if _, ok := d.fill(d.pos); !ok {
+					break
+				}
+			}
+			if bytes.HasPrefix(d.buf[d.pos:], []byte(lit)) {
+				d.pos += len(lit)
 				return nil
 			}
 		}
-		return p.errorf("expected a value")
+		return d.errorf("expected a value")
 	default:
-		_, err := p.number()
+		_, err := d.number()
 		return err
 	}
 }
 
 // result reads the data of a successful answer: resultType and result.
-func (p *parser) result(a *answer) error {
-	return p.object(func(key string) error {
-		switch key {
+func (d *decoder) result(a *answer) error {
+	return d.object(func(key []byte) error {
+		switch string(key) {
 		case "resultType":
-			return p.stringInto(&a.resultType)
+			return d.stringInto(&a.resultType)
 		case "result":
-			if p.peek() != '[' {
-				return p.skip(0) // a scalar or string result: not series
+			if d.peek() != '[' {
+				return d.skip(0) // a scalar or string result: not series
 			}
-			return p.array(func() error {
-				s, err := p.series()
-				a.series = append(a.series, s)
-				return err
+			return d.array(func() error {
+				if err := d.series(); err != nil {
+					return err
+				}
+				if d.each != nil {
+					return d.each(&d.ls, d.samples)
+				}
+				a.series = append(a.series, seriesAnswer{labels: d.ls, samples: append([]sample(nil), d.samples...)})
+				return nil
 			})
 		}
-		return p.skip(0)
+		return d.skip(0)
 	})
 }
 
-// series reads one series of a vector ("value") or a matrix ("values").
-func (p *parser) series() (seriesAnswer, error) {
-	var s seriesAnswer
-	err := p.object(func(key string) error {
-		switch key {
+// series reads one series of a vector ("value") or a matrix ("values")
+// into d.ls and d.samples.
+func (d *decoder) series() error {
+	d.ls, d.samples = labelSet{}, d.samples[:0]
+	return d.object(func(key []byte) error {
+		switch string(key) {
 		case "metric":
-			return p.labels(&s.labels)
+			return d.labels(&d.ls)
 		case "value":
-			v, err := p.sample()
-			s.samples = append(s.samples, v)
+			v, err := d.sample()
+			d.samples = append(d.samples, v)
 			return err
 		case "values":
-			return p.array(func() error {
-				v, err := p.sample()
-				s.samples = append(s.samples, v)
+			return d.array(func() error {
+				v, err := d.sample()
+				d.samples = append(d.samples, v)
 				return err
 			})
 		}
-		return p.skip(0)
+		return d.skip(0)
 	})
-	return s, err
 }
 
 // sample reads [time, "value"]: seconds as a number, the value as a
 // string ("NaN", "+Inf" and "-Inf" included).
-func (p *parser) sample() (sample, error) {
+func (d *decoder) sample() (sample, error) {
 	var out sample
-	if err := p.expect('['); err != nil {
+	if err := d.expect('['); err != nil {
 		return out, err
 	}
-	t, err := p.number()
+	t, err := d.number()
 	if err != nil {
 		return out, err
 	}
-	if err := p.expect(','); err != nil {
+	if err := d.expect(','); err != nil {
 		return out, err
 	}
-	text, err := p.rawString()
+	text, err := d.rawString()
 	if err != nil {
 		return out, err
 	}
-	if out.v, err = strconv.ParseFloat(text, 64); err != nil {
-		return out, p.errorf("the value %q is not a number", clip(text, 20))
+	if out.v, err = strconv.ParseFloat(string(text), 64); err != nil {
+		return out, d.errorf("the value %q is not a number", clip(string(text), 20))
 	}
 	if math.IsNaN(t) || math.IsInf(t, 0) || math.Abs(t) > 1e15 {
-		return out, p.errorf("the time %v is out of range", t)
+		return out, d.errorf("the time %v is out of range", t)
 	}
 	out.t = int64(math.Round(t * 1000))
-	return out, p.expect(']')
+	return out, d.expect(']')
 }
 
 // labels reads a series' label set, keeping the labels gpuwatch reads.
-func (p *parser) labels(ls *labelSet) error {
-	return p.object(func(key string) error {
-		var dst *string
-		switch key {
-		case "__name__":
-			dst = &ls.name
-		case "host":
-			dst = &ls.host
-		case "Hostname":
-			dst = &ls.hostname
-		case "instance":
-			dst = &ls.instance
-		case "gpu":
-			dst = &ls.gpu
-		case "uuid":
-			dst = &ls.uuid
-		case "UUID":
-			dst = &ls.uuidDCGM
-		case "GPU_I_ID":
-			dst = &ls.gpuInstance
-		case "name":
-			dst = &ls.gpuName
-		case "modelName":
-			dst = &ls.modelName
-		case "namespace":
-			dst = &ls.namespace
-		case "pod":
-			dst = &ls.pod
-		case "container":
-			dst = &ls.container
-		case "xid":
-			dst = &ls.xid
-		case "pid":
-			dst = &ls.pid
-		case "user":
-			dst = &ls.user
-		case "command":
-			dst = &ls.command
-		default:
-			if p.peek() != '"' {
-				return p.errorf("label %s has a value that is not a string", clip(key, 40))
+func (d *decoder) labels(ls *labelSet) error {
+	return d.object(func(key []byte) error {
+		dst := ls.field(key)
+		if dst == nil {
+			if d.peek() != '"' {
+				return d.errorf("label %s has a value that is not a string", clip(string(key), 40))
 			}
-			_, err := p.rawString()
+			_, err := d.rawString()
 			return err
 		}
-		return p.stringInto(dst)
+		return d.stringInto(dst)
 	})
+}
+
+// interner shares the strings of label values: one copy of each, across
+// evaluations. It keeps two generations, the strings of the last
+// evaluation and of this one, so that values that are gone (processes
+// that ended) are let go.
+type interner struct {
+	last, now map[string]string
+}
+
+func newInterner() *interner {
+	return &interner{last: map[string]string{}, now: map[string]string{}}
+}
+
+// of returns the string of raw, shared.
+func (in *interner) of(raw []byte) string {
+	if s, ok := in.now[string(raw)]; ok {
+		return s
+	}
+	s, ok := in.last[string(raw)]
+	if !ok {
+		s = string(raw)
+	}
+	in.now[s] = s
+	return s
+}
+
+// next starts a generation: the strings not used since the last call go.
+func (in *interner) next() {
+	in.last, in.now = in.now, make(map[string]string, len(in.now))
 }

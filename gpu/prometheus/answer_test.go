@@ -42,7 +42,7 @@ func TestParseAnswerAgreesWithEncodingJSON(t *testing.T) {
 		for i, w := range want.Data.Result {
 			g := got.series[i]
 			m := w.Metric
-			ls := labelSet{name: m["__name__"], host: m["host"], hostname: m["Hostname"], instance: m["instance"], gpu: m["gpu"],
+			ls := labelSet{name: m["__name__"], host: m["host"], hostname: m["Hostname"] + m["hostname"], instance: m["instance"], job: m["job"], gpu: m["gpu"],
 				uuid: m["uuid"], uuidDCGM: m["UUID"], gpuInstance: m["GPU_I_ID"], gpuName: m["name"], modelName: m["modelName"],
 				namespace: m["namespace"], pod: m["pod"], container: m["container"], xid: m["xid"], pid: m["pid"], user: m["user"], command: m["command"]}
 			v, _ := strconv.ParseFloat(w.Value[1].(string), 64)

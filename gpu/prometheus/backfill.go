@@ -16,7 +16,7 @@ func (q *querier) backfill(ctx context.Context, end time.Time, span time.Duratio
 	if span <= 0 {
 		return nil
 	}
-	return q.rangeRead(ctx, end, span, max(q.opts.Interval, (span+MaxPoints-1)/MaxPoints), warm)
+	return q.rangeRead(ctx, end, span, max(q.opts.Interval, (span+MaxPoints-1)/MaxPoints), chunkSteps, warm)
 }
 
 // Range reads [from, to] of the fleet, one evaluation a step (longer
@@ -29,20 +29,43 @@ func (s *Source) Range(ctx context.Context, from, to time.Time, step time.Durati
 	if span <= 0 {
 		return nil
 	}
-	q := &querier{opts: s.q.opts, api: s.q.api, client: s.q.client, build: newBuilder(s.q.opts.Schema)}
-	return q.rangeRead(ctx, to, span, max(step, (span+MaxPoints-1)/MaxPoints), each)
+	q := &querier{opts: s.q.opts, api: s.q.api, client: s.q.client, build: newBuilder(s.q.opts.Schema, s.q.opts.Interval), strs: newInterner()}
+	step = max(step, (span+MaxPoints-1)/MaxPoints)
+	return q.rangeRead(ctx, to, span, step, int(span/step)+1, each)
 }
 
-// rangeRead reads (end−span, end] at step.
-func (q *querier) rangeRead(ctx context.Context, end time.Time, span, step time.Duration, warm func(*gpu.Snapshot)) error {
+// chunkSteps is how many steps of the past one round of a backfill's
+// range queries reads: the answers of a round are held together until
+// replayed, so a fleet's backfill holds a few minutes of its series at a
+// time, not all of its window.
+const chunkSteps = 10
+
+// rangeRead reads [end−span, end] at step, in rounds of chunk steps in
+// time order: one range query per series family a round.
+func (q *querier) rangeRead(ctx context.Context, end time.Time, span, step time.Duration, chunk int, warm func(*gpu.Snapshot)) error {
+	start := end.Add(-span)
+	for from := start; !from.After(end); from = from.Add(time.Duration(chunk) * step) {
+		to := from.Add(time.Duration(chunk-1) * step)
+		if to.After(end) {
+			to = end
+		}
+		if err := q.rangeChunk(ctx, from, to, step, warm); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// rangeChunk reads [from, to] at step and replays it.
+func (q *querier) rangeChunk(ctx context.Context, from, to time.Time, step time.Duration, warm func(*gpu.Snapshot)) error {
 	var series []seriesAnswer
 	for _, name := range q.opts.Schema.names() {
 		a, err := q.get(ctx, "/api/v1/query_range", url.Values{
 			"query": {q.opts.Selector.Query([]string{name})},
-			"start": {formatTime(end.Add(-span))},
-			"end":   {formatTime(end)},
+			"start": {formatTime(from)},
+			"end":   {formatTime(to)},
 			"step":  {strconv.FormatFloat(step.Seconds(), 'f', -1, 64)},
-		})
+		}, nil)
 		if err != nil {
 			return q.failure("range query", err)
 		}

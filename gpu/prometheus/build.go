@@ -50,54 +50,147 @@ type counterKey struct {
 	code string
 }
 
+// target is one of Prometheus's scrape targets: its job and instance.
+type target struct{ job, instance string }
+
+// hostState is what the builder knows of a host that reported before.
+type hostState struct {
+	targets []target // the scrape targets its series came from at its last report
+	// unscraped is since when Prometheus has had neither the host's
+	// series nor an up series of its targets; zero while it has.
+	unscraped time.Time
+}
+
 // builder turns the series of one evaluation into one snapshot per host.
-// It remembers what earlier evaluations saw: the hosts (a host whose series
-// are gone gets a snapshot without GPUs), the GPUs, and the XID series
-// (events are their increases). It is used by one goroutine.
+// It remembers what earlier evaluations saw: the hosts and the scrape
+// targets their series come from (a host whose series are gone is down
+// when Prometheus says its targets are, missing its GPUs when they are
+// up, and unknown while Prometheus says nothing of them), the GPUs, and
+// the XID series (events are their increases). It is used by one
+// goroutine.
 type builder struct {
 	schema   Schema
 	families map[string]*family
-	hosts    map[string]bool
+	hosts    map[string]*hostState
 	seen     map[deviceKey]bool // every GPU that ever reported
 	present  map[deviceKey]bool // the GPUs of the last evaluation
 	counters map[counterKey]float64
+	// grace is how long a host may be unknown (its series and its
+	// targets' up gone, as while Prometheus starts) before it is down.
+	grace time.Duration
 	// skipped counts the series of the last evaluation that named no
 	// host or GPU, for the log.
 	skipped int
 }
 
-func newBuilder(schema Schema) *builder {
-	return &builder{schema: schema, families: familiesOf(schema), hosts: map[string]bool{},
-		seen: map[deviceKey]bool{}, present: map[deviceKey]bool{}, counters: map[counterKey]float64{}}
+// upSeries is Prometheus's own series of each scrape target: 1 when its
+// last scrape worked, 0 when it failed.
+const upSeries = "up"
+
+// minGrace is the least time a host may be unknown before it is down:
+// Prometheus scrapes every target within its scrape interval (15 to 60
+// seconds) after it starts.
+const minGrace = 2 * time.Minute
+
+func newBuilder(schema Schema, interval time.Duration) *builder {
+	return &builder{schema: schema, families: familiesOf(schema), hosts: map[string]*hostState{},
+		seen: map[deviceKey]bool{}, present: map[deviceKey]bool{}, counters: map[counterKey]float64{},
+		grace: max(minGrace, 4*interval)}
 }
 
-// build makes the snapshots of the evaluation at time at from its series:
-// one per host, hosts sorted, every host seen before included.
+// evaluation gathers the series of one evaluation, series by series.
+type evaluation struct {
+	b       *builder
+	at      time.Time
+	devs    map[deviceKey]*deviceBuild
+	targets map[string][]target // by host, the targets its series came from
+	up      map[target]float64
+	skipped int
+}
+
+func (b *builder) start(at time.Time) *evaluation {
+	return &evaluation{b: b, at: at, devs: make(map[deviceKey]*deviceBuild, len(b.present)+1),
+		targets: make(map[string][]target, len(b.hosts)+1), up: map[target]float64{}}
+}
+
+// build makes the snapshots of a past evaluation at time at from its
+// series (a backfill): one per host that reported then, hosts sorted.
 func (b *builder) build(at time.Time, points []point) []*gpu.Snapshot {
-	b.skipped = 0
-	devs := make(map[deviceKey]*deviceBuild, len(points)/8+1)
+	e := b.start(at)
 	for i := range points {
-		if !b.add(devs, &points[i]) {
-			b.skipped++
-		}
+		e.add(points[i].labels, points[i].value)
 	}
+	snaps, _ := e.finish(false)
+	return snaps
+}
+
+// silence is why a host that reported before has no series now.
+type silence int
+
+const (
+	silenceNone    silence = iota // it has series
+	silenceEmpty                  // a target of it is up: it reports, without GPUs
+	silenceDown                   // its targets are down, or unknown for longer than the grace
+	silenceUnknown                // Prometheus says nothing of it (starting?), within the grace
+)
+
+// finish makes the evaluation's snapshots: one per host, hosts sorted.
+// Live (an evaluation now, not a backfill), every host seen before has
+// one: without GPUs when it reports none, Down when Prometheus cannot
+// scrape it. When some hosts are unknown (Prometheus has neither their
+// series nor their targets' up, as when it has just started), finish
+// returns them and no snapshot, changing nothing the next evaluation
+// compares with: their GPUs are not lost for Prometheus's silence.
+func (e *evaluation) finish(live bool) (snaps []*gpu.Snapshot, unknown []string) {
+	b := e.b
+	b.skipped = e.skipped
 	if b.schema == SchemaAuto {
-		dropDoubles(devs)
+		dropDoubles(e.devs)
 	}
 	byHost := map[string]*gpu.Snapshot{}
-	for h := range b.hosts {
-		byHost[h] = &gpu.Snapshot{Time: at, Host: h}
+	if live {
+		for h, st := range b.hosts {
+			if _, ok := e.targets[h]; ok {
+				continue
+			}
+			why, s := e.silence(st)
+			switch s {
+			case silenceUnknown:
+				unknown = append(unknown, h)
+				continue
+			case silenceDown:
+				byHost[h] = &gpu.Snapshot{Time: e.at, Host: h, Down: why}
+			default:
+				byHost[h] = &gpu.Snapshot{Time: e.at, Host: h}
+			}
+		}
+		if len(unknown) > 0 {
+			slices.Sort(unknown)
+			return nil, unknown
+		}
 	}
-	present := make(map[deviceKey]bool, len(devs))
-	for _, key := range slices.SortedFunc(maps.Keys(devs), compareKeys) {
-		d := devs[key]
+	for h, ts := range e.targets {
+		st := b.hosts[h]
+		if st == nil {
+			st = &hostState{}
+			b.hosts[h] = st
+		}
+		st.targets, st.unscraped = ts, time.Time{}
+	}
+	present := make(map[deviceKey]bool, len(e.devs))
+	for key, was := range b.present {
+		if s := byHost[key.host]; s != nil && s.Down != "" {
+			present[key] = was // a host that is down has not lost its GPUs
+		}
+	}
+	for _, key := range slices.SortedFunc(maps.Keys(e.devs), compareKeys) {
+		d := e.devs[key]
 		s := byHost[key.host]
 		if s == nil {
-			s = &gpu.Snapshot{Time: at, Host: key.host}
+			s = &gpu.Snapshot{Time: e.at, Host: key.host}
 			byHost[key.host] = s
-			b.hosts[key.host] = true
 		}
-		s.Events = append(s.Events, b.events(at, d)...)
+		s.Events = append(s.Events, b.events(e.at, d)...)
 		if d.lost {
 			continue
 		}
@@ -106,34 +199,73 @@ func (b *builder) build(at time.Time, points []point) []*gpu.Snapshot {
 		s.Devices = append(s.Devices, d.device())
 	}
 	b.present = present
-	out := make([]*gpu.Snapshot, 0, len(byHost))
+	snaps = make([]*gpu.Snapshot, 0, len(byHost))
 	for _, h := range slices.Sorted(maps.Keys(byHost)) {
-		out = append(out, byHost[h])
+		snaps = append(snaps, byHost[h])
 	}
-	return out
+	return snaps, nil
+}
+
+// silence says why a host that reported before has no series in this
+// evaluation, and, when it is down, why in words.
+func (e *evaluation) silence(st *hostState) (string, silence) {
+	var down []target
+	for _, t := range st.targets {
+		switch v, ok := e.up[t]; {
+		case ok && v == 1:
+			return "", silenceEmpty
+		case ok:
+			down = append(down, t)
+		}
+	}
+	if len(down) > 0 {
+		st.unscraped = time.Time{}
+		return fmt.Sprintf("Prometheus cannot scrape its exporter at %s (job %s): up is 0", down[0].instance, down[0].job), silenceDown
+	}
+	if st.unscraped.IsZero() {
+		st.unscraped = e.at
+	}
+	if e.at.Sub(st.unscraped) < e.b.grace {
+		return "", silenceUnknown
+	}
+	return fmt.Sprintf("Prometheus has had none of its series, nor an up series for its exporter, since %s: it no longer scrapes it",
+		st.unscraped.UTC().Format(time.RFC3339)), silenceDown
 }
 
 func compareKeys(a, b deviceKey) int {
 	return cmp.Or(cmp.Compare(a.host, b.host), cmp.Compare(a.index, b.index), cmp.Compare(a.uuid, b.uuid), cmp.Compare(a.schema, b.schema))
 }
 
-// add files one series under its GPU; false when it names no host or GPU.
-func (b *builder) add(devs map[deviceKey]*deviceBuild, p *point) bool {
-	ls := p.labels
-	f := b.families[ls.name]
+// add files one series under its GPU, or its target's up.
+func (e *evaluation) add(ls *labelSet, value float64) {
+	if ls.name == upSeries {
+		e.up[target{ls.job, ls.instance}] = value
+		return
+	}
+	f := e.b.families[ls.name]
 	if f == nil {
-		return false
+		e.skipped++
+		return
 	}
 	key, ok := keyOf(f.schema, ls)
 	if !ok {
-		return false
+		e.skipped++
+		return
 	}
-	d := devs[key]
+	ts, known := e.targets[key.host]
+	if t := (target{ls.job, ls.instance}); t.instance != "" && !slices.Contains(ts, t) {
+		ts = append(ts, t)
+		known = false
+	}
+	if !known {
+		e.targets[key.host] = ts
+	}
+	d := e.devs[key]
 	if d == nil {
 		nan := math.NaN()
 		d = &deviceBuild{key: key, memUsed: nan, memTotal: nan, memFree: nan, memReserved: nan,
 			dev: gpu.Device{Index: key.index, UUID: key.uuid, UtilGPU: nan, UtilMem: nan, TempC: nan, PowerW: nan, PowerLimitW: nan}}
-		devs[key] = d
+		e.devs[key] = d
 	}
 	if d.dev.Name == "" {
 		d.dev.Name = ls.gpuName
@@ -143,26 +275,25 @@ func (b *builder) add(devs map[deviceKey]*deviceBuild, p *point) bool {
 	}
 	switch f.name {
 	case gwXID:
-		d.xids = append(d.xids, xidSample{code: ls.xid, value: p.value})
+		d.xids = append(d.xids, xidSample{code: ls.xid, value: value})
 	case dcgmXID:
-		d.xids = append(d.xids, xidSample{value: p.value})
+		d.xids = append(d.xids, xidSample{value: value})
 	case gwProcessMemory:
 		pid, _ := strconv.Atoi(ls.pid)
 		d.processes = append(d.processes, gpu.Process{PID: pid, User: ls.user, Command: ls.command,
-			Container: ls.container, MemUsed: byteCount(p.value)})
+			Container: ls.container, MemUsed: byteCount(value)})
 	case gwUserMemory:
-		d.users = append(d.users, gpu.Process{User: ls.user, MemUsed: byteCount(p.value)})
+		d.users = append(d.users, gpu.Process{User: ls.user, MemUsed: byteCount(value)})
 	default:
-		f.apply(d, p.value)
+		f.apply(d, value)
 	}
 	if f.schema == SchemaDCGM {
 		d.addPod(ls)
 	}
-	return true
 }
 
 // keyOf names the GPU a series is about: host from the host label
-// (gpuwatch) or Hostname (dcgm-exporter), else instance; the index from
+// (gpuwatch) or Hostname (dcgm-exporter 3; hostname in 4), else instance; the index from
 // gpu; the UUID from uuid or UUID. The series of a MIG instance (dcgm's
 // GPU_I_ID) are not about a whole GPU.
 func keyOf(schema Schema, ls *labelSet) (deviceKey, bool) {
@@ -183,12 +314,13 @@ func keyOf(schema Schema, ls *labelSet) (deviceKey, bool) {
 	return deviceKey{schema: schema, host: host, uuid: uuid, index: index}, true
 }
 
-// addPod notes the Kubernetes pod dcgm-exporter says uses the GPU.
+// addPod notes the Kubernetes pod dcgm-exporter says uses the GPU: it
+// names the pod, its namespace and container, not its processes.
 func (d *deviceBuild) addPod(ls *labelSet) {
 	if ls.pod == "" {
 		return
 	}
-	p := gpu.Process{Command: ls.container, Container: "k8s:" + ls.namespace + "/" + ls.pod}
+	p := gpu.PodProcess(ls.namespace, ls.pod, ls.container)
 	if !slices.Contains(d.pods, p) {
 		d.pods = append(d.pods, p)
 	}
@@ -211,7 +343,8 @@ func dropDoubles(devs map[deviceKey]*deviceBuild) {
 }
 
 // device finishes the GPU's reading. Memory is known when its total is:
-// gpuwatch's total, or dcgm-exporter's used + free (+ reserved).
+// gpuwatch's total, or dcgm-exporter's used + free + reserved (the part
+// the driver keeps, MemReserved, when it reports it).
 func (d *deviceBuild) device() gpu.Device {
 	dev := d.dev
 	total := d.memTotal
@@ -224,6 +357,9 @@ func (d *deviceBuild) device() gpu.Device {
 	if finite(d.memUsed) && finite(total) && total > 0 && d.memUsed >= 0 {
 		dev.MemTotal = byteCount(total)
 		dev.MemUsed = min(byteCount(d.memUsed), dev.MemTotal)
+		if finite(d.memReserved) {
+			dev.MemReserved = min(byteCount(d.memReserved), dev.MemTotal)
+		}
 	}
 	switch {
 	case len(d.processes) > 0:

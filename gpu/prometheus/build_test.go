@@ -1,6 +1,7 @@
 package prometheus
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -22,8 +23,8 @@ func series(value float64, name string, labels ...string) point {
 		panic(err)
 	}
 	var ls labelSet
-	p := &parser{data: raw, intern: map[string]string{}}
-	if err := p.labels(&ls); err != nil {
+	d := &decoder{r: bytes.NewReader(raw), limit: int64(len(raw)), strs: newInterner()}
+	if err := d.labels(&ls); err != nil {
 		panic(err)
 	}
 	return point{labels: &ls, value: value}
@@ -104,7 +105,7 @@ func TestEvents(t *testing.T) {
 		gpus: []int{1, 0, 0, 1},
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
-			b := newBuilder(tc.schema)
+			b := newBuilder(tc.schema, time.Minute)
 			for i, points := range tc.evals {
 				snaps := b.build(at0.Add(time.Duration(i)*time.Minute), points)
 				if len(snaps) != 1 || snaps[0].Host != "node1" {
@@ -125,7 +126,7 @@ func TestEvents(t *testing.T) {
 // and dcgm-exporter both report (under their own host names even) is read
 // once, from the agent; dcgm-exporter's other GPUs are read from it.
 func TestAutoPrefersTheAgent(t *testing.T) {
-	b := newBuilder(SchemaAuto)
+	b := newBuilder(SchemaAuto, time.Minute)
 	snaps := b.build(at0, []point{
 		agent(1<<30, "gpuwatch_gpu_memory_used_bytes"),
 		agent(80<<30, "gpuwatch_gpu_memory_total_bytes"),
@@ -143,7 +144,7 @@ func TestAutoPrefersTheAgent(t *testing.T) {
 // TestSeriesWithoutAGPU: series without a host, a GPU index or with one
 // that is not a number are left out and counted, never a panic.
 func TestSeriesWithoutAGPU(t *testing.T) {
-	b := newBuilder(SchemaGPUWatch)
+	b := newBuilder(SchemaGPUWatch, time.Minute)
 	snaps := b.build(at0, []point{
 		series(1, "gpuwatch_gpu_memory_used_bytes", "gpu", "0", "uuid", "GPU-0"),
 		series(1, "gpuwatch_gpu_memory_used_bytes", "host", "a", "uuid", "GPU-0"),
@@ -154,5 +155,31 @@ func TestSeriesWithoutAGPU(t *testing.T) {
 	})
 	if len(snaps) != 1 || snaps[0].Host != "10.0.0.1:9477" || b.skipped != 5 {
 		t.Errorf("got %s with %d skipped, want the instance's GPU and 5 skipped", describe(snaps), b.skipped)
+	}
+}
+
+// TestDCGMTruth: dcgm-exporter's total is used + free + reserved, and the
+// reserved part is the device's MemReserved; its host is Hostname
+// (dcgm-exporter 3) or hostname (4); a pod, its namespace and container
+// name the GPU's holder.
+func TestDCGMTruth(t *testing.T) {
+	b := newBuilder(SchemaDCGM, time.Minute)
+	pod := []string{"namespace", "ml", "pod", "train-0", "container", "trainer"}
+	snaps := b.build(at0, []point{
+		dcgm(60000, "DCGM_FI_DEV_FB_USED", pod...),
+		dcgm(20000, "DCGM_FI_DEV_FB_FREE", pod...),
+		dcgm(1000, "DCGM_FI_DEV_FB_RESERVED", pod...),
+		series(100, "DCGM_FI_DEV_FB_USED", "hostname", "node2", "gpu", "0", "UUID", "GPU-2"),
+	})
+	if len(snaps) != 2 || snaps[0].Host != "node1" || snaps[1].Host != "node2" {
+		t.Fatalf("got %s, want node1 (Hostname) and node2 (hostname)", describe(snaps))
+	}
+	d := snaps[0].Devices[0]
+	if d.MemTotal != 81000*mib || d.MemReserved != 1000*mib || d.MemUsed != 60000*mib || d.MemAllocatable() != 80000*mib {
+		t.Errorf("memory: used %d, total %d, reserved %d; want 60000, 81000 and 1000 MiB", d.MemUsed>>20, d.MemTotal>>20, d.MemReserved>>20)
+	}
+	if len(d.Processes) != 1 || d.Processes[0].Holder() != "pod ml/train-0, container trainer" || d.Processes[0].Owner() != "ml/train-0" ||
+		d.Processes[0].MemUsed != d.MemUsed {
+		t.Errorf("holders %+v, want the pod ml/train-0 holding all the memory in use", d.Processes)
 	}
 }

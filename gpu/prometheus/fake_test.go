@@ -30,6 +30,9 @@ type fakePrometheus struct {
 	// answer); fail, when set, is the status of every answer.
 	answer []byte
 	fail   int
+	// up is the up series of each target (instance) addAgentGPU made:
+	// 1 unless set.
+	up map[string]float64
 }
 
 type fakeSeries struct {
@@ -42,7 +45,7 @@ type fakeRequest struct {
 }
 
 func newFakePrometheus(t testing.TB) *fakePrometheus {
-	f := &fakePrometheus{}
+	f := &fakePrometheus{up: map[string]float64{}}
 	mux := http.NewServeMux()
 	mux.HandleFunc("/api/v1/query", f.instant)
 	mux.HandleFunc("/api/v1/query_range", f.rangeQuery)
@@ -66,6 +69,17 @@ func (f *fakePrometheus) remove(name, v string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.series = slices.DeleteFunc(f.series, func(s fakeSeries) bool { return s.labels[name] == v })
+}
+
+// setUp sets the up series of the scrape target instance (absent: none).
+func (f *fakePrometheus) setUp(instance string, v float64, absent bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if absent {
+		delete(f.up, instance)
+		return
+	}
+	f.up[instance] = v
 }
 
 func (f *fakePrometheus) setFail(status int) {
@@ -232,7 +246,8 @@ func apiError(w http.ResponseWriter, status int, msg string) {
 }
 
 // addAgentGPU adds the base series a gpuwatch agent exports for one GPU,
-// with memory growing 1 GiB a minute from start.
+// with memory growing 1 GiB a minute from start, and the up series of
+// its host's target (host:9477) when it has none.
 func (f *fakePrometheus) addAgentGPU(host string, index int, start time.Time) {
 	uuid := fmt.Sprintf("GPU-%s-%d", host, index)
 	labels := func(name string) map[string]string {
@@ -241,6 +256,20 @@ func (f *fakePrometheus) addAgentGPU(host string, index int, start time.Time) {
 	}
 	always := func(v float64) func(time.Time) (float64, bool) {
 		return func(t time.Time) (float64, bool) { return v, !t.Before(start) }
+	}
+	f.mu.Lock()
+	_, targeted := f.up[host+":9477"]
+	if !targeted {
+		f.up[host+":9477"] = 1
+	}
+	f.mu.Unlock()
+	if !targeted {
+		f.add(map[string]string{"__name__": "up", "instance": host + ":9477", "job": "gpuwatch"}, func(time.Time) (float64, bool) {
+			f.mu.Lock()
+			defer f.mu.Unlock()
+			v, ok := f.up[host+":9477"]
+			return v, ok
+		})
 	}
 	f.add(labels("gpuwatch_gpu_info"), always(1))
 	f.add(labels("gpuwatch_gpu_memory_total_bytes"), always(80<<30))

@@ -4,11 +4,16 @@
 // dcgm-exporter, and turns each evaluation into one gpu.Snapshot per host.
 //
 // An evaluation is one instant query, whatever the size of the fleet: every
-// series of the schema that the selector matches, at the evaluation's time,
-// which becomes every snapshot's time. A host whose series were there
-// before and are gone gets a snapshot without GPUs, so the rules engine
-// counts its GPUs missing; a GPU an agent reports lost (gpuwatch_gpu_lost 1)
-// is left out of its host's. XID events are the increases of the agents'
+// series of the schema that the selector matches, and the up series of the
+// scrape targets, at the evaluation's time, which becomes every snapshot's
+// time. Its answer is decoded as it arrives. A host whose series were
+// there before and are gone is judged by its targets' up: up, it reports
+// without GPUs, so the rules engine counts its GPUs missing; down (up 0),
+// its snapshot is Down, one alert for the host and none of its GPUs lost;
+// neither (Prometheus has just started, or lost its scrapes), the
+// evaluation is a *gpu.SourceError, and only past a grace is the host
+// down. A GPU an agent reports lost (gpuwatch_gpu_lost 1) is left out of
+// its host's. XID events are the increases of the agents'
 // XID counters, or the changes of dcgm-exporter's last XID, between
 // evaluations. At start, Backfill reads the past with one range query per
 // series family so that the engine's windows are full at once.
@@ -21,6 +26,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -92,7 +98,7 @@ func New(opts Options) (*Source, error) {
 	if err != nil {
 		return nil, fmt.Errorf("prometheus client: %w", err)
 	}
-	q := &querier{opts: opts, api: c, client: cfg.Client, build: newBuilder(opts.Schema)}
+	q := &querier{opts: opts, api: c, client: cfg.Client, build: newBuilder(opts.Schema, opts.Interval), strs: newInterner()}
 	return &Source{Poller: gpu.PollFleet(q, opts.Interval), q: q}, nil
 }
 
@@ -110,13 +116,24 @@ type querier struct {
 	api    api.Client
 	client *http.Client
 	build  *builder
+	strs   *interner // the label values of the answers, shared
 }
 
-// SampleFleet runs an evaluation at time at: one instant query.
+// SampleFleet runs an evaluation at time at: one instant query, of the
+// GPU series and of the scrape targets' up. Its answer is read as it
+// arrives, each series filed under its GPU at once: a fleet's answer is
+// tens of megabytes, and only what the snapshots keep is held.
 func (q *querier) SampleFleet(ctx context.Context, at time.Time) ([]*gpu.Snapshot, error) {
+	e := q.build.start(at)
+	q.strs.next()
 	a, err := q.get(ctx, "/api/v1/query", url.Values{
-		"query": {q.opts.Selector.Query(q.opts.Schema.names())},
+		"query": {q.opts.Selector.Query(append(q.opts.Schema.names(), upSeries))},
 		"time":  {formatTime(at)},
+	}, func(ls *labelSet, samples []sample) error {
+		if len(samples) == 1 {
+			e.add(ls, samples[0].v)
+		}
+		return nil
 	})
 	if err != nil {
 		return nil, &gpu.SourceError{At: at, Err: q.failure("query", err)}
@@ -124,23 +141,38 @@ func (q *querier) SampleFleet(ctx context.Context, at time.Time) ([]*gpu.Snapsho
 	if a.resultType != "vector" {
 		return nil, &gpu.SourceError{At: at, Err: fmt.Errorf("prometheus at %s answered a %q to an instant query, not a vector", q.opts.URL, a.resultType)}
 	}
-	points := make([]point, 0, len(a.series))
-	for i := range a.series {
-		if s := &a.series[i]; len(s.samples) > 0 {
-			points = append(points, point{labels: &s.labels, value: s.samples[0].v})
-		}
-	}
-	snaps := q.build.build(at, points)
+	snaps, unknown := e.finish(true)
 	q.logSkipped()
-	if len(snaps) == 0 {
+	switch {
+	case len(unknown) > 0:
+		return nil, &gpu.SourceError{At: at, Err: q.silent(unknown)}
+	case len(snaps) == 0:
 		return nil, &gpu.SourceError{At: at, Err: q.noSeries()}
 	}
 	return snaps, nil
 }
 
-// get asks the query API and decodes its answer; an answer that is not a
-// success is an error saying what Prometheus said.
-func (q *querier) get(ctx context.Context, path string, params url.Values) (*answer, error) {
+// silent is the error of an answer without the series of hosts that
+// reported before, nor an up series of their targets: Prometheus is
+// starting, or lost its scrapes of them, and the hosts' GPUs are not lost
+// for that.
+func (q *querier) silent(hosts []string) error {
+	some := strings.Join(hosts[:min(len(hosts), 5)], ", ")
+	if len(hosts) > 5 {
+		some += fmt.Sprintf(" and %d more", len(hosts)-5)
+	}
+	return fmt.Errorf("prometheus at %s answers without the series of %d of the %d hosts it had (%s), and without an up series of their targets: it is starting, or not scraping them; no GPU is judged lost for that",
+		q.opts.URL, len(hosts), len(q.build.hosts), some)
+}
+
+// maxErrorAnswer is how much of an answer that is not a success is read
+// for the error to quote.
+const maxErrorAnswer = 64 << 10
+
+// get asks the query API and decodes its answer as it arrives, handing
+// each series to each (nil: the answer keeps them); an answer that is not
+// a success is an error saying what Prometheus said.
+func (q *querier) get(ctx context.Context, path string, params url.Values, each func(*labelSet, []sample) error) (*answer, error) {
 	ctx, cancel := context.WithTimeout(ctx, q.opts.Timeout)
 	defer cancel()
 	u := q.api.URL(path, nil)
@@ -149,22 +181,26 @@ func (q *querier) get(ctx context.Context, path string, params url.Values) (*ans
 	if err != nil {
 		return nil, err
 	}
-	resp, body, err := q.api.Do(ctx, req)
+	resp, err := q.client.Do(req)
 	if err != nil {
 		return nil, err
 	}
-	if len(body) > maxAnswer {
-		return nil, fmt.Errorf("the answer has %d bytes, more than the %d gpuwatch reads: narrow source.prometheus.selector", len(body), maxAnswer)
-	}
-	a, perr := parseAnswer(body)
-	switch {
-	case resp.StatusCode/100 != 2 || (perr == nil && a.status != "success"):
-		if perr == nil && a.errorMsg != "" {
+	defer resp.Body.Close()
+	if resp.StatusCode/100 != 2 {
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorAnswer))
+		if a, err := parseAnswer(body); err == nil && a.errorMsg != "" {
 			return nil, &v1.Error{Type: v1.ErrorType(a.errorType), Msg: a.errorMsg}
 		}
 		return nil, fmt.Errorf("HTTP %d: %s", resp.StatusCode, clip(strings.TrimSpace(string(body)), 300))
-	case perr != nil:
-		return nil, perr
+	}
+	a, err := decodeAnswer(resp.Body, maxAnswer, q.strs, each)
+	switch {
+	case err != nil:
+		return nil, err
+	case a.status != "success" && a.errorMsg != "":
+		return nil, &v1.Error{Type: v1.ErrorType(a.errorType), Msg: a.errorMsg}
+	case a.status != "success":
+		return nil, fmt.Errorf("HTTP %d: status %q", resp.StatusCode, a.status)
 	}
 	q.warn(a.warnings)
 	return a, nil

@@ -9,7 +9,9 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -89,7 +91,8 @@ func TestRecordedAnswers(t *testing.T) {
 
 // TestQueriesPerEvaluationAreConstant runs evaluations over fleets of 1,
 // 10 and 125 hosts of 8 GPUs: each costs one instant query, and a
-// backfill one range query per series family, whatever the fleet's size.
+// backfill one range query per series family and round of chunkSteps
+// steps, whatever the fleet's size.
 func TestQueriesPerEvaluationAreConstant(t *testing.T) {
 	for _, hosts := range []int{1, 10, 125} {
 		t.Run(fmt.Sprintf("%d hosts", hosts), func(t *testing.T) {
@@ -105,8 +108,9 @@ func TestQueriesPerEvaluationAreConstant(t *testing.T) {
 			if err := src.q.backfill(t.Context(), at0, 10*time.Minute, func(*gpu.Snapshot) { warmed++ }); err != nil {
 				t.Fatal(err)
 			}
-			if got, want := f.count("/api/v1/query_range"), len(SchemaGPUWatch.names()); got != want {
-				t.Errorf("backfill sent %d range queries, want %d (one per series family)", got, want)
+			rounds := (21 + chunkSteps - 1) / chunkSteps // 21 steps
+			if got, want := f.count("/api/v1/query_range"), rounds*len(SchemaGPUWatch.names()); got != want {
+				t.Errorf("backfill sent %d range queries, want %d (one per series family and round of %d steps)", got, want, chunkSteps)
 			}
 			if want := 21 * hosts; warmed != want { // (at0-10m, at0] every 30s
 				t.Errorf("backfill warmed %d snapshots, want %d", warmed, want)
@@ -160,8 +164,9 @@ func TestNextReturnsEveryHostThenWaits(t *testing.T) {
 	}
 }
 
-// TestHostGone: a host whose series vanish gets snapshots without GPUs,
-// so the engine counts its GPUs missing; the others go on.
+// TestHostGone: a host whose series vanish while its exporter is scraped
+// (up is 1) gets snapshots without GPUs, so the engine counts its GPUs
+// missing; the others go on.
 func TestHostGone(t *testing.T) {
 	f := newFakePrometheus(t)
 	f.addAgentGPU("a", 0, time.Unix(0, 0))
@@ -176,17 +181,103 @@ func TestHostGone(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if hostsOf(snaps) != "a,b" || len(snaps[0].Devices) != 1 || len(snaps[1].Devices) != 0 {
+		if hostsOf(snaps) != "a,b" || len(snaps[0].Devices) != 1 || len(snaps[1].Devices) != 0 || snaps[1].Down != "" {
 			t.Errorf("after b's series went: %s", describe(snaps))
 		}
 	}
 	f.remove("host", "a")
 	snaps, err := src.q.SampleFleet(t.Context(), at0.Add(3*time.Minute))
 	if err != nil {
-		t.Fatalf("every host gone: %v, want empty snapshots of a and b (GPUs missing, not the source down)", err)
+		t.Fatalf("every host's GPUs gone, their exporters up: %v, want empty snapshots of a and b (GPUs missing, not the source down)", err)
 	}
 	if hostsOf(snaps) != "a,b" || len(snaps[0].Devices)+len(snaps[1].Devices) != 0 {
 		t.Errorf("every host gone: %s", describe(snaps))
+	}
+}
+
+// TestHostDown: a host whose exporter Prometheus cannot scrape (up is 0)
+// is down, one snapshot saying why, without GPUs; when it is scraped
+// again its GPUs are back, none of them lost.
+func TestHostDown(t *testing.T) {
+	f := newFakePrometheus(t)
+	f.addAgentGPU("a", 0, time.Unix(0, 0))
+	f.addAgentGPU("b", 0, time.Unix(0, 0))
+	f.addAgentGPU("b", 1, time.Unix(0, 0))
+	src := newSource(t, f, Options{})
+	if _, err := src.q.SampleFleet(t.Context(), at0); err != nil {
+		t.Fatal(err)
+	}
+	f.remove("host", "b") // Prometheus marks a failed target's series stale
+	f.setUp("b:9477", 0, false)
+	snaps, err := src.q.SampleFleet(t.Context(), at0.Add(time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if hostsOf(snaps) != "a,b" || len(snaps[0].Devices) != 1 || snaps[0].Down != "" || len(snaps[1].Devices) != 0 ||
+		snaps[1].Down != "Prometheus cannot scrape its exporter at b:9477 (job gpuwatch): up is 0" {
+		t.Errorf("b's exporter down: %s (b down: %q)", describe(snaps), snaps[len(snaps)-1].Down)
+	}
+	f.setUp("b:9477", 1, false)
+	f.addAgentGPU("b", 0, time.Unix(0, 0))
+	f.addAgentGPU("b", 1, time.Unix(0, 0))
+	snaps, err = src.q.SampleFleet(t.Context(), at0.Add(2*time.Minute))
+	if err != nil || len(snaps) != 2 || len(snaps[1].Devices) != 2 || snaps[1].Down != "" || eventsOf(snaps) != "" {
+		t.Errorf("b back: %s, events %q, %v", describe(snaps), eventsOf(snaps), err)
+	}
+}
+
+// TestPrometheusSilent: an answer without the series of hosts that
+// reported, and without their targets' up (Prometheus restarted after its
+// lookback and has not scraped them yet), is the source down, not lost
+// GPUs, and changes nothing the next evaluation compares with; a host
+// Prometheus stays silent about past the grace is down.
+func TestPrometheusSilent(t *testing.T) {
+	f := newFakePrometheus(t)
+	f.addAgentGPU("a", 0, time.Unix(0, 0))
+	f.addAgentGPU("b", 0, time.Unix(0, 0))
+	var xid atomic.Int64
+	f.add(map[string]string{"__name__": "gpuwatch_gpu_xid_errors_total", "host": "a", "gpu": "0", "uuid": "GPU-a-0", "xid": "79",
+		"instance": "a:9477", "job": "gpuwatch"}, func(time.Time) (float64, bool) { return float64(xid.Load()), true })
+	src := newSource(t, f, Options{Interval: 10 * time.Second})
+	if _, err := src.q.SampleFleet(t.Context(), at0); err != nil {
+		t.Fatal(err)
+	}
+	f.mu.Lock()
+	saved := f.series
+	f.series = nil
+	f.mu.Unlock()
+	var se *gpu.SourceError
+	if _, err := src.q.SampleFleet(t.Context(), at0.Add(6*time.Minute)); !errors.As(err, &se) ||
+		!strings.Contains(err.Error(), "without the series of 2 of the 2 hosts it had (a, b)") {
+		t.Fatalf("empty answer: %v, want the source down naming a and b", err)
+	}
+	// a is scraped again, with an XID since; b not yet.
+	f.mu.Lock()
+	f.series = slices.DeleteFunc(slices.Clone(saved), func(s fakeSeries) bool { return s.labels["instance"] == "b:9477" })
+	f.mu.Unlock()
+	xid.Store(1)
+	if _, err := src.q.SampleFleet(t.Context(), at0.Add(6*time.Minute+10*time.Second)); !errors.As(err, &se) ||
+		!strings.Contains(err.Error(), "without the series of 1 of the 2 hosts it had (b)") {
+		t.Fatalf("partial answer: %v, want the source down naming b", err)
+	}
+	f.mu.Lock()
+	f.series = saved
+	f.mu.Unlock()
+	snaps, err := src.q.SampleFleet(t.Context(), at0.Add(6*time.Minute+20*time.Second))
+	if err != nil || hostsOf(snaps) != "a,b" || len(snaps[0].Devices) != 1 || len(snaps[1].Devices) != 1 || eventsOf(snaps) != "xid 79" {
+		t.Fatalf("whole answer again: %s, events %q, %v; want both hosts, and the XID the partial answer held", describe(snaps), eventsOf(snaps), err)
+	}
+	// b's target leaves Prometheus for good: unknown within the grace
+	// (two minutes), down after.
+	f.remove("instance", "b:9477")
+	f.setUp("b:9477", 0, true)
+	at := at0.Add(7 * time.Minute)
+	if _, err := src.q.SampleFleet(t.Context(), at); !errors.As(err, &se) {
+		t.Fatalf("b gone: %v, want the source down within the grace", err)
+	}
+	snaps, err = src.q.SampleFleet(t.Context(), at.Add(minGrace))
+	if err != nil || hostsOf(snaps) != "a,b" || !strings.HasPrefix(snaps[1].Down, "Prometheus has had none of its series") {
+		t.Fatalf("b gone past the grace: %s, %v; want b down", describe(snaps), err)
 	}
 }
 

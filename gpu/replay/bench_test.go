@@ -27,28 +27,36 @@ func BenchmarkReplay(b *testing.B) {
 	}
 	ctx := context.Background()
 	total := 0
+	cpu := cpuTime(b)
 	b.ReportAllocs()
 	b.SetBytes(int64(len(bytes.Join(logs, nil))))
 	for b.Loop() {
 		for i, data := range logs {
-			r, err := NewReader(bytes.NewReader(data), twoGPUTraces[i], Options{})
-			if err != nil {
-				b.Fatal(err)
-			}
-			for {
-				s, err := r.Next(ctx)
-				if err == io.EOF {
-					break
-				}
-				if err != nil {
-					b.Fatal(err)
-				}
-				total += len(s.Devices)
-			}
+			total += readDevices(b, ctx, data, twoGPUTraces[i], Options{})
 		}
 	}
 	if total != rows*b.N {
 		b.Fatalf("got %d rows, want %d", total, rows*b.N)
 	}
-	b.ReportMetric(float64(total)/b.Elapsed().Seconds(), "rows/s")
+	reportRates(b, total, cpu)
+}
+
+// readDevices reads the log in data to its end and returns how many GPU
+// readings its snapshots hold.
+func readDevices(b *testing.B, ctx context.Context, data []byte, name string, opts Options) int {
+	r, err := NewReader(bytes.NewReader(data), name, opts)
+	if err != nil {
+		b.Fatal(err)
+	}
+	n := 0
+	for {
+		s, err := r.Next(ctx)
+		if err == io.EOF {
+			return n
+		}
+		if err != nil {
+			b.Fatal(err)
+		}
+		n += len(s.Devices)
+	}
 }

@@ -41,3 +41,13 @@ func (g *gzipErrors) Read(p []byte) (int, error) {
 	}
 	return n, err
 }
+
+// openText returns the text of a log: decompressed when it is gzip data,
+// and as UTF-8 (see decodeText).
+func openText(r io.Reader, name string) (io.Reader, error) {
+	z, err := maybeGunzip(r, name)
+	if err != nil {
+		return nil, err
+	}
+	return decodeText(z), nil
+}

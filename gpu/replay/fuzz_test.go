@@ -5,13 +5,26 @@ import (
 	"context"
 	"errors"
 	"io"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
-// FuzzReplay feeds arbitrary bytes to the reader: it must never panic, every
-// error must be a *ParseError with a position, and what it returns must keep
-// the Source's promises (time order, devices sorted by index).
+// FuzzReplay feeds arbitrary bytes to the reader, in every format it
+// detects: it must never panic, every error must be a *ParseError with a
+// position, and what it returns must keep the Source's promises (time
+// order, devices sorted by index).
 func FuzzReplay(f *testing.F) {
+	logs, _ := filepath.Glob("testdata/logs/*.*")
+	for _, name := range logs {
+		data, err := os.ReadFile(name)
+		if err != nil || strings.HasSuffix(name, ".md") {
+			continue
+		}
+		f.Add(data[:min(len(data), 3000)], false) // a few samples of each format
+	}
 	f.Add([]byte(header10+
 		"2026/11/29 09:00:00.000, 0, NVIDIA H100 80GB HBM3, GPU-cd613e30-d8f1-6adf-91b7-584a2265b1f5, 36, 0 %, 0 %, 500 MiB, 81559 MiB, 60.81 W\n"+
 		"2026/11/29 09:00:00.004, 1, NVIDIA H100 80GB HBM3, GPU-1e2feb89-414c-343c-1027-c4d1c386bbc4, 36, 0 %, 0 %, 500 MiB, 81559 MiB, 63.47 W\n"), false)
@@ -20,9 +33,15 @@ func FuzzReplay(f *testing.F) {
 	f.Add([]byte("timestamp, index\r\n\r\ntimestamp, index\r\n2026-11-29T09:00:00Z, 1\r\n"), false)
 	f.Add([]byte(""), false)
 	f.Fuzz(func(t *testing.T, data []byte, skipBad bool) {
-		r, err := NewReader(bytes.NewReader(data), "fuzz.csv", Options{SkipBad: skipBad})
+		opts := Options{SkipBad: skipBad}
+		if skipBad {
+			opts.Columns = "timestamp,index,memory.used,utilization.gpu" // read a log without its header, too
+		}
+		r, err := NewReader(bytes.NewReader(data), "fuzz.csv", opts)
 		if err != nil {
-			checkParseError(t, err)
+			if !errors.Is(err, ErrColumns) {
+				checkParseError(t, err)
+			}
 			return
 		}
 		var last int64
@@ -67,4 +86,50 @@ func checkParseError(t *testing.T, err error) {
 	if perr.File != "fuzz.csv" || perr.Line < 1 || perr.Col < 1 || perr.Msg == "" {
 		t.Fatalf("got %q, want a file, a line, a column and a message", err)
 	}
+}
+
+// FuzzColumnName takes arbitrary header labels apart: it must never panic,
+// and a label it reads names a reading of a known name.
+func FuzzColumnName(f *testing.F) {
+	for _, s := range []string{"memory.used [MiB]", "Memory Used (MiB)", "gpu1_util_percent", "metrics-daemon/cuda:0 (gpu:3)/memory_used (MiB)/mean",
+		"vram_used_mb", "GPU %", "a/b/c", "gpu_", "(", "[]", "util_gpu12"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, label string) {
+		n := normalizeName(label)
+		kind, _ := lookupColumn(n)
+		if kind != colIgnore {
+			if _, ok := columnNames[n.key]; !ok {
+				t.Fatalf("normalizeName(%q) = %+v, read as %v, but %q is no column name", label, n, kind, n.key)
+			}
+		}
+		if n.gpu < -1 {
+			t.Fatalf("normalizeName(%q): GPU %d", label, n.gpu)
+		}
+	})
+}
+
+// FuzzDecodeText feeds arbitrary bytes to the text decoder: what comes out
+// is UTF-8 (or the bytes as they were, for text that says no encoding),
+// and UTF-16 with a byte order mark turns into what it encodes.
+func FuzzDecodeText(f *testing.F) {
+	f.Add([]byte("\xff\xfet\x00i\x00m\x00e\x00"))
+	f.Add([]byte("\xfe\xff\x00t\x00i"))
+	f.Add([]byte("\xef\xbb\xbftimestamp"))
+	f.Add([]byte("t\x00i\x00m\x00e\x00"))
+	f.Add([]byte("\xff\xfe\x00\xd8"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		out, err := io.ReadAll(decodeText(bytes.NewReader(data)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if bytes.HasPrefix(data, []byte{0xff, 0xfe}) || bytes.HasPrefix(data, []byte{0xfe, 0xff}) {
+			if !utf8.Valid(out) {
+				t.Fatalf("decoding %q: got %q, not UTF-8", data, out)
+			}
+			if units := (len(data) - 2) / 2; utf8.RuneCount(out) > units+1 {
+				t.Fatalf("decoding %q: got %d runes from %d UTF-16 units", data, utf8.RuneCount(out), units)
+			}
+		}
+	})
 }

@@ -2,195 +2,169 @@ package replay
 
 import (
 	"bytes"
+	"cmp"
+	"errors"
 	"fmt"
+	"slices"
 	"strings"
 )
 
-// colKind says which reading a CSV column holds.
-type colKind uint8
-
-const (
-	colIgnore colKind = iota
-	colTimestamp
-	colIndex
-	colUUID
-	colName
-	colTemp
-	colUtilGPU
-	colUtilMem
-	colMemUsed
-	colMemTotal
-	colMemFree
-	colPower
-	colPowerLimit
-	numKinds
-)
-
-// column is one header column: what it holds, its name (for messages) and,
-// for memory, the bytes in one unit of the header's unit.
+// column is one header column: what it holds, its name (for messages) and
+// how to read its values.
 type column struct {
 	kind  colKind
-	name  string // lower-case name without the unit: "memory.used"
+	name  string // the label without its unit: "memory.used"
 	label string // as written: "memory.used [MiB]"
-	scale uint64
+	scale uint64 // memory: bytes in one unit of the values without a unit
+	// factor turns a reading into gpuwatch's unit: 100 for GPUtil's load
+	// (a fraction), 0.001 for milliwatts; 0 means 1.
+	factor float64
+	gpu    int // the GPU of a per-GPU column (nvitop, "gpu0_util"); -1 for the row's GPU
+	// shadowed says that another column holds the same reading and is
+	// read instead (power.draw over power.draw.average, nvitop's mean over
+	// its max).
+	shadowed bool
 }
 
-// header is the parsed header line of a log.
+// header is the parsed header line of a CSV log.
 type header struct {
 	cols []column
 	raw  []byte // the header line as written, to recognise a reprint cheaply
 	has  [numKinds]bool
+	// gpus are the GPUs of a wide layout, which has a column per GPU and
+	// reading ("gpu0_util, gpu1_util"), in the order of their first column;
+	// nil when a row is one GPU.
+	gpus []int
+	// known counts the columns read; ignored names the others.
+	known   int
+	ignored []string
 }
 
-// columnKind maps an nvidia-smi --query-gpu field name to the reading it
-// holds. Several names can fill one reading; the lower rank wins when a
-// header has more than one of them. Known names that gpuwatch does not use
-// (pci.bus_id) are ignored like unknown ones.
-func columnKind(name string) (kind colKind, rank int) {
-	switch name {
-	case "timestamp":
-		return colTimestamp, 0
-	case "index":
-		return colIndex, 0
-	case "uuid", "gpu_uuid":
-		return colUUID, 0
-	case "name", "gpu_name":
-		return colName, 0
-	case "temperature.gpu":
-		return colTemp, 0
-	case "utilization.gpu":
-		return colUtilGPU, 0
-	case "utilization.memory":
-		return colUtilMem, 0
-	case "memory.used":
-		return colMemUsed, 0
-	case "memory.total":
-		return colMemTotal, 0
-	case "memory.free":
-		return colMemFree, 0
-	case "power.draw":
-		return colPower, 0
-	case "power.draw.instant":
-		return colPower, 1
-	case "power.draw.average":
-		return colPower, 2
-	case "enforced.power.limit":
-		// The enforced limit is the one the GPU obeys (the lowest of all
-		// limiters), so it beats the software power.limit.
-		return colPowerLimit, 0
-	case "power.limit":
-		return colPowerLimit, 1
-	}
-	return colIgnore, 0
-}
+// errNoColumn says that a line is not a header.
+const errNoColumn = "no column of this line is one gpuwatch reads"
 
-// memoryScale returns the bytes in one unit of a memory unit as nvidia-smi
-// writes it.
-func memoryScale(unit []byte) (uint64, bool) {
-	switch string(unit) {
-	case "MiB":
-		return 1 << 20, true
-	case "GiB":
-		return 1 << 30, true
-	case "KiB":
-		return 1 << 10, true
-	case "B":
-		return 1, true
-	case "TiB":
-		return 1 << 40, true
-	}
-	return 0, false
-}
-
-// splitLabel splits a header label such as "memory.used [MiB]" into its name
-// and unit ("memory.used", "MiB").
-func splitLabel(label []byte) (name, unit []byte) {
-	i := bytes.LastIndexByte(label, '[')
-	if i < 0 || label[len(label)-1] != ']' {
-		return label, nil
-	}
-	return trimSpace(label[:i]), trimSpace(label[i+1 : len(label)-1])
-}
-
-// parseHeader parses the header line nvidia-smi --format=csv writes. Columns
-// may come in any order and any subset, but the log needs a timestamp and a
-// way to tell GPUs apart (index or uuid).
+// parseHeader parses a CSV header line: nvidia-smi's (--format=csv) or a
+// script's. Columns may come in any order and any subset; unknown columns
+// are ignored. A line with no column gpuwatch reads is not a header.
 func parseHeader(line []byte) (header, *fieldError) {
 	h := header{raw: bytes.Clone(line)}
-	ranks := [numKinds]int{}
-	at := [numKinds]int{} // column position + 1 of the chosen column of each kind
+	type choice struct{ at, rank, agg int }
+	chosen := map[[2]int]choice{} // by kind and GPU
 	seen := make(map[string]int)
 	pos := 0
 	for n := 0; ; n++ {
 		field, next := nextField(line, pos)
 		start := pos + leadingSpace(field)
-		label := trimSpace(field)
-		name, unit := splitLabel(label)
-		lname := strings.ToLower(string(name))
-		col := column{name: lname, label: string(label)}
-		kind, rank := columnKind(lname)
+		label := string(trimSpace(unquote(field)))
+		name, unit := cutUnit(label)
+		cn := normalizeName(label)
+		kind, rank := lookupColumn(cn)
+		col := column{kind: kind, name: strings.ToLower(name), label: label, gpu: cn.gpu}
 		if kind != colIgnore {
-			if first, dup := seen[lname]; dup {
+			if first, dup := seen[label]; dup {
 				return header{}, &fieldError{start + 1, fmt.Sprintf(
 					"column %q appears twice (columns %d and %d); query each field once in nvidia-smi --query-gpu",
-					lname, first, n+1)}
+					label, first, n+1)}
 			}
-			seen[lname] = n + 1
-		}
-		if kind >= colMemUsed && kind <= colMemFree {
-			col.scale = 1 << 20
-			if len(unit) > 0 {
-				s, ok := memoryScale(unit)
-				if !ok {
-					return header{}, &fieldError{start + 1, fmt.Sprintf(
-						"column %q has unknown memory unit %q; want MiB (as nvidia-smi writes it), KiB, GiB or B",
-						label, unit)}
-				}
-				col.scale = s
+			seen[label] = n + 1
+			if ferr := col.setUnit(cn, unit, start+1); ferr != nil {
+				return header{}, ferr
 			}
-		}
-		if kind != colIgnore {
-			if prev := at[kind]; prev == 0 || rank < ranks[kind] {
-				if prev != 0 {
-					h.cols[prev-1].kind = colIgnore
+			k := [2]int{int(kind), cn.gpu}
+			if prev, ok := chosen[k]; !ok || rank < prev.rank || rank == prev.rank && cn.agg < prev.agg {
+				if ok {
+					h.cols[prev.at].kind, h.cols[prev.at].shadowed = colIgnore, true
 				}
-				at[kind], ranks[kind] = n+1, rank
-				h.has[kind] = true
+				chosen[k] = choice{n, rank, cn.agg}
 			} else {
-				kind = colIgnore
+				col.kind, col.shadowed = colIgnore, true
 			}
 		}
-		col.kind = kind
 		h.cols = append(h.cols, col)
 		if next < 0 {
 			break
 		}
 		pos = next
 	}
-	if !h.has[colTimestamp] {
-		msg := `header has no "timestamp" column; add timestamp to the nvidia-smi --query-gpu list`
-		if isTimestamp(trimSpace(firstField(line))) {
-			msg = "first line is a data row, not a header; the log was written with --format=csv,noheader: " +
-				"add the header line, or log again with --format=csv"
+	for i := range h.cols {
+		c := &h.cols[i]
+		if c.kind == colIgnore {
+			if c.label != "" && !c.shadowed {
+				h.ignored = append(h.ignored, c.label)
+			}
+			continue
 		}
-		return header{}, &fieldError{1, msg}
+		h.known++
+		h.has[c.kind] = true
+		if c.gpu >= 0 && !slices.Contains(h.gpus, c.gpu) {
+			h.gpus = append(h.gpus, c.gpu)
+		}
 	}
-	if !h.has[colIndex] && !h.has[colUUID] {
-		return header{}, &fieldError{1,
-			`header has neither "index" nor "uuid", so GPUs cannot be told apart; add index (or uuid) to the nvidia-smi --query-gpu list`}
+	if h.known == 0 {
+		return header{}, &fieldError{1, errNoColumn}
 	}
 	return h, nil
 }
 
+// setUnit sets how the column's values are read from the unit its label
+// names (the brackets or the name's suffix). Memory without a unit is in
+// MiB, as nvidia-smi writes it.
+func (c *column) setUnit(cn columnName, written string, col int) *fieldError {
+	unit := cn.unit
+	switch {
+	case c.kind.isMemory():
+		c.scale = 1 << 20
+		if unit != "" {
+			s, ok := memoryScale([]byte(unit))
+			if !ok {
+				return &fieldError{col, fmt.Sprintf(
+					"column %q has unknown memory unit %q; want MiB (as nvidia-smi writes it), KiB, GiB or B",
+					c.label, cmp.Or(written, unit))}
+			}
+			c.scale = s
+		}
+	case c.kind == colPower && (unit == "mW" || unit == "milliwatts"):
+		c.factor = 0.001
+	case c.kind == colUtilGPU && cn.key == "load":
+		c.factor = 100 // GPUtil's load is a fraction
+	}
+	return nil
+}
+
+// unquote drops the double quotes around a CSV field ("memory.used"), as
+// Python's csv module and spreadsheets may write them.
+func unquote(b []byte) []byte {
+	t := trimSpace(b)
+	if len(t) >= 2 && t[0] == '"' && t[len(t)-1] == '"' {
+		return t[1 : len(t)-1]
+	}
+	return b
+}
+
 // sameColumns reports whether two headers describe the same columns.
 func (h *header) sameColumns(o *header) bool {
-	if len(h.cols) != len(o.cols) {
-		return false
+	return slices.Equal(h.cols, o.cols)
+}
+
+// ErrColumns is the error of Options.Columns that name no column gpuwatch
+// reads.
+var ErrColumns = errors.New("none of these is a column gpuwatch reads")
+
+// CheckColumns returns an error wrapping ErrColumns when names, the value
+// of Options.Columns, names no column gpuwatch reads.
+func CheckColumns(names string) error {
+	_, err := headerFromColumns(names)
+	return err
+}
+
+// headerFromColumns makes the header of a log without one
+// (--format=csv,noheader) from the names given on the command line:
+// "timestamp,index,memory.used,memory.total".
+func headerFromColumns(names string) (header, error) {
+	h, ferr := parseHeader([]byte(names))
+	if ferr != nil {
+		return header{}, fmt.Errorf("%q: %w; name the --query-gpu fields, as in timestamp,index,memory.used,memory.total", names, ErrColumns)
 	}
-	for i := range h.cols {
-		if h.cols[i] != o.cols[i] {
-			return false
-		}
-	}
-	return true
+	h.raw = nil
+	return h, nil
 }

@@ -1,23 +1,40 @@
-// Package replay reads nvidia-smi CSV logs, the kind users already collect
-// with
+// Package replay reads the GPU logs people keep and plays them back as a
+// gpu.Source, at the log's own times, so that rules can be evaluated over a
+// day of data in a fraction of a second. It reads:
 //
-//	nvidia-smi --query-gpu=timestamp,index,name,uuid,memory.used,memory.total,... --format=csv -l 5
+//   - nvidia-smi --query-gpu=... --format=csv, with or without units, with
+//     or without its header (the columns are then given), with or without
+//     the index, uuid and timestamp columns, its header printed again and
+//     again by a loop, and the time on a line of its own (`date`) above
+//     each sample when the rows have none;
+//   - scripts' own CSVs (pynvml, GPUtil, nvitop, gpustat), whatever they
+//     call their columns (gpu_util, vram_used_mb, "Memory Used (MiB)"),
+//     one GPU a row or one column per GPU and reading;
+//   - nvidia-smi's default table, printed again and again (watch, a loop,
+//     cron), of every driver generation from the old 80-column table to
+//     today's wider one with its MIG column, processes included;
+//   - nvidia-smi dmon, with or without its date and time columns;
+//   - gpustat's text, its host line and process lists included.
 //
-// and plays them back as a gpu.Source, at the log's own times, so that rules
-// can be evaluated over a day of data in a fraction of a second.
+// Whatever wrote the text: gzip-compressed or not, CRLF line ends, UTF-8
+// with a byte order mark, or UTF-16 (PowerShell). The format is detected
+// from the first lines (detect.go), never from the file's name.
 //
-// Columns may come in any order and any subset, with or without units in the
-// values (--format=csv,nounits), but the log needs a timestamp column and an
-// index or uuid column. Readings nvidia-smi reports as "[N/A]",
-// "[Not Supported]" and the like are NaN (memory: unknown).
+// Readings a log does not have, or reports as "[N/A]", "[Not Supported]",
+// "N/A", "-" and the like, are NaN (memory: unknown): they stay missing,
+// never zero.
 //
 // # Grouping rows into snapshots
 //
-// nvidia-smi writes one row per GPU per sample, the GPUs of one sample a few
-// milliseconds apart. The reader groups consecutive rows into one snapshot
-// and starts a new snapshot at a row whose GPU is already in the current
-// group, or whose time is more than one second (the grouping slack) after
-// the group's first row. A snapshot's time is its first row's time.
+// A format that knows its samples (a table, a block under a date line)
+// makes each one a snapshot. Otherwise, as nvidia-smi writes one row per
+// GPU per sample, the GPUs of one sample a few milliseconds apart, the
+// reader groups consecutive rows into one snapshot and starts a new
+// snapshot at a row whose GPU is already in the current group, or whose
+// time is more than one second (the grouping slack) after the group's first
+// row. Rows that do not say which GPU they are about (no index, no UUID)
+// are GPUs 0, 1, … in row order among rows less than SameSample apart. A
+// snapshot's time is its first row's time.
 //
 // Rows must be in time order: a row more than the slack before the group's
 // first row, or a row that starts a snapshot earlier than the previous
@@ -25,16 +42,17 @@
 package replay
 
 import (
-	"bufio"
-	"bytes"
 	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"os"
+	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/gpuwatch/gpuwatch/gpu"
@@ -43,70 +61,75 @@ import (
 // Slack is how far apart in time the rows of one sample may be.
 const Slack = time.Second
 
-const (
-	maxLine       = 1 << 20 // longest line read; an nvidia-smi row is ~200 bytes
-	maxInterned   = 4096    // distinct names and UUIDs kept; more means garbage input
-	logFirstSkips = 5       // bad rows logged one by one under SkipBad
-	numRecent     = 8       // names and UUIDs tried before the intern map
-)
+// SameSample is how close in time consecutive rows that do not name their
+// GPU must be to be GPUs of one sample: nvidia-smi queries the GPUs of a
+// sample one after the other, milliseconds apart.
+const SameSample = 250 * time.Millisecond
+
+const logFirstSkips = 5 // bad rows logged one by one under SkipBad
 
 var errClosed = errors.New("replay: reader is closed")
+
+var nanValue = math.NaN()
+
+const maxUint64 = math.MaxUint64
 
 var _ gpu.Source = (*Reader)(nil)
 
 // Options configures a Reader.
 type Options struct {
-	// Host is the Snapshot.Host of every snapshot.
+	// Host is the Snapshot.Host of every snapshot. Empty: the host the log
+	// names (gpustat's first line), or else the file's name without its
+	// extensions (HostFromPath), as a log is usually named after its host.
 	Host string
-	// Location is the time zone of the log's timestamps, which nvidia-smi
-	// writes as local wall-clock time without a zone; nil means UTC.
-	// RFC 3339 timestamps carry their own zone and ignore it.
+	// Location is the time zone of the log's timestamps that carry none,
+	// as nvidia-smi writes local wall-clock time; nil means UTC.
+	// Timestamps with a zone (RFC 3339, epoch seconds) ignore it.
 	Location *time.Location
+	// Columns names the columns of a CSV log written without its header
+	// (--format=csv,noheader), as --query-gpu lists them:
+	// "timestamp,index,memory.used,memory.total". A log with a header
+	// ignores it.
+	Columns string
+	// MemoryTotal is the memory of each GPU in bytes, for logs that record
+	// memory.used but not memory.total; 0 takes it from the GPU's name
+	// where gpuwatch knows it (KnownMemory).
+	MemoryTotal uint64
 	// SkipBad skips malformed rows instead of failing on them; Skipped
 	// counts them and the first few are logged.
 	SkipBad bool
-	// Logger receives warnings about skipped rows; nil discards them.
+	// Logger receives warnings about skipped rows and notes about the log;
+	// nil discards them.
 	Logger *slog.Logger
-	// Warnings, when set, receives the warnings about skipped rows instead
-	// of Logger, as plain lines ("warning: FILE:LINE:COL: …; row
-	// skipped"), for commands that print their warnings for people.
+	// Warnings, when set, receives the warnings about skipped rows and the
+	// notes about the log (columns not read, memory totals taken from GPU
+	// names) instead of Logger, as plain lines ("warning: FILE:LINE:COL:
+	// …; row skipped", "note: …"), for commands that print them for people.
 	Warnings io.Writer
 }
 
-// Reader reads snapshots from an nvidia-smi CSV log. It implements
-// gpu.Source. A Reader is used by one goroutine.
+// Reader reads snapshots from a GPU log. It implements gpu.Source. A Reader
+// is used by one goroutine.
 type Reader struct {
-	name   string
-	opts   Options
+	in     *input
+	f      format
+	kind   string // the format's name, for people
+	host   string
 	log    *slog.Logger
-	br     *bufio.Reader
 	closer io.Closer
 	closed bool
 	eof    bool
-	ioErr  error
 
-	hdr  header
-	tp   timeParser
-	line int    // number of the last line read
-	long []byte // holds lines longer than the bufio buffer
-
-	strs        map[string]string // interned names and UUIDs
-	recentUUIDs [numRecent]string
-	recentNames [numRecent]string
-	uuidIndex   map[string]int // GPU index by UUID, for logs without an index column
-
-	// The row just parsed, and where.
-	row      gpu.Device
-	rowNS    int64 // Unix nanoseconds
-	rowLine  int
-	rowTSCol int
-	pending  bool // row starts the next snapshot and is not in a group yet
+	rw      row  // the row just parsed
+	pending bool // rw starts the next snapshot and is not in a group yet
+	prevNS  int64
 
 	// The snapshot being gathered.
-	group     []gpu.Device
-	groupNS   int64
-	groupLine int
-	lastCap   int
+	group       []gpu.Device
+	groupNS     int64
+	groupLine   int
+	groupSample int
+	lastCap     int
 
 	// The previous snapshot.
 	lastNS   int64
@@ -115,11 +138,20 @@ type Reader struct {
 
 	skipped   int
 	skipLines []int
+
+	totals map[string]uint64 // GPU memory by name, for logs without memory.total; 0 when unknown
 }
 
-// NewReader returns a Reader of the log in r, whose header it reads and
-// checks. name names the log in errors, as in "gpu.csv:12:5: ...".
+// NewReader returns a Reader of the log in r, whose first lines it reads to
+// tell its format. name names the log in errors, as in "gpu.csv:12:5: ...",
+// and is the host's name by default (see Options.Host).
 func NewReader(r io.Reader, name string, opts Options) (*Reader, error) {
+	return newReader(r, name, opts, nil)
+}
+
+// newReader is NewReader for a log that reopen can open again (nil for a
+// stream).
+func newReader(r io.Reader, name string, opts Options, reopen func() (io.ReadCloser, time.Time, error)) (*Reader, error) {
 	if name == "" {
 		name = "-"
 	}
@@ -131,59 +163,79 @@ func NewReader(r io.Reader, name string, opts Options) (*Reader, error) {
 	if loc == nil {
 		loc = time.UTC
 	}
-	rd := &Reader{
-		name:      name,
-		opts:      opts,
-		log:       log,
-		br:        bufio.NewReaderSize(r, 64<<10),
-		tp:        timeParser{loc: loc},
-		strs:      make(map[string]string),
-		uuidIndex: make(map[string]int),
+	text, err := openText(r, name)
+	if err != nil {
+		return nil, err
 	}
-	for {
-		line, err := rd.readLine()
-		if err == io.EOF {
-			return nil, &ParseError{name, max(rd.line, 1), 1,
-				"the log is empty; want an nvidia-smi CSV log starting with its header line, " +
-					"as nvidia-smi --query-gpu=timestamp,index,name,uuid,memory.used,memory.total --format=csv writes it"}
-		}
-		if err != nil {
-			return nil, err
-		}
-		if rd.line == 1 {
-			line = bytes.TrimPrefix(line, []byte("\xef\xbb\xbf")) // a byte order mark from an editor
-		}
-		if len(trimSpace(line)) == 0 {
-			continue
-		}
-		h, ferr := parseHeader(line)
-		if ferr != nil {
-			return nil, rd.errorAt(rd.line, ferr)
-		}
-		rd.hdr = h
-		return rd, nil
+	in := &input{lr: newLineReader(text, name), tp: timeParser{loc: loc}, opts: &opts, reopen: reopen}
+	in.notes = notes{name: name, opts: &opts, log: log}
+	f, kind, err := detect(in)
+	if err != nil {
+		return nil, err
 	}
+	return &Reader{in: in, f: f, kind: kind, log: log}, nil
 }
 
-// Open opens the nvidia-smi CSV log at path, gzip-compressed or not, and
-// reads its header. Close closes the file.
+// Open opens the GPU log at path, gzip-compressed or not, and reads its
+// first lines to tell its format. Close closes the file.
 func Open(path string, opts Options) (*Reader, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, fmt.Errorf("open nvidia-smi log: %w", err)
+		return nil, fmt.Errorf("open GPU log: %w", err)
 	}
-	in, err := maybeGunzip(f, path)
-	if err != nil {
-		f.Close()
-		return nil, err
+	reopen := func() (io.ReadCloser, time.Time, error) {
+		f, err := os.Open(path)
+		if err != nil {
+			return nil, time.Time{}, err
+		}
+		st, err := f.Stat()
+		if err != nil {
+			f.Close()
+			return nil, time.Time{}, err
+		}
+		return f, st.ModTime(), nil
 	}
-	r, err := NewReader(in, path, opts)
+	r, err := newReader(f, path, opts, reopen)
 	if err != nil {
 		f.Close()
 		return nil, err
 	}
 	r.closer = f
 	return r, nil
+}
+
+// HostFromPath is the host a log is about when nothing else says: its file
+// name without directories and the extensions of logs ("logs/node8.csv.gz"
+// is node8; "node1.example.com.log" is node1.example.com).
+func HostFromPath(path string) string {
+	base := filepath.Base(path)
+	if base == "-" || base == "." || base == string(filepath.Separator) {
+		return ""
+	}
+	for {
+		switch ext := filepath.Ext(base); strings.ToLower(ext) {
+		case ".csv", ".log", ".txt", ".tsv", ".out", ".gz", ".bz2", ".xz", ".zst":
+			if ext == base {
+				return base
+			}
+			base = strings.TrimSuffix(base, ext)
+		default:
+			return base
+		}
+	}
+}
+
+// Format names the log's format as detected, for people: "nvidia-smi CSV",
+// "nvidia-smi table", "nvidia-smi dmon", "gpustat".
+func (r *Reader) Format() string { return r.kind }
+
+// Host is the host of the snapshots: Options.Host, or the host the log
+// names, or its file's name. It is known once the first snapshot is read.
+func (r *Reader) Host() string {
+	if r.host == "" {
+		r.host = cmp.Or(r.in.opts.Host, r.in.host, HostFromPath(r.in.lr.name))
+	}
+	return r.host
 }
 
 // Close closes the file opened by Open; after it, Next fails.
@@ -213,7 +265,7 @@ func (r *Reader) Next(ctx context.Context) (*gpu.Snapshot, error) {
 	}
 	for {
 		if !r.pending {
-			err := r.nextRow()
+			err := r.f.next(&r.rw)
 			if err == io.EOF {
 				if len(r.group) > 0 {
 					return r.emit(), nil
@@ -222,34 +274,68 @@ func (r *Reader) Next(ctx context.Context) (*gpu.Snapshot, error) {
 				return nil, io.EOF
 			}
 			if err != nil {
-				if perr, ok := errors.AsType[*ParseError](err); ok && r.opts.SkipBad {
+				if perr, ok := errors.AsType[*ParseError](err); ok && r.in.opts.SkipBad {
 					r.skip(perr)
 					continue
 				}
 				return nil, err
 			}
+			r.complete(&r.rw)
 		}
 		r.pending = false
 		next, perr := r.place()
 		if perr != nil {
-			if r.opts.SkipBad {
+			if r.in.opts.SkipBad {
 				r.skip(perr)
 				continue
 			}
 			return nil, perr
 		}
-		switch {
-		case next:
+		if next {
 			r.pending = true
 			return r.emit(), nil
-		case len(r.group) == 0:
-			r.group = make([]gpu.Device, 0, max(r.lastCap, 1))
-			r.group = append(r.group, r.row)
-			r.groupNS, r.groupLine = r.rowNS, r.rowLine
-		default:
-			r.group = append(r.group, r.row)
 		}
+		if len(r.group) == 0 {
+			r.group = make([]gpu.Device, 0, max(r.lastCap, 1))
+			r.groupNS, r.groupLine, r.groupSample = r.rw.ns, r.rw.line, r.rw.sample
+		}
+		if r.rw.ordinal {
+			r.rw.dev.Index = len(r.group)
+		}
+		r.group = append(r.group, r.rw.dev)
+		r.prevNS = r.rw.ns
 	}
+}
+
+// complete fills in what a row's log left out and gpuwatch knows otherwise:
+// the memory total of a GPU whose log records only the memory used.
+func (r *Reader) complete(rw *row) {
+	if !rw.usedOnly {
+		return
+	}
+	d := &rw.dev
+	if r.in.opts.MemoryTotal > 0 {
+		d.MemTotal = r.in.opts.MemoryTotal
+		return
+	}
+	total, seen := r.totals[d.Name]
+	if !seen {
+		var known bool
+		total, known = KnownMemory(d.Name)
+		switch {
+		case known:
+			r.in.notes.add("memory.total is not in the log: taking %s for %s from its name (give --memory-total to say otherwise)",
+				formatGiB(total), d.Name)
+		default:
+			r.in.notes.add("memory.total is not in the log: memory.used_percent and memory.free are unknown; " +
+				"give the GPUs' memory with --memory-total (as in --memory-total 80GiB), or log memory.total")
+		}
+		if r.totals == nil {
+			r.totals = make(map[string]uint64)
+		}
+		r.totals[d.Name] = total
+	}
+	d.MemTotal = total
 }
 
 // place decides whether the row just read starts the next snapshot or joins
@@ -257,17 +343,25 @@ func (r *Reader) Next(ctx context.Context) (*gpu.Snapshot, error) {
 // to go back in time: more than the slack before the group's first row, or,
 // when it starts a snapshot, before the previous one.
 func (r *Reader) place() (next bool, _ *ParseError) {
+	rw := &r.rw
 	if len(r.group) == 0 {
-		if r.haveLast && r.rowNS < r.lastNS {
+		if r.haveLast && rw.ns < r.lastNS {
 			return false, r.backwards(r.lastNS, r.lastLine)
 		}
 		return false, nil
 	}
-	if r.rowNS < r.groupNS-int64(Slack) {
+	if rw.ns < r.groupNS-int64(Slack) {
 		return false, r.backwards(r.groupNS, r.groupLine)
 	}
-	next = r.rowNS-r.groupNS > int64(Slack) || r.inGroup(r.row.Index)
-	if next && r.rowNS < r.groupNS {
+	switch {
+	case rw.sample > 0:
+		next = rw.sample != r.groupSample || !rw.ordinal && r.inGroup(rw.dev.Index)
+	case rw.ordinal:
+		next = rw.ns-r.prevNS > int64(SameSample) || rw.ns-r.groupNS > int64(Slack)
+	default:
+		next = rw.ns-r.groupNS > int64(Slack) || r.inGroup(rw.dev.Index)
+	}
+	if next && rw.ns < r.groupNS {
 		return false, r.backwards(r.groupNS, r.groupLine)
 	}
 	return next, nil
@@ -285,14 +379,14 @@ func (r *Reader) inGroup(i int) bool {
 
 // backwards is the error for a row earlier than the row at line refLine.
 func (r *Reader) backwards(ref int64, refLine int) *ParseError {
-	return &ParseError{r.name, r.rowLine, r.rowTSCol, fmt.Sprintf(
+	return &ParseError{r.in.lr.name, r.rw.line, max(r.rw.col, 1), fmt.Sprintf(
 		"timestamp %s goes back %s from %s at line %d; rows must be in time order (concatenate logs oldest first)",
-		r.time(r.rowNS).Format(timeLayout), time.Duration(ref-r.rowNS), r.time(ref).Format(timeLayout), refLine)}
+		r.time(r.rw.ns).Format(timeLayout), time.Duration(ref-r.rw.ns), r.time(ref).Format(timeLayout), refLine)}
 }
 
 // time turns Unix nanoseconds into a time in the log's location.
 func (r *Reader) time(ns int64) time.Time {
-	return time.Unix(0, ns).In(r.tp.loc)
+	return time.Unix(0, ns).In(r.in.tp.loc)
 }
 
 // emit hands the gathered group out as a snapshot. The Devices slice is the
@@ -308,7 +402,7 @@ func (r *Reader) emit() *gpu.Snapshot {
 	r.group = nil
 	r.lastCap = len(devs)
 	r.lastNS, r.lastLine, r.haveLast = r.groupNS, r.groupLine, true
-	return &gpu.Snapshot{Time: r.time(r.groupNS), Host: r.opts.Host, Devices: devs}
+	return &gpu.Snapshot{Time: r.time(r.groupNS), Host: r.Host(), Devices: devs}
 }
 
 // skip counts a bad row and logs the first few.
@@ -316,8 +410,8 @@ func (r *Reader) skip(err *ParseError) {
 	r.skipped++
 	if len(r.skipLines) < logFirstSkips {
 		r.skipLines = append(r.skipLines, err.Line)
-		if r.opts.Warnings != nil {
-			fmt.Fprintf(r.opts.Warnings, "warning: %v; row skipped\n", err)
+		if w := r.in.opts.Warnings; w != nil {
+			fmt.Fprintf(w, "warning: %v; row skipped\n", err)
 			return
 		}
 		r.log.Warn("replay: skipping bad row", "err", err)
@@ -332,78 +426,11 @@ func (r *Reader) finish() {
 	r.eof = true
 	switch {
 	case r.skipped == 0:
-	case r.opts.Warnings != nil:
+	case r.in.opts.Warnings != nil:
 		if more := r.skipped - len(r.skipLines); more > 0 {
-			fmt.Fprintf(r.opts.Warnings, "warning: %s: %d more malformed rows skipped\n", r.name, more)
+			fmt.Fprintf(r.in.opts.Warnings, "warning: %s: %d more malformed rows skipped\n", r.in.lr.name, more)
 		}
 	default:
-		r.log.Warn("replay: skipped bad rows", "file", r.name, "rows", r.skipped, "first_lines", r.skipLines)
+		r.log.Warn("replay: skipped bad rows", "file", r.in.lr.name, "rows", r.skipped, "first_lines", r.skipLines)
 	}
-}
-
-// nextRow reads lines until it has parsed a row into r.row, skipping blank
-// lines and reprinted headers. It returns io.EOF at the end of the log.
-func (r *Reader) nextRow() error {
-	for {
-		line, err := r.readLine()
-		if err != nil {
-			return err
-		}
-		if len(trimSpace(line)) == 0 || bytes.Equal(line, r.hdr.raw) {
-			continue
-		}
-		ferr := r.parseRow(line)
-		if ferr == nil {
-			r.rowLine = r.line
-			return nil
-		}
-		// nvidia-smi -l reprints its header now and then, and logs of
-		// different queries may have been concatenated: a header line
-		// replaces the current one.
-		if h, herr := parseHeader(line); herr == nil {
-			if !h.sameColumns(&r.hdr) {
-				r.hdr = h
-			}
-			continue
-		}
-		return r.errorAt(r.line, ferr)
-	}
-}
-
-// readLine returns the next line without its line ending, or io.EOF at the
-// end. The line is valid until the next call.
-func (r *Reader) readLine() ([]byte, error) {
-	if r.ioErr != nil {
-		return nil, r.ioErr
-	}
-	line, err := r.br.ReadSlice('\n')
-	if err == bufio.ErrBufferFull {
-		r.long = append(r.long[:0], line...)
-		for err == bufio.ErrBufferFull {
-			line, err = r.br.ReadSlice('\n')
-			if len(r.long) <= maxLine {
-				r.long = append(r.long, line...)
-			}
-		}
-		line = r.long
-	}
-	if err != nil && err != io.EOF {
-		r.ioErr = fmt.Errorf("read %s: %w", r.name, err)
-		return nil, r.ioErr
-	}
-	if len(line) == 0 {
-		return nil, io.EOF
-	}
-	r.line++
-	if len(line) > maxLine {
-		return nil, &ParseError{r.name, r.line, 1,
-			"line is longer than 1 MiB; is this an nvidia-smi CSV log (--format=csv)?"}
-	}
-	line = bytes.TrimSuffix(line, []byte{'\n'})
-	return bytes.TrimSuffix(line, []byte{'\r'}), nil
-}
-
-// errorAt makes a *ParseError of a problem on line n.
-func (r *Reader) errorAt(n int, ferr *fieldError) *ParseError {
-	return &ParseError{File: r.name, Line: n, Col: ferr.col, Msg: ferr.msg}
 }

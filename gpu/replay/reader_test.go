@@ -353,7 +353,8 @@ func TestColumns(t *testing.T) {
 				ts + ", 1, " + h100 + ", " + uuid1 + ", 40, 1 %, [N/A], 500 MiB, [N/A], 70 W\n",
 			want: []gpu.Device{
 				{Index: 0, UtilGPU: nan, UtilMem: nan, TempC: nan, PowerW: nan, PowerLimitW: nan},
-				{Index: 1, UUID: uuid1, Name: h100, TempC: 40, UtilGPU: 1, UtilMem: nan, MemUsed: 500 * mib, PowerW: 70, PowerLimitW: nan},
+				// memory.total unknown: the total of an H100 80GB, from its name
+				{Index: 1, UUID: uuid1, Name: h100, TempC: 40, UtilGPU: 1, UtilMem: nan, MemUsed: 500 * mib, MemTotal: 80 << 30, PowerW: 70, PowerLimitW: nan},
 			},
 		},
 		{
@@ -529,8 +530,8 @@ func TestBadRows(t *testing.T) {
 			msg: `memory.total: "-5 MiB" is not a number`,
 		},
 		{
-			name: "memory unit", rows: field(7, "500 MB") + "\n", line: 2, col: col(field(7, "500 MB"), "500 MB"),
-			msg: `memory.used: unit "MB" in "500 MB" is not a memory unit`,
+			name: "memory unit", rows: field(7, "500 MHz") + "\n", line: 2, col: col(field(7, "500 MHz"), "500 MHz"),
+			msg: `memory.used: unit "MHz" in "500 MHz" is not a memory unit`,
 		},
 		{
 			name: "wrong unit", rows: field(5, "71 W") + "\n", line: 2, col: col(field(5, "71 W"), "71 W"),
@@ -602,12 +603,10 @@ func TestHeaderErrors(t *testing.T) {
 	}{
 		{"empty", "", 1, 1, "the log is empty"},
 		{"blank lines only", "\n\n", 2, 1, "the log is empty"},
-		{"no timestamp", "index, uuid, memory.used [MiB]\n", 1, 1, `header has no "timestamp" column; add timestamp to the nvidia-smi --query-gpu list`},
-		{"no index or uuid", "timestamp, name, memory.used [MiB]\n", 1, 1, `header has neither "index" nor "uuid"`},
 		{"noheader log", "2026/11/29 09:00:00.000, 0, 500 MiB\n", 1, 1, "--format=csv,noheader"},
 		{"column twice", "timestamp, index, memory.used [MiB], index\n", 1, 38, `column "index" appears twice (columns 2 and 4)`},
-		{"unknown memory unit", "timestamp, index, memory.used [MB]\n", 1, 19, `column "memory.used [MB]" has unknown memory unit "MB"`},
-		{"a later line", "\n\ntimestamp\n", 3, 1, `header has neither "index" nor "uuid"`},
+		{"unknown memory unit", "timestamp, index, memory.used [MHz]\n", 1, 19, `column "memory.used [MHz]" has unknown memory unit "MHz"`},
+		{"a later line", "\n\nfoo, bar\n", 3, 1, `not a GPU log gpuwatch reads: "foo, bar" is none of`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -1,24 +1,33 @@
 package replay
 
 import (
+	"bytes"
 	"fmt"
 	"math"
 	"strconv"
 )
 
-// isUnknown reports whether v is nvidia-smi's way of saying a reading is not
-// available: "[N/A]", "[Not Supported]", "[Unknown Error]" and the like, or a
-// bare "N/A".
+// isUnknown reports whether v says a reading is not available: nvidia-smi's
+// "[N/A]", "[Not Supported]", "[Unknown Error]" and the like, its table's
+// "N/A" and "ERR!", dmon's "-", and what scripts write for a missing value:
+// nothing, "nan", "None", "null".
 func isUnknown(v []byte) bool {
-	return len(v) >= 2 && v[0] == '[' && v[len(v)-1] == ']' || string(v) == "N/A"
+	if len(v) >= 2 && v[0] == '[' && v[len(v)-1] == ']' {
+		return true
+	}
+	switch string(v) {
+	case "", "N/A", "n/a", "NA", "ERR!", "-", "nan", "NaN", "None", "null":
+		return true
+	}
+	return false
 }
 
-// splitUnit splits a value such as "500 MiB" into its number and its unit.
-// Values written with --format=csv,nounits have no unit.
+// splitUnit splits a value such as "500 MiB" or "71%" into its number and
+// its unit. Values written with --format=csv,nounits have no unit.
 func splitUnit(v []byte) (num, unit []byte) {
 	for i, c := range v {
-		if c == ' ' {
-			return v[:i], trimSpace(v[i+1:])
+		if (c < '0' || c > '9') && c != '.' && (i > 0 || c != '-' && c != '+') {
+			return v[:i], trimSpace(v[i:])
 		}
 	}
 	return v, nil
@@ -110,20 +119,66 @@ func parseFracBytes(b []byte, scale uint64) (uint64, bool) {
 	return uint64(v), true
 }
 
-// reading parses a float column: a number, optionally followed by unit (or
-// by no unit at all, as nounits logs write it). Unknown readings are NaN.
-func reading(c *column, col int, v []byte, unit, example string) (float64, *fieldError) {
+// readingUnits are the units a reading's values may carry, and what one
+// of each is in gpuwatch's unit.
+var readingUnits = [numKinds][]struct {
+	unit   string
+	factor float64
+}{
+	colTemp:       {{"C", 1}, {"°C", 1}, {"degC", 1}},
+	colUtilGPU:    {{"%", 1}},
+	colUtilMem:    {{"%", 1}},
+	colPower:      {{"W", 1}, {"mW", 0.001}},
+	colPowerLimit: {{"W", 1}, {"mW", 0.001}},
+}
+
+// isUnit reports whether u is a unit of some reading or of memory.
+func isUnit(u []byte) bool {
+	for _, units := range readingUnits {
+		for _, x := range units {
+			if x.unit == string(u) {
+				return true
+			}
+		}
+	}
+	_, ok := memoryScale(u)
+	return ok
+}
+
+// examples are values of each reading, for messages.
+var examples = [numKinds]string{
+	colTemp: "36", colUtilGPU: "71 %", colUtilMem: "43 %", colPower: "60.81 W", colPowerLimit: "700.00 W",
+}
+
+// reading parses a float column: a number, optionally followed by its unit
+// (or by no unit at all, as nounits logs write it). Unknown readings are
+// NaN.
+func reading(c *column, col int, v []byte) (float64, *fieldError) {
 	if isUnknown(v) {
 		return math.NaN(), nil
 	}
 	num, u := splitUnit(v)
 	f, ok := parseFloat(num)
-	if !ok {
-		return 0, notNumber(c, col, v, example)
+	if !ok || bytes.IndexByte(u, ' ') >= 0 {
+		return 0, notNumber(c, col, v, examples[c.kind])
 	}
-	if len(u) > 0 && string(u) != unit {
-		return 0, &fieldError{col, fmt.Sprintf("%s: unit %q in %q does not fit the column; want %s, as in %q",
-			c.name, u, v, unit, example)}
+	if len(u) > 0 {
+		units := readingUnits[c.kind]
+		i := 0
+		for i < len(units) && units[i].unit != string(u) {
+			i++
+		}
+		if i == len(units) && !isUnit(u) {
+			return 0, notNumber(c, col, v, examples[c.kind])
+		}
+		if i == len(units) {
+			return 0, &fieldError{col, fmt.Sprintf("%s: unit %q in %q does not fit the column; want %s, as in %q",
+				c.name, u, v, units[0].unit, examples[c.kind])}
+		}
+		return f * units[i].factor, nil
+	}
+	if c.factor != 0 {
+		f *= c.factor
 	}
 	return f, nil
 }
@@ -137,6 +192,9 @@ func memory(c *column, col int, v []byte) (n uint64, known bool, _ *fieldError) 
 	scale := c.scale
 	if len(u) > 0 {
 		s, ok := memoryScale(u)
+		if !ok && (bytes.IndexByte(u, ' ') >= 0 || len(num) == 0) {
+			return 0, false, notNumber(c, col, v, "500 MiB")
+		}
 		if !ok {
 			return 0, false, &fieldError{col, fmt.Sprintf("%s: unit %q in %q is not a memory unit; want MiB, as in %q",
 				c.name, u, v, "500 MiB")}

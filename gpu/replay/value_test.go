@@ -1,7 +1,9 @@
 package replay
 
 import (
+	"math"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 )
@@ -67,8 +69,8 @@ func TestParseBytes(t *testing.T) {
 func TestIsUnknown(t *testing.T) {
 	for in, want := range map[string]bool{
 		"[N/A]": true, "[Not Supported]": true, "N/A": true, "[Unknown Error]": true,
-		"[GPU requires reset]": true, "[]": true,
-		"0": false, "": false, "[": false, "n/a": false, "[N/A": false,
+		"[GPU requires reset]": true, "[]": true, "": true, "n/a": true, "-": true, "ERR!": true, "nan": true, "None": true,
+		"0": false, "[": false, "[N/A": false, "x": false,
 	} {
 		if got := isUnknown([]byte(in)); got != want {
 			t.Errorf("isUnknown(%q): got %v, want %v", in, got, want)
@@ -161,28 +163,95 @@ func FuzzParseFloat(f *testing.F) {
 	})
 }
 
-// FuzzTimestamp checks the hand-written timestamp parser against
-// time.ParseInLocation with nvidia-smi's layout.
+// FuzzTimestamp checks the hand-written timestamp parser against the
+// time package: whatever it reads in a layout with digits only, one of the
+// layouts it stands for reads as the same time; the dates in words must
+// not make it panic, and stay in the years a log may have.
 func FuzzTimestamp(f *testing.F) {
-	for _, s := range []string{"2026/11/29 09:00:00.000", "2026/11/29 09:00:00", "2026/02/30 09:00:00.5", "2026-11-29T09:00:00Z", "x"} {
+	for _, s := range []string{"2026/11/29 09:00:00.000", "2026/11/29 09:00:00", "2026/02/30 09:00:00.5", "2026-11-29T09:00:00Z",
+		"2026-11-29 09:00:00.123456", "2026-11-29T09:00:00+0130", "11-29-2026 09:00:00", "1795942800.25", "1795942800123",
+		"Sun Nov 29 09:00:00 UTC 2026", "Sun 29 Nov 2026 09:00:00 AM CET", "Sun, 29 Nov 2026 09:00:00 +0000", "x"} {
 		f.Add(s)
 	}
 	zone := time.FixedZone("UTC-5", -5*3600)
+	layouts := []string{"2006/01/02 15:04:05.999999999", "2006-01-02 15:04:05.999999999", "2006-01-02T15:04:05.999999999",
+		"01-02-2006 15:04:05.999999999", "01/02/2006 15:04:05.999999999"}
+	var zoned []string
+	for _, l := range layouts {
+		for _, z := range []string{"Z07:00", "Z0700", "Z07"} {
+			zoned = append(zoned, l+z)
+		}
+	}
 	f.Fuzz(func(t *testing.T, s string) {
 		p := timeParser{loc: zone}
 		got, ok := p.parse([]byte(s))
 		if !ok {
 			return
 		}
-		want, err := time.ParseInLocation("2006/01/02 15:04:05.999999999", s, zone)
-		if err != nil {
-			want, err = time.Parse(time.RFC3339Nano, s)
+		if y := time.Unix(0, got).UTC().Year(); y < minYear-1 || y > maxYear+1 {
+			t.Fatalf("parse(%q) = %v, outside the years a log may have", s, time.Unix(0, got).UTC())
 		}
-		if err != nil {
-			t.Fatalf("parse(%q) = %v, but the time package says %v", s, time.Unix(0, got), err)
+		if strings.ContainsAny(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXY") {
+			return // a date in words
 		}
-		if got != want.UnixNano() {
-			t.Fatalf("parse(%q): got %v, want %v", s, time.Unix(0, got).In(zone), want)
+		if sec, err := strconv.ParseFloat(s, 64); err == nil && !strings.ContainsAny(s, "-+ :/") {
+			if want := time.Unix(0, int64(sec*1e9)); math.Abs(float64(got-want.UnixNano())) > 1e3 && math.Abs(float64(got-int64(sec*1e6))) > 1e3 {
+				t.Fatalf("parse(%q) = %v, want epoch %v", s, time.Unix(0, got).UTC(), want.UTC())
+			}
+			return
 		}
+		for _, l := range layouts {
+			if want, err := time.ParseInLocation(l, s, zone); err == nil && want.UnixNano() == got {
+				return
+			}
+		}
+		for _, l := range zoned {
+			if want, err := time.Parse(l, s); err == nil && want.UnixNano() == got {
+				return
+			}
+		}
+		t.Fatalf("parse(%q) = %v, which no layout of the time package reads alike", s, time.Unix(0, got).In(zone))
 	})
+}
+
+func TestTimestampFormats(t *testing.T) {
+	cet := time.FixedZone("CET", 3600)
+	want := time.Date(2026, 11, 29, 9, 0, 0, 0, time.UTC)
+	for _, tt := range []struct {
+		in   string
+		want time.Time
+	}{
+		{"2026/11/29 09:00:00.000", want},
+		{"2026-11-29T09:00:00", want},
+		{"2026-11-29 09:00:00.250000", want.Add(250 * time.Millisecond)},
+		{"2026-11-29T10:00:00+01:00", want},
+		{"2026-11-29T10:00:00+0100", want},
+		{"2026-11-29T09:00:00Z", want},
+		{"2026-11-29T04:00:00.5-05", want.Add(500 * time.Millisecond)},
+		{"11-29-2026 09:00:00", want},
+		{"11/29/2026 09:00:00.5", want.Add(500 * time.Millisecond)},
+		{"1795942800", want},
+		{"1795942800.25", want.Add(250 * time.Millisecond)},
+		{"1795942800250", want.Add(250 * time.Millisecond)},
+		{"Sun Nov 29 09:00:00 2026", want},
+		{"Sun Nov 29 09:00:00 UTC 2026", want},
+		{"Sun 29 Nov 2026 09:00:00 AM GMT", want},
+		{"Sun 29 Nov 2026 09:00:00 PM UTC", want.Add(12 * time.Hour)},
+		{"Sun, 29 Nov 2026 10:00:00 +0100", want},
+		{"Sun Nov 29 10:00:00 CET 2026", want.Add(time.Hour).In(cet).Add(0)}, // another zone's name: the log's zone (UTC here)
+		{"November 29 2026 09:00:00", want},
+	} {
+		p := timeParser{loc: time.UTC}
+		got, ok := p.parse([]byte(tt.in))
+		if !ok || got != tt.want.UnixNano() {
+			t.Errorf("parse(%q): got %v, %v, want %v", tt.in, time.Unix(0, got).UTC(), ok, tt.want.UTC())
+		}
+	}
+	for _, bad := range []string{"Sun Nov 31 09:00:00 2026", "Sun Nov 29 25:00:00 2026", "Nov 29 09:00:00", "13 PM Nov 29 2026 01:00:00",
+		"2026-11-29T09:00:00+25:00", "1795942800.1234567891", "12345", "Sun Nov 29 09:00:00 2026 2027"} {
+		p := timeParser{loc: time.UTC}
+		if _, ok := p.parse([]byte(bad)); ok {
+			t.Errorf("parse(%q) = ok, want not a time", bad)
+		}
+	}
 }

@@ -67,16 +67,44 @@ type Server struct {
 	Addr string // 127.0.0.1:PORT
 	Dir  string // its data directory; its log is Dir/log
 
-	stop func()
+	stop    func()
+	restart func() *Server
 }
 
 // Stop ends the server now, before the test ends: what a crash or an
 // outage looks like to those who talk to it.
 func (s *Server) Stop() { s.stop() }
 
+// Restart starts a stopped server again, on the same address, with the
+// same data: what an operator's restart looks like.
+func (s *Server) Restart() {
+	s.stop()
+	*s = *s.restart()
+}
+
+// PrometheusOptions change how Prometheus runs.
+type PrometheusOptions struct {
+	// Flags are more command-line flags, such as
+	// --query.lookback-delta=10s.
+	Flags []string
+	// Data is the TSDB folder (one made by promtool, say); "" for a new
+	// one.
+	Data string
+	// Files are written beside prometheus.yml, by name: rule files its
+	// rule_files name.
+	Files map[string]string
+}
+
 // Prometheus starts Prometheus with the given prometheus.yml and returns
 // once it is ready.
 func Prometheus(t testing.TB, config string) *Server {
+	t.Helper()
+	return PrometheusWith(t, config, PrometheusOptions{})
+}
+
+// PrometheusWith starts Prometheus with the given prometheus.yml and
+// options, and returns once it is ready.
+func PrometheusWith(t testing.TB, config string, o PrometheusOptions) *Server {
 	t.Helper()
 	bin := Binary(t, "prometheus")
 	dir := t.TempDir()
@@ -84,13 +112,22 @@ func Prometheus(t testing.TB, config string) *Server {
 	if err := os.WriteFile(cfg, []byte(config), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	for name, text := range o.Files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if o.Data == "" {
+		o.Data = filepath.Join(dir, "data")
+	}
 	addr := FreeAddr(t)
-	return start(t, dir, addr, bin,
-		"--config.file="+cfg,
-		"--storage.tsdb.path="+filepath.Join(dir, "data"),
-		"--web.listen-address="+addr,
+	args := append([]string{
+		"--config.file=" + cfg,
+		"--storage.tsdb.path=" + o.Data,
+		"--web.listen-address=" + addr,
 		"--web.enable-lifecycle",
-	)
+	}, o.Flags...)
+	return start(t, dir, addr, bin, args...)
 }
 
 // Alertmanager starts Alertmanager with the given alertmanager.yml, without
@@ -125,7 +162,7 @@ func Alertmanager(t testing.TB, config string, peers ...string) *Server {
 func start(t testing.TB, dir, addr, bin string, args ...string) *Server {
 	t.Helper()
 	logPath := filepath.Join(dir, "log")
-	logFile, err := os.Create(logPath)
+	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -146,7 +183,8 @@ func start(t testing.TB, dir, addr, bin string, args ...string) *Server {
 		})
 	}
 	t.Cleanup(stop)
-	s := &Server{URL: "http://" + addr, Addr: addr, Dir: dir, stop: stop}
+	s := &Server{URL: "http://" + addr, Addr: addr, Dir: dir, stop: stop,
+		restart: func() *Server { return start(t, dir, addr, bin, args...) }}
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		resp, err := http.Get(s.URL + "/-/ready")

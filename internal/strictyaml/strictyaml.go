@@ -18,11 +18,13 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"reflect"
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 	"unicode/utf8"
 
@@ -118,6 +120,9 @@ func (es Errors) Err() error {
 // document stand for far more than is written in it, or for an endless
 // one (see MaxExpandedNodes).
 func Parse(file string, data []byte) (*yaml.Node, error) {
+	if err := checkUTF8(file, data); err != nil {
+		return nil, err
+	}
 	var doc yaml.Node
 	if err := yaml.Unmarshal(data, &doc); err != nil {
 		return nil, syntaxError(file, data, err)
@@ -131,13 +136,89 @@ func Parse(file string, data []byte) (*yaml.Node, error) {
 	return doc.Content[0], nil
 }
 
-// ReadFile reads and parses a YAML file.
+// ReadFile reads (see ReadData) and parses a YAML file.
 func ReadFile(path string) (*yaml.Node, error) {
-	data, err := os.ReadFile(path)
+	data, err := ReadData(path)
 	if err != nil {
 		return nil, err
 	}
 	return Parse(path, data)
+}
+
+// MaxFileSize is the largest config or rule file gpuwatch reads: far more
+// than any real one, far less than what a wrong name (/dev/zero, a log)
+// would make it hold in memory.
+const MaxFileSize = 16 << 20
+
+// ReadData reads a config or rule file: a regular file (or a link to one)
+// of at most MaxFileSize bytes. Anything else is refused, saying what it
+// is, without reading it: a FIFO or a device would block or never end.
+func ReadData(path string) ([]byte, error) {
+	// O_NONBLOCK: a FIFO opens at once instead of waiting for a writer,
+	// and is refused below; on a regular file it changes nothing.
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is not a regular file but %s: name a YAML file", path, fileKind(fi.Mode()))
+	}
+	if fi.Size() > MaxFileSize {
+		return nil, fmt.Errorf("%s has %d bytes, more than the %d MiB a config or rule file may have: is it the right file?", path, fi.Size(), MaxFileSize>>20)
+	}
+	data, err := io.ReadAll(io.LimitReader(f, MaxFileSize+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(data) > MaxFileSize {
+		return nil, fmt.Errorf("%s grew past the %d MiB a config or rule file may have while it was read", path, MaxFileSize>>20)
+	}
+	return data, nil
+}
+
+// fileKind names what a file that is not regular is.
+func fileKind(m os.FileMode) string {
+	switch {
+	case m.IsDir():
+		return "a folder"
+	case m&os.ModeNamedPipe != 0:
+		return "a named pipe (FIFO)"
+	case m&os.ModeSocket != 0:
+		return "a socket"
+	case m&os.ModeCharDevice != 0:
+		return "a character device"
+	case m&os.ModeDevice != 0:
+		return "a device"
+	}
+	return "not a regular file (" + m.Type().String() + ")"
+}
+
+// checkUTF8 finds the first byte of data that is not UTF-8, where yaml.v3
+// only says the file has one, and says where it is. A file that starts
+// with a UTF-16 byte order mark is left to yaml.v3, which reads it.
+func checkUTF8(file string, data []byte) error {
+	if utf8.Valid(data) || len(data) >= 2 && (data[0] == 0xFF && data[1] == 0xFE || data[0] == 0xFE && data[1] == 0xFF) {
+		return nil
+	}
+	line, start := 1, 0
+	for i := 0; i < len(data); {
+		r, size := utf8.DecodeRune(data[i:])
+		if r == utf8.RuneError && size <= 1 {
+			col := utf8.RuneCount(data[start:i]) + 1
+			return &Error{File: file, Pos: Pos{line, col},
+				Msg: fmt.Sprintf("invalid UTF-8 (byte 0x%02x): gpuwatch reads YAML as UTF-8; save the file as UTF-8 (iconv -f LATIN1 -t UTF-8, or your editor's encoding menu)", data[i])}
+		}
+		if r == '\n' {
+			line, start = line+1, i+1
+		}
+		i += size
+	}
+	return nil
 }
 
 // isParserProblem reports whether msg is one of yaml.v3's parser (not

@@ -11,7 +11,7 @@ func TestGates(t *testing.T) {
 	for _, g := range []struct {
 		env  string
 		gate func(testing.TB)
-	}{{FleetEnv, Fleet}, {LongEnv, Long}} {
+	}{{FleetEnv, Fleet}, {LongEnv, Long}, {BrowserEnv, Browser}} {
 		for _, tt := range []struct {
 			value string
 			runs  bool

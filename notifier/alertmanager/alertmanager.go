@@ -135,6 +135,9 @@ type FiringStore interface {
 	All() (map[string][]byte, error)
 	Put(key string, value []byte) error
 	Delete(key string) error
+	// SetAside takes a record that cannot be read out of the way, keeping
+	// its bytes, and says so.
+	SetAside(key string, why error)
 }
 
 // Options are what a Notifier needs besides its config.
@@ -350,7 +353,7 @@ func (n *Notifier) post(ctx context.Context, t *target, body []byte) (retry bool
 		return true, notifier.TransportError(err)
 	}
 	defer resp.Body.Close()
-	retry, err = notifier.CheckResponse(resp)
+	retry, err = notifier.CheckResponse(resp, n.now())
 	io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10)) // lets the connection be reused
 	return retry, err
 }

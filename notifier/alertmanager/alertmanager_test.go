@@ -22,9 +22,10 @@ import (
 
 // memStore is a FiringStore in memory; fail makes every write fail.
 type memStore struct {
-	mu   sync.Mutex
-	kv   map[string][]byte
-	fail bool
+	mu    sync.Mutex
+	kv    map[string][]byte
+	fail  bool
+	aside map[string][]byte // records set aside: what they held
 }
 
 func newMemStore() *memStore { return &memStore{kv: map[string][]byte{}} }
@@ -53,6 +54,16 @@ func (s *memStore) Delete(key string) error {
 	}
 	delete(s.kv, key)
 	return nil
+}
+
+func (s *memStore) SetAside(key string, _ error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.aside == nil {
+		s.aside = map[string][]byte{}
+	}
+	s.aside[key] = s.kv[key]
+	delete(s.kv, key)
 }
 
 func (s *memStore) Keys() []string {
@@ -331,5 +342,18 @@ func TestGeneratorURL(t *testing.T) {
 		if got := n.postable(&notifiertest.Notification(notifier.StatusFiring).Alerts[0]).GeneratorURL; got != c.want {
 			t.Errorf("generator_url %q, default %q: got %q, want %q", c.config, c.option, got, c.want)
 		}
+	}
+}
+
+// TestRetryAfterHTTPDate: a 503 whose Retry-After is an HTTP date five
+// seconds ahead is retried after five seconds.
+func TestRetryAfterHTTPDate(t *testing.T) {
+	srv := notifiertest.NewServer(t, func(int, *notifiertest.Request) notifiertest.Response {
+		return notifiertest.RetryAt(http.StatusServiceUnavailable, 5*time.Second)
+	})
+	_, err := newNotifier(t, Config{URLs: []string{srv.URL}}, Options{}).Notify(context.Background(), firingNow(notifier.StatusFiring, time.Now()))
+	var ra *notifier.RetryAfterError
+	if !errors.As(err, &ra) || ra.After != 5*time.Second {
+		t.Errorf("HTTP 503 with Retry-After a date 5s ahead: got %v, want a retry after 5s", err)
 	}
 }

@@ -3,6 +3,7 @@ package alertmanager
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"maps"
@@ -33,7 +34,7 @@ type firingSet struct {
 }
 
 // loadFiring reads the receiver's firing alerts from the store. Records it
-// cannot read are dropped (and deleted), saying so.
+// cannot read are set aside (they are not re-sent).
 func loadFiring(receiver string, store FiringStore, log *slog.Logger) (*firingSet, error) {
 	s := &firingSet{receiver: receiver, store: store, log: log, alerts: map[string]postableAlert{}, unsaved: map[string][]byte{}}
 	if store == nil {
@@ -51,8 +52,10 @@ func loadFiring(receiver string, store FiringStore, log *slog.Logger) (*firingSe
 		}
 		var p postableAlert
 		if err := json.Unmarshal(raw, &p); err != nil || len(p.Labels) == 0 {
-			log.Warn("dropping an unreadable firing alert record: it is not re-sent", "receiver", receiver, "key", key, "err", err)
-			s.unsaved[key] = nil
+			if err == nil {
+				err = errors.New("it has no labels")
+			}
+			store.SetAside(key, fmt.Errorf("not a firing alert: %w: it is not re-sent", err))
 			continue
 		}
 		s.alerts[alertKey] = p

@@ -218,3 +218,19 @@ func TestResendLogsOnceItWorksAgain(t *testing.T) {
 		}
 	})
 }
+
+// TestUnreadableFiringRecordSetAside: a firing alert record that cannot
+// be read is set aside, its bytes kept, and the others are re-sent.
+func TestUnreadableFiringRecordSetAside(t *testing.T) {
+	srv := notifiertest.NewServer(t, nil)
+	store := newMemStore()
+	store.Put("am/node1/GPUHot/GPU-x", []byte(`{"labels":{"alertname":"GPUHot"}}`))
+	store.Put("am/node1/GPUHot/GPU-y", []byte(`{"labels":`))
+	n := newNotifier(t, Config{URLs: []string{srv.URL}}, Options{Firing: store})
+	if _, ok := n.firing.alerts["node1/GPUHot/GPU-x"]; !ok || len(n.firing.alerts) != 1 {
+		t.Errorf("loaded firing alerts %v, want the readable one", n.firing.alerts)
+	}
+	if got := string(store.aside["am/node1/GPUHot/GPU-y"]); got != `{"labels":` {
+		t.Errorf("set aside %q, want the unreadable record as it was", got)
+	}
+}

@@ -78,10 +78,13 @@ func (n *Notifier) Print(alerts ...notifier.Alert) error {
 
 // Format writes one alert in the console's layout:
 //
-//	2026-11-29 09:41:05  FIRING   GPUMemoryLeak [critical] host gpu0 (NVIDIA H100 80GB HBM3)
+//	2026-11-29 09:41:05 UTC  FIRING   GPUMemoryLeak [critical] host gpu0 (NVIDIA H100 80GB HBM3)
 //	    GPU 0 memory keeps growing: 1.5 GiB/min over the last 30 minutes
-//	    value 1.5 GiB/min · trend +1.5 GiB/min · full in 12m0s (around 09:53)
+//	    value 1.5 GiB/min · full in 12m0s (around 09:53)
 //	    pid 4242 alice  60.1 GiB  python train.py --model llama-7b  (docker:3f2a9c1b7e4d)
+//
+// A resolve says what is true now (its summary), the job that exited if
+// one did, and how long the alert fired.
 func Format(b *strings.Builder, a *notifier.Alert, loc *time.Location) {
 	head := "FIRING  "
 	switch {
@@ -90,7 +93,7 @@ func Format(b *strings.Builder, a *notifier.Alert, loc *time.Location) {
 	case a.Repeat:
 		head = "STILL FIRING"
 	}
-	fmt.Fprintf(b, "%s  %s %s [%s] %s", a.At.In(loc).Format("2006-01-02 15:04:05"), head, a.Name, a.Severity, a.Host)
+	fmt.Fprintf(b, "%s  %s %s [%s] %s", a.At.In(loc).Format(TimeLayout), head, a.Name, a.Severity, a.Host)
 	if a.OnGPU() {
 		fmt.Fprintf(b, " gpu%d", a.GPU)
 	}
@@ -105,20 +108,25 @@ func Format(b *strings.Builder, a *notifier.Alert, loc *time.Location) {
 		if a.Exit != nil {
 			fmt.Fprintf(b, "    %s\n", a.Exit.Text)
 		}
-		line := "resolved after " + a.EndsAt.Sub(a.StartsAt).Round(time.Second).String()
-		if a.Value.Known() {
-			line += " · now " + a.ValueText
-		}
-		fmt.Fprintf(b, "    %s\n", line)
+		fmt.Fprintf(b, "    resolved after %s\n", a.EndsAt.Sub(a.StartsAt).Round(time.Second))
 		return
 	}
-	facts := []string{"value " + a.ValueText}
+	value := "value " + a.ValueText
+	if a.ValueEarlier() {
+		value += fmt.Sprintf(" at %s (now %s)", a.ValueAt.In(loc).Format("15:04:05"), a.NowText)
+	}
+	facts := []string{value}
 	if a.TrendText != "" {
 		facts = append(facts, "trend "+a.TrendText)
 	}
 	if a.TimeToFull.Known() {
 		full := time.Duration(float64(a.TimeToFull) * float64(time.Second))
-		facts = append(facts, fmt.Sprintf("full in %s (around %s)", full.Round(time.Second), a.At.Add(full).In(loc).Format("15:04")))
+		around := a.At.Add(full).In(loc).Format("15:04")
+		if a.ValueIsTimeToFull() && !a.ValueEarlier() {
+			facts[0] += " (full around " + around + ")"
+		} else {
+			facts = append(facts, fmt.Sprintf("full in %s (around %s)", full.Round(time.Second), around))
+		}
 	}
 	if !a.LastReport.IsZero() {
 		facts = append(facts, "no report since "+a.LastReport.In(loc).Format("15:04:05"))
@@ -132,13 +140,18 @@ func Format(b *strings.Builder, a *notifier.Alert, loc *time.Location) {
 			fmt.Fprintf(b, "    … and %d more processes\n", len(a.Processes)-3)
 			break
 		}
-		fmt.Fprintf(b, "    pid %d %s  %s  %s", p.PID, orDash(p.User), formatBytes(p.MemUsed), orDash(p.Command))
-		if p.Container != "" {
+		fmt.Fprintf(b, "    %s %s  %s  %s", orDash(p.Holder()), orDash(p.Owner()), formatBytes(p.MemUsed), orDash(p.Command))
+		if _, _, _, pod := p.Pod(); p.Container != "" && !pod {
 			fmt.Fprintf(b, "  (%s)", p.Container)
 		}
 		b.WriteByte('\n')
 	}
 }
+
+// TimeLayout is how the console writes a time: with its zone, so a line
+// read elsewhere (a log shipped to another machine, a paste in Slack)
+// still says when.
+const TimeLayout = "2006-01-02 15:04:05 MST"
 
 func formatBytes(v uint64) string {
 	return rules.Dimension{Base: rules.Bytes}.Format(float64(v))

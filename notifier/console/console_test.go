@@ -36,12 +36,14 @@ func leak() notifier.Alert {
 func TestNotifyFormats(t *testing.T) {
 	resolved := leak()
 	resolved.Status, resolved.EndsAt, resolved.At = notifier.StatusResolved, at.Add(18*time.Minute+5*time.Second), at.Add(18*time.Minute+5*time.Second)
-	resolved.Value, resolved.ValueText = notifier.Float(math.NaN()), "n/a"
+	resolved.Value, resolved.ValueText = 0, "0 B"
+	resolved.Summary, resolved.FiringSummary = "GPU 0 on node1: memory.used is 0 B now, under 1 GiB", "GPU 0 memory keeps growing"
 	resolved.Exit = &notifier.Exit{At: resolved.At, MemoryPercent: 99.2, OOMLikely: true,
 		Text: "pid 4242 (alice, python train.py) exited with the GPU at 99.2% — a CUDA out-of-memory is likely"}
 	cooled := hot()
 	cooled.Status, cooled.EndsAt, cooled.At = notifier.StatusResolved, at.Add(20*time.Minute), at.Add(20*time.Minute)
 	cooled.Value, cooled.ValueText = 79, "79 C"
+	cooled.Summary, cooled.FiringSummary = "GPU 1 on node1: temperature is 79 C now, under 80 C", "GPU 1 at 88 C on node1"
 	repeat := leak()
 	repeat.Repeat, repeat.TimeToFull = true, notifier.Float(math.NaN())
 	lost := notifier.Alert{At: at, Name: "GPULost", Status: notifier.StatusFiring, Severity: "critical",
@@ -49,38 +51,50 @@ func TestNotifyFormats(t *testing.T) {
 		TimeToFull: notifier.Float(math.NaN()), Trend: notifier.Float(math.NaN()), StartsAt: at,
 		Summary: "GPU 3 on node1 stopped reporting", LastReport: at.Add(-65 * time.Second),
 		Processes: []gpu.Process{{PID: 5150, User: "carol", Command: "python eval.py", MemUsed: 30 << 30}}}
+	band := hot() // fired at 83 C, 86 C a minute before made temperature > 85 true
+	band.ValueAt, band.Value, band.ValueText, band.NowText = at.Add(-time.Minute), 86, "86 C", "83 C"
+	band.Summary = "GPU 1 at 86 C on node1"
+	soon := leak() // the value is the time to full, said once
+	soon.Name, soon.Severity, soon.Summary, soon.Processes = "GPUOutOfMemorySoon", "critical", "GPU 0 will run out of memory in 12m", nil
+	soon.Value, soon.ValueText, soon.ValueExpr, soon.TrendText = 720, "12m0s", "time_to_full(memory.used, 40m)", "+1.31 GiB/min"
 	var buf bytes.Buffer
 	n := New(&buf, nil)
-	retry, err := n.Notify(context.Background(), &notifier.Notification{Alerts: []notifier.Alert{leak(), resolved, cooled, repeat, lost}})
+	retry, err := n.Notify(context.Background(), &notifier.Notification{Alerts: []notifier.Alert{leak(), resolved, cooled, repeat, lost, band, soon}})
 	if err != nil || retry {
 		t.Fatalf("Notify: retry %v err %v", retry, err)
 	}
-	want := `2026-11-29 09:41:05  FIRING   GPUMemoryLeak [warning] node1 gpu0 (NVIDIA H100 80GB HBM3)
+	want := `2026-11-29 09:41:05 UTC  FIRING   GPUMemoryLeak [warning] node1 gpu0 (NVIDIA H100 80GB HBM3)
     GPU 0 memory keeps growing
     value 21.8 MiB/s · trend +1.31 GiB/min · full in 12m0s (around 09:53)
     pid 4242 alice  60 GiB  python train.py  (docker:3f2a9c1b7e4d)
     pid 7 bob  1 GiB  jupyter
     pid 8 -  1 MiB  -
     … and 1 more processes
-2026-11-29 09:59:10  RESOLVED GPUMemoryLeak [warning] node1 gpu0 (NVIDIA H100 80GB HBM3)
-    GPU 0 memory keeps growing
+2026-11-29 09:59:10 UTC  RESOLVED GPUMemoryLeak [warning] node1 gpu0 (NVIDIA H100 80GB HBM3)
+    GPU 0 on node1: memory.used is 0 B now, under 1 GiB
     pid 4242 (alice, python train.py) exited with the GPU at 99.2% — a CUDA out-of-memory is likely
     resolved after 18m5s
-2026-11-29 10:01:05  RESOLVED GPUHot [critical] node1 gpu1 (NVIDIA H100 80GB HBM3)
-    GPU 1 at 88 C on node1
-    resolved after 20m0s · now 79 C
-2026-11-29 09:41:05  STILL FIRING GPUMemoryLeak [warning] node1 gpu0 (NVIDIA H100 80GB HBM3)
+2026-11-29 10:01:05 UTC  RESOLVED GPUHot [critical] node1 gpu1 (NVIDIA H100 80GB HBM3)
+    GPU 1 on node1: temperature is 79 C now, under 80 C
+    resolved after 20m0s
+2026-11-29 09:41:05 UTC  STILL FIRING GPUMemoryLeak [warning] node1 gpu0 (NVIDIA H100 80GB HBM3)
     GPU 0 memory keeps growing
     value 21.8 MiB/s · trend +1.31 GiB/min
     pid 4242 alice  60 GiB  python train.py  (docker:3f2a9c1b7e4d)
     pid 7 bob  1 GiB  jupyter
     pid 8 -  1 MiB  -
     … and 1 more processes
-2026-11-29 09:41:05  FIRING   GPULost [critical] node1 gpu3 (NVIDIA H100 80GB HBM3)
+2026-11-29 09:41:05 UTC  FIRING   GPULost [critical] node1 gpu3 (NVIDIA H100 80GB HBM3)
     GPU 3 on node1 stopped reporting
     value 1m5s · no report since 09:40:00
     last known processes:
     pid 5150 carol  30 GiB  python eval.py
+2026-11-29 09:41:05 UTC  FIRING   GPUHot [critical] node1 gpu1 (NVIDIA H100 80GB HBM3)
+    GPU 1 at 86 C on node1
+    value 86 C at 09:40:05 (now 83 C)
+2026-11-29 09:41:05 UTC  FIRING   GPUOutOfMemorySoon [critical] node1 gpu0 (NVIDIA H100 80GB HBM3)
+    GPU 0 will run out of memory in 12m
+    value 12m0s (full around 09:53) · trend +1.31 GiB/min
 `
 	if got := buf.String(); got != want {
 		t.Errorf("got:\n%s\nwant:\n%s", got, want)

@@ -211,7 +211,8 @@ func Notification(status notifier.Status) *notifier.Notification {
 		a.EndsAt = Start.Add(18 * time.Minute)
 		a.At = a.EndsAt
 		a.TimeToFull = notifier.Float(math.NaN())
-		a.Value, a.ValueText = notifier.Float(math.NaN()), "n/a"
+		a.Value, a.ValueText, a.ValueExpr = 0, "0 B", "memory.used"
+		a.Summary, a.FiringSummary = "GPU 0 on node1: memory.used is 0 B now, under 1 GiB", a.Summary
 		a.Exit = &notifier.Exit{At: a.EndsAt, MemoryPercent: 99.6, OOMLikely: true,
 			Text: "pid 4242 (alice, python train.py --model llama-7b) exited with the GPU at 99.6% — a CUDA out-of-memory is likely"}
 	}
@@ -271,4 +272,12 @@ func (b *Buffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.String()
+}
+
+// RetryAt answers status with a Retry-After that is an HTTP date, wait
+// after the answer's own Date, as a server that counts in dates does.
+func RetryAt(status int, wait time.Duration) Response {
+	now := time.Now().UTC().Truncate(time.Second)
+	return Response{Status: status, Header: map[string]string{
+		"Date": now.Format(http.TimeFormat), "Retry-After": now.Add(wait).Format(http.TimeFormat)}}
 }

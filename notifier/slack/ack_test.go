@@ -28,7 +28,8 @@ func buttonsOf(blocks []map[string]any) []string {
 // TestAcknowledgementSurvivesRedraw is the acknowledgement that vanished:
 // GPU 0's alert is acknowledged in Slack, then GPU 1's alert of the same
 // message resolves and chat.update redraws the message. It must still say
-// who acknowledged GPU 0, without its buttons, and so after GPU 0 resolves.
+// who acknowledged GPU 0, without its Acknowledge button but with its
+// silence buttons, and so after GPU 0 resolves.
 func TestAcknowledgementSurvivesRedraw(t *testing.T) {
 	srv := fakeSlack(t, nil)
 	acks := map[string]string{}
@@ -53,8 +54,8 @@ func TestAcknowledgementSurvivesRedraw(t *testing.T) {
 	if update.Method != "chat.update" {
 		t.Fatalf("got %s, want chat.update", update.Method)
 	}
-	if got := buttonsOf(update.Blocks); len(got) != 0 {
-		t.Errorf("after GPU 1 resolved: got buttons %v, want none (GPU 0 acknowledged, GPU 1 resolved)", got)
+	if got := buttonsOf(update.Blocks); strings.Join(got, ",") != ActionSilence1h+","+ActionSilence24h {
+		t.Errorf("after GPU 1 resolved: got buttons %v, want GPU 0's silence buttons only (GPU 0 acknowledged, GPU 1 resolved)", got)
 	}
 	if all := allText(update.Blocks); strings.Count(all, "👀 Acknowledged by <@U0ADMIN>") != 1 {
 		t.Errorf("after GPU 1 resolved: got\n%s\nwant GPU 0 acknowledged by <@U0ADMIN>", all)

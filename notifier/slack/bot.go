@@ -3,6 +3,7 @@ package slack
 import (
 	"context"
 	"errors"
+	"maps"
 	"strings"
 	"time"
 
@@ -25,7 +26,10 @@ type plan struct {
 	fresh    []notifier.Alert
 	repeats  []*thread
 	resolves []*thread
-	index    map[string]*thread // "R|channel|ts" or "U|channel|ts" → thread
+	// replies are resolves whose message an earlier try updated, and
+	// whose thread reply it may or may not have posted.
+	replies []*thread
+	index   map[string]*thread // "R|channel|ts", "U|…" or "P|…" → thread
 }
 
 func (p *plan) add(kind string, rec *record, a notifier.Alert) {
@@ -34,10 +38,13 @@ func (p *plan) add(kind string, rec *record, a notifier.Alert) {
 	if !ok {
 		t = &thread{rec: rec}
 		p.index[key] = t
-		if kind == "R" {
+		switch kind {
+		case "R":
 			p.repeats = append(p.repeats, t)
-		} else {
+		case "U":
 			p.resolves = append(p.resolves, t)
+		default:
+			p.replies = append(p.replies, t)
 		}
 	}
 	t.alerts = append(t.alerts, a)
@@ -69,6 +76,11 @@ func (n *Notifier) notifyBot(ctx context.Context, m *notifier.Notification) (boo
 			return retry, err
 		}
 	}
+	for _, t := range p.replies {
+		if retry, err := n.finishResolvedReply(ctx, t, now); err != nil {
+			return retry, err
+		}
+	}
 	return false, nil
 }
 
@@ -84,7 +96,11 @@ func (n *Notifier) plan(m *notifier.Notification) *plan {
 		same := entry != nil && entry.StartsAt.Equal(a.StartsAt)
 		switch {
 		case a.Status == notifier.StatusResolved && same && entry.Status == notifier.StatusResolved:
-			// Resolved by an earlier try.
+			// Resolved by an earlier try, which may have stopped before it
+			// knew its thread reply was posted.
+			if at, ok := rec.ReplyPending[a.Key]; ok && at.Equal(a.At) {
+				p.add("P", rec, a)
+			}
 		case a.Status == notifier.StatusResolved && same:
 			p.add("U", rec, a)
 		case a.Status == notifier.StatusResolved:
@@ -171,12 +187,18 @@ func (n *Notifier) resolve(ctx context.Context, t *thread, now time.Time) (bool,
 	if err != nil {
 		return n.fail(ctx, "chat.update", err)
 	}
-	reply := resolvedReply(t.alerts, now)
-	if _, _, err := n.postIn(ctx, rec.Channel, rec.TS, nil, reply); err != nil && !messageGone(err) {
-		return n.fail(ctx, "chat.postMessage (thread reply)", err)
+	// The message says resolved: keep that, and that its reply is on its
+	// way, before posting the reply, so that a retry after a crash looks
+	// for the reply instead of posting it twice.
+	rec.ReplyPending = maps.Clone(rec.ReplyPending)
+	if rec.ReplyPending == nil {
+		rec.ReplyPending = map[string]time.Time{}
+	}
+	for _, a := range t.alerts {
+		rec.ReplyPending[a.Key] = a.At
 	}
 	n.save(rec, keys)
-	return false, nil
+	return n.postResolvedReply(ctx, rec, t.alerts, keys, now)
 }
 
 // post posts a message to the configured channel; see postIn.
@@ -187,7 +209,7 @@ func (n *Notifier) post(ctx context.Context, threadTS string, blocks []goslack.B
 // postIn posts a message with chat.postMessage, in a thread when threadTS
 // is set, each call within its own timeout; as plain text when its blocks
 // cannot go (see withBlocks). It returns the channel ID and ts.
-func (n *Notifier) postIn(ctx context.Context, channel, threadTS string, blocks []goslack.Block, text string) (string, string, error) {
+func (n *Notifier) postIn(ctx context.Context, channel, threadTS string, blocks []goslack.Block, text string, extra ...goslack.MsgOption) (string, string, error) {
 	var gotChannel, ts string
 	err := n.withBlocks("chat.postMessage", blocks, text, func(blocks []goslack.Block, text string) error {
 		ctx, cancel := context.WithTimeout(ctx, n.opts.Timeout)
@@ -202,6 +224,7 @@ func (n *Notifier) postIn(ctx context.Context, channel, threadTS string, blocks 
 		if n.cfg.Username != "" {
 			opts = append(opts, goslack.MsgOptionUsername(n.cfg.Username))
 		}
+		opts = append(opts, extra...)
 		var err error
 		gotChannel, ts, err = n.api.PostMessageContext(ctx, channel, opts...)
 		return err

@@ -28,17 +28,22 @@ const ActionsBlockPrefix = "gpuwatch_actions_"
 const maxButtonValue = 2000
 
 // actionsBlock is the row of buttons under a firing alert: silence it for
-// an hour or a day, or acknowledge it (no more reminders). i is the alert's
-// position in the message, which keeps block IDs unique.
+// an hour or a day, or acknowledge it (no more reminders); an acknowledged
+// alert keeps the silence buttons. i is the alert's position in the
+// message, which keeps block IDs unique.
 func actionsBlock(a *notifier.Alert, i int) goslack.Block {
 	value := a.Key
 	if len(value) > maxButtonValue {
 		value = "" // an absurd key: the app answers "unknown alert" rather than act on a cut one
 	}
-	silence1h := goslack.NewButtonBlockElement(ActionSilence1h, value, plain("Silence 1h"))
-	silence24h := goslack.NewButtonBlockElement(ActionSilence24h, value, plain("Silence 24h"))
-	ack := goslack.NewButtonBlockElement(ActionAcknowledge, value, plain("Acknowledge")).WithStyle(goslack.StylePrimary)
-	return goslack.NewActionBlock(ActionsBlockPrefix+strconv.Itoa(i), silence1h, silence24h, ack)
+	buttons := []goslack.BlockElement{
+		goslack.NewButtonBlockElement(ActionSilence1h, value, plain("Silence 1h")),
+		goslack.NewButtonBlockElement(ActionSilence24h, value, plain("Silence 24h")),
+	}
+	if a.AcknowledgedBy == "" {
+		buttons = append(buttons, goslack.NewButtonBlockElement(ActionAcknowledge, value, plain("Acknowledge")).WithStyle(goslack.StylePrimary))
+	}
+	return goslack.NewActionBlock(ActionsBlockPrefix+strconv.Itoa(i), buttons...)
 }
 
 // acknowledgedBlock takes the place of the buttons under an acknowledged

@@ -1,25 +1,18 @@
 package slack
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"net/http"
-	"slices"
-	"strings"
-	"sync/atomic"
+	"sync"
 	"time"
-
-	goslack "github.com/slack-go/slack"
 
 	"github.com/gpuwatch/gpuwatch/notifier"
 )
 
-// ChartWait is how long an upload waits for the message it belongs in
-// (the alert's, the digest's) before it gives up on the picture: the
-// text's delivery failed for good, or took that long.
+// ChartWait is how long, on the wall clock, an upload waits for the
+// message it belongs in (the alert's, the digest's) before it gives up on
+// the picture: the text's delivery failed for good, or took that long.
 const ChartWait = time.Hour
 
 // errMessageNotYet says the message a picture belongs in is not posted
@@ -36,30 +29,34 @@ var errMessageNotYet = errors.New("the message the chart belongs in is not poste
 type ChartUploader struct {
 	n      *Notifier
 	charts notifier.Charts
-	// refused is set once Slack says the app lacks files:write: pictures
-	// are dropped, after one warning, until a restart.
-	refused atomic.Bool
+	bot    *Bot
+	mu     sync.Mutex
+	// waiting is when each chart first found its message not yet posted,
+	// by chart ID, on the wall clock (not the alert's time, which a
+	// replayed log puts days back).
+	waiting map[string]time.Time
 }
 
-// ChartUploader returns the uploader of n's pictures, drawn by charts;
-// nil for a webhook receiver, which cannot upload, and without a message
-// store, which finds the messages pictures belong in.
-func (n *Notifier) ChartUploader(charts notifier.Charts) *ChartUploader {
-	if n.api == nil || n.opts.Messages == nil {
+// ChartUploader returns the uploader of n's pictures, drawn by charts and
+// uploaded by bot, which knows whether the app may; nil for a webhook
+// receiver, which cannot upload, and without a message store, which finds
+// the messages pictures belong in.
+func (n *Notifier) ChartUploader(charts notifier.Charts, bot *Bot) *ChartUploader {
+	if n.api == nil || n.opts.Messages == nil || bot == nil {
 		return nil
 	}
-	return &ChartUploader{n: n, charts: charts}
+	return &ChartUploader{n: n, charts: charts, bot: bot, waiting: map[string]time.Time{}}
 }
 
 // Notify uploads the pictures of m's alerts (or digest) that were not
 // uploaded yet.
 func (u *ChartUploader) Notify(ctx context.Context, m *notifier.Notification) (bool, error) {
-	if m == nil || u.refused.Load() {
+	if m == nil || !u.bot.MayUpload() {
 		return false, nil
 	}
 	if m.Digest != nil {
 		for _, id := range m.Digest.Charts {
-			if retry, err := u.upload(ctx, id, digestRecordKey(id), m.CreatedAt, "", "Usage: "+m.Digest.Title); err != nil {
+			if retry, err := u.upload(ctx, id, digestRecordKey(id), time.Time{}, "Usage: "+m.Digest.Title); err != nil {
 				return retry, err
 			}
 		}
@@ -69,7 +66,7 @@ func (u *ChartUploader) Notify(ctx context.Context, m *notifier.Notification) (b
 		if a.Chart == "" {
 			continue
 		}
-		if retry, err := u.upload(ctx, a.Chart, a.Key, a.At, a.StartsAt.String(), chartComment(&a)); err != nil {
+		if retry, err := u.upload(ctx, a.Chart, a.Key, a.StartsAt, chartComment(&a)); err != nil {
 			return retry, err
 		}
 	}
@@ -93,18 +90,28 @@ func where(a *notifier.Alert) string {
 
 // upload posts chart id in the thread of the message recorded under key
 // (an alert key, whose record must be of the firing that started at
-// startsAt, or a digest's key). at is when the chart was made: past
-// ChartWait without the message, the picture is given up.
-func (u *ChartUploader) upload(ctx context.Context, id, key string, at time.Time, startsAt, comment string) (bool, error) {
+// startsAt, or a digest's key, startsAt zero). Past ChartWait without the
+// message, or when the alert's message is already of a later firing (a
+// replayed log outruns the pictures), the picture is given up.
+func (u *ChartUploader) upload(ctx context.Context, id, key string, startsAt time.Time, comment string) (bool, error) {
 	n := u.n
 	doneKey := n.name + "/chart/" + id
 	if _, done, err := n.opts.Messages.Get(doneKey); err == nil && done {
 		return false, nil
 	}
-	channel, ts, ok := u.message(key, startsAt)
-	if !ok {
-		if now := n.now(); !now.IsZero() && now.Sub(at) > ChartWait {
-			n.log.Warn("a chart is dropped: its message was never posted", "chart", id, "key", key)
+	channel, ts, state := u.message(key, startsAt)
+	if state != messageNotYet {
+		u.mu.Lock()
+		delete(u.waiting, id)
+		u.mu.Unlock()
+	}
+	switch {
+	case state == messageReplaced:
+		n.log.Info("a chart is dropped: its alert fired again since, and the message is of the later firing", "chart", id, "key", key)
+		return false, nil
+	case state == messageNotYet:
+		if u.waitedTooLong(id) {
+			n.log.Warn("a chart is dropped: its message was never posted", "chart", id, "key", key, "waited", ChartWait)
 			return false, nil
 		}
 		return true, errMessageNotYet
@@ -114,98 +121,79 @@ func (u *ChartUploader) upload(ctx context.Context, id, key string, at time.Time
 		n.log.Warn("a chart could not be drawn; the message goes without it", "chart", id, "err", err)
 		return false, nil
 	}
-	ctx, cancel := context.WithTimeout(ctx, 3*n.opts.Timeout)
-	defer cancel()
-	file, err := n.api.UploadFileContext(ctx, goslack.UploadFileParameters{
-		Reader: bytes.NewReader(png), FileSize: len(png), Filename: "gpuwatch-" + id + ".png",
-		Title: comment, AltTxt: comment, Channel: channel, ThreadTimestamp: ts,
+	ctx = withRetryAfterNote(ctx)
+	file, err := u.bot.Upload(ctx, File{
+		Channel: channel, ThreadTS: ts, Name: "gpuwatch-" + id + ".png", Title: comment, PNG: png,
 	})
-	if err != nil {
-		if missingFilesScope(err) {
-			u.refused.Store(true)
-			n.log.Warn("Slack refuses chart uploads: give the Slack app the files:write scope and reinstall it; alerts go without charts until a restart")
-			return false, nil
-		}
+	switch {
+	case errors.Is(err, ErrNoFilesScope):
+		return false, nil // the Bot said why, once
+	case err != nil:
 		return n.fail(ctx, "chart upload", err)
 	}
-	if err := n.opts.Messages.Put(doneKey, []byte(file.ID)); err != nil {
+	if err := n.opts.Messages.Put(doneKey, []byte(file)); err != nil {
 		n.log.Warn("a chart upload could not be recorded: a retry may post it again", "chart", id, "err", n.redact(err))
 	}
 	return false, nil
 }
 
-// message finds the channel and ts of the message recorded under key.
-func (u *ChartUploader) message(key, startsAt string) (channel, ts string, ok bool) {
+// waitedTooLong reports whether chart id has waited ChartWait for its
+// message since it first found it missing (without a clock, never).
+func (u *ChartUploader) waitedTooLong(id string) bool {
+	now := u.n.now()
+	if now.IsZero() {
+		return false
+	}
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	first, ok := u.waiting[id]
+	if !ok {
+		u.waiting[id] = now
+		return false
+	}
+	if now.Sub(first) <= ChartWait {
+		return false
+	}
+	delete(u.waiting, id)
+	return true
+}
+
+// messageState is where the message a picture belongs in stands.
+type messageState int
+
+const (
+	messagePosted   messageState = iota
+	messageNotYet                // not posted yet: wait
+	messageReplaced              // the alert's record is of a later firing: it never comes
+)
+
+// message finds the channel and ts of the message recorded under key:
+// an alert's, of the firing that started at startsAt, or (startsAt zero)
+// a digest's.
+func (u *ChartUploader) message(key string, startsAt time.Time) (channel, ts string, state messageState) {
 	n := u.n
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if startsAt == "" {
+	if startsAt.IsZero() {
 		b, found, err := n.opts.Messages.Get(n.recordKey(key))
 		if err != nil || !found {
-			return "", "", false
+			return "", "", messageNotYet
 		}
 		var ref messageRef
 		if decodeJSON(b, &ref) != nil || ref.Channel == "" || ref.TS == "" {
-			return "", "", false
+			return "", "", messageNotYet
 		}
-		return ref.Channel, ref.TS, true
+		return ref.Channel, ref.TS, messagePosted
 	}
 	rec := n.load(key)
 	if rec == nil {
-		return "", "", false
+		return "", "", messageNotYet
 	}
-	if e := rec.entry(key); e == nil || e.StartsAt.String() != startsAt {
-		return "", "", false // the record is of an earlier firing
+	switch e := rec.entry(key); {
+	case e == nil || e.StartsAt.Before(startsAt):
+		return "", "", messageNotYet // the record is of an earlier firing
+	case e.StartsAt.After(startsAt):
+		return "", "", messageReplaced
 	}
-	return rec.Channel, rec.TS, true
+	return rec.Channel, rec.TS, messagePosted
 }
-
-// missingFilesScope reports whether Slack refused an upload for want of
-// the files:write scope.
-func missingFilesScope(err error) bool {
-	var apiErr goslack.SlackErrorResponse
-	return errors.As(err, &apiErr) && (apiErr.Err == "missing_scope" || apiErr.Err == "not_allowed_token_type")
-}
-
-// FilesScope is the scope the Slack app needs to upload charts.
-const FilesScope = "files:write"
-
-// CheckScope asks Slack which scopes the bot token has (auth.test's
-// X-OAuth-Scopes). Without files:write it logs one warning and turns
-// uploads off: alerts go as text alone. It reports whether uploads stay
-// on; when Slack does not answer or does not say, they do, and an upload
-// Slack refuses turns them off then.
-func (u *ChartUploader) CheckScope(ctx context.Context) bool {
-	n := u.n
-	ctx, cancel := context.WithTimeout(ctx, n.opts.Timeout)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, n.apiURL+"auth.test", http.NoBody)
-	if err != nil {
-		return true
-	}
-	req.Header.Set("Authorization", "Bearer "+n.opts.BotToken)
-	resp, err := n.opts.HTTPClient.Do(req)
-	if err != nil {
-		return true
-	}
-	defer resp.Body.Close()
-	io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
-	header := resp.Header.Get("X-OAuth-Scopes")
-	if resp.StatusCode != http.StatusOK || header == "" {
-		return true
-	}
-	scopes := strings.Split(header, ",")
-	for i := range scopes {
-		scopes[i] = strings.TrimSpace(scopes[i])
-	}
-	if slices.Contains(scopes, FilesScope) {
-		return true
-	}
-	u.refused.Store(true)
-	n.log.Warn("the Slack app lacks the files:write scope: alerts go without charts; add the scope (deploy/slack-app-manifest.yaml lists it) and reinstall the app")
-	return false
-}
-
-// Disable turns uploads off: another receiver's CheckScope found the
-// shared bot token lacks files:write and said so.
-func (u *ChartUploader) Disable() { u.refused.Store(true) }

@@ -82,7 +82,7 @@ func classify(err error, retryAfter time.Duration) (retry bool, out error) {
 		if retryAfter > 0 {
 			header.Set("Retry-After", strconv.Itoa(int(retryAfter/time.Second)))
 		}
-		return notifier.CheckResponse(&http.Response{StatusCode: status.Code, Body: http.NoBody, Header: header})
+		return notifier.CheckResponse(&http.Response{StatusCode: status.Code, Body: http.NoBody, Header: header}, time.Time{}) // seconds: no clock needed
 	case errors.As(err, &apiErr):
 		msg := apiErr.Err
 		if hint := slackErrorHint(msg); hint != "" {

@@ -69,6 +69,7 @@ type memStore struct {
 	mu      sync.Mutex
 	m       map[string][]byte
 	failPut error
+	aside   map[string]error // records set aside, and why
 }
 
 func newMemStore() *memStore { return &memStore{m: map[string][]byte{}} }
@@ -95,6 +96,16 @@ func (s *memStore) Delete(key string) error {
 	defer s.mu.Unlock()
 	delete(s.m, key)
 	return nil
+}
+
+func (s *memStore) SetAside(key string, why error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.aside == nil {
+		s.aside = map[string]error{}
+	}
+	s.aside[key] = why
+	delete(s.m, key)
 }
 
 func (s *memStore) record(t testing.TB, key string) *record {

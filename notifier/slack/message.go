@@ -71,11 +71,11 @@ func render(alerts []notifier.Alert, now time.Time) ([]goslack.Block, string) {
 			blocks = append(blocks, goslack.NewDividerBlock())
 		}
 		blocks = append(blocks, alertBlocks(&alerts[i], now)...)
-		switch {
-		case alerts[i].AcknowledgedBy != "":
-			blocks = append(blocks, acknowledgedBlock(&alerts[i]))
-		case alerts[i].Status != notifier.StatusResolved:
+		if alerts[i].Status != notifier.StatusResolved {
 			blocks = append(blocks, actionsBlock(&alerts[i], i))
+		}
+		if alerts[i].AcknowledgedBy != "" {
+			blocks = append(blocks, acknowledgedBlock(&alerts[i]))
 		}
 	}
 	return blocks, fallback(alerts, now)
@@ -146,6 +146,10 @@ func alertBlocks(a *notifier.Alert, now time.Time) []goslack.Block {
 	if a.Status == notifier.StatusResolved && a.Exit != nil {
 		fmt.Fprintf(&text, "\n%s", blockkit.EscapeClip(a.Exit.Text, maxTextRunes))
 	}
+	if a.Status == notifier.StatusResolved && a.FiringSummary != "" {
+		// The message was the firing's: it still says what it was about.
+		fmt.Fprintf(&text, "\n_Fired: %s_", blockkit.EscapeClip(a.FiringSummary, maxTextRunes))
+	}
 	blocks := []goslack.Block{goslack.NewSectionBlock(mrkdwn(text.String()), facts(a, now), nil)}
 	if p := processes(a); p != "" {
 		blocks = append(blocks, goslack.NewSectionBlock(mrkdwn(p), nil, nil))
@@ -196,16 +200,29 @@ func facts(a *notifier.Alert, now time.Time) []*goslack.TextBlockObject {
 			fields = append(fields, mrkdwn(fmt.Sprintf("*%s*\n%s", label, blockkit.EscapeClip(value, maxFieldRunes))))
 		}
 	}
-	switch {
-	case a.Status != notifier.StatusResolved:
-		add("Value", a.ValueText)
-	case a.Value.Known():
-		add("Now", a.ValueText)
+	// A resolve's summary says what is true now: its numbers would repeat it.
+	firing := a.Status != notifier.StatusResolved
+	fullAt := ""
+	if firing && a.TimeToFull.Known() && a.TimeToFull >= 0 {
+		fullAt = slackDate(a.At.Add(time.Duration(float64(a.TimeToFull) * float64(time.Second))))
 	}
-	add("Trend", a.TrendText)
-	if a.Status != notifier.StatusResolved && a.TimeToFull.Known() && a.TimeToFull >= 0 {
+	if firing && a.ValueText != "" {
+		value := blockkit.EscapeClip(a.ValueText, maxFieldRunes)
+		switch {
+		case a.ValueEarlier():
+			value += fmt.Sprintf(" at %s (now %s)", slackDate(a.ValueAt), blockkit.EscapeClip(a.NowText, maxFieldRunes))
+		case fullAt != "" && a.ValueIsTimeToFull():
+			value += " (" + fullAt + ")" // the time to full: said once
+			fullAt = ""
+		}
+		fields = append(fields, mrkdwn("*Value*\n"+value))
+	}
+	if firing {
+		add("Trend", a.TrendText)
+	}
+	if fullAt != "" {
 		full := time.Duration(float64(a.TimeToFull) * float64(time.Second))
-		fields = append(fields, mrkdwn(fmt.Sprintf("*Full in*\n%s (%s)", shortDuration(full), slackDate(a.At.Add(full)))))
+		fields = append(fields, mrkdwn(fmt.Sprintf("*Full in*\n%s (%s)", shortDuration(full), fullAt)))
 	}
 	if !a.LastReport.IsZero() {
 		fields = append(fields, mrkdwn("*Last report*\n"+slackDate(a.LastReport)))
@@ -241,15 +258,18 @@ func processes(a *notifier.Alert) string {
 			fmt.Fprintf(&b, "\n… and %d more", len(a.Processes)-maxProcesses)
 			break
 		}
-		who := p.User
+		who := p.Owner()
 		if who == "" {
 			who = "?"
 		}
-		fmt.Fprintf(&b, "\n• *%s* · %s · pid %d", blockkit.EscapeClip(who, 64), formatBytes(float64(p.MemUsed)), p.PID)
+		fmt.Fprintf(&b, "\n• *%s* · %s", blockkit.EscapeClip(who, 64), formatBytes(float64(p.MemUsed)))
+		if h := p.Holder(); h != "" {
+			fmt.Fprintf(&b, " · %s", blockkit.EscapeClip(h, 160))
+		}
 		if p.Command != "" {
 			fmt.Fprintf(&b, " · `%s`", blockkit.EscapeClip(p.Command, 120))
 		}
-		if p.Container != "" {
+		if _, _, _, pod := p.Pod(); p.Container != "" && !pod {
 			fmt.Fprintf(&b, " · %s", blockkit.EscapeClip(p.Container, 120))
 		}
 	}
@@ -335,10 +355,13 @@ func repeatReply(alerts []notifier.Alert, now time.Time) string {
 			line += " after " + shortDuration(d)
 		}
 		line += fmt.Sprintf(": %s · value %s", onHost(a), a.ValueText)
+		if a.ValueEarlier() {
+			line += fmt.Sprintf(" at %s (now %s)", slackDate(a.ValueAt), a.NowText)
+		}
 		if a.TrendText != "" {
 			line += ", trend " + a.TrendText
 		}
-		if a.TimeToFull.Known() && a.TimeToFull >= 0 {
+		if a.TimeToFull.Known() && a.TimeToFull >= 0 && !a.ValueIsTimeToFull() {
 			line += ", full in " + shortDuration(time.Duration(float64(a.TimeToFull)*float64(time.Second)))
 		}
 		if len(a.Processes) > 0 && a.Processes[0].User != "" {
@@ -349,20 +372,22 @@ func repeatReply(alerts []notifier.Alert, now time.Time) string {
 	return strings.Join(lines, "\n")
 }
 
-// resolvedReply is the thread reply for alerts that resolved: "✅ resolved
-// after 18m5s: GPU 0 … now …", and the job that exited if one did.
+// resolvedReply is the thread reply for alerts that resolved: "✅ GPUHot
+// resolved after 18m5s: GPU 0 on node1: temperature is 79 C now, under
+// 80 C" (what is true now), and the job that exited if one did.
 func resolvedReply(alerts []notifier.Alert, now time.Time) string {
 	lines := make([]string, 0, len(alerts))
 	for i := range alerts {
 		a := &alerts[i]
-		line := "✅ resolved"
+		line := "✅ " + a.Name + " resolved"
 		if d, ok := resolvedAfter(a, now); ok {
 			line += " after " + shortDuration(d)
 		}
-		line += fmt.Sprintf(": %s · %s", onHost(a), a.Name)
-		if a.Value.Known() {
-			line += " · now " + a.ValueText
+		what := a.Summary
+		if what == "" {
+			what = onHost(a)
 		}
+		line += ": " + what
 		if a.Exit != nil {
 			line += " · " + a.Exit.Text
 		}

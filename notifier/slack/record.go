@@ -27,6 +27,10 @@ type record struct {
 	// Replied maps an alert key to the At of the last repeat replied in
 	// the thread, so a retried repeat does not reply twice.
 	Replied map[string]time.Time `json:"replied,omitempty"`
+	// ReplyPending maps an alert key to the At of its resolve whose
+	// thread reply was about to be posted when the record was written:
+	// a retry finds out whether it was (see finishResolvedReply).
+	ReplyPending map[string]time.Time `json:"reply_pending,omitempty"`
 }
 
 // entry returns the record's copy of the alert with key, or nil.
@@ -65,7 +69,8 @@ func (n *Notifier) recordKey(alertKey string) string {
 // load returns the record of an alert, or nil when there is none. A
 // record the store refused to save is found in memory. A store that fails
 // must not stop a delivery: the failure is logged and the alert gets a new
-// message. An undecodable record is deleted. The caller holds n.mu.
+// message. A record that cannot be read is set aside, and the alert gets a
+// new message. The caller holds n.mu.
 func (n *Notifier) load(alertKey string) *record {
 	if n.opts.Messages == nil {
 		return nil
@@ -85,11 +90,8 @@ func (n *Notifier) load(alertKey string) *record {
 	}
 	r, err := decodeRecord(b)
 	if err != nil {
-		n.log.Warn("slack message record dropped", "receiver", n.name, "key", key, "err", err)
 		delete(n.unsaved, key)
-		if err := n.opts.Messages.Delete(key); err != nil {
-			n.log.Warn("slack message record not deleted", "receiver", n.name, "key", key, "err", n.redact(err))
-		}
+		n.opts.Messages.SetAside(key, fmt.Errorf("%w: the alert gets a new message", err))
 		return nil
 	}
 	return r

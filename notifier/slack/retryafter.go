@@ -33,8 +33,12 @@ func retryAfterOf(ctx context.Context) time.Duration {
 }
 
 // noteRetryAfter is a RoundTripper that notes the Retry-After of a 503
-// answer in the request's note.
-type noteRetryAfter struct{ base http.RoundTripper }
+// answer in the request's note; now (nil: none) counts a date in an
+// answer without a Date header.
+type noteRetryAfter struct {
+	base http.RoundTripper
+	now  func() time.Time
+}
 
 func (t noteRetryAfter) RoundTrip(req *http.Request) (*http.Response, error) {
 	resp, err := t.base.RoundTrip(req)
@@ -42,18 +46,22 @@ func (t noteRetryAfter) RoundTrip(req *http.Request) (*http.Response, error) {
 		return resp, err
 	}
 	if note, ok := req.Context().Value(retryAfterKey{}).(*retryAfterNote); ok {
-		note.after.Store(int64(notifier.ParseRetryAfter(resp.Header.Get("Retry-After"), time.Time{})))
+		var now time.Time
+		if t.now != nil {
+			now = t.now()
+		}
+		note.after.Store(int64(notifier.RetryAfter(resp, now)))
 	}
 	return resp, nil
 }
 
 // notingClient returns a copy of c whose transport notes Retry-After.
-func notingClient(c *http.Client) *http.Client {
+func notingClient(c *http.Client, now func() time.Time) *http.Client {
 	out := *c
 	base := c.Transport
 	if base == nil {
 		base = http.DefaultTransport
 	}
-	out.Transport = noteRetryAfter{base}
+	out.Transport = noteRetryAfter{base, now}
 	return &out
 }

@@ -93,6 +93,9 @@ type MessageStore interface {
 	Get(key string) ([]byte, bool, error)
 	Put(key string, value []byte) error
 	Delete(key string) error
+	// SetAside takes a record that cannot be read out of the way, keeping
+	// its bytes, and says so.
+	SetAside(key string, why error)
 }
 
 // Options are what a Notifier needs besides its config.
@@ -152,7 +155,7 @@ func New(name string, c Config, opts Options) (*Notifier, error) {
 	if opts.HTTPClient == nil {
 		opts.HTTPClient = &http.Client{}
 	}
-	opts.HTTPClient = notingClient(opts.HTTPClient)
+	opts.HTTPClient = notingClient(opts.HTTPClient, opts.Now)
 	n := &Notifier{name: name, cfg: c, opts: opts, log: opts.Logger, unsaved: map[string][]byte{},
 		secrets: notifier.Secrets(append(notifier.URLSecrets(strings.TrimSpace(c.WebhookURL)), opts.BotToken)...)}
 	if n.log == nil {

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -182,8 +183,12 @@ func TestFlowFiringRepeatResolved(t *testing.T) {
 	if !strings.Contains(text, "✅ *resolved* after 18m5s") {
 		t.Errorf("resolve: got GPU 0 section %q, want ✅ resolved after 18m5s", text)
 	}
-	if _, ok := fields["Now"]; ok || fields["Full in"] != "" {
-		t.Errorf("resolve: got fields %v, want no value now (the job is gone) and no time to full", fields)
+	if _, ok := fields["Value"]; ok || fields["Full in"] != "" || fields["Trend"] != "" {
+		t.Errorf("resolve: got fields %v, want no value, trend or time to full: the summary says what is true now", fields)
+	}
+	if !strings.Contains(text, "GPU 0 on node1: memory.used is 0 B now, under 1 GiB") ||
+		!strings.Contains(text, "_Fired: GPU 0 memory keeps growing: 1.5 GiB/min over the last 30 minutes_") {
+		t.Errorf("resolve: got GPU 0 section %q, want what is true now and what it fired about", text)
 	}
 	if !strings.Contains(text, "pid 4242 (alice, python train.py --model llama-7b) exited with the GPU at 99.6% — a CUDA out-of-memory is likely") {
 		t.Errorf("resolve: got GPU 0 section %q, want the job that exited and its likely OOM", text)
@@ -193,7 +198,7 @@ func TestFlowFiringRepeatResolved(t *testing.T) {
 	if done.Method != "chat.postMessage" || done.Form.Get("thread_ts") != first {
 		t.Errorf("resolve: got %s thread_ts %q, want a reply in thread %s", done.Method, done.Form.Get("thread_ts"), first)
 	}
-	if text := done.Form.Get("text"); !strings.HasPrefix(text, "✅ resolved after 18m5s: GPU 0 (NVIDIA H100 80GB HBM3) on node1") ||
+	if text := done.Form.Get("text"); !strings.HasPrefix(text, "✅ GPUMemoryLeak resolved after 18m5s: GPU 0 on node1: memory.used is 0 B now, under 1 GiB") ||
 		!strings.Contains(text, "a CUDA out-of-memory is likely") {
 		t.Errorf("resolve: got reply %q, want ✅ resolved after 18m5s, the GPU and the job that exited", text)
 	}
@@ -667,5 +672,36 @@ func TestManyGPUsFitSlackLimits(t *testing.T) {
 	}
 	if !strings.Contains(text, "… and 11 more") {
 		t.Errorf("got fallback %q, want the alerts beyond 5 summed up", text)
+	}
+}
+
+// TestUnreadableRecordSetAside: a message record that cannot be read is
+// set aside (its bytes kept), not deleted, and the alert gets a new
+// message.
+func TestUnreadableRecordSetAside(t *testing.T) {
+	srv := fakeSlack(t, nil)
+	store := newMemStore()
+	resolved := notifiertest.Notification(notifier.StatusResolved)
+	key := receiver + "/" + resolved.Alerts[0].Key
+	store.m[key] = []byte(`{"channel":"C123","ts":`)
+	notify(t, newBot(t, srv, store), resolved)
+	if why := store.aside[key]; why == nil || !strings.Contains(why.Error(), "decode slack message record") {
+		t.Errorf("set aside: %v, want the record, saying why", store.aside)
+	}
+	if got := calls(t, srv); len(got) != 1 || got[0].Method != "chat.postMessage" || got[0].Form.Get("thread_ts") != "" {
+		t.Errorf("got %d calls, want one new message", len(got))
+	}
+}
+
+// TestRetryAfterHTTPDate: Slack's 503 with a Retry-After that is an HTTP
+// date five seconds ahead is retried after five seconds.
+func TestRetryAfterHTTPDate(t *testing.T) {
+	srv := fakeSlack(t, func(int, string, url.Values) (notifiertest.Response, bool) {
+		return notifiertest.RetryAt(http.StatusServiceUnavailable, 5*time.Second), true
+	})
+	_, err := newBot(t, srv, newMemStore()).Notify(context.Background(), notifiertest.Notification(notifier.StatusFiring))
+	var ra *notifier.RetryAfterError
+	if !errors.As(err, &ra) || ra.After != 5*time.Second {
+		t.Errorf("HTTP 503 with Retry-After a date 5s ahead: got %v, want a retry after 5s", err)
 	}
 }

@@ -23,29 +23,34 @@ type genericMessage struct {
 }
 
 type genericAlert struct {
-	Key         string            `json:"key"`
-	Alert       string            `json:"alert"`
-	Status      string            `json:"status"`
-	Repeat      bool              `json:"repeat"`
-	Severity    string            `json:"severity"`
-	Host        string            `json:"host"`
-	GPU         *int              `json:"gpu"` // null for an alert not about a GPU
-	UUID        string            `json:"uuid"`
-	GPUName     string            `json:"gpu_name"`
-	Labels      map[string]string `json:"labels"`
-	Summary     string            `json:"summary"`
-	Description string            `json:"description"`
-	Value       notifier.Float    `json:"value"`
-	ValueText   string            `json:"value_text"`
-	Trend       notifier.Float    `json:"trend"`
-	TrendText   string            `json:"trend_text"`
-	TimeToFull  notifier.Float    `json:"time_to_full_seconds"`
-	StartsAt    time.Time         `json:"starts_at"`
-	EndsAt      *time.Time        `json:"ends_at"`
-	At          time.Time         `json:"at"`
-	Processes   []genericProcess  `json:"processes"`
-	Exit        *notifier.Exit    `json:"exit,omitempty"`
-	LastReport  *time.Time        `json:"last_report,omitempty"`
+	Key      string            `json:"key"`
+	Alert    string            `json:"alert"`
+	Status   string            `json:"status"`
+	Repeat   bool              `json:"repeat"`
+	Severity string            `json:"severity"`
+	Host     string            `json:"host"`
+	GPU      *int              `json:"gpu"` // null for an alert not about a GPU
+	UUID     string            `json:"uuid"`
+	GPUName  string            `json:"gpu_name"`
+	Labels   map[string]string `json:"labels"`
+	Summary  string            `json:"summary"`
+	// FiringSummary, on a resolve, is the summary the alert fired with.
+	FiringSummary string           `json:"firing_summary,omitempty"`
+	Description   string           `json:"description"`
+	Value         notifier.Float   `json:"value"`
+	ValueText     string           `json:"value_text"`
+	ValueExpr     string           `json:"value_expr,omitempty"`
+	ValueAt       *time.Time       `json:"value_at,omitempty"`
+	NowText       string           `json:"now_text,omitempty"`
+	Trend         notifier.Float   `json:"trend"`
+	TrendText     string           `json:"trend_text"`
+	TimeToFull    notifier.Float   `json:"time_to_full_seconds"`
+	StartsAt      time.Time        `json:"starts_at"`
+	EndsAt        *time.Time       `json:"ends_at"`
+	At            time.Time        `json:"at"`
+	Processes     []genericProcess `json:"processes"`
+	Exit          *notifier.Exit   `json:"exit,omitempty"`
+	LastReport    *time.Time       `json:"last_report,omitempty"`
 	// ChartURL links the alert's picture on gpuwatch's API, under its
 	// authentication, when server.external_url is set.
 	ChartURL string `json:"chart_url,omitempty"`
@@ -65,8 +70,9 @@ func encodeGeneric(receiver string, m *notifier.Notification, link func(*notifie
 	for _, a := range m.Alerts {
 		g := genericAlert{Key: a.Key, Alert: a.Name, Status: string(a.Status), Repeat: a.Repeat,
 			Severity: a.Severity, Host: a.Host, UUID: a.UUID, GPUName: a.GPUName,
-			Labels: a.Labels, Summary: a.Summary, Description: a.Description,
-			Value: a.Value, ValueText: a.ValueText, Trend: a.Trend, TrendText: a.TrendText,
+			Labels: a.Labels, Summary: a.Summary, FiringSummary: a.FiringSummary, Description: a.Description,
+			Value: a.Value, ValueText: a.ValueText, ValueExpr: a.ValueExpr, NowText: a.NowText,
+			Trend: a.Trend, TrendText: a.TrendText,
 			TimeToFull: a.TimeToFull, StartsAt: a.StartsAt.UTC(), At: a.At.UTC(),
 			Processes: make([]genericProcess, 0, len(a.Processes))}
 		if a.OnGPU() {
@@ -79,6 +85,10 @@ func encodeGeneric(receiver string, m *notifier.Notification, link func(*notifie
 		if !a.EndsAt.IsZero() {
 			ends := a.EndsAt.UTC()
 			g.EndsAt = &ends
+		}
+		if a.ValueEarlier() {
+			at := a.ValueAt.UTC()
+			g.ValueAt = &at
 		}
 		if !a.LastReport.IsZero() {
 			last := a.LastReport.UTC()

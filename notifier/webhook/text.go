@@ -103,17 +103,25 @@ func alertText(a *notifier.Alert, s style) string {
 		if a.Exit != nil {
 			add("%s", s.esc(a.Exit.Text))
 		}
-		if a.Value.Known() {
-			add("**Now:** %s", s.esc(a.ValueText))
+		if a.FiringSummary != "" {
+			add("**Fired:** %s", s.esc(a.FiringSummary))
 		}
 	} else {
-		facts := []string{"**Value:** " + s.esc(orNA(a.ValueText))}
+		value := "**Value:** " + s.esc(orNA(a.ValueText))
+		if a.ValueEarlier() {
+			value += fmt.Sprintf(" at %s (now %s)", formatTime(a.ValueAt), s.esc(a.NowText))
+		}
+		facts := []string{value}
 		if a.TrendText != "" {
 			facts = append(facts, "**Trend:** "+s.esc(a.TrendText))
 		}
 		if a.TimeToFull.Known() {
-			facts = append(facts, fmt.Sprintf("**Full in:** %s (around %s)", formatDuration(float64(a.TimeToFull)),
-				formatTime(a.At.Add(time.Duration(float64(a.TimeToFull)*float64(time.Second))))))
+			around := formatTime(a.At.Add(time.Duration(float64(a.TimeToFull) * float64(time.Second))))
+			if a.ValueIsTimeToFull() && !a.ValueEarlier() {
+				facts[0] += " (full around " + around + ")" // the value is the time to full: said once
+			} else {
+				facts = append(facts, fmt.Sprintf("**Full in:** %s (around %s)", formatDuration(float64(a.TimeToFull)), around))
+			}
 		}
 		if !a.LastReport.IsZero() {
 			facts = append(facts, "**Last report:** "+formatTime(a.LastReport))
@@ -135,11 +143,18 @@ func alertText(a *notifier.Alert, s style) string {
 				add("- … and %d more", len(a.Processes)-maxProcesses)
 				break
 			}
-			parts := []string{s.esc(orNA(p.User)), s.esc(shorten(orNA(p.Command), 80))}
-			if p.Container != "" {
+			parts := []string{s.esc(orNA(p.Owner())), s.esc(shorten(orNA(p.Command), 80))}
+			_, _, _, pod := p.Pod()
+			if pod {
+				parts = parts[:1]
+			}
+			if p.Container != "" && !pod {
 				parts = append(parts, s.esc(p.Container))
 			}
-			parts = append(parts, formatBytes(float64(p.MemUsed)), "pid "+strconv.Itoa(p.PID))
+			parts = append(parts, formatBytes(float64(p.MemUsed)))
+			if h := p.Holder(); h != "" {
+				parts = append(parts, s.esc(h))
+			}
 			add("- %s", strings.Join(parts, " · "))
 		}
 	}

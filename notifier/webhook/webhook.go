@@ -388,7 +388,7 @@ func (n *Notifier) postAs(ctx context.Context, target string, body []byte, ctype
 		return true, n.fail(fmt.Errorf("%s: %w", n.cfg.Format, notifier.TransportError(err)))
 	}
 	defer resp.Body.Close()
-	if retry, err := notifier.CheckResponse(resp); err != nil {
+	if retry, err := notifier.CheckResponse(resp, n.now()); err != nil {
 		return retry, n.fail(fmt.Errorf("%s: %w", n.cfg.Format, err))
 	}
 	got, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswer))

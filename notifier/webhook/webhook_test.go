@@ -435,3 +435,18 @@ func TestEmptyNotification(t *testing.T) {
 		}
 	}
 }
+
+// TestRetryAfterHTTPDate: a 429 or 503 whose Retry-After is an HTTP date
+// five seconds ahead is retried after five seconds, not after the backoff.
+func TestRetryAfterHTTPDate(t *testing.T) {
+	for _, status := range []int{http.StatusTooManyRequests, http.StatusServiceUnavailable} {
+		srv := notifiertest.NewServer(t, func(int, *notifiertest.Request) notifiertest.Response {
+			return notifiertest.RetryAt(status, 5*time.Second)
+		})
+		_, err := newNotifier(t, Config{URL: srv.URL, Format: FormatGeneric}).Notify(context.Background(), notifiertest.Notification(notifier.StatusFiring))
+		var ra *notifier.RetryAfterError
+		if !errors.As(err, &ra) || ra.After != 5*time.Second {
+			t.Errorf("HTTP %d with Retry-After a date 5s ahead: got %v, want a retry after 5s", status, err)
+		}
+	}
+}

@@ -70,10 +70,15 @@ func subquery(e expr, d, step time.Duration) expr {
 	return raw("(" + e.s + ")[" + duration(d) + ":" + duration(step) + "]")
 }
 
-// offset is e offset d, for a selector, a range or a subquery.
+// offset is e offset d, for a selector, a range or a subquery; a
+// negative d looks forward from the evaluation time (Prometheus 2.33 and
+// later).
 func offset(e expr, d time.Duration) expr {
-	if d == 0 {
+	switch {
+	case d == 0:
 		return e
+	case d < 0:
+		return raw(e.s + " offset -" + duration(-d))
 	}
 	return raw(e.s + " offset " + duration(d))
 }

@@ -53,6 +53,11 @@ func ExportTests(tf *rules.TestFile, f *File, ruleFile string) *Tests {
 		}
 	}
 	for _, tc := range tf.Cases {
+		if tc.Log != "" {
+			out.Notes = append(out.Notes, Note{Rule: "test " + strconv.Quote(tc.Name), Kind: LeftOut, Part: "the test",
+				Why: "its input is a GPU log (" + tc.Log + "), which promtool tests do not read"})
+			continue
+		}
 		snaps := make([]*gpu.Snapshot, tc.Steps)
 		uuids := map[int]string{}
 		host := ""

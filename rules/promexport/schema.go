@@ -91,7 +91,8 @@ func (s schema) sel(family string, matchers ...string) expr {
 
 // perGPU labels e by the GPU it is about (host, gpu, uuid) and nothing
 // else, with more labels when given. dcgm-exporter's host is its Hostname
-// label, else the instance; its UUID is UUID.
+// label (hostname from dcgm-exporter 4 on), else the instance; its UUID is
+// UUID.
 func (s schema) perGPU(e expr, more ...string) expr {
 	by := gpuLabels
 	if len(more) > 0 {
@@ -100,12 +101,13 @@ func (s schema) perGPU(e expr, more ...string) expr {
 	if s.name == SchemaDCGM {
 		// Aggregated first: series that differ only in their name (once a
 		// function drops it) or in labels left out would clash.
-		inner := "Hostname, instance, gpu, UUID"
+		inner := "Hostname, hostname, instance, gpu, UUID"
 		if len(more) > 0 {
 			inner += ", " + strings.Join(more, ", ")
 		}
 		e = raw("max by (" + inner + ") (" + e.s + ")")
 		e = call("label_replace", e, raw(`"host"`), raw(`"$1"`), raw(`"instance"`), raw(`"(.*)"`))
+		e = call("label_replace", e, raw(`"host"`), raw(`"$1"`), raw(`"hostname"`), raw(`"(.+)"`))
 		e = call("label_replace", e, raw(`"host"`), raw(`"$1"`), raw(`"Hostname"`), raw(`"(.+)"`))
 		e = call("label_replace", e, raw(`"uuid"`), raw(`"$1"`), raw(`"UUID"`), raw(`"(.*)"`))
 	}

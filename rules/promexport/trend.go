@@ -146,8 +146,19 @@ func (r *ruleExport) trend(m rules.Metric, w time.Duration) (expr, error) {
 	heldNow := raw(held.s + " @ end()")
 	inJob := bin(bin(bin(heldNow, "-", call("timestamp", heldNow)), "+", raw("time()")), ">=", seconds(t.slice))
 	present := call("present_over_time", raw(rangeOf(f.series, w-time.Millisecond).s+" @ end()"))
-	rates := join("or", bin(t.labelled(t.rate(t.floor(0), t.floor(t.slice), t.lastAt(t.slice), t.lastAt(2*t.slice))), "and", inJob),
-		bin(raw("0"), "*", t.labelled(present)))
+	// The rate of each full slice is computed once, at the evaluations of
+	// the slice after it, and recorded: a subquery with step S over the
+	// last slice length has one point, the current slice's start. The
+	// ranks read it back at each slice's start from the samples recorded
+	// in that slice (a negative offset), rather than compute ten slices
+	// again each, every evaluation.
+	sliceRate := r.record(r.recordName(m, "trend_slice_rate", w),
+		part(v)+": the rate between the floors of the two full slices before the current one (recorded every evaluation of it)",
+		call("last_over_time", subquery(t.labelled(t.rate(t.floor(0), t.floor(t.slice), t.lastAt(t.slice), t.lastAt(2*t.slice))),
+			t.slice-time.Millisecond, t.slice)))
+	// last_over_time keeps the series' name: the aggregation drops it.
+	ofSlice := raw("max by (" + gpuLabels + ") (" + call("last_over_time", offset(rangeOf(sliceRate, t.slice), -(t.slice-time.Millisecond))).s + ")")
+	rates := join("or", bin(ofSlice, "and", inJob), bin(raw("0"), "*", t.labelled(present)))
 	rank := make(map[int]expr)
 	for k := 3; k <= 6; k++ {
 		q := call("quantile_over_time", number(float64(k-1)/9), subquery(rates, 10*t.slice-time.Millisecond, t.slice))

@@ -1,0 +1,213 @@
+package cli_test
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	root "github.com/gpuwatch/gpuwatch"
+)
+
+// fleetGPUs is the fleet of the hub benchmark: 1,250 hosts of 8 GPUs.
+const fleetGPUs = 10000
+
+// fleetFamilies are the ten series a gpuwatch agent exports per GPU (its
+// GPU's users' memory as one user), as a hub reads them, with a value at
+// time t (seconds).
+var fleetFamilies = []struct {
+	name  string
+	value func(g int, t float64) float64
+}{
+	{"gpuwatch_gpu_info", func(int, float64) float64 { return 1 }},
+	{"gpuwatch_gpu_lost", func(int, float64) float64 { return 0 }},
+	{"gpuwatch_gpu_memory_used_bytes", func(g int, t float64) float64 { return float64((g%40+20)<<30) + float64(int64(t)%3600)*1e5 }},
+	{"gpuwatch_gpu_memory_total_bytes", func(int, float64) float64 { return 85520809984 }},
+	{"gpuwatch_gpu_utilization_ratio", func(g int, _ float64) float64 { return float64(g%100) / 100 }},
+	{"gpuwatch_gpu_memory_utilization_ratio", func(g int, _ float64) float64 { return float64(g%50) / 100 }},
+	{"gpuwatch_gpu_temperature_celsius", func(g int, _ float64) float64 { return float64(40 + g%45) }},
+	{"gpuwatch_gpu_power_watts", func(g int, _ float64) float64 { return 100 + float64(g%5000)/10 }},
+	{"gpuwatch_gpu_power_limit_watts", func(int, float64) float64 { return 700 }},
+	{"gpuwatch_gpu_user_memory_bytes", func(g int, t float64) float64 { return float64((g%40+20)<<30) + float64(int64(t)%3600)*1e5 }},
+}
+
+// fleetMetric writes the "metric" object of family f for GPU g as
+// Prometheus 2 writes it: labels sorted, the agent's own (gpu, host,
+// name, uuid, user) and its target's (instance, job).
+func fleetMetric(w *bufio.Writer, f string, g int) {
+	host := g / 8
+	fmt.Fprintf(w, `{"__name__":%q,"gpu":"%d","host":"gpu-node-%04d","instance":"10.%d.%d.%d:9477","job":"gpuwatch-agents"`,
+		f, g%8, host, 16+host/65536, host/256%256, host%256)
+	if f == "gpuwatch_gpu_user_memory_bytes" {
+		fmt.Fprintf(w, `,"user":"user%03d","uuid":"GPU-%08x-%04x-4%03x-8%03x-%012x"}`, g%37, g*2654435761%(1<<32), g%65536, g%4096, g%4096, g)
+		return
+	}
+	fmt.Fprintf(w, `,"name":"NVIDIA H100 80GB HBM3","uuid":"GPU-%08x-%04x-4%03x-8%03x-%012x"}`, g*2654435761%(1<<32), g%65536, g%4096, g%4096, g)
+}
+
+// writeFleetVector writes Prometheus's answer to a hub's instant query at
+// time at over the fleet: ten series a GPU and each host's up, some 29 MB.
+func writeFleetVector(out io.Writer, at time.Time) {
+	w := bufio.NewWriterSize(out, 64<<10)
+	defer w.Flush()
+	ts := strconv.FormatFloat(float64(at.UnixMilli())/1000, 'f', 3, 64)
+	t := float64(at.Unix())
+	w.WriteString(`{"status":"success","data":{"resultType":"vector","result":[`)
+	for i, f := range fleetFamilies {
+		for g := range fleetGPUs {
+			if i+g > 0 {
+				w.WriteByte(',')
+			}
+			w.WriteString(`{"metric":`)
+			fleetMetric(w, f.name, g)
+			w.WriteString(`,"value":[` + ts + `,"` + strconv.FormatFloat(f.value(g, t), 'g', -1, 64) + `"]}`)
+		}
+	}
+	for h := range fleetGPUs / 8 {
+		fmt.Fprintf(w, `,{"metric":{"__name__":"up","instance":"10.%d.%d.%d:9477","job":"gpuwatch-agents"},"value":[%s,"1"]}`,
+			16+h/65536, h/256%256, h%256, ts)
+	}
+	w.WriteString(`]}}`)
+}
+
+// writeFleetMatrix writes the answer to a range query of one family over
+// [start, end] every step.
+func writeFleetMatrix(out io.Writer, family string, start, end time.Time, step time.Duration) {
+	w := bufio.NewWriterSize(out, 64<<10)
+	defer w.Flush()
+	w.WriteString(`{"status":"success","data":{"resultType":"matrix","result":[`)
+	for _, f := range fleetFamilies {
+		if f.name != family {
+			continue
+		}
+		for g := range fleetGPUs {
+			if g > 0 {
+				w.WriteByte(',')
+			}
+			w.WriteString(`{"metric":`)
+			fleetMetric(w, f.name, g)
+			w.WriteString(`,"values":[`)
+			for at := start; !at.After(end); at = at.Add(step) {
+				if at != start {
+					w.WriteByte(',')
+				}
+				w.WriteString(`[` + strconv.FormatFloat(float64(at.UnixMilli())/1000, 'f', 3, 64) + `,"` +
+					strconv.FormatFloat(f.value(g, float64(at.Unix())), 'g', -1, 64) + `"]`)
+			}
+			w.WriteString(`]}`)
+		}
+	}
+	w.WriteString(`]}}`)
+}
+
+// fleetPrometheus serves the fleet's answers as Prometheus's query API,
+// counting the instant queries (evaluations). The instant answer is
+// written once beforehand (a busy machine would take seconds to write
+// each); range answers, a backfill's rounds of a few minutes, as asked.
+type fleetPrometheus struct {
+	*httptest.Server
+	evaluations atomic.Int64
+	vector      []byte
+}
+
+// newFleetPrometheus serves the fleet at time at, and its past.
+func newFleetPrometheus(tb testing.TB, at time.Time) *fleetPrometheus {
+	p := &fleetPrometheus{}
+	var b bytes.Buffer
+	writeFleetVector(&b, at)
+	p.vector = b.Bytes()
+	p.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		r.ParseForm()
+		seconds := func(k string) time.Time {
+			f, _ := strconv.ParseFloat(r.Form.Get(k), 64)
+			return time.UnixMilli(int64(f * 1000))
+		}
+		w.Header().Set("Content-Type", "application/json")
+		switch r.URL.Path {
+		case "/api/v1/query":
+			w.Write(p.vector)
+			p.evaluations.Add(1)
+		case "/api/v1/query_range":
+			family := strings.TrimSuffix(strings.TrimPrefix(r.Form.Get("query"), `{__name__=~"`), `"}`)
+			step, _ := strconv.ParseFloat(r.Form.Get("step"), 64)
+			writeFleetMatrix(w, family, seconds("start"), seconds("end"), time.Duration(step*float64(time.Second)))
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	tb.Cleanup(p.Close)
+	return p
+}
+
+// BenchmarkHubCost10000GPUs measures what `gpuwatch run` costs as the hub
+// of a fleet of 10,000 GPUs (1,250 hosts of 8): the built binary reads
+// them from a Prometheus that answers each evaluation's one query with
+// ten series a GPU and each host's up, as Prometheus 2 writes it (some 29
+// MB, served without Prometheus: the query is Prometheus's time, not the
+// hub's), backfills the example rules' windows at start from range
+// queries, and evaluates the example config's rules, one op an
+// evaluation. It reports the CPU an evaluation takes (from /proc/PID/stat,
+// garbage collection included; target ≤ 300 ms), the hub's resident
+// memory at the end and its peak over its life, backfill included
+// (VmRSS, VmHWM; target ≤ 500 MiB), and the answer's size.
+//
+//	go test ./cli -run '^$' -bench BenchmarkHubCost10000GPUs -benchtime 20x -timeout 20m
+func BenchmarkHubCost10000GPUs(b *testing.B) {
+	if _, err := os.Stat("/proc/self/stat"); err != nil {
+		b.Skip("no /proc to read a process's CPU time and memory from")
+	}
+	dir := b.TempDir()
+	bin := buildGpuwatch(b, dir)
+	prom := newFleetPrometheus(b, time.Now())
+	// The example config's rules and routes, on the prometheus source: an
+	// evaluation every 10 s (the default is 30 s: the CPU an evaluation
+	// takes is the same, the benchmark is shorter).
+	cfg := strings.NewReplacer("  type: nvml", "  type: prometheus\n  prometheus: {url: "+prom.URL+", schema: gpuwatch, timeout: 10s}",
+		"  interval: 5s", "  interval: 10s",
+		"\nstorage:\n", "\nstorage:\n  path: "+filepath.Join(dir, "state.db")+"\n",
+		"listen: 127.0.0.1:9477", "listen: "+freeAddr(b)).Replace(string(root.ExampleConfig))
+	path := filepath.Join(dir, "hub.yaml")
+	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	cmd, stderr := startBuilt(b, bin, path)
+	stat := fmt.Sprintf("/proc/%d/stat", cmd.Process.Pid)
+	status := fmt.Sprintf("/proc/%d/status", cmd.Process.Pid)
+	wait := func(n int64) {
+		deadline := time.Now().Add(5 * time.Minute)
+		for prom.evaluations.Load() < n {
+			if time.Now().After(deadline) || cmd.ProcessState != nil {
+				b.Fatalf("the hub made %d evaluations, not %d, within 5 minutes:\n%s", prom.evaluations.Load(), n, stderr.String())
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	wait(2) // the backfill and the first evaluation are behind
+	before, first := cpuTicks(b, stat), prom.evaluations.Load()
+	b.ResetTimer()
+	wait(first + int64(b.N))
+	b.StopTimer()
+	used := float64(cpuTicks(b, stat)-before) / userHZ
+	evaluations := prom.evaluations.Load() - first
+	mem, ok := processMemory(status)
+	if !ok {
+		b.Fatalf("gpuwatch run exited during the benchmark:\n%s", stderr.String())
+	}
+	if strings.Contains(stderr.String(), "cannot read the past") || strings.Contains(stderr.String(), "does not answer") ||
+		!strings.Contains(stderr.String(), "storage="+filepath.Join(dir, "state.db")) {
+		b.Fatalf("the hub could not read the fleet:\n%s", stderr.String())
+	}
+	b.ReportMetric(used/float64(evaluations)*1000, "cpu-ms/op")
+	b.ReportMetric(mem.RSS, "RSS-MiB")
+	b.ReportMetric(mem.HWM, "peak-RSS-MiB")
+	b.ReportMetric(float64(len(prom.vector))/1e6, "answer-MB")
+}

@@ -1,0 +1,57 @@
+package cli
+
+import (
+	"errors"
+	"flag"
+	"log/slog"
+
+	"github.com/gpuwatch/gpuwatch/config"
+	"github.com/gpuwatch/gpuwatch/gpu/replay"
+)
+
+// logFlags are the flags of the commands that read a GPU log (replay,
+// digest --trace): what the log itself may not say.
+type logFlags struct {
+	columns     *string
+	host        *string
+	memoryTotal *string
+	skipBad     *bool
+}
+
+// addLogFlags adds the log flags to a command's flags.
+func addLogFlags(fs *flag.FlagSet) *logFlags {
+	return &logFlags{
+		columns: fs.String("columns", "", "the columns of a CSV log written without its header (--format=csv,noheader), in order: "+
+			"the --query-gpu list, e.g. timestamp,index,memory.used,memory.total"),
+		host: fs.String("host", "", "the host the log is of (default: the host the config names, the host the log names, or the log's file name)"),
+		memoryTotal: fs.String("memory-total", "", "each GPU's memory, e.g. 80GiB, for a log with memory.used but no memory.total "+
+			"(default: from the GPU's name where gpuwatch knows it)"),
+		skipBad: fs.Bool("skip-bad", false, "skip malformed rows with a warning count instead of stopping at the first"),
+	}
+}
+
+// open opens the log at path with the flags' options. The host is --host,
+// or the config's own host: setting, or else what the log says (its
+// host, or its file's name), never the name of the machine replaying it.
+func (lf *logFlags) open(path string, cfg *config.Config, env *Env, logger *slog.Logger) (*replay.Reader, error) {
+	opts := replay.Options{Host: *lf.host, Location: env.Location, Columns: *lf.columns, SkipBad: *lf.skipBad,
+		Logger: logger, Warnings: env.Stderr}
+	if opts.Host == "" && cfg != nil {
+		opts.Host = cfg.Host
+	}
+	if *lf.memoryTotal != "" {
+		total, err := replay.ParseMemory(*lf.memoryTotal)
+		if err != nil {
+			return nil, usageErrf("--memory-total %q: %v", *lf.memoryTotal, err)
+		}
+		opts.MemoryTotal = total
+	}
+	r, err := replay.Open(path, opts)
+	if errors.Is(err, replay.ErrColumns) {
+		return nil, usageErrf("--columns %v", err)
+	}
+	if err != nil {
+		return nil, replayErr(err)
+	}
+	return r, nil
+}

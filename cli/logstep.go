@@ -1,0 +1,64 @@
+package cli
+
+import (
+	"context"
+	"slices"
+	"time"
+
+	"github.com/gpuwatch/gpuwatch/gpu"
+)
+
+// probeSnapshots is how many snapshots of a log are read ahead to tell how
+// often it was sampled.
+const probeSnapshots = 64
+
+// stepProbe reads the first snapshots of a log ahead to tell its step (how
+// often it was sampled), then hands them out, and the rest of the log, in
+// order: it is the log's gpu.Source.
+type stepProbe struct {
+	gpu.Source
+	ahead []*gpu.Snapshot
+	err   error // what ended the read-ahead early: io.EOF, or the log's error at that point
+	step  time.Duration
+}
+
+// probeStep reads up to probeSnapshots snapshots of src ahead. The step is
+// the median time between consecutive snapshots (0 for fewer than two), so
+// that a restart or a missed run does not count.
+func probeStep(ctx context.Context, src gpu.Source) *stepProbe {
+	p := &stepProbe{Source: src}
+	for len(p.ahead) < probeSnapshots {
+		s, err := src.Next(ctx)
+		if err != nil {
+			p.err = err
+			break
+		}
+		p.ahead = append(p.ahead, s)
+	}
+	var gaps []time.Duration
+	for i := 1; i < len(p.ahead); i++ {
+		if gap := p.ahead[i].Time.Sub(p.ahead[i-1].Time); gap > 0 {
+			gaps = append(gaps, gap)
+		}
+	}
+	if len(gaps) > 0 {
+		slices.Sort(gaps)
+		p.step = gaps[len(gaps)/2]
+	}
+	return p
+}
+
+// Next returns the snapshots read ahead, then the error that ended the
+// read-ahead, then the source's next snapshots.
+func (p *stepProbe) Next(ctx context.Context) (*gpu.Snapshot, error) {
+	if len(p.ahead) > 0 {
+		s := p.ahead[0]
+		p.ahead = p.ahead[1:]
+		return s, nil
+	}
+	if err := p.err; err != nil {
+		p.err = nil
+		return nil, err
+	}
+	return p.Source.Next(ctx)
+}

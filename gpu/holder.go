@@ -1,0 +1,62 @@
+package gpu
+
+import (
+	"strconv"
+	"strings"
+)
+
+// PodProcess is the Process that stands for a Kubernetes pod holding a
+// GPU when the source names the pod but not its processes, as
+// dcgm-exporter does: PID 0, no user, Container
+// "k8s:NAMESPACE/POD/CONTAINER" (the container's name, "" when not said).
+func PodProcess(namespace, pod, container string) Process {
+	c := "k8s:" + namespace + "/" + pod
+	if container != "" {
+		c += "/" + container
+	}
+	return Process{Container: c}
+}
+
+// Pod returns the namespace, name and container of the pod a PodProcess
+// stands for; ok is false for a process the source names.
+func (p *Process) Pod() (namespace, pod, container string, ok bool) {
+	rest, isK8s := strings.CutPrefix(p.Container, "k8s:")
+	if p.PID != 0 || p.User != "" || !isK8s {
+		return "", "", "", false
+	}
+	parts := strings.SplitN(rest, "/", 3)
+	if len(parts) < 2 {
+		return "", "", "", false
+	}
+	if len(parts) == 3 {
+		container = parts[2]
+	}
+	return parts[0], parts[1], container, true
+}
+
+// Holder names what holds the GPU, for people: "pid 4242", or for a pod
+// the source names without its processes "pod ml/train-0, container
+// trainer"; "" when the source names neither (a user's share, PID 0).
+func (p *Process) Holder() string {
+	if ns, pod, c, ok := p.Pod(); ok {
+		text := "pod " + ns + "/" + pod
+		if c != "" {
+			text += ", container " + c
+		}
+		return text
+	}
+	if p.PID > 0 {
+		return "pid " + strconv.Itoa(p.PID)
+	}
+	return ""
+}
+
+// Owner is whom the process's use counts for: its user, or for a pod the
+// source names without its processes the pod, "NAMESPACE/POD"; "" when
+// unknown.
+func (p *Process) Owner() string {
+	if ns, pod, _, ok := p.Pod(); ok {
+		return ns + "/" + pod
+	}
+	return p.User
+}

@@ -1,0 +1,28 @@
+package gpu_test
+
+import (
+	"testing"
+
+	"github.com/gpuwatch/gpuwatch/gpu"
+)
+
+func TestHolderAndOwner(t *testing.T) {
+	for _, tc := range []struct {
+		p             gpu.Process
+		holder, owner string
+	}{
+		{gpu.Process{PID: 4242, User: "alice", Command: "python train.py", Container: "k8s:ml/train-0/3f2a9c1b"}, "pid 4242", "alice"},
+		{gpu.PodProcess("ml", "train-0", "trainer"), "pod ml/train-0, container trainer", "ml/train-0"},
+		{gpu.PodProcess("ml", "train-0", ""), "pod ml/train-0", "ml/train-0"},
+		{gpu.Process{User: "bob"}, "", "bob"},           // a user's share of a GPU
+		{gpu.Process{Container: "k8s:0f1e"}, "", ""},    // a pod UID the source could not name
+		{gpu.Process{Container: "docker:3f2a"}, "", ""}, // nothing to name
+	} {
+		if got := tc.p.Holder(); got != tc.holder {
+			t.Errorf("%+v: Holder %q, want %q", tc.p, got, tc.holder)
+		}
+		if got := tc.p.Owner(); got != tc.owner {
+			t.Errorf("%+v: Owner %q, want %q", tc.p, got, tc.owner)
+		}
+	}
+}

@@ -1,0 +1,208 @@
+package replay
+
+import (
+	"bytes"
+	"time"
+)
+
+// Dates in words are what `date` prints before each sample in a cron job or
+// a shell loop, and what nvidia-smi prints above its table:
+//
+//	Sun Nov 29 09:00:00 UTC 2026        date, C locale
+//	Sun Nov 29 09:00:00 2026            nvidia-smi, ctime
+//	Sun 29 Nov 2026 09:00:00 AM UTC     date, en_US
+//	Sun 29 Nov 09:00:00 GMT 2026        date, en_GB
+//	Sun, 29 Nov 2026 09:00:00 +0000     date -R
+//
+// parseWordDate reads them in any order of their parts: an optional week
+// day, a month name, the day, the time of day (with AM or PM or not), the
+// year and an optional zone. UTC, GMT, Z and numeric offsets are exact;
+// another zone's abbreviation (CET, PST) is taken as loc, the zone the log
+// is read in, since abbreviations are ambiguous across the world.
+func parseWordDate(b []byte, loc *time.Location) (int64, bool) {
+	var (
+		year, month, day       = -1, -1, -1
+		hour, minute, sec      = -1, 0, 0
+		frac, offset           int64
+		zoned, pm, am, weekday bool
+	)
+	n := 0
+	for rest := b; len(rest) > 0; {
+		var f []byte
+		f, rest = nextWord(rest)
+		if len(f) == 0 {
+			continue
+		}
+		if n++; n > 8 {
+			return 0, false
+		}
+		switch {
+		case len(f) >= 8 && f[2] == ':' && f[5] == ':' && hour < 0:
+			h, ok1 := digits(f[0:2])
+			m, ok2 := digits(f[3:5])
+			s, ok3 := digits(f[6:8])
+			fr, _, z, ok4 := timeSuffix(f[8:])
+			if !ok1 || !ok2 || !ok3 || !ok4 || z || h > 23 || m > 59 || s > 59 {
+				return 0, false
+			}
+			hour, minute, sec, frac = h, m, s, fr
+		case isDigits(f) && len(f) == 4 && year < 0:
+			year, _ = digits(f)
+		case isDigits(bytes.TrimSuffix(f, []byte{'.'})) && len(f) <= 3 && day < 0:
+			day, _ = digits(bytes.TrimSuffix(f, []byte{'.'}))
+		case (f[0] == '+' || f[0] == '-') && !zoned:
+			_, off, z, ok := timeSuffix(f)
+			if !ok || !z {
+				return 0, false
+			}
+			offset, zoned = off, true
+		case isLetters(f):
+			switch {
+			case equalFold(f, "am") && !am && !pm:
+				am = true
+			case equalFold(f, "pm") && !am && !pm:
+				pm = true
+			case monthOf(f) > 0 && month < 0:
+				month = monthOf(f)
+			case isWeekday(f) && !weekday:
+				weekday = true
+			case (equalFold(f, "utc") || equalFold(f, "gmt") || equalFold(f, "z")) && !zoned:
+				zoned = true
+			case len(f) >= 2 && len(f) <= 5 && isUpper(f) && !zoned:
+				// Another zone's abbreviation: the log's zone.
+			default:
+				return 0, false
+			}
+		default:
+			return 0, false
+		}
+	}
+	if n < 4 {
+		return 0, false
+	}
+	if year < 0 || month < 0 || day < 0 || hour < 0 {
+		return 0, false
+	}
+	if am || pm {
+		if hour < 1 || hour > 12 {
+			return 0, false
+		}
+		hour %= 12
+		if pm {
+			hour += 12
+		}
+	}
+	if !validDate(year, month, day, hour) {
+		return 0, false
+	}
+	if zoned {
+		loc = time.UTC
+	}
+	return time.Date(year, time.Month(month), day, hour, minute, sec, 0, loc).UnixNano() + frac - offset, true
+}
+
+// months are the month names' first three letters, lower-case.
+var months = [12]string{"jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"}
+
+// fullMonths are the month names that are more than their first three
+// letters.
+var fullMonths = [12]string{"january", "february", "march", "april", "may", "june", "july", "august", "september",
+	"october", "november", "december"}
+
+// monthOf returns the month (1–12) a name or abbreviation names, in any
+// case, or 0.
+func monthOf(w []byte) int {
+	for i := range months {
+		if equalFold(w, months[i]) || equalFold(w, fullMonths[i]) || i == 8 && equalFold(w, "sept") {
+			return i + 1
+		}
+	}
+	return 0
+}
+
+// weekdays are the week days' names, lower-case, short and long.
+var weekdays = [...]string{"mon", "tue", "wed", "thu", "fri", "sat", "sun",
+	"monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"}
+
+func isWeekday(w []byte) bool {
+	for _, d := range weekdays {
+		if equalFold(w, d) {
+			return true
+		}
+	}
+	return false
+}
+
+// equalFold reports whether the ASCII letters of b are lower, a lower-case
+// word, in any case.
+func equalFold(b []byte, lower string) bool {
+	if len(b) != len(lower) {
+		return false
+	}
+	for i := range b {
+		if b[i]|0x20 != lower[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// nextWord returns the first word of b, words apart by spaces, tabs or
+// commas, and what follows it.
+func nextWord(b []byte) (word, rest []byte) {
+	i := 0
+	for i < len(b) && (b[i] == ' ' || b[i] == ',' || b[i] == '\t') {
+		i++
+	}
+	j := i
+	for j < len(b) && b[j] != ' ' && b[j] != ',' && b[j] != '\t' {
+		j++
+	}
+	return b[i:j], b[j:]
+}
+
+func isDigits(b []byte) bool {
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return len(b) > 0
+}
+
+func isLetters(b []byte) bool {
+	for _, c := range b {
+		if (c < 'a' || c > 'z') && (c < 'A' || c > 'Z') {
+			return false
+		}
+	}
+	return len(b) > 0
+}
+
+func isUpper(b []byte) bool {
+	for _, c := range b {
+		if c < 'A' || c > 'Z' {
+			return false
+		}
+	}
+	return true
+}
+
+// dateLine parses a line that holds nothing but a time, as `date` (in any
+// of its forms, `date +%s` included) or a script writes it before each
+// sample. It returns the time as Unix nanoseconds.
+func (p *timeParser) dateLine(line []byte) (int64, bool) {
+	line = trimSpace(line)
+	if len(line) < 9 {
+		return 0, false
+	}
+	return p.parse(line)
+}
+
+// maybeDateLine tells cheaply whether a line of a CSV log may be a date
+// line: a CSV row has commas, and a date has none but after the week day
+// of `date -R` ("Sun, 29 Nov 2026 09:00:00 +0000").
+func maybeDateLine(line []byte) bool {
+	i := bytes.IndexByte(line, ',')
+	return i < 0 || i == 3 && bytes.IndexByte(line[4:], ',') < 0
+}

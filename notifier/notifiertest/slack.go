@@ -1,0 +1,131 @@
+package notifiertest
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"image"
+	"image/png"
+	"mime"
+	"mime/multipart"
+	"net/url"
+	"strings"
+	"testing"
+)
+
+// SlackOptions say how NewSlack's fake answers.
+type SlackOptions struct {
+	// Scopes is the X-OAuth-Scopes auth.test answers ("chat:write,files:write").
+	Scopes string
+	// Zones are the users users.info knows, by ID, with their IANA zone.
+	Zones map[string]string
+	// Fail makes methods ("files.completeUploadExternal") answer ok:false
+	// with the error given ("not_in_channel").
+	Fail map[string]string
+}
+
+// NewSlack plays Slack's Web API under /api/ and its upload URLs under
+// /upload/: auth.test tells the token's scopes, chat.postMessage answers
+// channel C1 and ts "N.0001" for its N-th request (0-based, as the
+// server counts every request), chat.update echoes the ts, the upload
+// flow (files.getUploadURLExternal, the bytes, then
+// files.completeUploadExternal) answers file F<N>, users.info the user's
+// zone. Anything else is unknown_method.
+func NewSlack(t testing.TB, o SlackOptions) *Server {
+	var base string
+	srv := NewServer(t, func(n int, r *Request) Response {
+		form, _ := url.ParseQuery(string(r.Body))
+		header := map[string]string{"Content-Type": "application/json"}
+		method := strings.TrimPrefix(r.Path, "/api/")
+		body := `{"ok":false,"error":"unknown_method"}`
+		switch {
+		case strings.HasPrefix(r.Path, "/upload/"):
+			return Response{Body: "OK"}
+		case o.Fail[method] != "":
+			body = fmt.Sprintf(`{"ok":false,"error":%q}`, o.Fail[method])
+		case method == "auth.test":
+			header["X-OAuth-Scopes"] = o.Scopes
+			body = `{"ok":true,"user_id":"U0BOT","team_id":"T1"}`
+		case method == "chat.postMessage":
+			body = fmt.Sprintf(`{"ok":true,"channel":"C1","ts":"%d.0001"}`, n+1)
+		case method == "chat.update":
+			body = fmt.Sprintf(`{"ok":true,"channel":"C1","ts":%q,"text":""}`, form.Get("ts"))
+		case method == "files.getUploadURLExternal":
+			body = fmt.Sprintf(`{"ok":true,"upload_url":"%s/upload/F%d","file_id":"F%d"}`, base, n, n)
+		case method == "files.completeUploadExternal":
+			body = `{"ok":true,"files":[{"id":"F1","title":"chart"}]}`
+		case method == "users.info":
+			user := form.Get("user")
+			tz, ok := o.Zones[user]
+			if !ok {
+				body = `{"ok":false,"error":"user_not_found"}`
+				break
+			}
+			body = fmt.Sprintf(`{"ok":true,"user":{"id":%q,"tz":%q,"tz_offset":0}}`, user, tz)
+		}
+		return Response{Body: body, Header: header}
+	})
+	base = srv.URL
+	return srv
+}
+
+// SlackUpload is a file a NewSlack fake received and shared.
+type SlackUpload struct {
+	Channel, ThreadTS, Comment string
+	PNG                        []byte // the bytes sent to the upload URL
+}
+
+// SlackUploads lists the files shared with files.completeUploadExternal,
+// in order, each with the bytes uploaded for it.
+func SlackUploads(t testing.TB, s *Server) []SlackUpload {
+	t.Helper()
+	sent := map[string][]byte{} // by file ID
+	var out []SlackUpload
+	for _, r := range s.Requests() {
+		switch {
+		case strings.HasPrefix(r.Path, "/upload/"):
+			sent[strings.TrimPrefix(r.Path, "/upload/")] = uploadedFile(t, r)
+		case r.Path == "/api/files.completeUploadExternal":
+			form, _ := url.ParseQuery(string(r.Body))
+			var files []struct{ ID string }
+			if err := json.Unmarshal([]byte(form.Get("files")), &files); err != nil || len(files) != 1 {
+				t.Fatalf("files.completeUploadExternal: files %q, want one file: %v", form.Get("files"), err)
+			}
+			out = append(out, SlackUpload{Channel: form.Get("channel_id"), ThreadTS: form.Get("thread_ts"),
+				Comment: form.Get("initial_comment"), PNG: sent[files[0].ID]})
+		}
+	}
+	return out
+}
+
+// uploadedFile is the file of a multipart upload to an upload URL.
+func uploadedFile(t testing.TB, r Request) []byte {
+	t.Helper()
+	_, params, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	if err != nil {
+		t.Fatalf("upload content type %q: %v", r.Header.Get("Content-Type"), err)
+	}
+	mr := multipart.NewReader(bytes.NewReader(r.Body), params["boundary"])
+	for {
+		part, err := mr.NextPart()
+		if err != nil {
+			t.Fatalf("the upload holds no file: %v", err)
+		}
+		if part.FormName() == "file" {
+			var b bytes.Buffer
+			b.ReadFrom(part)
+			return b.Bytes()
+		}
+	}
+}
+
+// DecodePNG decodes an uploaded picture, failing the test when it is not
+// a PNG.
+func DecodePNG(t testing.TB, b []byte) image.Image {
+	t.Helper()
+	img, err := png.Decode(bytes.NewReader(b))
+	if err != nil {
+		t.Fatalf("the uploaded file is not a PNG: %v", err)
+	}
+	return img
+}

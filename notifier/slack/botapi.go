@@ -1,0 +1,268 @@
+package slack
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	goslack "github.com/slack-go/slack"
+
+	"github.com/gpuwatch/gpuwatch/notifier"
+)
+
+// The scopes gpuwatch asks of the Slack app beyond posting messages.
+const (
+	// FilesScope lets the app upload charts (alert threads, digests,
+	// /gpu history).
+	FilesScope = "files:write"
+	// UsersScope lets the app read a user's time zone, so /gpu history
+	// shows times in the zone of whoever asked. Optional.
+	UsersScope = "users:read"
+)
+
+// ErrNoFilesScope says Slack refuses uploads: the app lacks files:write.
+var ErrNoFilesScope = errors.New("the Slack app lacks the files:write scope")
+
+// Bot is what gpuwatch does with the Slack app's bot token besides
+// posting messages: it asks which scopes the token has (auth.test's
+// X-OAuth-Scopes), uploads pictures (files.getUploadURLExternal, the
+// bytes, files.completeUploadExternal) and reads users' time zones
+// (users.info). One Bot serves every Slack receiver and the slash
+// commands, so a missing scope is found, and said, once.
+type Bot struct {
+	api     *goslack.Client
+	apiURL  string
+	opts    BotOptions
+	log     *slog.Logger
+	secrets []string
+	// noFiles is set once Slack says the token lacks files:write:
+	// pictures are dropped, after one warning, until a restart.
+	noFiles atomic.Bool
+	// noUsers is set once Slack says the token lacks users:read: charts
+	// show the host's zone.
+	noUsers atomic.Bool
+	zones   zoneCache
+}
+
+// BotOptions say how a Bot reaches Slack.
+type BotOptions struct {
+	// Token is slack.bot_token (xoxb-…).
+	Token string
+	// APIURL is a Slack-compatible Web API base; "" means Slack's.
+	APIURL string
+	// HTTPClient makes the requests; nil means a new http.Client.
+	HTTPClient *http.Client
+	// Timeout bounds each API call (an upload's three calls together get
+	// three times it); 0 means DefaultTimeout.
+	Timeout time.Duration
+	// Logger gets the warnings about missing scopes; nil discards.
+	Logger *slog.Logger
+	// Now is the clock users' zones are kept by; nil means time.Now.
+	Now func() time.Time
+}
+
+// NewBot returns the Bot of a bot token.
+func NewBot(o BotOptions) *Bot {
+	if o.Timeout <= 0 {
+		o.Timeout = DefaultTimeout
+	}
+	if o.HTTPClient == nil {
+		o.HTTPClient = &http.Client{}
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	o.HTTPClient = notingClient(o.HTTPClient, o.Now)
+	apiURL := o.APIURL
+	if apiURL == "" {
+		apiURL = goslack.APIURL
+	}
+	if !strings.HasSuffix(apiURL, "/") {
+		apiURL += "/"
+	}
+	b := &Bot{
+		api:     goslack.New(o.Token, goslack.OptionAPIURL(apiURL), goslack.OptionHTTPClient(o.HTTPClient)),
+		apiURL:  apiURL,
+		opts:    o,
+		log:     o.Logger,
+		secrets: notifier.Secrets(o.Token),
+		zones:   zoneCache{byUser: map[string]zoneEntry{}},
+	}
+	if b.log == nil {
+		b.log = slog.New(slog.DiscardHandler)
+	}
+	return b
+}
+
+// CheckScopes asks Slack which scopes the token has. Without files:write
+// it warns once and turns uploads off: alerts go as text alone. Without
+// users:read it says that charts show the host's zone. When Slack does
+// not answer or does not say, nothing is turned off, and a call Slack
+// refuses for want of a scope turns its use off then.
+func (b *Bot) CheckScopes(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(ctx, b.opts.Timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, b.apiURL+"auth.test", http.NoBody)
+	if err != nil {
+		return
+	}
+	req.Header.Set("Authorization", "Bearer "+b.opts.Token)
+	resp, err := b.opts.HTTPClient.Do(req)
+	if err != nil {
+		return
+	}
+	defer resp.Body.Close()
+	io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+	header := resp.Header.Get("X-OAuth-Scopes")
+	if resp.StatusCode != http.StatusOK || header == "" {
+		return
+	}
+	scopes := strings.Split(header, ",")
+	for i := range scopes {
+		scopes[i] = strings.TrimSpace(scopes[i])
+	}
+	if !slices.Contains(scopes, FilesScope) {
+		b.refuseFiles("the Slack app lacks the files:write scope: alerts go without charts; add the scope (deploy/slack-app-manifest.yaml lists it) and reinstall the app")
+	}
+	if !slices.Contains(scopes, UsersScope) {
+		b.noUsers.Store(true)
+		b.log.Info("the Slack app lacks the optional users:read scope: charts of /gpu history show the host's time zone, not each reader's; add the scope and reinstall the app for theirs")
+	}
+}
+
+// refuseFiles turns uploads off, with one warning.
+func (b *Bot) refuseFiles(warning string) {
+	if !b.noFiles.Swap(true) {
+		b.log.Warn(warning)
+	}
+}
+
+// MayUpload reports whether uploads are on: Slack has not said the
+// token lacks files:write.
+func (b *Bot) MayUpload() bool { return !b.noFiles.Load() }
+
+// File is a picture to share in a conversation.
+type File struct {
+	// Channel is the conversation's ID (C…, G…, D…).
+	Channel string
+	// ThreadTS puts the picture in a message's thread; "" in the
+	// conversation itself.
+	ThreadTS string
+	Name     string // the file name, "gpuwatch-….png"
+	Title    string // the picture's title and alternative text
+	// Comment is the message the picture comes with; "" for none.
+	Comment string
+	PNG     []byte
+}
+
+// Upload shares f in its conversation and returns the file's ID. Without
+// files:write it returns ErrNoFilesScope (after one warning, and at once
+// from then on). Its other errors are slack-go's, with the token taken
+// out of their text.
+func (b *Bot) Upload(ctx context.Context, f File) (string, error) {
+	if b.noFiles.Load() {
+		return "", ErrNoFilesScope
+	}
+	ctx, cancel := context.WithTimeout(ctx, 3*b.opts.Timeout)
+	defer cancel()
+	file, err := b.api.UploadFileContext(ctx, goslack.UploadFileParameters{
+		Reader: bytes.NewReader(f.PNG), FileSize: len(f.PNG), Filename: f.Name,
+		Title: f.Title, AltTxt: f.Title, InitialComment: f.Comment, Channel: f.Channel, ThreadTimestamp: f.ThreadTS,
+	})
+	if err != nil {
+		if missingScope(err) {
+			b.refuseFiles("Slack refuses uploads: give the Slack app the files:write scope and reinstall it; alerts go without charts until a restart")
+			return "", ErrNoFilesScope
+		}
+		return "", err
+	}
+	return file.ID, nil
+}
+
+// Redact takes the token out of an error's text, for a log.
+func (b *Bot) Redact(err error) string { return notifier.Redact(err.Error(), b.secrets...) }
+
+// missingScope reports whether Slack refused a call for want of a scope.
+func missingScope(err error) bool {
+	var apiErr goslack.SlackErrorResponse
+	return errors.As(err, &apiErr) && (apiErr.Err == "missing_scope" || apiErr.Err == "not_allowed_token_type")
+}
+
+// How long a user's zone is kept: people travel, rarely within hours;
+// a failed look-up is tried again sooner.
+const (
+	zoneKept      = 12 * time.Hour
+	zoneUnknownTo = 10 * time.Minute
+	maxZones      = 4096
+)
+
+// zoneCache keeps the zones users.info told, by user.
+type zoneCache struct {
+	mu     sync.Mutex
+	byUser map[string]zoneEntry
+}
+
+type zoneEntry struct {
+	loc   *time.Location // nil: Slack did not tell
+	until time.Time
+}
+
+// UserZone is the time zone Slack has for a user (users.info, with
+// users:read), looked up once in a while per user; false when Slack does
+// not tell (no users:read, an unknown user, Slack down).
+func (b *Bot) UserZone(ctx context.Context, userID string) (*time.Location, bool) {
+	if userID == "" || b.noUsers.Load() {
+		return nil, false
+	}
+	now := b.opts.Now()
+	b.zones.mu.Lock()
+	e, ok := b.zones.byUser[userID]
+	b.zones.mu.Unlock()
+	if ok && now.Before(e.until) {
+		return e.loc, e.loc != nil
+	}
+	loc, err := b.lookUpZone(ctx, userID)
+	e = zoneEntry{loc: loc, until: now.Add(zoneKept)}
+	if loc == nil {
+		e.until = now.Add(zoneUnknownTo)
+	}
+	if err != nil {
+		b.log.Debug("cannot read a Slack user's time zone; the chart shows the host's", "user", userID, "err", b.Redact(err))
+	}
+	b.zones.mu.Lock()
+	if len(b.zones.byUser) >= maxZones {
+		clear(b.zones.byUser)
+	}
+	b.zones.byUser[userID] = e
+	b.zones.mu.Unlock()
+	return loc, loc != nil
+}
+
+// lookUpZone asks users.info for a user's zone: the IANA zone when this
+// host knows it, else the offset Slack gives under the zone's name.
+func (b *Bot) lookUpZone(ctx context.Context, userID string) (*time.Location, error) {
+	ctx, cancel := context.WithTimeout(ctx, b.opts.Timeout)
+	defer cancel()
+	u, err := b.api.GetUserInfoContext(ctx, userID)
+	if err != nil {
+		if missingScope(err) && !b.noUsers.Swap(true) {
+			b.log.Info("Slack refuses users.info: without the optional users:read scope, charts of /gpu history show the host's time zone")
+		}
+		return nil, err
+	}
+	if u.TZ == "" {
+		return nil, nil
+	}
+	if loc, err := time.LoadLocation(u.TZ); err == nil {
+		return loc, nil
+	}
+	return time.FixedZone(u.TZ, u.TZOffset), nil
+}
