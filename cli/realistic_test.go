@@ -218,8 +218,7 @@ func evalEvents(t *testing.T, rs []*rules.Rule, src gpu.Source) []tracescore.Eve
 
 // TestAlertQualitySweep scores the example rules on many seeds of every
 // realistic workload and leak scenario, evaluated in-process on the
-// simulator's snapshots (with the memory the driver reserves, which a log
-// carries only to a reader that reads memory.reserved), and prints per
+// simulator's snapshots, and prints per
 // workload how many seeds are right and the leaks' lead times: the
 // measure of how well the defaults generalise, which must be right on
 // 95 % of them. It runs only when GPUWATCH_QUALITY_SEEDS says how many

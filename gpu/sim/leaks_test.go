@@ -2,11 +2,13 @@ package sim_test
 
 import (
 	"bytes"
+	"context"
 	"math"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/gpuwatch/gpuwatch/gpu/replay"
 	"github.com/gpuwatch/gpuwatch/gpu/sim"
 )
 
@@ -298,6 +300,20 @@ func TestLeakScenariosWriteReservedMemory(t *testing.T) {
 		}
 		if reserved && (!strings.HasSuffix(fields[10], " MiB") || fields[10] == "0 MiB") {
 			t.Errorf("seed %d: reserved %q, want the MiB the driver keeps", seed, fields[10])
+		}
+		// gpuwatch replay reads it back.
+		rd, err := replay.NewReader(bytes.NewReader(out.Bytes()), "vllm.csv", replay.Options{Host: sim.DefaultHost})
+		if err != nil {
+			t.Fatal(err)
+		}
+		snap, err := rd.Next(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		first, _ := sim.New(sim.Config{Scenario: sim.ScenarioVLLMServe, Seed: seed})
+		want, _ := first.Next(context.Background())
+		if got, want := snap.Devices[0].MemReserved, want.Devices[0].MemReserved; got != want {
+			t.Errorf("seed %d: replay read %d bytes reserved, the source made %d", seed, got, want)
 		}
 	}
 	if len(seen) != 2 {
