@@ -356,8 +356,12 @@ func readmeCommands() map[string]readmeCommand {
 		"gpuwatch run":                           {same: daemon},
 		"gpuwatch test":                          {same: "gpuwatch test leak_test.yaml"},
 		"gpuwatch silence":                       {same: add},
-		"gpuwatch test examples/rules_test.yaml": {run: func(t *testing.T, r *readmeRun, cmd string) {
-			want(t, cmd, r.gpuwatch(t, args(cmd)...), cli.ExitOK, "PASS examples/rules_test.yaml: ", " passed, 0 failed\n")
+		"GPUWATCH_QUALITY_SEEDS=100 go test -v -run TestAlertQualitySweep ./cli": {skip: "a measure of the rules on many seeds: minutes, asked for when the rules change"},
+		"gpuwatch test examples/rules_test.yaml examples/leaks_test.yaml": {run: func(t *testing.T, r *readmeRun, cmd string) {
+			want(t, cmd, r.gpuwatch(t, args(cmd)...), cli.ExitOK, "PASS examples/rules_test.yaml: ", "PASS examples/leaks_test.yaml: ", " passed, 0 failed\n")
+		}},
+		"gpuwatch test examples/leaks_test.yaml": {run: func(t *testing.T, r *readmeRun, cmd string) {
+			want(t, cmd, r.gpuwatch(t, args(cmd)...), cli.ExitOK, "PASS examples/leaks_test.yaml: ", " passed, 0 failed\n")
 		}},
 		"gpuwatch test leak_test.yaml": {run: func(t *testing.T, r *readmeRun, cmd string) {
 			test := r.leakTest(t)
@@ -438,7 +442,7 @@ func readmeCommands() map[string]readmeCommand {
 			command, file, _ := strings.Cut(cmd, " > ")
 			got := r.gpuwatch(t, args(command)...)
 			want(t, cmd, got, cli.ExitOK, "groups:\n  - name: gpuwatch\n", "- alert: GPUXidError\n")
-			if !strings.Contains(got.stderr, "GPUMemoryLeak: approximate: when: trend(memory.used, 40m)") {
+			if !strings.Contains(got.stderr, "GPUMemoryLeak: approximate: when: time_to_full(memory.used, 40m, 6h)") {
 				t.Errorf("%s: stderr %q does not say what is approximate", cmd, got.stderr)
 			}
 			r.write(t, file, got.stdout)
@@ -448,7 +452,7 @@ func readmeCommands() map[string]readmeCommand {
 		}},
 		"gpuwatch rules export --schema dcgm --config config.yaml --interval 20s --tests examples/rules_test.yaml --out prom": {run: func(t *testing.T, r *readmeRun, cmd string) {
 			got := r.gpuwatch(t, args(cmd)...)
-			if got.code != cli.ExitOK || !strings.Contains(got.stderr, "wrote prom/gpuwatch.rules.yml: 7 alerts; and 1 promtool test file\n") {
+			if got.code != cli.ExitOK || !strings.Contains(got.stderr, "wrote prom/gpuwatch.rules.yml: 8 alerts; and 1 promtool test file\n") {
 				t.Errorf("%s: got %v", cmd, got)
 			}
 		}},
@@ -716,7 +720,7 @@ func TestDocsCommands(t *testing.T) {
 	if got := r.shell(t, repo, strings.Replace(build, "-o gpuwatch", "-o "+r.bin, 1)); got.code != 0 {
 		t.Fatalf("%s: %v", build, got)
 	}
-	for _, name := range []string{"config.example.yaml", "examples/rules_test.yaml"} {
+	for _, name := range []string{"config.example.yaml", "examples/rules_test.yaml", "examples/leaks_test.yaml"} {
 		b, err := os.ReadFile(filepath.Join(repo, name))
 		if err != nil {
 			t.Fatal(err)

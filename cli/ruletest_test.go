@@ -23,12 +23,18 @@ func TestTestCommand(t *testing.T) {
 			wantStdout: []string{"PASS ../examples/rules_test.yaml: a steady leak is caught", "11 passed, 0 failed\n"},
 		},
 		{
+			name:       "the example leak tests pass",
+			args:       []string{"test", "../examples/leaks_test.yaml"},
+			want:       cli.ExitOK,
+			wantStdout: []string{"PASS ../examples/leaks_test.yaml: a leak in blocks once an epoch is caught", "5 passed, 0 failed\n"},
+		},
+		{
 			name: "a failing test",
 			args: []string{"test", "testdata/failing_test.yaml"},
 			want: cli.ExitUser,
 			wantStdout: []string{
 				"FAIL testdata/failing_test.yaml: near-full fires at once\n",
-				"    at 15m0s: GPUMemoryNearFull on gpu 0: want firing, got pending (active since 15m0s)\n",
+				"    at 15m0s: GPUMemoryNearFull on gpu 0: want firing, got inactive\n",
 				"PASS testdata/failing_test.yaml: near-full fires after 90 seconds\n",
 				"1 passed, 1 failed\n",
 			},

@@ -39,7 +39,7 @@ func BenchmarkEvalDefaultRules64GPUs(b *testing.B) {
 }
 
 func TestExampleRulesLoad(t *testing.T) {
-	if got := len(exampleRules(t)); got != 7 {
-		t.Errorf("config.example.yaml has %d rules, want the 7 documented defaults", got)
+	if got := len(exampleRules(t)); got != 8 {
+		t.Errorf("config.example.yaml has %d rules, want the 8 documented defaults", got)
 	}
 }

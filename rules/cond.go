@@ -34,6 +34,10 @@ type WindowSpec struct {
 	Fn     string
 	Metric Metric
 	Span   time.Duration
+	// Longest is, for a trend or time_to_full over several time scales,
+	// the longest of them (Span doubled until it would pass Longest); 0
+	// for one.
+	Longest time.Duration
 }
 
 // EvalContext is what a condition is evaluated against: one GPU at one
@@ -288,13 +292,14 @@ func (c *Cond) isFn(i int, f fn) bool {
 	return l != nil && l.val.fn == f
 }
 
-// ValueTrend returns the window of the trend Value is computed from, for a
-// trend or a time_to_full.
-func (c *Cond) ValueTrend() (time.Duration, bool) {
+// ValueTrend returns the trend Value is computed from, for a trend or a
+// time_to_full: its metric, window and longest time scale.
+func (c *Cond) ValueTrend() (WindowSpec, bool) {
 	if c == nil || c.first == nil || (c.first.val.fn != fnTrend && c.first.val.fn != fnTimeToFull) {
-		return 0, false
+		return WindowSpec{}, false
 	}
-	return c.first.val.span, true
+	v := c.first.val
+	return WindowSpec{Fn: v.fn.String(), Metric: v.metric, Span: v.span, Longest: v.longest}, true
 }
 
 // ValueIsTimeToFull reports whether Value is a time_to_full.
@@ -606,10 +611,11 @@ func lookupFn(name string) (fn, bool) {
 // valueNode is the left side of a comparison: a metric, or a window
 // function of a metric.
 type valueNode struct {
-	metric Metric
-	fn     fn
-	window int           // index into EvalContext.Windows (EvalContext.Trends for trend), for a function
-	span   time.Duration // the window's span, for a function
+	metric  Metric
+	fn      fn
+	window  int           // index into EvalContext.Windows (EvalContext.Trends for trend), for a function
+	span    time.Duration // the window's span, for a function
+	longest time.Duration // the longest time scale of a trend or time_to_full over several; 0 for one
 }
 
 func (v *valueNode) isXID() bool { return v.metric == MetricXID }
@@ -631,10 +637,7 @@ func (v *valueNode) value(ctx *EvalContext) float64 {
 		if v.fn == fnTrend {
 			return tr.Value()
 		}
-		if !(tr.Value() > 0) {
-			return secondsToFull(tr.Last(), v.full(ctx.Device), tr.Value())
-		}
-		return secondsToFull(tr.Last(), v.full(ctx.Device), tr.Rate())
+		return tr.TimeToFull(v.full(ctx.Device))
 	}
 	if v.window >= len(ctx.Windows) || ctx.Windows[v.window] == nil {
 		return math.NaN()
@@ -662,24 +665,14 @@ func (v *valueNode) report(ctx *EvalContext) float64 {
 	return v.value(ctx)
 }
 
-// full is the value at which time_to_full's metric is full.
+// full is the value at which time_to_full's metric is full: what jobs
+// can allocate (the total less what the driver reserves), NaN when memory
+// is unknown; or 100 for memory.used_percent, the share of it in use.
 func (v *valueNode) full(d *gpu.Device) float64 {
 	if v.metric == MetricMemoryUsedPercent {
 		return 100
 	}
-	return MetricMemoryTotal.Value(d)
-}
-
-// secondsToFull returns the seconds until now reaches full, rising at
-// perSecond: +Inf when it does not rise, 0 when it is already there.
-func secondsToFull(now, full, perSecond float64) float64 {
-	if math.IsNaN(perSecond) || math.IsNaN(full) || math.IsNaN(now) {
-		return math.NaN()
-	}
-	if perSecond <= 0 {
-		return math.Inf(1)
-	}
-	return max(0, (full-now)/perSecond)
+	return memValue(d, d.MemAllocatable())
 }
 
 // dimension returns the dimension of the value.
@@ -699,7 +692,11 @@ func (v *valueNode) canonical(b *strings.Builder) {
 		return
 	}
 	secs := strconv.FormatFloat(v.span.Seconds(), 'f', -1, 64)
-	b.WriteString(v.fn.String() + "(" + v.metric.String() + ", " + secs + "s)")
+	b.WriteString(v.fn.String() + "(" + v.metric.String() + ", " + secs + "s")
+	if v.longest > 0 {
+		b.WriteString(", " + strconv.FormatFloat(v.longest.Seconds(), 'f', -1, 64) + "s")
+	}
+	b.WriteString(")")
 }
 
 // ParseCond parses a condition of the rule language. Its error is a
@@ -948,7 +945,8 @@ func (p *parser) parseSet(n *leaf) error {
 	}
 }
 
-// parseValue parses value := metric | fn "(" metric "," duration ")".
+// parseValue parses value := metric | fn "(" metric "," duration ["," duration] ")",
+// the second duration only for trend and time_to_full.
 func (p *parser) parseValue() (valueNode, error) {
 	name, off := p.tok.text, p.tok.off
 	if err := p.next(); err != nil {
@@ -1006,6 +1004,16 @@ func (p *parser) parseValue() (valueNode, error) {
 	if err := p.next(); err != nil {
 		return valueNode{}, err
 	}
+	trend := f == fnTrend || f == fnTimeToFull
+	var longest time.Duration
+	if p.tok.kind == tokComma {
+		if !trend {
+			return valueNode{}, p.errAt(p.tok.off, `%s takes one window; only trend and time_to_full take a longest time scale after it`, name)
+		}
+		if longest, err = p.longest(name, span); err != nil {
+			return valueNode{}, err
+		}
+	}
 	if p.tok.kind != tokRParen {
 		return valueNode{}, p.errAt(p.tok.off, `expected ")" to close %s(, found %s`, name, p.describe())
 	}
@@ -1013,10 +1021,32 @@ func (p *parser) parseValue() (valueNode, error) {
 		return valueNode{}, err
 	}
 	p.useMetric(m)
-	if f == fnTrend || f == fnTimeToFull {
-		return valueNode{metric: m, fn: f, span: span, window: useSpec(&p.c.trends, name, m, span)}, nil
+	v := valueNode{metric: m, fn: f, span: span, longest: longest}
+	if trend {
+		v.window = useSpec(&p.c.trends, WindowSpec{Fn: name, Metric: m, Span: span, Longest: longest})
+	} else {
+		v.window = useSpec(&p.c.windows, WindowSpec{Fn: name, Metric: m, Span: span})
 	}
-	return valueNode{metric: m, fn: f, span: span, window: useSpec(&p.c.windows, name, m, span)}, nil
+	return v, nil
+}
+
+// longest parses the longest time scale after the window span of a trend
+// or time_to_full, and the token after it.
+func (p *parser) longest(name string, span time.Duration) (time.Duration, error) {
+	off := p.tok.off
+	longest, err := p.window(name)
+	if err != nil {
+		return 0, err
+	}
+	switch text := strings.TrimSpace(p.src[off+1 : p.pos]); {
+	case longest < 2*span:
+		return 0, p.errAt(off+1+strings.Index(p.src[off+1:], text), "the longest time scale %s must be at least twice the window %s: %s looks at the window and its doublings up to it, e.g. %s(memory.used, 40m, 6h)",
+			text, formatSeconds(span.Seconds()), name, name)
+	case longest >= span<<MaxTrendScales:
+		return 0, p.errAt(off+1+strings.Index(p.src[off+1:], text), "the longest time scale %s is more than %d doublings of the window %s; take a longer window or a shorter longest time scale",
+			text, MaxTrendScales-1, formatSeconds(span.Seconds()))
+	}
+	return longest, p.next()
 }
 
 // window parses the duration argument of a window function.
@@ -1060,14 +1090,15 @@ func (p *parser) useMetric(m Metric) {
 	}
 }
 
-// useSpec returns the index in specs of the window of m over span, adding it.
-func useSpec(specs *[]WindowSpec, name string, m Metric, span time.Duration) int {
-	for i, w := range *specs {
-		if w.Metric == m && w.Span == span {
+// useSpec returns the index in specs of the window of w's metric and
+// spans, adding w.
+func useSpec(specs *[]WindowSpec, w WindowSpec) int {
+	for i, o := range *specs {
+		if o.Metric == w.Metric && o.Span == w.Span && o.Longest == w.Longest {
 			return i
 		}
 	}
-	*specs = append(*specs, WindowSpec{Fn: name, Metric: m, Span: span})
+	*specs = append(*specs, w)
 	return len(*specs) - 1
 }
 
@@ -1109,7 +1140,11 @@ func (v *valueNode) text() string {
 	if v.fn == fnNone {
 		return v.metric.String()
 	}
-	return v.fn.String() + "(" + v.metric.String() + ", " + formatSeconds(v.span.Seconds()) + ")"
+	longest := ""
+	if v.longest > 0 {
+		longest = ", " + formatSeconds(v.longest.Seconds())
+	}
+	return v.fn.String() + "(" + v.metric.String() + ", " + formatSeconds(v.span.Seconds()) + longest + ")"
 }
 
 // fnList lists the window functions for messages.

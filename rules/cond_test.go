@@ -46,7 +46,7 @@ func condContext(c *Cond, d *gpu.Device, xids ...uint64) *EvalContext {
 		ctx.Windows = append(ctx.Windows, w)
 	}
 	for _, spec := range c.Trends() {
-		tr := NewTrend(spec.Span)
+		tr := NewTrendScales(spec.Span, spec.Longest)
 		step := spec.Span / 20
 		for ago := spec.Span; ago >= 0; ago -= step {
 			tr.Add(condEnd.Add(-ago), spec.Metric.Value(d)-condRate(spec.Metric)*ago.Seconds())
@@ -112,6 +112,9 @@ func TestParseCondValid(t *testing.T) {
 		{"(temperature > 90 or memory.used_percent > 70) and not xid in (13)", true},
 		{"avg(utilization.gpu, 90s) < 5 and avg(utilization.gpu, 1.5h) < 5", true},
 		{"((temperature > 1))", true},
+		{"time_to_full(memory.used, 15m, 1h) < 4h", true},
+		{"trend(memory.used, 10m, 80m) > 50MiB/min", true},
+		{"trend(memory.used, 10m, 80m) > 200MiB/min", false},
 	}
 	for _, tt := range tests {
 		c := mustParseCond(t, tt.src)
@@ -165,6 +168,12 @@ func TestParseCondInvalid(t *testing.T) {
 		{"avg(utilization.gpu 10m) < 5", 21, `expected "," and a window after utilization.gpu, found "10"; write e.g. avg(utilization.gpu, 10m)`},
 		{"slope(memory.used) > 1", 18, `expected "," and a window after memory.used, found ")"; write e.g. slope(memory.used, 10m)`},
 		{"avg(utilization.gpu, 10m < 5", 26, `expected ")" to close avg(, found "<"`},
+		{"avg(utilization.gpu, 10m, 1h) < 5", 25, "avg takes one window; only trend and time_to_full take a longest time scale after it"},
+		{"time_to_full(memory.used, 40m, 1h) < 5m", 32, "the longest time scale 1h must be at least twice the window 40m: time_to_full looks at the window and its doublings up to it, e.g. time_to_full(memory.used, 40m, 6h)"},
+		{"trend(memory.used, 1m, 5h) > 0", 24, "the longest time scale 5h is more than 7 doublings of the window 1m; take a longer window or a shorter longest time scale"},
+		{"trend(memory.used, 40m, ) > 0", 25, `expected a window such as 10m after the comma in trend(, found ")"`},
+		{"trend(memory.used, 40m, 6h > 0", 28, `expected ")" to close trend(, found ">"`},
+		{"trend(memory.used, 40m, 40d) > 0", 25, "window 40d is longer than the maximum of 31d"},
 		{"avg(, 5m) > 1", 5, `expected a metric as the first argument of avg, found ","`},
 		{"avg(avg(memory.used, 5m), 5m) > 1", 5, "functions cannot be nested; avg takes a metric, e.g. avg(memory.used, 10m)"},
 		{"avg utilization.gpu < 5", 1, "avg is a function; write avg(metric, window), e.g. avg(utilization.gpu, 30m)"},
@@ -409,27 +418,33 @@ func TestCondWindowsAndMetrics(t *testing.T) {
 		{"temperature > 85", nil, nil, []Metric{MetricTemperature}},
 		{
 			"slope(memory.used, 10m) > 200MiB/min and memory.used_percent > 50",
-			[]WindowSpec{{"slope", MetricMemoryUsed, 10 * time.Minute}},
+			[]WindowSpec{{"slope", MetricMemoryUsed, 10 * time.Minute, 0}},
 			nil,
 			[]Metric{MetricMemoryUsed, MetricMemoryUsedPercent},
 		},
 		{
 			"avg(memory.used, 10m) > 1 and slope(memory.used, 600s) > 0 or max(memory.used, 5m) > 0 and memory.used > 0",
-			[]WindowSpec{{"avg", MetricMemoryUsed, 10 * time.Minute}, {"max", MetricMemoryUsed, 5 * time.Minute}},
+			[]WindowSpec{{"avg", MetricMemoryUsed, 10 * time.Minute, 0}, {"max", MetricMemoryUsed, 5 * time.Minute, 0}},
 			nil,
 			[]Metric{MetricMemoryUsed},
 		},
 		{
 			"xid in (79) or not (avg(utilization.gpu, 30m) < 5 and time_to_full(memory.used_percent, 1.5h) < 20m)",
-			[]WindowSpec{{"avg", MetricUtilizationGPU, 30 * time.Minute}},
-			[]WindowSpec{{"time_to_full", MetricMemoryUsedPercent, 90 * time.Minute}},
+			[]WindowSpec{{"avg", MetricUtilizationGPU, 30 * time.Minute, 0}},
+			[]WindowSpec{{"time_to_full", MetricMemoryUsedPercent, 90 * time.Minute, 0}},
 			[]Metric{MetricXID, MetricUtilizationGPU, MetricMemoryUsedPercent},
 		},
 		{
 			"trend(memory.used, 40m) > 10MiB/min and time_to_full(memory.used, 40m) < 30m and held_for > 10m",
 			nil,
-			[]WindowSpec{{"trend", MetricMemoryUsed, 40 * time.Minute}},
+			[]WindowSpec{{"trend", MetricMemoryUsed, 40 * time.Minute, 0}},
 			[]Metric{MetricMemoryUsed, MetricHeldFor},
+		},
+		{
+			"time_to_full(memory.used, 40m, 6h) < 24h or time_to_full(memory.used, 40m) < 30m or trend(memory.used, 2400s, 6h) > 0",
+			nil,
+			[]WindowSpec{{"time_to_full", MetricMemoryUsed, 40 * time.Minute, 6 * time.Hour}, {"time_to_full", MetricMemoryUsed, 40 * time.Minute, 0}},
+			[]Metric{MetricMemoryUsed},
 		},
 	}
 	for _, tt := range tests {
@@ -540,6 +555,7 @@ func FuzzParseCond(f *testing.F) {
 		"slope(temperature, 5m) > 1C/min", "memory.used > 5 GiB", "power > 300W", "temperature > 85 AND (xid > 0 or not utilization.gpu < 5%)",
 		"memory.used > 1e400", "((((temperature > 1))))", "xid in (48,", "avg(utilization.gpu, 0.5h) <= -3.5e2", "temperature = 5 && x",
 		"trend(held_for, 5m) > 0", "held_for > 10MiB", "trend(temperature, 1ms) < -1C/h", "missing_for in (1, 2)",
+		"time_to_full(memory.used, 40m, 6h) < 24h", "trend(memory.used, 1ms, 127ms) > 0", "avg(power, 1m, 2m) > 0", "trend(memory.used, 1m, 1m) > 0",
 	} {
 		f.Add(src)
 	}

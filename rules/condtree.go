@@ -35,6 +35,9 @@ type CondValue struct {
 	Metric Metric
 	Fn     string        // "" for the metric itself, else avg, min, max, slope, trend or time_to_full
 	Window time.Duration // the function's window
+	// Longest is the longest time scale of a trend or time_to_full over
+	// several (see Trend); 0 for one.
+	Longest time.Duration
 }
 
 // Dimension returns what the value measures.
@@ -68,7 +71,7 @@ func (n *notNode) tree() CondNode {
 }
 
 func (n *leaf) tree() CondNode {
-	v := CondValue{Metric: n.val.metric, Fn: n.val.fn.String(), Window: n.val.span}
+	v := CondValue{Metric: n.val.metric, Fn: n.val.fn.String(), Window: n.val.span, Longest: n.val.longest}
 	if n.op == opIn {
 		return CondNode{Kind: CondIn, Value: v, Set: slices.Clone(n.set)}
 	}

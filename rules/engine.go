@@ -133,10 +133,11 @@ type Engine struct {
 }
 
 // windowKey identifies a window: rules that look at the same metric over
-// the same span share it.
+// the same span share it. longest is a trend's longest time scale.
 type windowKey struct {
-	metric Metric
-	span   time.Duration
+	metric  Metric
+	span    time.Duration
+	longest time.Duration
 }
 
 // compiled tells which of a GPU's windows a rule reads.
@@ -186,11 +187,11 @@ func NewEngine(rules []*Rule, opts Options) *Engine {
 		}
 		c.trend, c.history = -1, -1
 		if m := r.When.ValueMetric(); m != MetricXID && !m.Observed() && m.Dimension().Base != Count {
-			span := trendSpan
+			k := windowKey{metric: m, span: trendSpan}
 			if w, ok := r.When.ValueTrend(); ok {
-				span = w // the trend the alert's value is about: one rate, not two
+				k = windowKey{m, w.Span, w.Longest} // the trend the alert's value is about: one rate, not two
 			}
-			c.trend = slot(&e.trends, windowKey{m, span})
+			c.trend = slot(&e.trends, k)
 			if c.history = slices.Index(e.histories, m); c.history < 0 {
 				e.histories, c.history = append(e.histories, m), len(e.histories)
 			}
@@ -206,7 +207,7 @@ func (e *Engine) Rules() []*Rule { return e.rules }
 func slots(keys *[]windowKey, specs []WindowSpec) []int {
 	out := make([]int, len(specs))
 	for i, s := range specs {
-		out[i] = slot(keys, windowKey{s.Metric, s.Span})
+		out[i] = slot(keys, windowKey{s.Metric, s.Span, s.Longest})
 	}
 	return out
 }
@@ -228,7 +229,7 @@ func (e *Engine) state(host string, d *gpu.Device) *gpuState {
 		gs = e.byIdx[d.Index]
 	}
 	if gs == nil {
-		gs = e.newState(func(k windowKey) *Window { return NewWindow(k.span) }, func(k windowKey) *Trend { return NewTrend(k.span) })
+		gs = e.newState(func(k windowKey) *Window { return NewWindow(k.span) }, func(k windowKey) *Trend { return NewTrendScales(k.span, k.longest) })
 		if d.UUID != "" {
 			e.gpus[d.UUID] = gs
 		} else {
@@ -472,7 +473,7 @@ func (e *Engine) emit(s *gpu.Snapshot, d *gpu.Device, gs *gpuState, j int, procs
 			t.TrendText = trendText(m.Dimension(), t.Trend)
 		}
 		if m == MetricMemoryUsed && d.MemKnown() {
-			t.TimeToFull = timeToFull(float64(d.MemTotal-min(d.MemUsed, d.MemTotal)), t.Trend)
+			t.TimeToFull = timeToFull(float64(d.MemAllocatable()-min(d.MemUsed, d.MemAllocatable())), t.Trend)
 		}
 	}
 	if r.When.isFn(a.ValueOf, fnTimeToFull) {
@@ -629,7 +630,7 @@ func (e *Engine) Inherit(old *Engine) {
 			if i := slices.Index(old.trends, k); i >= 0 {
 				return ogs.trends[i]
 			}
-			return NewTrend(k.span)
+			return NewTrendScales(k.span, k.longest)
 		})
 		gs.index, gs.seen = ogs.index, ogs.seen
 		for i, m := range e.histories {

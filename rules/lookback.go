@@ -12,7 +12,7 @@ func (e *Engine) Lookback() time.Duration {
 		longest = max(longest, k.span)
 	}
 	for _, k := range e.trends {
-		longest = max(longest, k.span)
+		longest = max(longest, longestScale(k.span, k.longest))
 	}
 	if len(e.histories) > 0 {
 		longest = max(longest, historySteps*time.Minute)

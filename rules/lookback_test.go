@@ -16,6 +16,8 @@ func TestLookback(t *testing.T) {
 		{"a reading", "temperature > 85", 30 * time.Minute},
 		{"a longer window", "avg(utilization.gpu, 2h) < 5", 2 * time.Hour},
 		{"a longer trend", "trend(memory.used, 40m) > 10MiB/min", 40 * time.Minute},
+		// The longest of 40m, 80m, 160m and 320m.
+		{"a trend over several time scales", "time_to_full(memory.used, 40m, 6h) < 1h", 320 * time.Minute},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rs := mustRules(t, "rules:\n  - alert: A\n    when: "+tc.when+"\n")
@@ -24,7 +26,7 @@ func TestLookback(t *testing.T) {
 			}
 		})
 	}
-	if got, want := NewEngine(exampleRules(t), Options{}).Lookback(), 40*time.Minute; got != want {
+	if got, want := NewEngine(exampleRules(t), Options{}).Lookback(), 320*time.Minute; got != want {
 		t.Errorf("Lookback of the example rules = %v, want %v", got, want)
 	}
 }

@@ -13,9 +13,9 @@ type Metric int
 // The metrics of the condition language, in the order Metrics lists them.
 const (
 	MetricMemoryUsed        Metric = iota + 1 // memory.used, bytes
-	MetricMemoryFree                          // memory.free, bytes
+	MetricMemoryFree                          // memory.free, bytes jobs can still allocate
 	MetricMemoryTotal                         // memory.total, bytes
-	MetricMemoryUsedPercent                   // memory.used_percent, percent
+	MetricMemoryUsedPercent                   // memory.used_percent, percent of what jobs can allocate
 	MetricUtilizationGPU                      // utilization.gpu, percent
 	MetricUtilizationMemory                   // utilization.memory, percent
 	MetricTemperature                         // temperature, degrees Celsius
@@ -126,14 +126,11 @@ func (m Metric) Value(d *gpu.Device) float64 {
 		}
 		return float64(d.MemUsed)
 	case MetricMemoryFree:
-		if d.MemUsed > d.MemTotal {
-			return memValue(d, 0)
-		}
-		return memValue(d, d.MemTotal-d.MemUsed)
+		return memValue(d, d.MemAllocatable()-min(d.MemUsed, d.MemAllocatable()))
 	case MetricMemoryTotal:
 		return memValue(d, d.MemTotal)
 	case MetricMemoryUsedPercent:
-		return d.MemUsedPercent()
+		return usedPercent(d)
 	case MetricUtilizationGPU:
 		return d.UtilGPU
 	case MetricUtilizationMemory:
@@ -157,6 +154,16 @@ func (m Metric) Value(d *gpu.Device) float64 {
 		return float64(len(d.Processes))
 	}
 	return math.NaN()
+}
+
+// usedPercent is the share of the memory jobs can allocate (the total
+// less what the driver reserves) in use, in percent; NaN when memory is
+// unknown. A GPU is full at 100 %, whatever it reserves.
+func usedPercent(d *gpu.Device) float64 {
+	if !d.MemKnown() {
+		return math.NaN()
+	}
+	return float64(d.MemUsed) / float64(d.MemAllocatable()) * 100
 }
 
 // memValue returns v as a float, or NaN when d's memory is unknown.

@@ -3,6 +3,7 @@ package rules
 import (
 	"math"
 	"testing"
+	"time"
 
 	"github.com/gpuwatch/gpuwatch/gpu"
 )
@@ -109,5 +110,41 @@ func TestMetricNamesAndDimensions(t *testing.T) {
 	}
 	if got := Metric(0).String(); got != "unknown" {
 		t.Errorf("Metric(0).String(): got %q, want %q", got, "unknown")
+	}
+}
+
+// TestMemoryCountsWhatCanBeAllocated: with memory the driver reserves,
+// memory.used_percent and memory.free count what jobs can allocate, and
+// time_to_full's full is that; memory.total stays the whole.
+func TestMemoryCountsWhatCanBeAllocated(t *testing.T) {
+	d := &gpu.Device{MemUsed: 40 << 30, MemTotal: 81559 << 20, MemReserved: 598 << 20}
+	allocatable := float64((81559 - 598) << 20)
+	for _, tc := range []struct {
+		m    Metric
+		want float64
+	}{
+		{MetricMemoryUsedPercent, float64(40<<30) / allocatable * 100},
+		{MetricMemoryFree, allocatable - float64(40<<30)},
+		{MetricMemoryTotal, float64(81559 << 20)},
+	} {
+		if got := tc.m.Value(d); math.Abs(got-tc.want) > 1e-9*tc.want {
+			t.Errorf("%s = %v, want %v", tc.m, got, tc.want)
+		}
+	}
+	full := &gpu.Device{MemUsed: (81559 - 598) << 20, MemTotal: 81559 << 20, MemReserved: 598 << 20}
+	if got := MetricMemoryUsedPercent.Value(full); got != 100 {
+		t.Errorf("memory.used_percent of a GPU with all it can allocate in use = %v, want 100", got)
+	}
+	if got := MetricMemoryFree.Value(full); got != 0 {
+		t.Errorf("memory.free of a full GPU = %v, want 0", got)
+	}
+	tr := NewTrend(10 * time.Minute)
+	for i := range 21 {
+		tr.Add(condEnd.Add(time.Duration(i-20)*30*time.Second), float64(30<<30)+float64(i)*(1<<30)) // 2 GiB/min to 50 GiB
+	}
+	c := mustParseCond(t, "time_to_full(memory.used, 10m) < 1h")
+	d.MemUsed = 50 << 30
+	if got, want := c.Value(&EvalContext{Device: d, Trends: []*Trend{tr}}), (allocatable-float64(50<<30))/float64(2<<30)*60; math.Abs(got-want) > 1 {
+		t.Errorf("time to full with reserved memory = %v s, want %v (to total less reserved)", got, want)
 	}
 }

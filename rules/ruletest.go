@@ -81,7 +81,7 @@ type expectedYAML struct {
 
 // inputMetrics are the readings a test series may set.
 var inputMetrics = map[string]Dimension{
-	"memory.used": {Base: Bytes}, "memory.total": {Base: Bytes}, "process.memory": {Base: Bytes},
+	"memory.used": {Base: Bytes}, "memory.total": {Base: Bytes}, "memory.reserved": {Base: Bytes}, "process.memory": {Base: Bytes},
 	"utilization.gpu": {Base: Percent}, "utilization.memory": {Base: Percent},
 	"temperature": {Base: Celsius}, "power": {Base: Watts}, "power.limit": {Base: Watts},
 	"xid": {Base: Count},
@@ -494,6 +494,10 @@ func testSnapshot(at time.Time, gpus []gpu.Device, input []inputSeries, i int) *
 		case "memory.total":
 			d.MemTotal = uint64(max(v, 0))
 			memUnknown[ser.gpu] = memUnknown[ser.gpu] || math.IsNaN(v)
+		case "memory.reserved":
+			if !math.IsNaN(v) {
+				d.MemReserved = uint64(max(v, 0))
+			}
 		case "process.memory":
 			if !math.IsNaN(v) {
 				d.Processes = []gpu.Process{{PID: 1000 + ser.gpu, User: "test", Command: "test", MemUsed: uint64(max(v, 0))}}

@@ -165,14 +165,16 @@ func (d *device) temperature() (uint32, gonvml.Return) {
 }
 
 // readMemory prefers GetMemoryInfo_v2, whose Used leaves out the memory the
-// driver reserves, and falls back to GetMemoryInfo for good when a GPU does
-// not support v2. Unknown memory leaves MemTotal 0.
+// driver reserves and which says how much that is, and falls back to
+// GetMemoryInfo for good when a GPU does not support v2 (its Used counts
+// the reserved memory, so the GPU is full at its total). Unknown memory
+// leaves MemTotal 0.
 func (d *device) readMemory(r *reading, out *gpu.Device) {
 	if d.supports(fieldMemV2) {
 		m, ret := d.handle.GetMemoryInfo_v2()
 		switch ret {
 		case gonvml.SUCCESS:
-			out.MemUsed, out.MemTotal = m.Used, m.Total
+			out.MemUsed, out.MemTotal, out.MemReserved = m.Used, m.Total, reserved(m)
 			return
 		case gonvml.ERROR_GPU_IS_LOST:
 			r.err = gonvml.ERROR_GPU_IS_LOST
@@ -186,6 +188,19 @@ func (d *device) readMemory(r *reading, out *gpu.Device) {
 	if m, ok := get(r, fieldMemV1, d.handle.GetMemoryInfo); ok {
 		out.MemUsed, out.MemTotal = m.Used, m.Total
 	}
+}
+
+// reserved is the memory the driver keeps, as memory info v2 reports it:
+// its Reserved field, or what Used and Free leave of Total when a driver
+// does not fill that field in.
+func reserved(m gonvml.Memory_v2) uint64 {
+	switch {
+	case m.Reserved > 0:
+		return min(m.Reserved, m.Total)
+	case m.Free > 0 && m.Used+m.Free < m.Total:
+		return m.Total - m.Used - m.Free
+	}
+	return 0
 }
 
 // valueNotAvailable is NVML_VALUE_NOT_AVAILABLE, the memory NVML reports for

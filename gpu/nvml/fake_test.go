@@ -23,6 +23,7 @@ type fakeGPU struct {
 	lost       bool
 
 	mem               gonvml.Memory
+	reserved          uint64 // memory info v2's Reserved
 	memV2Ret          gonvml.Return
 	memV1Ret          gonvml.Return
 	util              gonvml.Utilization
@@ -57,7 +58,7 @@ func (f *fakeGPU) device() *mock.Device {
 		GetUUIDFunc: func() (string, gonvml.Return) { return f.uuid, f.answer(gonvml.SUCCESS) },
 		GetNameFunc: func() (string, gonvml.Return) { return f.name, f.answer(gonvml.SUCCESS) },
 		GetMemoryInfo_v2Func: func() (gonvml.Memory_v2, gonvml.Return) {
-			return gonvml.Memory_v2{Total: f.mem.Total, Free: f.mem.Free, Used: f.mem.Used}, f.answer(f.memV2Ret)
+			return gonvml.Memory_v2{Total: f.mem.Total, Free: f.mem.Free, Used: f.mem.Used, Reserved: f.reserved}, f.answer(f.memV2Ret)
 		},
 		GetMemoryInfoFunc: func() (gonvml.Memory, gonvml.Return) {
 			// v1 counts reserved memory as used; the 1 MiB tells the two apart.

@@ -134,6 +134,41 @@ func TestSampleMemoryAPI(t *testing.T) {
 	}
 }
 
+// TestSampleReservedMemory: memory info v2 says how much the driver keeps
+// (its Reserved field, or Total less Used and Free when the driver leaves
+// it 0); v1 counts it as used, and the GPU is full at its total.
+func TestSampleReservedMemory(t *testing.T) {
+	for _, tt := range []struct {
+		name         string
+		mem          gonvml.Memory
+		reservedV2   uint64
+		memV2Ret     gonvml.Return
+		wantUsed     uint64
+		wantReserved uint64
+	}{
+		{"v2 reports it", gonvml.Memory{Total: 80 * gib, Used: 10 * gib, Free: 70*gib - 598<<20}, 598 << 20, gonvml.SUCCESS, 10 * gib, 598 << 20},
+		{"v2 leaves the field 0", gonvml.Memory{Total: 80 * gib, Used: 10 * gib, Free: 70*gib - 598<<20}, 0, gonvml.SUCCESS, 10 * gib, 598 << 20},
+		{"v2 adds up to the total", gonvml.Memory{Total: 80 * gib, Used: 10 * gib, Free: 70 * gib}, 0, gonvml.SUCCESS, 10 * gib, 0},
+		{"v1 only: counted as used", gonvml.Memory{Total: 80 * gib, Used: 10 * gib, Free: 70*gib - 598<<20}, 598 << 20, gonvml.ERROR_NOT_SUPPORTED, 10*gib + 1<<20, 0},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			g := &fakeGPU{uuid: "GPU-0", mem: tt.mem, reserved: tt.reservedV2, memV2Ret: tt.memV2Ret}
+			s := newFakeHost(g).open(t, Options{})
+			snap, err := s.Sample(context.Background(), t0)
+			if err != nil {
+				t.Fatalf("Sample: %v", err)
+			}
+			d := snap.Devices[0]
+			if d.MemUsed != tt.wantUsed || d.MemReserved != tt.wantReserved {
+				t.Errorf("got used %d reserved %d, want used %d reserved %d", d.MemUsed, d.MemReserved, tt.wantUsed, tt.wantReserved)
+			}
+			if want := d.MemTotal - d.MemReserved; d.MemAllocatable() != want {
+				t.Errorf("allocatable %d, want %d", d.MemAllocatable(), want)
+			}
+		})
+	}
+}
+
 func TestSampleFailedReadingsAreNaN(t *testing.T) {
 	nan := math.NaN()
 	tests := []struct {

@@ -53,6 +53,7 @@ const maxTempC = 93
 type gpuPlan struct {
 	model
 	baselineMiB float64 // memory no process accounts for (driver, contexts)
+	reservedMiB float64 // memory the driver reserves, which no job can allocate (NVML's memory info v2)
 	jobs        []*job
 	fan         *fanFailure // nil: the fan works
 	hw          *hardware   // how a realistic GPU reads; nil in the first five scenarios
@@ -67,7 +68,7 @@ func (g *gpuPlan) sample(t time.Duration, r *rand.Rand, index int, uuid string) 
 	util, utilMem := 0.0, 0.0
 	var procs []gpu.Process
 	for _, j := range g.jobs {
-		st, ok := j.at(t, r, g.memMiB*maxMemShare-memMiB)
+		st, ok := j.at(t, r, g.limitMiB()-memMiB)
 		if !ok {
 			continue
 		}
@@ -82,8 +83,9 @@ func (g *gpuPlan) sample(t time.Duration, r *rand.Rand, index int, uuid string) 
 		Index:       index,
 		UUID:        uuid,
 		Name:        g.name,
-		MemUsed:     uint64(math.Round(clamp(memMiB, 0, g.memMiB))) * mib,
+		MemUsed:     uint64(math.Round(clamp(memMiB, 0, g.memMiB-g.reservedMiB))) * mib,
 		MemTotal:    uint64(g.memMiB) * mib,
+		MemReserved: uint64(g.reservedMiB) * mib,
 		UtilGPU:     util,
 		UtilMem:     utilMem,
 		PowerLimitW: g.powerLimitW,
@@ -98,6 +100,11 @@ func (g *gpuPlan) sample(t time.Duration, r *rand.Rand, index int, uuid string) 
 	d.PowerW = math.Round(clamp(power, 0.75*g.idleW, powerOvershoot*g.powerLimitW)*100) / 100
 	return d
 }
+
+// limitMiB is the most memory the GPU reports in use: a share of what
+// jobs can allocate (the total less what the driver reserves), where the
+// allocation that would take the rest fails.
+func (g *gpuPlan) limitMiB() float64 { return (g.memMiB - g.reservedMiB) * maxMemShare }
 
 // lost reports whether the GPU is off the bus at offset t.
 func (g *gpuPlan) lost(t time.Duration) bool {

@@ -27,6 +27,7 @@ type habits struct {
 	churn   *sawtooth   // nil: no churn
 
 	leakBlockMiB float64 // a leak grows in blocks of this size
+	blocks       blocks  // memory kept for good at given times: a leak in blocks minutes apart
 
 	poolMiB float64 // TensorFlow's preallocated pool, exact; 0: allocates as it goes
 	mapped  bool    // the pool's first sample, which catches it half-mapped, has been taken
@@ -74,28 +75,11 @@ func (h *habits) at(j *job, t time.Duration, r *rand.Rand, room float64) jobStat
 			st.memMiB = math.Round(h.poolMiB * between(r, 0.2, 0.9))
 		}
 	default:
-		mem := j.baseMiB
-		if j.ramp > 0 && since < j.ramp {
-			mem *= math.Pow(float64(since+rampLead)/float64(j.ramp+rampLead), j.rampPow)
-		}
-		for _, s := range h.steps {
-			if t >= s.at {
-				mem += s.MiB
-			}
-		}
-		if h.growMiB > 0 && len(h.computing) > 0 && t >= h.computing[0].from {
-			mem += h.growMiB * math.Min(1, float64(t-h.computing[0].from)/float64(h.growFor))
-		}
-		if j.leakFrom > 0 && t >= j.leakFrom {
-			mem += h.leakBlockMiB * math.Floor(j.leakRate*(t-j.leakFrom).Minutes()/h.leakBlockMiB)
-		}
+		mem := h.memMiB(j, t, idle, pass)
 		// Memory nobody touches does not move: an idle job's reading is
 		// exact.
 		if !idle {
-			if pass >= 0 {
-				mem += h.passMiB[pass]
-			}
-			mem += h.churn.at(t) + r.NormFloat64()*j.memSD
+			mem += r.NormFloat64() * j.memSD
 		}
 		st.memMiB = math.Round(clamp(mem, 0, room))
 	}
@@ -121,6 +105,37 @@ func (h *habits) at(j *job, t time.Duration, r *rand.Rand, room float64) jobStat
 		st.utilMem = clamp(st.util*h.memPerUtil+r.NormFloat64()*memUtilNoiseSD, 0, 100)
 	}
 	return st
+}
+
+// memMiB is the memory job j holds at t, before noise, with these habits
+// (not a pool's): its warm-up, allocator steps, a notebook's growth, its
+// leak and, unless it is idle, the evaluation pass pass (-1: none) and
+// allocator churn.
+func (h *habits) memMiB(j *job, t time.Duration, idle bool, pass int) float64 {
+	since := t - j.start
+	mem := j.baseMiB
+	if j.ramp > 0 && since < j.ramp {
+		mem *= math.Pow(float64(since+rampLead)/float64(j.ramp+rampLead), j.rampPow)
+	}
+	for _, s := range h.steps {
+		if t >= s.at {
+			mem += s.MiB
+		}
+	}
+	if h.growMiB > 0 && len(h.computing) > 0 && t >= h.computing[0].from {
+		mem += h.growMiB * math.Min(1, float64(t-h.computing[0].from)/float64(h.growFor))
+	}
+	if j.leakFrom > 0 && t >= j.leakFrom {
+		mem += h.leakBlockMiB * math.Floor(j.leakRate*(t-j.leakFrom).Minutes()/h.leakBlockMiB)
+	}
+	mem += h.blocks.at(t)
+	if !idle {
+		if pass >= 0 {
+			mem += h.passMiB[pass]
+		}
+		mem += h.churn.at(t)
+	}
+	return mem
 }
 
 // sawtooth is allocator churn: memory climbs steadily by ampMiB over each

@@ -355,9 +355,10 @@ func leakRestart(r *rand.Rand) *plan {
 }
 
 // leakSlow: two H100 for 24 h at 10 s. On one, after a slow allocator
-// warm-up, a job leaks 25–50 MiB/min in small blocks from 1.5–3 h on to OOM
-// after 18–22 h; the other runs a job for 9–11 h and, 40–70 minutes later,
-// another to the end.
+// warm-up, a job leaks 25–50 MiB/min from 1.5–3 h on to OOM after 18–22 h,
+// in small blocks, or for half the seeds in blocks of 100–400 MiB (kept
+// once a validation pass); the other runs a job for 9–11 h and, 40–70
+// minutes later, another to the end.
 func leakSlow(r *rand.Rand) *plan {
 	p := server(r, 24*time.Hour, 10*time.Second, serverH100(), 2)
 	pp := newPeople(r)
@@ -380,6 +381,10 @@ func leakSlow(r *rand.Rand) *plan {
 	j := p.slowTrainerAt(r, pp, leaker, tenthsBetween(r, time.Minute, 4*time.Minute), share)
 	rate = (oomShare*g.memMiB - g.baselineMiB - j.plateauMiB()) / (oom - from).Minutes()
 	withBlockLeak(r, j, from, oom, rate)
+	if r.IntN(2) == 0 {
+		// Something kept once a validation pass: a block every few minutes.
+		j.habits.leakBlockMiB = math.Round(between(r, 100, 400))
+	}
 	p.story.roles[leaker] = fmt.Sprintf("slow warm-up, leak %.1f MiB/min (blocks of %.0f MiB) from %s, OOM at %.1f h (plateau %s)",
 		rate, j.habits.leakBlockMiB, mins(from), oom.Hours(), g.percent(j.plateauMiB()))
 	p.story.incidents = []incident{leakIncident(fmt.Sprintf("leak-gpu%d", leaker), leaker, from, oom, rate,

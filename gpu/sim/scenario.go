@@ -50,7 +50,10 @@ func builder(name string) func(*rand.Rand) *plan {
 	case ScenarioAll:
 		return demo
 	}
-	return realisticBuilder(name)
+	if b := realisticBuilder(name); b != nil {
+		return b
+	}
+	return leakBuilder(name)
 }
 
 // normalTraining: two H100s start training a few minutes apart; the

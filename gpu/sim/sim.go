@@ -27,6 +27,7 @@ import (
 	"hash/fnv"
 	"io"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"time"
 
@@ -111,8 +112,8 @@ type Truth struct {
 // in which every problem starts and ends, and the eleven realistic
 // workloads of the second trace set (RealisticScenarios).
 func Scenarios() []string {
-	return append([]string{ScenarioNormalTraining, ScenarioMemoryLeak, ScenarioBatchSpike, ScenarioIdleHog, ScenarioThermal, ScenarioAll},
-		RealisticScenarios()...)
+	return slices.Concat([]string{ScenarioNormalTraining, ScenarioMemoryLeak, ScenarioBatchSpike, ScenarioIdleHog, ScenarioThermal, ScenarioAll},
+		RealisticScenarios(), LeakScenarios())
 }
 
 // Source plays a scenario. It implements gpu.Source and is used by one

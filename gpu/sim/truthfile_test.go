@@ -211,13 +211,13 @@ func TestTruthFileRules(t *testing.T) {
 	}
 }
 
-func TestTruthFileOnlyForRealisticScenarios(t *testing.T) {
+func TestTruthFileOnlyForRealisticAndLeakScenarios(t *testing.T) {
 	for _, sc := range sim.Scenarios() {
 		src, err := sim.New(sim.Config{Scenario: sc})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got, want := src.TruthFile() != nil, slices.Contains(sim.RealisticScenarios(), sc); got != want {
+		if got, want := src.TruthFile() != nil, slices.Contains(sim.RealisticScenarios(), sc) || slices.Contains(sim.LeakScenarios(), sc); got != want {
 			t.Errorf("%s: has a truth file %v, want %v", sc, got, want)
 		}
 	}

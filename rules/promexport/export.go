@@ -416,6 +416,9 @@ func part(v rules.CondValue) string {
 	if v.Fn == "" {
 		return v.Metric.String()
 	}
+	if v.Longest > 0 {
+		return fmt.Sprintf("%s(%s, %s, %s)", v.Fn, v.Metric, duration(v.Window), duration(v.Longest))
+	}
 	return fmt.Sprintf("%s(%s, %s)", v.Fn, v.Metric, duration(v.Window))
 }
 
@@ -439,13 +442,13 @@ func (r *ruleExport) value(v rules.CondValue) (expr, error) {
 	case "trend":
 		e, err := r.trend(v.Metric, v.Window)
 		if err == nil {
-			r.note(Approximate, part(v), trendApproximation)
+			r.note(Approximate, part(v), scalesApproximation(v)+trendApproximation)
 		}
 		return e, err
 	case "time_to_full":
 		e, err := r.timeToFull(v.Metric, v.Window)
 		if err == nil {
-			r.note(Approximate, part(v), "it is the time to full at the rate trend reports, and for trend "+trendApproximation)
+			r.note(Approximate, part(v), timeToFullApproximation+scalesApproximation(v)+"for trend "+trendApproximation)
 		}
 		return e, err
 	}

@@ -24,9 +24,25 @@ import (
 
 // trendApproximation says where the translation of trend departs from
 // gpuwatch.
-const trendApproximation = "it starts afresh when a job takes or leaves the GPU as held_for sees it (a job that takes over from another within a sample is not seen), and the slice the job started in keeps its samples from before; " +
+const trendApproximation = "growth counts as steady when two-thirds of the slices rise, however unevenly or little (gpuwatch: the rate two-thirds of them reach is at least a quarter of the median and above the steepest fall); " +
+	"it starts afresh when a job takes or leaves the GPU as held_for sees it (a job that takes over from another within a sample is not seen), and the slice the job started in keeps its samples from before; " +
 	"a floor is taken to be its slice's first sample, which it is for memory that grows; " +
 	"a slice without samples counts as no change (gpuwatch: the rate across it); the current slice's floor is sampled every evaluation"
+
+// timeToFullApproximation says where the translation of time_to_full
+// departs from gpuwatch.
+const timeToFullApproximation = "it is the time until the current reading reaches memory.total at the rate trend reports; " +
+	"gpuwatch projects the memory's floor plus the highest peak it rose to and came back from (an evaluation pass) to what jobs can allocate (the total less what the driver reserves); "
+
+// scalesApproximation says what the translation of a trend or
+// time_to_full over several time scales leaves out; "" for one.
+func scalesApproximation(v rules.CondValue) string {
+	if v.Longest == 0 {
+		return ""
+	}
+	return fmt.Sprintf("it looks at the window %s only: gpuwatch also looks at its doublings up to %s, and once growth has been steady holds it until fewer than half of the slices of every scale rise, which Prometheus's rules, keeping no state, cannot; "+
+		"a leak in blocks minutes apart is seen later here, or not at all; ", duration(v.Window), duration(v.Longest))
+}
 
 // trendParts builds the PromQL of one metric's slices.
 type trendParts struct {
