@@ -16,7 +16,7 @@ const DefaultMaxInterval = time.Minute
 // slice four), a for, keep_firing_for and a held_for or missing_for
 // threshold at least two; the interval is at most a minute, and
 // a whole number of 5 seconds where it is that long. For the example
-// rules: 30 s.
+// rules: 5 s, for GPUMemoryFillingFast's five-minute time_to_full.
 func NeededInterval(rs []*rules.Rule) time.Duration {
 	need := DefaultMaxInterval
 	var walk func(n rules.CondNode)

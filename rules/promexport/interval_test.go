@@ -8,13 +8,14 @@ import (
 	"github.com/gpuwatch/gpuwatch/rules/promexport"
 )
 
-// TestNeededInterval: the example rules need an evaluation every 30 s
-// (their 5-minute window, GPULost's missing_for > 1m, GPUHot's for of 1m);
+// TestNeededInterval: the example rules need an evaluation every 5 s
+// (GPUMemoryFillingFast's time_to_full over 5 minutes: slices of 25 s,
+// four evaluations each);
 // a rule of short windows needs more, and none less than a second or more
 // than a minute.
 func TestNeededInterval(t *testing.T) {
-	if got := promexport.NeededInterval(exampleRules(t)); got != 30*time.Second {
-		t.Errorf("the example rules: %v, want 30s", got)
+	if got := promexport.NeededInterval(exampleRules(t)); got != 5*time.Second {
+		t.Errorf("the example rules: %v, want 5s", got)
 	}
 	for _, tc := range []struct {
 		when string
