@@ -4,7 +4,21 @@ import (
 	"fmt"
 	"testing"
 	"time"
+
+	"golang.org/x/crypto/bcrypt"
 )
+
+// TestDecoyHash: the hash an unknown user's password is checked against
+// is a real bcrypt hash at the cost passwords are hashed with, so a wrong
+// user costs what a wrong password does.
+func TestDecoyHash(t *testing.T) {
+	if err := bcrypt.CompareHashAndPassword([]byte(decoyHash), []byte("gpuwatch decoy")); err != nil {
+		t.Fatalf("the decoy is not a bcrypt hash of \"gpuwatch decoy\": %v", err)
+	}
+	if cost, err := bcrypt.Cost([]byte(decoyHash)); err != nil || cost != bcrypt.DefaultCost {
+		t.Errorf("the decoy's cost is %d (%v), want bcrypt.DefaultCost %d", cost, err, bcrypt.DefaultCost)
+	}
+}
 
 // TestFailuresRefill: a client may fail failureBurst times in a row, then
 // waits; its allowance refills by one every failureRefill; the clients

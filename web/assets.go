@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"path"
 	"strings"
+	"sync"
 )
 
 // files are the page's files: what the browser loads.
@@ -19,11 +20,41 @@ import (
 //go:embed assets
 var files embed.FS
 
-// asset is one embedded file, ready to send.
+// asset is one embedded file, read and compressed the first time it is
+// asked for: an agent whose page nobody opens never copies the files nor
+// runs a compressor for them.
 type asset struct {
-	body, gzipped []byte // gzipped is nil when compressing does not pay
-	contentType   string
-	etag          string
+	name        string // in files
+	contentType string
+	once        sync.Once
+	body        []byte
+	gzipped     []byte // nil when compressing does not pay
+	etag        string
+	err         error
+}
+
+// load reads and compresses the file, once.
+func (f *asset) load() error {
+	f.once.Do(func() {
+		body, err := files.ReadFile(f.name)
+		if err != nil {
+			f.err = fmt.Errorf("read the page's embedded file %s: %w", f.name, err)
+			return
+		}
+		sum := sha256.Sum256(body)
+		f.body, f.etag = body, `"`+hex.EncodeToString(sum[:12])+`"`
+		var b bytes.Buffer
+		zw, _ := gzip.NewWriterLevel(&b, gzip.BestCompression)
+		zw.Write(body)
+		if err := zw.Close(); err != nil {
+			f.err = fmt.Errorf("compress the page's embedded file %s: %w", f.name, err)
+			return
+		}
+		if b.Len() < len(body) {
+			f.gzipped = b.Bytes()
+		}
+	})
+	return f.err
 }
 
 // assets are the embedded files by their path under assets/.
@@ -31,29 +62,14 @@ type assets struct {
 	byPath map[string]*asset
 }
 
-// loadAssets reads and compresses every embedded file once.
+// loadAssets lists the embedded files; each is read when first sent.
 func loadAssets() (*assets, error) {
 	a := &assets{byPath: map[string]*asset{}}
 	err := fs.WalkDir(files, "assets", func(name string, e fs.DirEntry, err error) error {
 		if err != nil || e.IsDir() {
 			return err
 		}
-		body, err := files.ReadFile(name)
-		if err != nil {
-			return err
-		}
-		sum := sha256.Sum256(body)
-		f := &asset{body: body, contentType: contentType(name), etag: `"` + hex.EncodeToString(sum[:12]) + `"`}
-		var b bytes.Buffer
-		zw, _ := gzip.NewWriterLevel(&b, gzip.BestCompression)
-		zw.Write(body)
-		if err := zw.Close(); err != nil {
-			return err
-		}
-		if b.Len() < len(body) {
-			f.gzipped = b.Bytes()
-		}
-		a.byPath[strings.TrimPrefix(name, "assets/")] = f
+		a.byPath[strings.TrimPrefix(name, "assets/")] = &asset{name: name, contentType: contentType(name)}
 		return nil
 	})
 	if err != nil {
@@ -101,6 +117,10 @@ func (a *assets) send(w http.ResponseWriter, r *http.Request, name string) {
 		http.NotFound(w, r)
 		return
 	}
+	if err := f.load(); err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
 	h := w.Header()
 	h.Set("ETag", f.etag)
 	h.Set("Cache-Control", "no-cache")
@@ -138,7 +158,7 @@ func acceptsGzip(r *http.Request) bool {
 func (s *Server) Size() int {
 	n := 0
 	for _, f := range s.assets.byPath {
-		if f.contentType == "text/plain; charset=utf-8" {
+		if f.contentType == "text/plain; charset=utf-8" || f.load() != nil {
 			continue // the license is not loaded
 		}
 		if f.gzipped != nil {

@@ -6,6 +6,7 @@ import (
 	"html/template"
 	"net/http"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -29,7 +30,10 @@ type Verifier func(r *http.Request, user, secret string) bool
 var templates embed.FS
 
 // loginPage is the login form; Error says why the last try failed.
-var loginPage = template.Must(template.ParseFS(templates, "templates/login.html"))
+// It is parsed when first shown: an agent without a login never does.
+var loginPage = sync.OnceValue(func() *template.Template {
+	return template.Must(template.ParseFS(templates, "templates/login.html"))
+})
 
 // maxLoginForm bounds the body of a login.
 const maxLoginForm = 16 << 10
@@ -167,7 +171,7 @@ func (l *login) form(w http.ResponseWriter, status int, f loginForm) {
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(status)
-	if err := loginPage.Execute(w, f); err != nil {
+	if err := loginPage().Execute(w, f); err != nil {
 		l.server.opts.Logger.Error("cannot write the login page", "err", err)
 	}
 }
