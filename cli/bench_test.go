@@ -224,21 +224,25 @@ func runDay(b *testing.B, bin, config, store string) {
 }
 
 // buildGpuwatch builds the gpuwatch binary into dir and returns its path.
-func buildGpuwatch(b *testing.B, dir string) string {
+func buildGpuwatch(b *testing.B, dir string, tags ...string) string {
 	b.Helper()
 	bin := filepath.Join(dir, "gpuwatch")
-	if out, err := exec.Command("go", "build", "-o", bin, "../cmd/gpuwatch").CombinedOutput(); err != nil {
+	if out, err := exec.Command("go", "build", "-tags", strings.Join(tags, ","), "-o", bin, "../cmd/gpuwatch").CombinedOutput(); err != nil {
 		b.Fatalf("go build: %v\n%s", err, out)
 	}
 	return bin
 }
 
-// startBuilt starts bin run --config path; its log is in the buffer, and
-// it is stopped (interrupted, and waited for) when the benchmark ends.
-func startBuilt(b *testing.B, bin, path string) (*exec.Cmd, *notifiertest.Buffer) {
+// startBuilt starts bin run --config path, with env added to its
+// environment; its log is in the buffer, and it is stopped (interrupted,
+// and waited for) when the benchmark ends.
+func startBuilt(b *testing.B, bin, path string, env ...string) (*exec.Cmd, *notifiertest.Buffer) {
 	b.Helper()
 	ctx, cancel := context.WithCancel(b.Context())
 	cmd := exec.CommandContext(ctx, bin, "run", "--config", path)
+	if len(env) > 0 {
+		cmd.Env = append(os.Environ(), env...)
+	}
 	cmd.Stdout = io.Discard
 	stderr := &notifiertest.Buffer{}
 	cmd.Stderr = stderr

@@ -161,12 +161,25 @@ func newFleetPrometheus(tb testing.TB, at time.Time) *fleetPrometheus {
 // (VmRSS, VmHWM; target ≤ 500 MiB), and the answer's size.
 //
 //	go test ./cli -run '^$' -bench BenchmarkHubCost10000GPUs -benchtime 20x -timeout 20m
+//
+// With GPUWATCH_HUB_PROFILE=DIR it builds the hub with the profile tag
+// and writes its CPU profile over the measured evaluations (cpu.pb.gz)
+// and its heap after the backfill and at the end (heap-start.pb.gz,
+// heap.pb.gz) to DIR, for go tool pprof.
 func BenchmarkHubCost10000GPUs(b *testing.B) {
 	if _, err := os.Stat("/proc/self/stat"); err != nil {
 		b.Skip("no /proc to read a process's CPU time and memory from")
 	}
 	dir := b.TempDir()
-	bin := buildGpuwatch(b, dir)
+	profiles, profiling := os.LookupEnv("GPUWATCH_HUB_PROFILE")
+	var bin string
+	var env []string
+	if profiling {
+		bin = buildGpuwatch(b, dir, "profile")
+		env = append(env, "GPUWATCH_PROFILE_ADDR="+freeAddr(b))
+	} else {
+		bin = buildGpuwatch(b, dir)
+	}
 	prom := newFleetPrometheus(b, time.Now())
 	// The example config's rules and routes, on the prometheus source: an
 	// evaluation every 10 s (the default is 30 s: the CPU an evaluation
@@ -179,7 +192,7 @@ func BenchmarkHubCost10000GPUs(b *testing.B) {
 	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
 		b.Fatal(err)
 	}
-	cmd, stderr := startBuilt(b, bin, path)
+	cmd, stderr := startBuilt(b, bin, path, env...)
 	stat := fmt.Sprintf("/proc/%d/stat", cmd.Process.Pid)
 	status := fmt.Sprintf("/proc/%d/status", cmd.Process.Pid)
 	wait := func(n int64) {
@@ -193,9 +206,24 @@ func BenchmarkHubCost10000GPUs(b *testing.B) {
 	}
 	wait(2) // the backfill and the first evaluation are behind
 	before, first := cpuTicks(b, stat), prom.evaluations.Load()
+	var cpuProfile func() error
+	if profiling {
+		if err := saveProfile(env[0], "heap?gc=1", filepath.Join(profiles, "heap-start.pb.gz")); err != nil {
+			b.Fatal(err)
+		}
+		cpuProfile = profileCPU(env[0], time.Duration(b.N)*10*time.Second, filepath.Join(profiles, "cpu.pb.gz"))
+	}
 	b.ResetTimer()
 	wait(first + int64(b.N))
 	b.StopTimer()
+	if profiling {
+		if err := cpuProfile(); err != nil {
+			b.Fatal(err)
+		}
+		if err := saveProfile(env[0], "heap?gc=1", filepath.Join(profiles, "heap.pb.gz")); err != nil {
+			b.Fatal(err)
+		}
+	}
 	used := float64(cpuTicks(b, stat)-before) / userHZ
 	evaluations := prom.evaluations.Load() - first
 	mem, ok := processMemory(status)
@@ -210,4 +238,35 @@ func BenchmarkHubCost10000GPUs(b *testing.B) {
 	b.ReportMetric(mem.RSS, "RSS-MiB")
 	b.ReportMetric(mem.HWM, "peak-RSS-MiB")
 	b.ReportMetric(float64(len(prom.vector))/1e6, "answer-MB")
+}
+
+// saveProfile writes the running hub's profile name (net/http/pprof,
+// served at the address of env, GPUWATCH_PROFILE_ADDR=…) to path.
+func saveProfile(env, name, path string) error {
+	addr := strings.TrimPrefix(env, "GPUWATCH_PROFILE_ADDR=")
+	resp, err := http.Get("http://" + addr + "/debug/pprof/" + name)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("profile %s: %s", name, resp.Status)
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(f, resp.Body); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// profileCPU starts the running hub's CPU profile over d, written to path
+// when the function it returns has waited for it.
+func profileCPU(env string, d time.Duration, path string) func() error {
+	done := make(chan error, 1)
+	go func() { done <- saveProfile(env, fmt.Sprintf("profile?seconds=%d", int(d.Seconds())), path) }()
+	return func() error { return <-done }
 }

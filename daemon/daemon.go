@@ -187,7 +187,7 @@ func NewContext(ctx context.Context, cfg *config.Config, opts Options) (*Daemon,
 	if err != nil {
 		return nil, fmt.Errorf("open the state store (storage.path): %w", err)
 	}
-	d := &Daemon{opts: opts, logger: opts.Logger, db: watch(db, opts.Now), cfg: cfg, history: newHistories(), fleet: newFleet(),
+	d := &Daemon{opts: opts, logger: opts.Logger, db: watch(db, opts.Now), cfg: cfg, history: newHistories(historySpan(cfg)), fleet: newFleet(),
 		chartQueues: map[string]string{},
 		staleAfter:  staleAfter(cfg), interval: cfg.Source.Interval, storagePath: cfg.Storage.Path,
 		health: sourceHealth{host: cfg.HostName()}, hub: cfg.Source.Type == "prometheus", hostsDown: map[string]*hostDown{}}
@@ -639,6 +639,7 @@ func (d *Daemon) Reload(cfg *config.Config) {
 		d.dispatcher.SetRoute(route)
 	}
 	d.configureMetrics(cfg)
+	d.history.keep(historySpan(cfg))
 	e := d.newEngine(cfg)
 	e.Inherit(d.engine)
 	d.engine, d.cfg = e, cfg

@@ -9,11 +9,14 @@ import (
 	"time"
 
 	"github.com/gpuwatch/gpuwatch/chart"
+	"github.com/gpuwatch/gpuwatch/config"
 	"github.com/gpuwatch/gpuwatch/gpu"
 	"github.com/gpuwatch/gpuwatch/history"
 )
 
 // historyMinutes is how much history each GPU keeps: a day of minutes.
+// A hub keeps less (see historySpan): its fleet's history is in
+// Prometheus.
 const historyMinutes = 24 * 60
 
 // minuteBucket sums one minute of one GPU's samples in 16 bytes (a hub
@@ -34,8 +37,8 @@ type minuteBucket struct {
 // second, more than any source gives.
 const maxPerMinute = math.MaxUint8
 
-// gpuHistory is one GPU's last day, a ring of minute buckets indexed by
-// the minute modulo the ring's length.
+// gpuHistory is one GPU's last minutes, a ring of minute buckets indexed
+// by the minute modulo the ring's length.
 type gpuHistory struct {
 	last int64  // the latest minute written
 	name string // the GPU's model, as its latest sample said
@@ -43,14 +46,16 @@ type gpuHistory struct {
 	// sample that knew it, in bytes: the percentages' base, and the
 	// ceiling of its charts.
 	memTotal, memAllocatable uint64
-	buckets                  [historyMinutes]minuteBucket
+	buckets                  []minuteBucket // histories.minutes of them
 }
 
 // histories keeps the memory and utilization of every GPU of every host
-// of the last day, one point a minute, for /gpu history. A sample costs
-// O(1) and, once its GPU is known, allocates nothing.
+// of its last minutes (a day; on a hub, what its alert charts show), one
+// point a minute, for /gpu history and alert charts. A sample costs O(1)
+// and, once its GPU is known, allocates nothing.
 type histories struct {
 	mu      sync.RWMutex
+	minutes int // how many minutes each GPU keeps
 	byUUID  map[historyKey]*gpuHistory
 	byIndex map[historyKey]*gpuHistory // the GPU that last had the host's index
 }
@@ -62,8 +67,50 @@ type historyKey struct {
 	index      int
 }
 
-func newHistories() *histories {
-	return &histories{byUUID: map[historyKey]*gpuHistory{}, byIndex: map[historyKey]*gpuHistory{}}
+// newHistories keeps span (whole minutes, at most a day) of every GPU.
+func newHistories(span time.Duration) *histories {
+	return &histories{minutes: spanMinutes(span), byUUID: map[historyKey]*gpuHistory{}, byIndex: map[historyKey]*gpuHistory{}}
+}
+
+// historySpan is how much of every GPU's history the daemon keeps: a
+// day; on a hub, whose fleet's history is in Prometheus (/gpu history and
+// the page read it there), what the charts of its rules' alerts show.
+// A fleet of 10,000 GPUs would keep 230 MB for a day.
+func historySpan(cfg *config.Config) time.Duration {
+	if cfg.Source.Type != "prometheus" {
+		return historyMinutes * time.Minute
+	}
+	span := minChartSpan
+	for _, r := range cfg.Rules {
+		span = max(span, chartSpan(r))
+	}
+	return span
+}
+
+// spanMinutes is span in whole minutes, rounded up, from one to a day.
+func spanMinutes(span time.Duration) int {
+	return int(min(max((span+time.Minute-1)/time.Minute, 1), historyMinutes))
+}
+
+// keep changes how much each GPU keeps to span, keeping the minutes that
+// fit (a config reload whose rules' charts show more or less).
+func (h *histories) keep(span time.Duration) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	n := spanMinutes(span)
+	if n == h.minutes {
+		return
+	}
+	h.minutes = n
+	for _, g := range h.byUUID {
+		old := g.buckets
+		g.buckets = make([]minuteBucket, n)
+		for m := g.last - int64(n) + 1; m <= g.last; m++ {
+			if b := old[ringSlot(m, len(old))]; int64(b.minute) == m {
+				g.buckets[ringSlot(m, n)] = b
+			}
+		}
+	}
 }
 
 // unixMinute is the minute t falls in, counted from the Unix epoch.
@@ -86,7 +133,7 @@ func (h *histories) Record(s *gpu.Snapshot) {
 	for i := range s.Devices {
 		d := &s.Devices[i]
 		g := h.gpu(s.Host, d)
-		if minute <= g.last-historyMinutes {
+		if minute <= g.last-int64(h.minutes) {
 			continue
 		}
 		g.last = max(g.last, minute)
@@ -96,7 +143,7 @@ func (h *histories) Record(s *gpu.Snapshot) {
 		if d.MemKnown() {
 			g.memTotal, g.memAllocatable = d.MemTotal, d.MemAllocatable()
 		}
-		b := &g.buckets[ringSlot(minute)]
+		b := &g.buckets[ringSlot(minute, len(g.buckets))]
 		if int64(b.minute) != minute {
 			*b = minuteBucket{minute: int32(minute)}
 		}
@@ -124,10 +171,11 @@ func wholeUnits(v float64) (uint16, bool) {
 	return uint16(math.Round(min(max(v, 0), 255))), true
 }
 
-func ringSlot(minute int64) int {
-	slot := minute % historyMinutes
+// ringSlot is the slot of minute in a ring of n.
+func ringSlot(minute int64, n int) int {
+	slot := minute % int64(n)
 	if slot < 0 {
-		slot += historyMinutes
+		slot += int64(n)
 	}
 	return int(slot)
 }
@@ -140,7 +188,7 @@ func (h *histories) gpu(host string, d *gpu.Device) *gpuHistory {
 	}
 	g, ok := h.byUUID[key]
 	if !ok {
-		g = &gpuHistory{last: math.MinInt64 + historyMinutes}
+		g = &gpuHistory{last: math.MinInt64 + historyMinutes, buckets: make([]minuteBucket, h.minutes)}
 		h.byUUID[key] = g
 	}
 	if at := (historyKey{host: host, index: d.Index}); h.byIndex[at] != g {
@@ -164,7 +212,7 @@ type recent struct {
 }
 
 // History returns host's GPU index's last window (rounded up to whole
-// minutes, capped at a day; 0 or less means the whole day), one point a
+// minutes, capped at what is kept; 0 or less means all of it), one point a
 // minute, ending at the minute of the GPU's latest sample. Minutes without
 // a reading are NaN. ok is false for a GPU never seen.
 func (h *histories) History(host string, index int, window time.Duration) (recent, bool) {
@@ -174,9 +222,9 @@ func (h *histories) History(host string, index int, window time.Duration) (recen
 	if !ok {
 		return recent{}, false
 	}
-	steps := historyMinutes
+	steps := h.minutes
 	if window > 0 {
-		steps = int(min((window+time.Minute-1)/time.Minute, historyMinutes))
+		steps = min(spanMinutes(window), h.minutes)
 	}
 	out := recent{
 		MemTotal:       g.memTotal,
@@ -198,7 +246,7 @@ func (h *histories) History(host string, index int, window time.Duration) (recen
 // minute m; NaN for one without readings, or no longer kept.
 func (g *gpuHistory) minute(m int64) (mem, util, temp float64) {
 	mem, util, temp = math.NaN(), math.NaN(), math.NaN()
-	b := &g.buckets[ringSlot(m)]
+	b := &g.buckets[ringSlot(m, len(g.buckets))]
 	if int64(b.minute) != m {
 		return mem, util, temp
 	}
@@ -214,7 +262,7 @@ func (g *gpuHistory) minute(m int64) (mem, util, temp float64) {
 	return mem, util, temp
 }
 
-// GPUs is the history of the GPUs q asks for, within the day kept: a
+// GPUs is the history of the GPUs q asks for, within what is kept: a
 // point a minute from q.From to q.To (a minute's readings averaged),
 // GPUs by host and index.
 func (h *histories) GPUs(q history.Query) []chart.GPUHistory {
@@ -222,7 +270,7 @@ func (h *histories) GPUs(q history.Query) []chart.GPUHistory {
 	if hi < lo {
 		return nil
 	}
-	lo = max(lo, hi-historyMinutes+1)
+	lo = max(lo, hi-int64(h.minutes)+1)
 	start := time.Unix(lo*60, 0).UTC()
 	points := int(hi - lo + 1)
 	h.mu.RLock()

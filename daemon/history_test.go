@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gpuwatch/gpuwatch/config"
 	"github.com/gpuwatch/gpuwatch/gpu"
 )
 
@@ -40,7 +41,7 @@ func same(a, b []float64) bool {
 
 func TestHistoryMinutes(t *testing.T) {
 	nan := math.NaN()
-	h := newHistories()
+	h := newHistories(historyMinutes * time.Minute)
 	h.Record(sample(t0, [2]float64{10, 50}))
 	h.Record(sample(t0.Add(30*time.Second), [2]float64{20, 70}))  // the same minute: averaged
 	h.Record(sample(t0.Add(60*time.Second), [2]float64{40, nan})) // the next minute; utilization unknown
@@ -67,7 +68,7 @@ func TestHistoryMinutes(t *testing.T) {
 }
 
 func TestHistoryWindow(t *testing.T) {
-	h := newHistories()
+	h := newHistories(historyMinutes * time.Minute)
 	for m := range 3 * historyMinutes / 2 { // a day and a half, one sample a minute
 		h.Record(sample(t0.Add(time.Duration(m)*time.Minute), [2]float64{float64(m % 100), 1}))
 	}
@@ -105,7 +106,7 @@ func TestHistoryWindow(t *testing.T) {
 }
 
 func TestHistoryWrapForgetsOldMinutes(t *testing.T) {
-	h := newHistories()
+	h := newHistories(historyMinutes * time.Minute)
 	h.Record(sample(t0, [2]float64{10, 10}))
 	h.Record(sample(t0.Add(time.Minute), [2]float64{20, 20}))
 	// A day later the GPU is sampled again: the slot of t0+1m is reused for
@@ -131,7 +132,7 @@ func TestHistoryWrapForgetsOldMinutes(t *testing.T) {
 }
 
 func TestHistoryDevices(t *testing.T) {
-	h := newHistories()
+	h := newHistories(historyMinutes * time.Minute)
 	s := &gpu.Snapshot{Time: t0, Devices: []gpu.Device{
 		{Index: 0, MemUsed: 1, MemTotal: 0, UtilGPU: math.Inf(1)}, // no UUID; memory total unknown
 		{Index: 1, UUID: "GPU-b", MemUsed: 25, MemTotal: 100, UtilGPU: 5},
@@ -155,7 +156,7 @@ func TestHistoryDevices(t *testing.T) {
 }
 
 func TestHistoryNoAllocations(t *testing.T) {
-	h := newHistories()
+	h := newHistories(historyMinutes * time.Minute)
 	s := sample(t0, [2]float64{10, 10}, [2]float64{20, 20})
 	h.Record(s)
 	allocs := testing.AllocsPerRun(100, func() {
@@ -172,7 +173,7 @@ func BenchmarkHistoryRecord16GPUs(b *testing.B) {
 	for i := range readings {
 		readings[i] = [2]float64{float64(i), 50}
 	}
-	h := newHistories()
+	h := newHistories(historyMinutes * time.Minute)
 	s := sample(t0, readings...)
 	b.ReportAllocs()
 	for i := 0; b.Loop(); i++ {
@@ -182,7 +183,7 @@ func BenchmarkHistoryRecord16GPUs(b *testing.B) {
 }
 
 func BenchmarkHistoryDay(b *testing.B) {
-	h := newHistories()
+	h := newHistories(historyMinutes * time.Minute)
 	for m := range historyMinutes {
 		h.Record(sample(t0.Add(time.Duration(m)*time.Minute), [2]float64{50, 50}))
 	}
@@ -195,7 +196,7 @@ func BenchmarkHistoryDay(b *testing.B) {
 // TestHistoryKeepsHostsApart: a hub keeps GPU 0 of every host, and
 // GPUs without a UUID of two hosts, apart.
 func TestHistoryKeepsHostsApart(t *testing.T) {
-	h := newHistories()
+	h := newHistories(historyMinutes * time.Minute)
 	for i, host := range []string{"a", "b"} {
 		s := sample(t0, [2]float64{float64(10 * (i + 1)), 1})
 		s.Host = host
@@ -222,7 +223,7 @@ func TestHistoryKeepsHostsApart(t *testing.T) {
 // minute whose readings are all unknown is NaN.
 func TestHistoryTemperature(t *testing.T) {
 	nan := math.NaN()
-	h := newHistories()
+	h := newHistories(historyMinutes * time.Minute)
 	for _, r := range []struct {
 		at   time.Duration
 		temp float64
@@ -234,5 +235,65 @@ func TestHistoryTemperature(t *testing.T) {
 	got, ok := h.History("node1", 0, 3*time.Minute)
 	if want := []float64{65, nan, 88}; !ok || !same(got.Temperature, want) {
 		t.Errorf("temperature: got %v %v, want %v", ok, got.Temperature, want)
+	}
+}
+
+// TestHistorySpan: a GPU server keeps a day of every GPU; a hub, whose
+// fleet's history is in Prometheus, keeps what its alert charts show:
+// three times the longest window of its rules, at least an hour.
+func TestHistorySpan(t *testing.T) {
+	parse := func(source, rule string) *config.Config {
+		text := "source:\n" + source + "\nrules:\n  - alert: A\n    when: " + rule + "\n"
+		cfg, err := config.Parse("gpuwatch.yaml", []byte(text), func(string) (string, bool) { return "", false })
+		if err != nil {
+			t.Fatalf("config.Parse: %v\n%s", err, text)
+		}
+		return cfg
+	}
+	hub := "  type: prometheus\n  prometheus: {url: 'http://127.0.0.1:9090'}"
+	for _, tt := range []struct {
+		source, rule string
+		want         time.Duration
+	}{
+		{"  type: sim", "avg(utilization.gpu, 2h) < 5", 24 * time.Hour},
+		{hub, "temperature > 85", time.Hour},
+		{hub, "trend(memory.used, 40m) > 10MiB/min", 2 * time.Hour},
+		{hub, "avg(utilization.gpu, 12h) < 5", 24 * time.Hour},
+	} {
+		if got := historySpan(parse(tt.source, tt.rule)); got != tt.want {
+			t.Errorf("%s, %s: history of %v, want %v", tt.source, tt.rule, got, tt.want)
+		}
+	}
+}
+
+// TestHistoryKeep: a reload that changes how much is kept keeps the
+// minutes that fit, at their times.
+func TestHistoryKeep(t *testing.T) {
+	h := newHistories(3 * time.Hour)
+	for m := range 180 {
+		h.Record(sample(t0.Add(time.Duration(m)*time.Minute), [2]float64{float64(m % 100), 1}))
+	}
+	h.keep(time.Hour)
+	got, _ := h.History("node1", 0, 0)
+	if len(got.MemoryUsed) != 60 || got.MemoryUsed[0] != 120%100 || got.MemoryUsed[59] != 179%100 {
+		t.Fatalf("kept an hour: got %d points, from %v to %v; want 60, from 20 to 79",
+			len(got.MemoryUsed), got.MemoryUsed[0], got.MemoryUsed[len(got.MemoryUsed)-1])
+	}
+	h.keep(2 * time.Hour)
+	h.Record(sample(t0.Add(180*time.Minute), [2]float64{42, 1}))
+	got, _ = h.History("node1", 0, 0)
+	want := make([]float64, 120)
+	for i := range want {
+		switch m := 61 + i; {
+		case m < 120:
+			want[i] = math.NaN() // forgotten when an hour was kept
+		case m < 180:
+			want[i] = float64(m % 100)
+		default:
+			want[i] = 42
+		}
+	}
+	if !same(got.MemoryUsed, want) {
+		t.Errorf("kept two hours again: got %v, want %v", got.MemoryUsed, want)
 	}
 }

@@ -1,7 +1,10 @@
 package rules
 
 import (
+	"fmt"
 	"testing"
+
+	"github.com/gpuwatch/gpuwatch/gpu"
 
 	"github.com/gpuwatch/gpuwatch"
 	"github.com/gpuwatch/gpuwatch/internal/strictyaml"
@@ -42,4 +45,38 @@ func TestExampleRulesLoad(t *testing.T) {
 	if got := len(exampleRules(t)); got != 8 {
 		t.Errorf("config.example.yaml has %d rules, want the 8 documented defaults", got)
 	}
+}
+
+// BenchmarkEvalFleetHost8of10000GPUs evaluates the default rules on one
+// host's snapshot of 8 GPUs in a hub's engine, which holds a fleet of
+// 1,250 such hosts (10,000 GPUs): a host's evaluation must cost what its
+// own GPUs cost, not the fleet's. Target: as BenchmarkEvalDefaultRules64GPUs.
+func BenchmarkEvalFleetHost8of10000GPUs(b *testing.B) {
+	rs := exampleRules(b)
+	e := NewEngine(rs, Options{RepeatInterval: 0})
+	hosts := make([]*gpu.Snapshot, 1250)
+	for h := range hosts {
+		s := steadySnapshot(8)
+		s.Host = fmt.Sprintf("gpu-node-%04d", h)
+		for i := range s.Devices {
+			s.Devices[i].UUID = fmt.Sprintf("GPU-%04d-%d", h, i)
+		}
+		hosts[h] = s
+	}
+	for range 400 { // fills the 30m windows at 5 s
+		for _, s := range hosts {
+			advance(s)
+			e.Warm(s)
+		}
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	h := 0
+	for b.Loop() {
+		s := hosts[h%len(hosts)]
+		advance(s)
+		e.Eval(s)
+		h++
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(8*len(rs)), "ns/rule×GPU")
 }

@@ -122,9 +122,10 @@ type Engine struct {
 	histories []Metric
 	layout    []compiled // per rule
 	gpus      map[string]*gpuState
-	byIdx     map[int]*gpuState // GPUs without a UUID
-	order     []*gpuState       // every GPU, in the order they first reported
-	eval      uint64            // the number of the current Eval
+	byIdx     map[int]*gpuState      // GPUs without a UUID
+	order     []*gpuState            // every GPU, in the order they first reported
+	hosts     map[string][]*gpuState // every GPU by the host it last reported from, in order (see place)
+	eval      uint64                 // the number of the current Eval
 	out       []Transition
 	xids      []uint64
 	ctx       EvalContext
@@ -150,6 +151,8 @@ type compiled struct {
 
 type gpuState struct {
 	index   int
+	seq     int       // its place in Engine.order
+	placed  bool      // it is in Engine.hosts, under seen.host
 	stale   bool      // applies must be recomputed (after Inherit)
 	windows []*Window // per slot
 	trends  []*Trend  // per trend slot
@@ -175,7 +178,7 @@ type seen struct {
 
 // NewEngine makes an engine for the rules.
 func NewEngine(rules []*Rule, opts Options) *Engine {
-	e := &Engine{rules: rules, opts: opts, gpus: map[string]*gpuState{}, byIdx: map[int]*gpuState{}}
+	e := &Engine{rules: rules, opts: opts, gpus: map[string]*gpuState{}, byIdx: map[int]*gpuState{}, hosts: map[string][]*gpuState{}}
 	e.layout = make([]compiled, len(rules))
 	for i, r := range rules {
 		c := &e.layout[i]
@@ -235,6 +238,7 @@ func (e *Engine) state(host string, d *gpu.Device) *gpuState {
 		} else {
 			e.byIdx[d.Index] = gs
 		}
+		gs.seq = len(e.order)
 		e.order = append(e.order, gs)
 	}
 	e.refresh(gs, host, d)
@@ -310,13 +314,14 @@ func (e *Engine) Eval(s *gpu.Snapshot) []Transition {
 		d := &s.Devices[i]
 		gs := e.state(s.Host, d)
 		gs.index = d.Index
-		gs.host, gs.eval, gs.last, gs.device = s.Host, e.eval, s.Time, *d
+		e.place(gs, s.Host)
+		gs.eval, gs.last, gs.device = e.eval, s.Time, *d
 		e.observe(s.Time, d, gs)
 		e.ctx.HeldFor, e.ctx.MissingFor = gs.holder.heldFor(s.Time), 0
 		e.evalDevice(s, d, gs, d.Processes)
 	}
-	for _, gs := range e.order {
-		if gs.eval == e.eval || gs.host != s.Host {
+	for _, gs := range e.hosts[s.Host] {
+		if gs.eval == e.eval {
 			continue
 		}
 		e.refresh(gs, s.Host, &gs.device)
@@ -337,7 +342,8 @@ func (e *Engine) Warm(s *gpu.Snapshot) {
 	for i := range s.Devices {
 		d := &s.Devices[i]
 		gs := e.state(s.Host, d)
-		gs.index, gs.host = d.Index, s.Host
+		gs.index = d.Index
+		e.place(gs, s.Host)
 		e.observe(s.Time, d, gs)
 		e.feed(s.Time, d, gs)
 		gs.last, gs.device = s.Time, *d
@@ -654,7 +660,9 @@ func (e *Engine) Inherit(old *Engine) {
 		} else {
 			e.byIdx[ogs.index] = gs
 		}
+		gs.seq, gs.placed = len(e.order), true
 		e.order = append(e.order, gs)
+		e.hosts[gs.host] = append(e.hosts[gs.host], gs)
 	}
 	e.eval = old.eval
 }
