@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/gpuwatch/gpuwatch/gpu"
+	"github.com/gpuwatch/gpuwatch/gpu/prometheus"
 )
 
 // fleet is the latest snapshot of every host the daemon has seen: one on
@@ -52,7 +53,7 @@ func (d *Daemon) Snapshots() []*gpu.Snapshot { return d.fleet.snapshots() }
 // it started (a hub's Prometheus): Run feeds that past to the rules
 // engine, so rules over windows judge at the first evaluation.
 type backfiller interface {
-	Backfill(ctx context.Context, span time.Duration, warm func(*gpu.Snapshot)) error
+	Backfill(ctx context.Context, past prometheus.Past, warm func(*gpu.Snapshot)) error
 }
 
 // backfill warms the engine's windows and the GPUs' history from src's
@@ -69,8 +70,12 @@ func (d *Daemon) backfill(ctx context.Context, src gpu.Source) {
 	if span <= 0 {
 		return
 	}
+	// Before the windows and the trends' shortest scale, a step a minute at
+	// most, so the minute-by-minute history alert charts draw has no holes.
+	fine, step := d.engine.FineLookback()
+	past := prometheus.Past{Span: span, Fine: fine, Step: min(step, time.Minute)}
 	n := 0
-	err := b.Backfill(ctx, span, func(s *gpu.Snapshot) {
+	err := b.Backfill(ctx, past, func(s *gpu.Snapshot) {
 		d.engine.Warm(s)
 		d.history.Record(s)
 		n++
@@ -80,5 +85,5 @@ func (d *Daemon) backfill(ctx context.Context, src gpu.Source) {
 			"window", span, "err", err)
 		return
 	}
-	d.logger.Info("rule windows filled from the source's past", "window", span, "snapshots", n)
+	d.logger.Info("rule windows filled from the source's past", "window", span, "finely", past.Fine, "snapshots", n)
 }

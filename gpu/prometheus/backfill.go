@@ -10,13 +10,41 @@ import (
 	"github.com/gpuwatch/gpuwatch/gpu"
 )
 
-// backfill reads (end−span, end] with one range query per series family
-// and builds one evaluation per step, in time order.
-func (q *querier) backfill(ctx context.Context, end time.Time, span time.Duration, warm func(*gpu.Snapshot)) error {
-	if span <= 0 {
+// Past is how much of the fleet's past a backfill reads, and how finely:
+// all of Span, its last Fine one step per evaluation interval, what comes
+// before one step per Step. A rule engine's trends over several time
+// scales look hours back, but only their shortest scale needs every
+// evaluation: reading the hours before at a few steps a slice costs a
+// fleet's hub a fraction of the time and memory.
+type Past struct {
+	Span time.Duration
+	Fine time.Duration // 0 or Span or more: all of it finely
+	Step time.Duration // of the part before Fine; at most an interval is read finely anyway
+}
+
+// backfill reads [end−past.Span, end] with one range query per series
+// family a round, coarsely then finely, and builds one evaluation per
+// step, in time order.
+func (q *querier) backfill(ctx context.Context, end time.Time, past Past, warm func(*gpu.Snapshot)) error {
+	if past.Span <= 0 {
 		return nil
 	}
-	return q.rangeRead(ctx, end, span, max(q.opts.Interval, (span+MaxPoints-1)/MaxPoints), chunkSteps, warm)
+	fine := past.Span
+	if past.Fine > 0 && past.Fine < past.Span && past.Step > q.opts.Interval {
+		fine = past.Fine
+		coarse := past.Span - fine
+		step := max(past.Step, (coarse+MaxPoints-1)/MaxPoints)
+		if err := q.rangeRead(ctx, end.Add(-fine), coarse, step, chunkSteps, warm); err != nil {
+			return err
+		}
+		// The fine part begins one interval after the coarse part's end,
+		// which it read.
+		fine -= q.opts.Interval
+		if fine <= 0 {
+			return nil
+		}
+	}
+	return q.rangeRead(ctx, end, fine, max(q.opts.Interval, (fine+MaxPoints-1)/MaxPoints), chunkSteps, warm)
 }
 
 // Range reads [from, to] of the fleet, one evaluation a step (longer

@@ -197,10 +197,11 @@ func BenchmarkHubEvaluation1000GPUs(b *testing.B) {
 }
 
 // BenchmarkHubMemory10000GPUs is a hub's heap at 10,000 GPUs (1,250 hosts
-// of 8): the source backfills the example rules' longest window (40
-// minutes) at the default interval of 30 s into the engine, as a hub does
-// at start, and then evaluates once; the heap in use is read with both
-// alive, after a collection (target ≤ 500 MiB).
+// of 8): the source backfills all the example rules look back (320
+// minutes) at the default interval of 30 s into the engine, every step
+// finely (the most a backfill reads: a hub reads the part before the
+// trends' shortest scale coarser), and then evaluates once; the heap in
+// use is read with both alive, after a collection (target ≤ 500 MiB).
 func BenchmarkHubMemory10000GPUs(b *testing.B) {
 	const gpus = 10000
 	at := time.Date(2026, 11, 29, 9, 0, 0, 0, time.UTC)
@@ -218,7 +219,7 @@ func BenchmarkHubMemory10000GPUs(b *testing.B) {
 			b.Fatal(err)
 		}
 		warmed := 0
-		if err := src.q.backfill(b.Context(), at, span, func(s *gpu.Snapshot) { e.Warm(s); warmed++ }); err != nil {
+		if err := src.q.backfill(b.Context(), at, Past{Span: span}, func(s *gpu.Snapshot) { e.Warm(s); warmed++ }); err != nil {
 			b.Fatal(err)
 		}
 		snaps, err := src.q.SampleFleet(b.Context(), at.Add(interval))

@@ -102,12 +102,13 @@ func New(opts Options) (*Source, error) {
 	return &Source{Poller: gpu.PollFleet(q, opts.Interval), q: q}, nil
 }
 
-// Backfill reads the last span of the fleet, one step per evaluation
-// interval (coarser when that would pass MaxPoints), and hands each past
-// evaluation's snapshots to warm, in time order, before the first Next.
-// It sends one range query per series family of the schema.
-func (s *Source) Backfill(ctx context.Context, span time.Duration, warm func(*gpu.Snapshot)) error {
-	return s.q.backfill(ctx, time.Now(), span, warm)
+// Backfill reads the past of the fleet, its last Fine one step per
+// evaluation interval (coarser when that would pass MaxPoints), the rest
+// one step per Past.Step, and hands each past evaluation's snapshots to
+// warm, in time order, before the first Next. It sends one range query
+// per series family of the schema and round.
+func (s *Source) Backfill(ctx context.Context, past Past, warm func(*gpu.Snapshot)) error {
+	return s.q.backfill(ctx, time.Now(), past, warm)
 }
 
 // querier runs the queries and builds the snapshots.

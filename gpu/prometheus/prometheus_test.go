@@ -105,7 +105,7 @@ func TestQueriesPerEvaluationAreConstant(t *testing.T) {
 			}
 			src := newSource(t, f, Options{Schema: SchemaGPUWatch})
 			warmed := 0
-			if err := src.q.backfill(t.Context(), at0, 10*time.Minute, func(*gpu.Snapshot) { warmed++ }); err != nil {
+			if err := src.q.backfill(t.Context(), at0, Past{Span: 10 * time.Minute}, func(*gpu.Snapshot) { warmed++ }); err != nil {
 				t.Fatal(err)
 			}
 			rounds := (21 + chunkSteps - 1) / chunkSteps // 21 steps
@@ -365,7 +365,7 @@ func TestSecretsStayOut(t *testing.T) {
 	if err == nil || strings.Contains(err.Error(), token) || !strings.Contains(err.Error(), "Bearer <secret>") {
 		t.Errorf("got %v, want the error without the token", err)
 	}
-	err = src.Backfill(t.Context(), time.Hour, func(*gpu.Snapshot) {})
+	err = src.Backfill(t.Context(), Past{Span: time.Hour}, func(*gpu.Snapshot) {})
 	if err == nil || strings.Contains(err.Error(), token) {
 		t.Errorf("backfill: got %v, want an error without the token", err)
 	}
@@ -384,7 +384,7 @@ func TestBackfill(t *testing.T) {
 	f.addAgentGPU("a", 0, start.Add(55*time.Minute)) // joined 5 minutes ago
 	src := newSource(t, f, Options{Interval: time.Minute})
 	var got []*gpu.Snapshot
-	if err := src.q.backfill(context.Background(), at0, 10*time.Minute, func(s *gpu.Snapshot) { got = append(got, s) }); err != nil {
+	if err := src.q.backfill(context.Background(), at0, Past{Span: 10 * time.Minute}, func(s *gpu.Snapshot) { got = append(got, s) }); err != nil {
 		t.Fatal(err)
 	}
 	// b at every minute of the last 10, a from its first minute on.
@@ -411,6 +411,40 @@ func TestBackfill(t *testing.T) {
 	}
 }
 
+// TestBackfillCoarseThenFine: the past before Past.Fine is read a step
+// per Past.Step, the rest every interval, in time order, each time once.
+func TestBackfillCoarseThenFine(t *testing.T) {
+	f := newFakePrometheus(t)
+	f.addAgentGPU("a", 0, at0.Add(-2*time.Hour))
+	src := newSource(t, f, Options{Interval: time.Minute})
+	var times []time.Time
+	past := Past{Span: time.Hour, Fine: 10 * time.Minute, Step: 5 * time.Minute}
+	if err := src.q.backfill(t.Context(), at0, past, func(s *gpu.Snapshot) { times = append(times, s.Time) }); err != nil {
+		t.Fatal(err)
+	}
+	var want []time.Time
+	for at := at0.Add(-time.Hour); !at.After(at0.Add(-10 * time.Minute)); at = at.Add(5 * time.Minute) {
+		want = append(want, at)
+	}
+	for at := at0.Add(-9 * time.Minute); !at.After(at0); at = at.Add(time.Minute) {
+		want = append(want, at)
+	}
+	if !slices.EqualFunc(times, want, time.Time.Equal) {
+		t.Errorf("backfill of %+v read\n%v\nwant\n%v", past, times, want)
+	}
+	// A step no coarser than the interval, or a fine part as long as the
+	// span, reads all of it every interval.
+	for _, past := range []Past{{Span: time.Hour, Fine: 10 * time.Minute, Step: time.Minute}, {Span: time.Hour, Fine: time.Hour, Step: 5 * time.Minute}} {
+		n := 0
+		if err := src.q.backfill(t.Context(), at0, past, func(*gpu.Snapshot) { n++ }); err != nil {
+			t.Fatal(err)
+		}
+		if n != 61 {
+			t.Errorf("backfill of %+v read %d steps, want 61", past, n)
+		}
+	}
+}
+
 // TestBackfillStaysUnderPrometheusResolutionLimit: a long window at a
 // short interval asks coarser steps rather than be refused.
 func TestBackfillStaysUnderPrometheusResolutionLimit(t *testing.T) {
@@ -418,7 +452,7 @@ func TestBackfillStaysUnderPrometheusResolutionLimit(t *testing.T) {
 	f.addAgentGPU("a", 0, time.Unix(0, 0))
 	src := newSource(t, f, Options{Interval: time.Second})
 	n := 0
-	if err := src.q.backfill(t.Context(), at0, 24*time.Hour, func(*gpu.Snapshot) { n++ }); err != nil {
+	if err := src.q.backfill(t.Context(), at0, Past{Span: 24 * time.Hour}, func(*gpu.Snapshot) { n++ }); err != nil {
 		t.Fatal(err)
 	}
 	if n == 0 || n > MaxPoints+1 {
