@@ -3,6 +3,7 @@ package daemon
 import (
 	"cmp"
 	"context"
+	"runtime/debug"
 	"slices"
 	"sync"
 	"time"
@@ -56,6 +57,10 @@ type backfiller interface {
 	Backfill(ctx context.Context, past prometheus.Past, warm func(*gpu.Snapshot)) error
 }
 
+// backfillGCPercent is the garbage collector's GOGC while a backfill
+// runs.
+const backfillGCPercent = 25
+
 // backfill warms the engine's windows and the GPUs' history from src's
 // past over the longest window the rules read, when src can tell it. A
 // failure is logged: the windows then fill as the samples come.
@@ -74,6 +79,12 @@ func (d *Daemon) backfill(ctx context.Context, src gpu.Source) {
 	// most, so the minute-by-minute history alert charts draw has no holes.
 	fine, step := d.engine.FineLookback()
 	past := prometheus.Past{Span: span, Fine: fine, Step: min(step, time.Minute)}
+	// A fleet's past comes in rounds of answers that are garbage once
+	// replayed, hundreds of megabytes of them on a large fleet: collecting
+	// more often while they come keeps the hub's peak near what it keeps,
+	// and what they took goes back to the system at the end.
+	defer debug.FreeOSMemory()
+	defer debug.SetGCPercent(debug.SetGCPercent(backfillGCPercent))
 	n := 0
 	err := b.Backfill(ctx, past, func(s *gpu.Snapshot) {
 		d.engine.Warm(s)
