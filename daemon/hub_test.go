@@ -221,12 +221,7 @@ func TestHubSourceDown(t *testing.T) {
 	}
 
 	// A restart while Prometheus is still down: no second announcement.
-	// Stop once the deliveries are written, as below.
-	waitFor(t, "the outbox to empty", func() bool { return hubPending(t, d) == 0 })
-	stop()
-	runHub(t, cfg)
-	before = prom.queries.Load()
-	waitFor(t, "evaluations after the restart", func() bool { return prom.queries.Load() > before+3 })
+	restartHub(t, d, stop, cfg, prom, 3)
 	prom.down.Store(false)
 	waitFor(t, "the resolve", func() bool { return len(hook.AlertLines(t)) >= 3 })
 	time.Sleep(300 * time.Millisecond)
@@ -295,14 +290,7 @@ route:
 	}) {
 		t.Errorf("/api/v1/alerts: %+v, want GPUHostDown on b saying why", alerts)
 	}
-	// The hook having the alert is not its delivery being written: a stop
-	// in between delivers it again after the restart, as it must (at least
-	// once). Stop once the outbox is empty.
-	waitFor(t, "the outbox to empty", func() bool { return hubPending(t, d) == 0 })
-	stop()
-	runHub(t, cfg)
-	before = prom.queries.Load()
-	waitFor(t, "evaluations after the restart", func() bool { return prom.queries.Load() > before+5 })
+	restartHub(t, d, stop, cfg, prom, 5)
 	prom.bDown.Store(false)
 	waitFor(t, "b's resolve", func() bool { return has("resolved GPUHostDown b/-") })
 	time.Sleep(300 * time.Millisecond)
@@ -336,6 +324,19 @@ func TestHubStatusAndMetrics(t *testing.T) {
 		!strings.Contains(metrics, `gpuwatch_last_sample_timestamp_seconds{host="hub"}`) {
 		t.Errorf("a hub's /metrics: want its own series and no gpuwatch_gpu_*; got\n%s", metrics)
 	}
+}
+
+// restartHub stops hub d once its deliveries are written and runs
+// another on cfg until it has queried prom more than n times. The hook
+// having an alert is not its delivery being written: a stop in between
+// delivers it again after the restart, as it must (at least once).
+func restartHub(t *testing.T, d *daemon.Daemon, stop func(), cfg *config.Config, prom *hubPrometheus, n int64) {
+	t.Helper()
+	waitFor(t, "the outbox to empty", func() bool { return hubPending(t, d) == 0 })
+	stop()
+	runHub(t, cfg)
+	before := prom.queries.Load()
+	waitFor(t, "evaluations after the restart", func() bool { return prom.queries.Load() > before+n })
 }
 
 // hubPending is how many notifications wait in d's outboxes, from
