@@ -51,7 +51,7 @@ out. With --tests, gpuwatch rule test files (gpuwatch test) are written as
 promtool test rules files too, next to the rule file in --out.`)
 	schemaName := fs.String("schema", "", "the series the rules read: gpuwatch (gpuwatch agents' /metrics) or dcgm (dcgm-exporter) (required)")
 	configPath := fs.String("config", "", "config file whose rules to export (default: the built-in example rules)")
-	interval := fs.Duration("interval", 0, "how often Prometheus is to evaluate the rules, at most 5m (default: what the rules need: a tenth of their shortest window, half their shortest for, at most 1m; 30s for the example rules)")
+	interval := fs.Duration("interval", 0, "how often Prometheus is to evaluate the rules, at most 5m (default: what the rules need: a tenth of their shortest window (a 48th of a trend's), half their shortest for, at most 1m; 5s for the example rules, 30s advised on a large fleet)")
 	var tests []string
 	fs.Func("tests", "a gpuwatch rule test file of the same rules to write as a promtool test; repeat it for more (needs --out)", func(s string) error {
 		tests = append(tests, s)
