@@ -30,12 +30,10 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"path"
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/prometheus/client_golang/api"
-	v1 "github.com/prometheus/client_golang/api/prometheus/v1"
 
 	"github.com/gpuwatch/gpuwatch/gpu"
 )
@@ -90,15 +88,11 @@ func New(opts Options) (*Source, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	cfg := api.Config{Address: opts.URL, Client: opts.Client}
-	if cfg.Client == nil {
-		cfg.Client = http.DefaultClient
+	client := opts.Client
+	if client == nil {
+		client = http.DefaultClient
 	}
-	c, err := api.NewClient(cfg)
-	if err != nil {
-		return nil, fmt.Errorf("prometheus client: %w", err)
-	}
-	q := &querier{opts: opts, api: c, client: cfg.Client, build: newBuilder(opts.Schema, opts.Interval), strs: newInterner()}
+	q := &querier{opts: opts, base: u, client: client, build: newBuilder(opts.Schema, opts.Interval), strs: newInterner()}
 	return &Source{Poller: gpu.PollFleet(q, opts.Interval), q: q}, nil
 }
 
@@ -114,7 +108,7 @@ func (s *Source) Backfill(ctx context.Context, past Past, warm func(*gpu.Snapsho
 // querier runs the queries and builds the snapshots.
 type querier struct {
 	opts   Options
-	api    api.Client
+	base   *url.URL // the URL Prometheus's API paths are under
 	client *http.Client
 	build  *builder
 	strs   *interner // the label values of the answers, shared
@@ -173,10 +167,11 @@ const maxErrorAnswer = 64 << 10
 // get asks the query API and decodes its answer as it arrives, handing
 // each series to each (nil: the answer keeps them); an answer that is not
 // a success is an error saying what Prometheus said.
-func (q *querier) get(ctx context.Context, path string, params url.Values, each func(*labelSet, []sample) error) (*answer, error) {
+func (q *querier) get(ctx context.Context, endpoint string, params url.Values, each func(*labelSet, []sample) error) (*answer, error) {
 	ctx, cancel := context.WithTimeout(ctx, q.opts.Timeout)
 	defer cancel()
-	u := q.api.URL(path, nil)
+	u := *q.base
+	u.Path = path.Join(q.base.Path, endpoint)
 	u.RawQuery = params.Encode()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
 	if err != nil {
@@ -190,7 +185,7 @@ func (q *querier) get(ctx context.Context, path string, params url.Values, each 
 	if resp.StatusCode/100 != 2 {
 		body, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorAnswer))
 		if a, err := parseAnswer(body); err == nil && a.errorMsg != "" {
-			return nil, &v1.Error{Type: v1.ErrorType(a.errorType), Msg: a.errorMsg}
+			return nil, &queryError{kind: a.errorType, msg: a.errorMsg}
 		}
 		return nil, fmt.Errorf("HTTP %d: %s", resp.StatusCode, clip(strings.TrimSpace(string(body)), 300))
 	}
@@ -199,13 +194,19 @@ func (q *querier) get(ctx context.Context, path string, params url.Values, each 
 	case err != nil:
 		return nil, err
 	case a.status != "success" && a.errorMsg != "":
-		return nil, &v1.Error{Type: v1.ErrorType(a.errorType), Msg: a.errorMsg}
+		return nil, &queryError{kind: a.errorType, msg: a.errorMsg}
 	case a.status != "success":
 		return nil, fmt.Errorf("HTTP %d: status %q", resp.StatusCode, a.status)
 	}
 	q.warn(a.warnings)
 	return a, nil
 }
+
+// queryError is what Prometheus said of a query it refused: the kind
+// (bad_data, timeout, execution…) and its message.
+type queryError struct{ kind, msg string }
+
+func (e *queryError) Error() string { return e.kind + ": " + e.msg }
 
 // formatTime writes a time as the API takes it: seconds since the epoch.
 func formatTime(t time.Time) string {
