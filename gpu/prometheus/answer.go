@@ -150,6 +150,7 @@ type decoder struct {
 	each  func(*labelSet, []sample) error
 
 	ls      labelSet
+	prev    labelSet // the series read before ls
 	samples []sample
 }
 
@@ -286,42 +287,63 @@ func (d *decoder) array(item func() error) error {
 }
 
 // rawString reads a string and returns its text, escapes decoded; the
-// bytes are valid until the next read.
+// bytes are valid until the next read. The closing quote is looked for
+// with bytes.IndexByte, a word at a time: label values are most of an
+// answer's bytes.
 func (d *decoder) rawString() ([]byte, error) {
 	if d.peek() != '"' {
 		return nil, d.errorf("expected a string")
 	}
 	start := d.pos
-	d.pos++
-	escaped := false
+	from := start + 1 // where the closing quote may be
 	for {
-		for d.pos < len(d.buf) {
-			switch c := d.buf[d.pos]; {
-			case c == '"':
-				d.pos++
-				if !escaped {
-					return d.buf[start+1 : d.pos-1], nil
-				}
-				var s string
-				if err := json.Unmarshal(d.buf[start:d.pos], &s); err != nil {
-					return nil, d.errorf("a string with an invalid escape")
-				}
-				return []byte(s), nil
-			case c == '\\':
-				escaped = true
-				d.pos += 2
-			case c < 0x20:
-				return nil, d.errorf("a control character in a string")
-			default:
-				d.pos++
+		if i := bytes.IndexByte(d.buf[from:], '"'); i >= 0 {
+			end := from + i
+			if escapedQuote(d.buf[start+1 : end]) {
+				from = end + 1
+				continue
 			}
+			d.pos = end + 1
+			return d.stringText(d.buf[start : end+1])
 		}
+		from = len(d.buf)
 		shift, ok := d.fill(start)
-		start -= shift
+		start, from = start-shift, from-shift
 		if !ok {
+			d.pos = from
 			return nil, d.errorf("a string without its closing quote")
 		}
 	}
+}
+
+// escapedQuote is whether text, a string's bytes up to a quote, ends in
+// an odd number of backslashes: the quote is part of the string.
+func escapedQuote(text []byte) bool {
+	n := 0
+	for n < len(text) && text[len(text)-1-n] == '\\' {
+		n++
+	}
+	return n%2 == 1
+}
+
+// stringText is the text of quoted, a whole JSON string with its quotes.
+func (d *decoder) stringText(quoted []byte) ([]byte, error) {
+	text := quoted[1 : len(quoted)-1]
+	escaped := false
+	for _, c := range text {
+		if c < 0x20 {
+			return nil, d.errorf("a control character in a string")
+		}
+		escaped = escaped || c == '\\'
+	}
+	if !escaped {
+		return text, nil
+	}
+	var s string
+	if err := json.Unmarshal(quoted, &s); err != nil {
+		return nil, d.errorf("a string with an invalid escape")
+	}
+	return []byte(s), nil
 }
 
 // stringInto reads a string into dst, interned.
@@ -424,7 +446,7 @@ func (d *decoder) result(a *answer) error {
 // series reads one series of a vector ("value") or a matrix ("values")
 // into d.ls and d.samples.
 func (d *decoder) series() error {
-	d.ls, d.samples = labelSet{}, d.samples[:0]
+	d.prev, d.ls, d.samples = d.ls, labelSet{}, d.samples[:0]
 	return d.object(func(key []byte) error {
 		switch string(key) {
 		case "metric":
@@ -472,7 +494,11 @@ func (d *decoder) sample() (sample, error) {
 	return out, d.expect(']')
 }
 
-// labels reads a series' label set, keeping the labels gpuwatch reads.
+// labels reads a series' label set, keeping the labels gpuwatch reads. A
+// value the series before had too is taken from it: Prometheus answers
+// in label order, so the series of one family and GPU index come
+// together, with the same name, job and model, and only the map lookups
+// of what changes are made.
 func (d *decoder) labels(ls *labelSet) error {
 	return d.object(func(key []byte) error {
 		dst := ls.field(key)
@@ -483,7 +509,16 @@ func (d *decoder) labels(ls *labelSet) error {
 			_, err := d.rawString()
 			return err
 		}
-		return d.stringInto(dst)
+		raw, err := d.rawString()
+		if err != nil {
+			return err
+		}
+		if prev := d.prev.field(key); *prev == string(raw) {
+			*dst = *prev
+		} else {
+			*dst = d.strs.of(raw)
+		}
+		return nil
 	})
 }
 

@@ -1,6 +1,7 @@
 package prometheus
 
 import (
+	"bytes"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -71,6 +72,7 @@ func FuzzAnswer(f *testing.F) {
 			}
 			return
 		}
+		sameLabelsAsJSON(t, data, a)
 		var points []point
 		for i := range a.series {
 			for _, s := range a.series[i].samples {
@@ -88,6 +90,37 @@ func FuzzAnswer(f *testing.F) {
 			checkSnapshots(t, at, snaps)
 		}
 	})
+}
+
+// sameLabelsAsJSON checks, for an answer encoding/json reads the same
+// way, that each series' labels gpuwatch keeps are what encoding/json
+// reads: escapes, quotes within values, and the previous series' values
+// reused.
+func sameLabelsAsJSON(t *testing.T, data []byte, a *answer) {
+	t.Helper()
+	// Generic values: encoding/json matches a struct's fields whatever
+	// their case, a map's keys exactly, as Prometheus's answer is read.
+	var want map[string]any
+	once := func(key string) bool { return bytes.Count(data, []byte(`"`+key+`"`)) == 1 }
+	if json.Unmarshal(data, &want) != nil || !once("data") || !once("result") ||
+		bytes.Count(data, []byte(`"metric"`)) != len(a.series) {
+		return // not comparable: invalid JSON, or a key twice that each reads its own way
+	}
+	dataObj, _ := want["data"].(map[string]any)
+	result, _ := dataObj["result"].([]any)
+	if len(result) != len(a.series) {
+		return
+	}
+	for i, r := range result {
+		series, _ := r.(map[string]any)
+		metric, _ := series["metric"].(map[string]any)
+		got := a.series[i].labels
+		for name, value := range metric {
+			if f := got.field([]byte(name)); f != nil && *f != value {
+				t.Fatalf("series %d, label %q: got %q, encoding/json reads %q", i, name, *f, value)
+			}
+		}
+	}
 }
 
 func checkSnapshots(t *testing.T, at time.Time, snaps []*gpu.Snapshot) {
