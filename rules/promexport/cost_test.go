@@ -3,6 +3,7 @@ package promexport_test
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
@@ -254,6 +255,7 @@ scrape_configs:
 	// the measured ones, each read from /api/v1/rules.
 	const warm, measured = 2, 6
 	var durations []float64
+	perRule := map[string][]float64{}
 	var last string
 	deadline := time.Now().Add(time.Duration(warm+measured+4) * costInterval * 2)
 	for len(durations) < warm+measured {
@@ -261,16 +263,22 @@ scrape_configs:
 			t.Fatalf("only %d evaluations in time: %v", len(durations), durations)
 		}
 		time.Sleep(time.Second)
-		at, took := lastGroupEvaluation(t, prom.URL)
+		at, took, rules := lastGroupEvaluation(t, prom.URL)
 		if at == "" || at == last {
 			continue
 		}
 		last = at
 		durations = append(durations, took)
+		if len(durations) > warm {
+			for name, d := range rules {
+				perRule[name] = append(perRule[name], d)
+			}
+		}
 	}
 	m := slices.Clone(durations[warm:])
 	slices.Sort(m)
 	t.Logf("rule group evaluation at %d GPUs every %v: median %.3fs, max %.3fs (%d evaluations: %v)", costGPUs, costInterval, m[len(m)/2], m[len(m)-1], len(m), durations[warm:])
+	t.Logf("the costliest rules (median of the measured evaluations): %s", costliest(perRule, 8))
 	if n := promQueryValue(t, prom.URL, `count(gpuwatch:memory_used)`); n != float64(costGPUs) {
 		t.Errorf("gpuwatch:memory_used has %v series, want one for each of %d GPUs", n, costGPUs)
 	}
@@ -297,13 +305,14 @@ func promQueryValue(t *testing.T, base, query string) float64 {
 	return f
 }
 
-// lastGroupEvaluation is when Prometheus last evaluated the rule group, and
-// how long that took in seconds, from its /api/v1/rules.
-func lastGroupEvaluation(t *testing.T, base string) (at string, seconds float64) {
+// lastGroupEvaluation is when Prometheus last evaluated the rule group, how
+// long that took in seconds, and how long each of its rules took (by
+// record or alert name), from its /api/v1/rules.
+func lastGroupEvaluation(t *testing.T, base string) (at string, seconds float64, rules map[string]float64) {
 	t.Helper()
 	resp, err := http.Get(base + "/api/v1/rules")
 	if err != nil {
-		return "", 0
+		return "", 0, nil
 	}
 	defer resp.Body.Close()
 	var answer struct {
@@ -311,15 +320,43 @@ func lastGroupEvaluation(t *testing.T, base string) (at string, seconds float64)
 			Groups []struct {
 				EvaluationTime float64 `json:"evaluationTime"`
 				LastEvaluation string  `json:"lastEvaluation"`
+				Rules          []struct {
+					Name           string  `json:"name"`
+					EvaluationTime float64 `json:"evaluationTime"`
+				} `json:"rules"`
 			} `json:"groups"`
 		} `json:"data"`
 	}
 	if err := json.NewDecoder(resp.Body).Decode(&answer); err != nil || len(answer.Data.Groups) != 1 {
-		return "", 0
+		return "", 0, nil
 	}
 	g := answer.Data.Groups[0]
 	if strings.HasPrefix(g.LastEvaluation, "0001-") {
-		return "", 0
+		return "", 0, nil
 	}
-	return g.LastEvaluation, g.EvaluationTime
+	rules = map[string]float64{}
+	for _, r := range g.Rules {
+		rules[r.Name] += r.EvaluationTime
+	}
+	return g.LastEvaluation, g.EvaluationTime, rules
+}
+
+// costliest says which rules took the most of the measured evaluations,
+// the n costliest first, with their median time.
+func costliest(perRule map[string][]float64, n int) string {
+	type cost struct {
+		name   string
+		median float64
+	}
+	var all []cost
+	for name, ds := range perRule {
+		ds = slices.Sorted(slices.Values(ds))
+		all = append(all, cost{name, ds[len(ds)/2]})
+	}
+	slices.SortFunc(all, func(a, b cost) int { return cmp.Compare(b.median, a.median) })
+	var out []string
+	for _, c := range all[:min(n, len(all))] {
+		out = append(out, fmt.Sprintf("%s %.3fs", c.name, c.median))
+	}
+	return strings.Join(out, ", ")
 }

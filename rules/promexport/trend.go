@@ -72,16 +72,18 @@ func (t trendParts) lastAt(d time.Duration) expr {
 	return call("timestamp", offset(t.f.series, d+time.Millisecond))
 }
 
-// rate is (later − earlier) / dt, dt the time between the floors of two
-// neighbouring slices, at least half a slice as gpuwatch has it. A floor
-// is taken to be its slice's first sample, which comes one sample after
-// the last of the slice before: so dt is the time between the last samples
-// of the slices before each (lastBefore − lastBeforeThat), which holds for
-// memory that grows. Without those samples, dt is the slice.
-func (t trendParts) rate(later, earlier, lastBefore, lastBeforeThat expr) expr {
+// rate is rise / dt, rise the growth from one slice's floor to the next's
+// and dt the time between the floors, at least half a slice as gpuwatch
+// has it. A floor is taken to be its slice's first sample, which comes
+// one sample after the last of the slice before: so dt is the time
+// between the last samples of the slices before each (lastBefore −
+// lastBeforeThat), which holds for memory that grows. Without those
+// samples, dt is the slice. PromQL computes an expression each time it
+// is written: rise is best a recorded series.
+func (t trendParts) rate(rise, lastBefore, lastBeforeThat expr) expr {
 	half := seconds(t.slice / 2)
-	exact := bin(bin(later, "-", earlier), "/", call("clamp_min", bin(lastBefore, "-", lastBeforeThat), half))
-	return bin(exact, "or", bin(bin(later, "-", earlier), "/", seconds(t.slice)))
+	exact := bin(rise, "/", call("clamp_min", bin(lastBefore, "-", lastBeforeThat), half))
+	return bin(exact, "or", bin(rise, "/", seconds(t.slice)))
 }
 
 // parity is where the slice of the evaluation time is even (p = 0) or
@@ -145,7 +147,10 @@ func (r *ruleExport) trend(m rules.Metric, w time.Duration) (expr, error) {
 	}
 	heldNow := raw(held.s + " @ end()")
 	inJob := bin(bin(bin(heldNow, "-", call("timestamp", heldNow)), "+", raw("time()")), ">=", seconds(t.slice))
-	present := call("present_over_time", raw(rangeOf(f.series, w-time.Millisecond).s+" @ end()"))
+	// Every GPU with a sample in the window, recorded once for the four
+	// ranks that read it.
+	present := raw(r.record(r.recordName(m, "trend_present", w), part(v)+": 1 for each GPU with a sample in the window",
+		t.labelled(call("present_over_time", rangeOf(f.series, w-time.Millisecond)))).s + " @ end()")
 	// The rate of each full slice is computed once, at the evaluations of
 	// the slice after it, and recorded: a subquery with step S over the
 	// last slice length has one point, the current slice's start. The
@@ -154,11 +159,11 @@ func (r *ruleExport) trend(m rules.Metric, w time.Duration) (expr, error) {
 	// again each, every evaluation.
 	sliceRate := r.record(r.recordName(m, "trend_slice_rate", w),
 		part(v)+": the rate between the floors of the two full slices before the current one (recorded every evaluation of it)",
-		call("last_over_time", subquery(t.labelled(t.rate(t.floor(0), t.floor(t.slice), t.lastAt(t.slice), t.lastAt(2*t.slice))),
+		call("last_over_time", subquery(t.labelled(t.rate(bin(t.floor(0), "-", t.floor(t.slice)), t.lastAt(t.slice), t.lastAt(2*t.slice))),
 			t.slice-time.Millisecond, t.slice)))
 	// last_over_time keeps the series' name: the aggregation drops it.
 	ofSlice := raw("max by (" + gpuLabels + ") (" + call("last_over_time", offset(rangeOf(sliceRate, t.slice), -(t.slice-time.Millisecond))).s + ")")
-	rates := join("or", bin(ofSlice, "and", inJob), bin(raw("0"), "*", t.labelled(present)))
+	rates := join("or", bin(ofSlice, "and", inJob), bin(raw("0"), "*", present))
 	rank := make(map[int]expr)
 	for k := 3; k <= 6; k++ {
 		q := call("quantile_over_time", number(float64(k-1)/9), subquery(rates, 10*t.slice-time.Millisecond, t.slice))
@@ -180,8 +185,10 @@ func (r *ruleExport) trend(m rules.Metric, w time.Duration) (expr, error) {
 		}
 		return e
 	}
+	rise := r.record(r.recordName(m, "trend_current_rise", w), part(v)+": the growth from the last full slice's floor to the current slice's",
+		bin(t.current(), "-", atStart(t.floor(0))))
 	cur := r.record(r.recordName(m, "trend_current", w), part(v)+": the rate from the last full slice's floor to the current slice's",
-		t.rate(t.current(), atStart(t.floor(0)), lastAt(0), lastAt(t.slice)))
+		t.rate(rise, lastAt(0), lastAt(t.slice)))
 	inJobNow := bin(held, ">=", raw(fmt.Sprintf("time() %% %s", seconds(t.slice).s)))
 	c := bin(bin(cur, "and", inJobNow), "or", bin(raw("0"), "*", rank[4]))
 	clamp := func(lo, hi expr) expr { return bin(bin(bin(bin(c, "<", hi), "or", hi), ">", lo), "or", lo) }
