@@ -145,8 +145,11 @@ func (r *ruleExport) trend(m rules.Metric, w time.Duration) (expr, error) {
 	if err != nil {
 		return expr{}, err
 	}
-	heldNow := raw(held.s + " @ end()")
-	inJob := bin(bin(bin(heldNow, "-", call("timestamp", heldNow)), "+", raw("time()")), ">=", seconds(t.slice))
+	// When the job began, recorded once for every rank of every trend: a
+	// step at time t is in it from a slice after.
+	since := r.record("gpuwatch:held_since", "the time the job on the GPU took it; the time of its latest sample while it is free",
+		bin(call("timestamp", held), "-", held))
+	inJob := bin(raw(since.s+" @ end()"), "<=", raw("time() - "+seconds(t.slice).s))
 	// Every GPU with a sample in the window, recorded once for the four
 	// ranks that read it.
 	present := raw(r.record(r.recordName(m, "trend_present", w), part(v)+": 1 for each GPU with a sample in the window",
