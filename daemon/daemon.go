@@ -298,6 +298,12 @@ func (d *Daemon) Close() error {
 	return d.db.Close()
 }
 
+// bufferedSource is a Source that says how many snapshots it holds
+// already (gpu.Poller: the rest of a fleet's hosts).
+type bufferedSource interface {
+	Buffered() int
+}
+
 // Run starts the deliverers and the HTTP API and evaluates every snapshot
 // of src until src ends (nil) or ctx ends (nil: a clean stop). Before it
 // returns it writes what the store had refused; when the store still
@@ -333,10 +339,27 @@ func (d *Daemon) Run(ctx context.Context, src gpu.Source, reload <-chan *config.
 	defer d.stopServing(srv)
 	d.backfill(ctx, src)
 	d.readFleetHistory(src)
+	buffered, _ := src.(bufferedSource)
 	for {
 		snap, err := src.Next(ctx)
 		var sourceErr *gpu.SourceError
-		step := func() { d.Step(snap) }
+		// A fleet's evaluation is one snapshot per host: they are stepped
+		// together, rather than each in a goroutine of its own.
+		batch := []*gpu.Snapshot{snap}
+		for err == nil && buffered != nil && buffered.Buffered() > 0 {
+			next, nerr := src.Next(ctx)
+			if nerr != nil {
+				break // a buffered snapshot is not sampled: this does not happen
+			}
+			batch = append(batch, next)
+		}
+		step := func() {
+			for _, snap := range batch {
+				began := time.Now()
+				d.Step(snap)
+				d.observeStep(time.Since(began))
+			}
+		}
 		switch {
 		case ctx.Err() != nil:
 			return nil
@@ -360,9 +383,7 @@ func (d *Daemon) Run(ctx context.Context, src gpu.Source, reload <-chan *config.
 		stepped := make(chan struct{})
 		go func() {
 			defer close(stepped)
-			began := time.Now()
 			step()
-			d.observeStep(time.Since(began))
 		}()
 		select {
 		case <-stepped:

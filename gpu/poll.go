@@ -65,6 +65,10 @@ func (p *Poller) Next(ctx context.Context) (*Snapshot, error) {
 	return s, nil
 }
 
+// Buffered is how many snapshots of the last sample Next returns at once,
+// without sampling: the rest of a fleet's hosts.
+func (p *Poller) Buffered() int { return len(p.queue) }
+
 // Close stops the ticker and closes the sampler.
 func (p *Poller) Close() error {
 	if p.ticker != nil {

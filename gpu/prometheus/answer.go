@@ -521,33 +521,3 @@ func (d *decoder) labels(ls *labelSet) error {
 		return nil
 	})
 }
-
-// interner shares the strings of label values: one copy of each, across
-// evaluations. It keeps two generations, the strings of the last
-// evaluation and of this one, so that values that are gone (processes
-// that ended) are let go.
-type interner struct {
-	last, now map[string]string
-}
-
-func newInterner() *interner {
-	return &interner{last: map[string]string{}, now: map[string]string{}}
-}
-
-// of returns the string of raw, shared.
-func (in *interner) of(raw []byte) string {
-	if s, ok := in.now[string(raw)]; ok {
-		return s
-	}
-	s, ok := in.last[string(raw)]
-	if !ok {
-		s = string(raw)
-	}
-	in.now[s] = s
-	return s
-}
-
-// next starts a generation: the strings not used since the last call go.
-func (in *interner) next() {
-	in.last, in.now = in.now, make(map[string]string, len(in.now))
-}

@@ -74,7 +74,12 @@ type builder struct {
 	hosts    map[string]*hostState
 	seen     map[deviceKey]bool // every GPU that ever reported
 	present  map[deviceKey]bool // the GPUs of the last evaluation
-	counters map[counterKey]float64
+	// spare maps, cleared and reused by the next evaluation: a fleet's
+	// are tens of thousands of entries, grown anew every evaluation
+	// otherwise.
+	sparePresent map[deviceKey]bool
+	spareDevs    map[deviceKey]*deviceBuild
+	counters     map[counterKey]float64
 	// grace is how long a host may be unknown (its series and its
 	// targets' up gone, as while Prometheus starts) before it is down.
 	grace time.Duration
@@ -106,10 +111,19 @@ type evaluation struct {
 	targets map[string][]target // by host, the targets its series came from
 	up      map[target]float64
 	skipped int
+	// family is the family of the series added last (name its name):
+	// an answer lists a family's series together.
+	name   string
+	family *family
 }
 
 func (b *builder) start(at time.Time) *evaluation {
-	return &evaluation{b: b, at: at, devs: make(map[deviceKey]*deviceBuild, len(b.present)+1),
+	devs := b.spareDevs
+	if devs == nil {
+		devs = make(map[deviceKey]*deviceBuild, len(b.present)+1)
+	}
+	b.spareDevs = nil
+	return &evaluation{b: b, at: at, devs: devs,
 		targets: make(map[string][]target, len(b.hosts)+1), up: map[target]float64{}}
 }
 
@@ -177,7 +191,10 @@ func (e *evaluation) finish(live bool) (snaps []*gpu.Snapshot, unknown []string)
 		}
 		st.targets, st.unscraped = ts, time.Time{}
 	}
-	present := make(map[deviceKey]bool, len(e.devs))
+	present := b.sparePresent
+	if present == nil {
+		present = make(map[deviceKey]bool, len(e.devs))
+	}
 	for key, was := range b.present {
 		if s := byHost[key.host]; s != nil && s.Down != "" {
 			present[key] = was // a host that is down has not lost its GPUs
@@ -190,15 +207,21 @@ func (e *evaluation) finish(live bool) (snaps []*gpu.Snapshot, unknown []string)
 			s = &gpu.Snapshot{Time: e.at, Host: key.host}
 			byHost[key.host] = s
 		}
-		s.Events = append(s.Events, b.events(e.at, d)...)
+		known := b.seen[key]
+		s.Events = append(s.Events, b.events(e.at, d, known)...)
 		if d.lost {
 			continue
 		}
 		present[key] = true
-		b.seen[key] = true
+		if !known {
+			b.seen[key] = true
+		}
 		s.Devices = append(s.Devices, d.device())
 	}
-	b.present = present
+	clear(b.present)
+	b.present, b.sparePresent = present, b.present
+	clear(e.devs)
+	b.spareDevs = e.devs
 	snaps = make([]*gpu.Snapshot, 0, len(byHost))
 	for _, h := range slices.Sorted(maps.Keys(byHost)) {
 		snaps = append(snaps, byHost[h])
@@ -242,7 +265,10 @@ func (e *evaluation) add(ls *labelSet, value float64) {
 		e.up[target{ls.job, ls.instance}] = value
 		return
 	}
-	f := e.b.families[ls.name]
+	if ls.name != e.name || e.family == nil {
+		e.name, e.family = ls.name, e.b.families[ls.name]
+	}
+	f := e.family
 	if f == nil {
 		e.skipped++
 		return
@@ -383,9 +409,8 @@ func (d *deviceBuild) device() gpu.Device {
 // and, when it reports gpuwatch_gpu_lost 1, its loss. A series never seen
 // before is news only on a GPU that reported before; on a GPU seen for the
 // first time it is the baseline.
-func (b *builder) events(at time.Time, d *deviceBuild) []gpu.Event {
+func (b *builder) events(at time.Time, d *deviceBuild, known bool) []gpu.Event {
 	var out []gpu.Event
-	known := b.seen[d.key]
 	for _, x := range d.xids {
 		key := counterKey{dev: d.key, code: x.code}
 		prev, had := b.counters[key]
