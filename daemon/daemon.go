@@ -355,6 +355,9 @@ func (d *Daemon) Run(ctx context.Context, src gpu.Source, reload <-chan *config.
 		}
 		step := func() {
 			for _, snap := range batch {
+				if ctx.Err() != nil {
+					return // stopping: the rest is the next run's to sample
+				}
 				began := time.Now()
 				d.Step(snap)
 				d.observeStep(time.Since(began))
