@@ -175,7 +175,7 @@ func BenchmarkRunDay8GPUs(b *testing.B) {
 		if charts == 0 {
 			b.Fatal("the agent uploaded no chart: the day's alerts must each draw one")
 		}
-		b.ReportMetric(float64(charts)/float64(b.N), "charts")
+		b.ReportMetric(float64(charts)/float64(2*b.N), "charts") // runDay runs each day twice
 	})
 }
 
