@@ -10,11 +10,10 @@ package prometheus
 type interner struct {
 	known map[string]string
 	// last and now are the values handed out, in order, in the last
-	// evaluation and in this one; kept only between calls of next, as a
-	// backfill's answers are not read in evaluations.
+	// evaluation and in this one; kept only once next has been called, as
+	// a backfill's answers are not read in evaluations.
 	last, now   []string
-	ordered     bool
-	evaluations int
+	evaluations int // how many times next was called
 }
 
 // forgetEvery is how many evaluations the interner keeps values it no
@@ -37,7 +36,7 @@ func (in *interner) of(raw []byte) string {
 		s = string(raw)
 		in.known[s] = s
 	}
-	if in.ordered {
+	if in.evaluations > 0 {
 		in.now = append(in.now, s)
 	}
 	return s
@@ -46,7 +45,6 @@ func (in *interner) of(raw []byte) string {
 // next starts an evaluation.
 func (in *interner) next() {
 	in.last, in.now = in.now, in.last[:0]
-	in.ordered = true
 	if in.evaluations++; in.evaluations%forgetEvery == 0 {
 		in.known = make(map[string]string, len(in.last))
 		for _, s := range in.last {
