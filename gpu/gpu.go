@@ -28,14 +28,28 @@ type Snapshot struct {
 	Down string
 }
 
-// Device is one GPU's readings. Readings the GPU or the source does not
-// provide are NaN, never zero; memory is unknown when MemTotal is 0.
+// Device is one GPU's readings, or one MIG instance's (MIG is then set).
+// Readings the GPU or the source does not provide are NaN, never zero;
+// memory is unknown when MemTotal is 0.
+//
+// A GPU split into MIG instances appears as its parent Device (MIGEnabled,
+// with the card's readings: temperature, power, events) followed by one
+// Device per instance (with the instance's memory, utilization where the
+// GPU measures it, and processes). The parent's memory and processes are
+// its instances', so the parent leaves them unknown and empty: a rule on
+// memory fires on the slice that fills, never on the card as well.
 type Device struct {
-	Index    int
-	UUID     string
-	Name     string
-	MemUsed  uint64 // bytes; known without MemTotal when above 0 (see MemUsedKnown)
-	MemTotal uint64 // bytes; 0 when unknown
+	Index int
+	UUID  string
+	Name  string
+	// MIG is set for a MIG instance: which slice of which GPU it is. nil
+	// for a whole GPU.
+	MIG *MIG
+	// MIGEnabled says this whole GPU is split into MIG instances, which
+	// follow it in the snapshot.
+	MIGEnabled bool
+	MemUsed    uint64 // bytes; known without MemTotal when above 0 (see MemUsedKnown)
+	MemTotal   uint64 // bytes; 0 when unknown
 	// MemReserved is the part of MemTotal the driver keeps for itself
 	// (NVML's memory info v2, dcgm-exporter's FB_RESERVED, nvidia-smi's
 	// memory.reserved): no job can allocate it, so a GPU is full when
@@ -83,7 +97,11 @@ type Process struct {
 	User      string `json:"user"`                // user name, from the process's real uid
 	Command   string `json:"command"`             // command line, arguments separated by spaces
 	Container string `json:"container,omitempty"` // "docker:ID", "k8s:NAMESPACE/POD", "k8s:POD-UID/ID", …, from the cgroup path
-	MemUsed   uint64 `json:"memory_bytes"`        // bytes of this GPU's memory the process holds
+	// Job is the batch job the process belongs to, "slurm:4242", from the
+	// cgroup path as Container is; "" outside a scheduler's job. A job
+	// that leaves a GPU to another job is a change of hands.
+	Job     string `json:"job,omitempty"`
+	MemUsed uint64 `json:"memory_bytes"` // bytes of this GPU's memory the process holds
 }
 
 // EventKind says what an Event reports.

@@ -34,9 +34,10 @@ func (p *Process) Pod() (namespace, pod, container string, ok bool) {
 	return parts[0], parts[1], container, true
 }
 
-// Holder names what holds the GPU, for people: "pid 4242", or for a pod
-// the source names without its processes "pod ml/train-0, container
-// trainer"; "" when the source names neither (a user's share, PID 0).
+// Holder names what holds the GPU, for people: "pid 4242", "job 4242, pid
+// 5150" for a process of a Slurm job, or for a pod the source names
+// without its processes "pod ml/train-0, container trainer"; "" when the
+// source names neither (a user's share, PID 0).
 func (p *Process) Holder() string {
 	if ns, pod, c, ok := p.Pod(); ok {
 		text := "pod " + ns + "/" + pod
@@ -45,10 +46,21 @@ func (p *Process) Holder() string {
 		}
 		return text
 	}
-	if p.PID > 0 {
-		return "pid " + strconv.Itoa(p.PID)
+	var parts []string
+	if id, ok := p.SlurmJob(); ok {
+		parts = append(parts, "job "+id)
 	}
-	return ""
+	if p.PID > 0 {
+		parts = append(parts, "pid "+strconv.Itoa(p.PID))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// SlurmJob returns the ID of the Slurm job the process belongs to; ok is
+// false outside a Slurm job.
+func (p *Process) SlurmJob() (id string, ok bool) {
+	id, ok = strings.CutPrefix(p.Job, "slurm:")
+	return id, ok && id != ""
 }
 
 // Owner is whom the process's use counts for: its user, or for a pod the

@@ -12,6 +12,8 @@ func TestHolderAndOwner(t *testing.T) {
 		holder, owner string
 	}{
 		{gpu.Process{PID: 4242, User: "alice", Command: "python train.py", Container: "k8s:ml/train-0/3f2a9c1b"}, "pid 4242", "alice"},
+		{gpu.Process{PID: 5150, User: "alice", Command: "python train.py", Job: "slurm:4242"}, "job 4242, pid 5150", "alice"},
+		{gpu.Process{User: "alice", Job: "slurm:4242"}, "job 4242", "alice"}, // a job the source names without its processes
 		{gpu.PodProcess("ml", "train-0", "trainer"), "pod ml/train-0, container trainer", "ml/train-0"},
 		{gpu.PodProcess("ml", "train-0", ""), "pod ml/train-0", "ml/train-0"},
 		{gpu.Process{User: "bob"}, "", "bob"},           // a user's share of a GPU

@@ -56,13 +56,14 @@ const maxExitJobs = 2
 
 // describeProcesses names processes by job, a job's processes together:
 // "pid 4242 (alice, python train.py)", "pids 4242, 4243 (alice, torchrun
-// train.py)", "… and 3 more"; a pod the source names without its
-// processes by itself: "pod ml/train-0, container trainer".
+// train.py)", "job 4242 (alice, python train.py)" for a Slurm job, "… and
+// 3 more"; a pod the source names without its processes by itself: "pod
+// ml/train-0, container trainer".
 func describeProcesses(ps []gpu.Process) string {
 	type job struct {
-		user, command string
-		pids          []string
-		pod           string // the pod, for a pod named without its processes
+		user, command, batch string
+		pids                 []string
+		pod                  string // the pod, for a pod named without its processes
 	}
 	var jobs []*job
 	for i := range ps {
@@ -71,11 +72,15 @@ func describeProcesses(ps []gpu.Process) string {
 			jobs = append(jobs, &job{pod: p.Holder()})
 			continue
 		}
-		i := slices.IndexFunc(jobs, func(j *job) bool { return j.pod == "" && j.user == p.User && j.command == p.Command })
+		i := slices.IndexFunc(jobs, func(j *job) bool {
+			return j.pod == "" && j.user == p.User && j.batch == p.Job && (p.Job != "" || j.command == p.Command)
+		})
 		if i < 0 {
-			jobs, i = append(jobs, &job{user: p.User, command: p.Command}), len(jobs)
+			jobs, i = append(jobs, &job{user: p.User, command: p.Command, batch: p.Job}), len(jobs)
 		}
-		jobs[i].pids = append(jobs[i].pids, strconv.Itoa(p.PID))
+		if p.PID > 0 {
+			jobs[i].pids = append(jobs[i].pids, strconv.Itoa(p.PID))
+		}
 	}
 	var parts []string
 	for i, j := range jobs {
@@ -87,9 +92,18 @@ func describeProcesses(ps []gpu.Process) string {
 			parts = append(parts, j.pod)
 			continue
 		}
-		text := "pid " + j.pids[0]
-		if len(j.pids) > 1 {
+		batch := gpu.Process{Job: j.batch}
+		id, isBatch := batch.SlurmJob()
+		var text string
+		switch {
+		case isBatch:
+			text = "job " + id
+		case len(j.pids) > 1:
 			text = "pids " + strings.Join(j.pids, ", ")
+		case len(j.pids) == 1:
+			text = "pid " + j.pids[0]
+		default:
+			text = "a job"
 		}
 		var about []string
 		for _, s := range []string{j.user, j.command} {
@@ -175,12 +189,13 @@ func (h *holder) heldFor(at time.Time) float64 {
 }
 
 // sharesProcess reports whether two process lists have a process in
-// common: a PID, or where the source names no process (PID 0: a pod, a
-// user's share) the same pod or user.
+// common: a PID of the same job, or where the source names no process
+// (PID 0: a pod, a user's share) the same pod or user. A GPU that passes
+// from one Slurm job to the next changes hands even should a PID recur.
 func sharesProcess(a, b []gpu.Process) bool {
 	for i := range a {
 		if slices.ContainsFunc(b, func(p gpu.Process) bool {
-			return p.PID == a[i].PID && (p.PID != 0 || p.Container == a[i].Container && p.User == a[i].User)
+			return p.PID == a[i].PID && p.Job == a[i].Job && (p.PID != 0 || p.Container == a[i].Container && p.User == a[i].User)
 		}) {
 			return true
 		}

@@ -244,6 +244,10 @@ func TestExitText(t *testing.T) {
 		{Exit{Processes: three, MemPercent: 50}, "pid 1 (alice, torchrun), pid 2, and 1 more exited with the GPU at 50%"},
 		{Exit{Processes: workers, MemPercent: 62.6}, "pids 7, 8 (erin, torchrun train.py) exited with the GPU at 62.6%"},
 		{Exit{MemPercent: math.NaN()}, "the job on GPU 3 exited"},
+		// A Slurm job's processes are one job, named by its ID.
+		{Exit{Processes: []gpu.Process{{PID: 9, User: "bob", Command: "python a.py", Job: "slurm:4242"}, {PID: 10, User: "bob", Command: "python b.py", Job: "slurm:4242"}}, MemPercent: 99},
+			"job 4242 (bob, python a.py) exited with the GPU at 99%"},
+		{Exit{Processes: []gpu.Process{{User: "carol"}}, MemPercent: 40}, "a job (carol) exited with the GPU at 40%"},
 		// dcgm-exporter names the pod, not its processes.
 		{Exit{Processes: []gpu.Process{gpu.PodProcess("ml", "train-0", "trainer")}, MemPercent: 97},
 			"pod ml/train-0, container trainer exited with the GPU at 97%"},

@@ -40,6 +40,26 @@ func FuzzParseCgroup(f *testing.F) {
 	})
 }
 
+func FuzzParseSlurmJob(f *testing.F) {
+	f.Add("0::/system.slice/slurmstepd.scope/job_4242/step_0/user/task_0\n")
+	f.Add("11:devices:/slurm/uid_1000/job_4242/step_0/task_0\n")
+	f.Add("5:freezer:/slurm_node01/uid_1001/job_99/step_extern\n")
+	f.Add("0::/slurm/job_\n0::/slurm/job_99999999999999999999999\n")
+	f.Fuzz(func(t *testing.T, text string) {
+		got := ParseSlurmJob(text)
+		if got == "" {
+			return
+		}
+		id, ok := strings.CutPrefix(got, "slurm:")
+		if !ok || id == "" || strings.ContainsFunc(id, func(r rune) bool { return r < '0' || r > '9' }) {
+			t.Errorf("ParseSlurmJob(%q) = %q, want \"\" or slurm:DIGITS", text, got)
+		}
+		if !strings.Contains(text, "job_"+id) {
+			t.Errorf("ParseSlurmJob(%q) = %q, want a job the text names", text, got)
+		}
+	})
+}
+
 func FuzzParseStatusUID(f *testing.F) {
 	f.Add(statusFixture)
 	f.Add("Uid:\t0\t0\t0\t0\n")

@@ -57,7 +57,7 @@ func NewReader(procRoot string, passwdPath string) *Reader {
 	return &Reader{procRoot: procRoot, passwdPath: passwdPath, pods: NewPodNames(DefaultPodLogs)}
 }
 
-// Attribute fills p.User, p.Command and p.Container from p.PID.
+// Attribute fills p.User, p.Command, p.Container and p.Job from p.PID.
 //
 // It is best effort: a field whose file cannot be read, because the process
 // has exited or the file is not readable, is left as it was, and Attribute
@@ -67,7 +67,8 @@ func NewReader(procRoot string, passwdPath string) *Reader {
 // or a zombie, whose command line is empty, it is the command name in
 // brackets, as ps shows it ("[kworker/0:1]"). Container is as ParseCgroup
 // returns it, "" outside containers, except that a Kubernetes pod the pod
-// log folder names is "k8s:NAMESPACE/NAME" rather than its UID.
+// log folder names is "k8s:NAMESPACE/NAME" rather than its UID. Job is
+// as ParseSlurmJob returns it.
 func (r *Reader) Attribute(p *gpu.Process) {
 	if p == nil || p.PID <= 0 {
 		return
@@ -83,6 +84,7 @@ func (r *Reader) Attribute(p *gpu.Process) {
 	}
 	if cgroup, err := os.ReadFile(filepath.Join(dir, "cgroup")); err == nil {
 		p.Container = r.pods.podContainer(ParseCgroup(string(cgroup)))
+		p.Job = ParseSlurmJob(string(cgroup))
 	}
 }
 

@@ -55,7 +55,8 @@ func writePasswd(t testing.TB, text string) string {
 
 // fakeTree is the proc file system of a fake GPU host: a training job in a
 // Kubernetes pod, a notebook of a user the passwd file does not know, a
-// kernel thread, and a zombie whose comm file is gone.
+// step of a Slurm job, a kernel thread, and a zombie whose comm file is
+// gone.
 func fakeTree() map[int]fakeProc {
 	return map[int]fakeProc{
 		1234: {
@@ -78,6 +79,13 @@ func fakeTree() map[int]fakeProc {
 			stat:   "3 (kworker/0:1) I 2 0 0 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 5 0 0\n",
 			comm:   "kworker/0:1\n",
 		},
+		5150: {
+			status:  "Name:\tpython\nUid:\t1001\t1001\t1001\t1001\n",
+			cmdline: "python\x00train.py\x00",
+			cgroup:  "0::/system.slice/slurmstepd.scope/job_4242/step_0/user/task_0\n",
+			stat:    "5150 (python) S 1 5150 5150 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 99 0 0\n",
+			comm:    "python\n",
+		},
 		77: {
 			status: "Name:\tdefunct job\nUid:\t1001\t1001\t1001\t1001\n",
 			cgroup: "0::/user.slice/user-1001.slice/session-4.scope\n",
@@ -94,6 +102,7 @@ func TestReaderAttribute(t *testing.T) {
 	}{
 		{1234, gpu.Process{PID: 1234, User: "alice", Command: "python3 train.py --batch 64", Container: "k8s:" + podDsh + "/3c8e1a5f0b2d", MemUsed: 1 << 30}},
 		{2000, gpu.Process{PID: 2000, User: "4242", Command: "/opt/conda/bin/python -m jupyter lab", Container: "docker:9f8e7d6c5b4a", MemUsed: 1 << 30}},
+		{5150, gpu.Process{PID: 5150, User: "alice", Command: "python train.py", Job: "slurm:4242", MemUsed: 1 << 30}},
 		{3, gpu.Process{PID: 3, User: "root", Command: "[kworker/0:1]", Container: "", MemUsed: 1 << 30}},
 		{77, gpu.Process{PID: 77, User: "alice", Command: "[defunct job]", Container: "", MemUsed: 1 << 30}},
 	}

@@ -1,0 +1,46 @@
+package gpu
+
+import (
+	"strconv"
+	"strings"
+)
+
+// MIG describes a MIG (Multi-Instance GPU) instance: a slice of a GPU with
+// memory and compute of its own, that NVML, nvidia-smi and dcgm-exporter
+// report beside its parent. A Device with a MIG is an instance; its UUID
+// is the instance's own ("MIG-…"), its Index is its parent's, and rules,
+// windows and alerts key on it exactly as on a whole GPU. Readings that
+// belong to the card (temperature, power, health) stay on the parent.
+type MIG struct {
+	ParentUUID      string `json:"parent_uuid,omitempty"`
+	GPUInstance     int    `json:"gpu_instance"`      // the GPU instance (GI) ID, as nvidia-smi shows it
+	ComputeInstance int    `json:"compute_instance"`  // the compute instance (CI) ID within it
+	Profile         string `json:"profile,omitempty"` // "1g.10gb", "3g.40gb", …; "" when not said
+}
+
+// Label names a GPU or a MIG instance for people: "GPU 0", or "GPU 0 · MIG 3
+// (1g.10gb)" for the instance of GPU instance 3 of GPU 0. Everything that
+// prints a GPU prints it through Label, so an instance reads the same in
+// alerts, /gpu, the page, the digest, charts and status.
+func Label(index int, mig *MIG) string {
+	var b strings.Builder
+	b.WriteString("GPU ")
+	b.WriteString(strconv.Itoa(index))
+	if mig != nil {
+		b.WriteString(" · MIG ")
+		b.WriteString(strconv.Itoa(mig.GPUInstance))
+		if mig.Profile != "" {
+			b.WriteString(" (")
+			b.WriteString(mig.Profile)
+			b.WriteString(")")
+		}
+	}
+	return b.String()
+}
+
+// Label names the device for people, as Label does.
+func (d *Device) Label() string { return Label(d.Index, d.MIG) }
+
+// IsInstance reports whether the device is a MIG instance rather than a
+// whole GPU.
+func (d *Device) IsInstance() bool { return d.MIG != nil }
