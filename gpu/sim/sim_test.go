@@ -40,15 +40,19 @@ func TestScenarios(t *testing.T) {
 	got := sim.Scenarios()
 	want := []string{"normal-training", "memory-leak", "batch-spike", "idle-hog", "thermal", "all",
 		"creep-plateau", "gpu-lost", "idle-resume", "leak-gappy", "leak-restart", "leak-slow", "node8", "noisy-1s", "tf-grab-all", "tf-prealloc", "thermal-cycle",
-		"leak-epoch", "leak-tiny", "leak-notebook", "leak-peaks", "leak-nearfull", "vllm-serve"}
+		"leak-epoch", "leak-tiny", "leak-notebook", "leak-peaks", "leak-nearfull", "vllm-serve",
+		"model-reload", "frag-creep", "oom-retry-loop", "day-night-inference", "slow-leak-80gb", "hot-oscillation"}
 	if !slices.Equal(got, want) {
 		t.Errorf("Scenarios() = %q, want %q", got, want)
 	}
 	if got, want := sim.RealisticScenarios(), want[6:17]; !slices.Equal(got, want) {
 		t.Errorf("RealisticScenarios() = %q, want %q", got, want)
 	}
-	if got, want := sim.LeakScenarios(), want[17:]; !slices.Equal(got, want) {
+	if got, want := sim.LeakScenarios(), want[17:23]; !slices.Equal(got, want) {
 		t.Errorf("LeakScenarios() = %q, want %q", got, want)
+	}
+	if got, want := sim.DayScenarios(), want[23:]; !slices.Equal(got, want) {
+		t.Errorf("DayScenarios() = %q, want %q", got, want)
 	}
 }
 
@@ -108,6 +112,7 @@ func TestNewDefaults(t *testing.T) {
 func TestDeterministic(t *testing.T) {
 	for _, sc := range sim.Scenarios() {
 		t.Run(sc, func(t *testing.T) {
+			t.Parallel()
 			cfg := sim.Config{Scenario: sc, Seed: 42, Host: "node-7"}
 			a, srcA := run(t, cfg)
 			b, srcB := run(t, cfg)
@@ -356,7 +361,9 @@ func checkPlausible(t testing.TB, snaps []*gpu.Snapshot, realistic bool) {
 				}
 				sum += p.MemUsed
 			}
-			if len(d.Processes) > 0 && (sum > d.MemUsed || d.MemUsed-sum > 1<<30) {
+			// What no process holds is the GPU's resting level: a few
+			// MiB, or up to 1.4 GiB where a display or a daemon keeps some.
+			if len(d.Processes) > 0 && (sum > d.MemUsed || d.MemUsed-sum > 1500<<20) {
 				at("processes hold %d MiB, the GPU %d MiB; want about the same", sum>>20, d.MemUsed>>20)
 			}
 		}
@@ -365,9 +372,13 @@ func checkPlausible(t testing.TB, snaps []*gpu.Snapshot, realistic bool) {
 
 func TestReadingsPlausible(t *testing.T) {
 	for _, sc := range sim.Scenarios() {
-		for seed := uint64(1); seed <= 6; seed++ {
+		seeds := uint64(6)
+		if slices.Contains(sim.DayScenarios(), sc) {
+			seeds = 2 // days of samples each
+		}
+		for seed := uint64(1); seed <= seeds; seed++ {
 			snaps, _ := run(t, sim.Config{Scenario: sc, Seed: seed})
-			checkPlausible(t, snaps, slices.Contains(sim.RealisticScenarios(), sc) || slices.Contains(sim.LeakScenarios(), sc))
+			checkPlausible(t, snaps, hasTruthFile(sc))
 		}
 	}
 }
