@@ -153,7 +153,7 @@ func TestAlertQualityRealisticSeeds(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, scenario := range slices.Concat(sim.RealisticScenarios(), sim.LeakScenarios()) {
+	for _, scenario := range slices.Concat(sim.RealisticScenarios(), sim.LeakScenarios(), sim.DayScenarios()) {
 		for _, seed := range realisticSeeds {
 			t.Run(fmt.Sprintf("%s/seed%d", scenario, seed), func(t *testing.T) {
 				t.Parallel()
@@ -245,7 +245,7 @@ func TestAlertQualitySweep(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	scenarios := slices.Concat(sim.RealisticScenarios(), sim.LeakScenarios())
+	scenarios := slices.Concat(sim.RealisticScenarios(), sim.LeakScenarios(), sim.DayScenarios())
 	if only := os.Getenv("GPUWATCH_QUALITY_SCENARIOS"); only != "" {
 		scenarios = strings.Split(only, ",")
 	}

@@ -318,6 +318,7 @@ func (e *Engine) Eval(s *gpu.Snapshot) []Transition {
 		gs.eval, gs.last, gs.device = e.eval, s.Time, *d
 		e.observe(s.Time, d, gs)
 		e.ctx.HeldFor, e.ctx.MissingFor = gs.holder.heldFor(s.Time), 0
+		e.ctx.MemHeld, e.ctx.OOMExits = gs.holder.memHeld(d), gs.holder.oomExits(s.Time)
 		e.evalDevice(s, d, gs, d.Processes)
 	}
 	for _, gs := range e.hosts[s.Host] {
@@ -327,6 +328,7 @@ func (e *Engine) Eval(s *gpu.Snapshot) []Transition {
 		e.refresh(gs, s.Host, &gs.device)
 		missing := missingDevice(&gs.device)
 		e.ctx.HeldFor, e.ctx.MissingFor = math.NaN(), s.Time.Sub(gs.last).Seconds()
+		e.ctx.MemHeld, e.ctx.OOMExits = math.NaN(), gs.holder.oomExits(s.Time)
 		e.evalDevice(s, &missing, gs, gs.device.Processes)
 	}
 	return e.out
@@ -492,7 +494,7 @@ func (e *Engine) emit(s *gpu.Snapshot, d *gpu.Device, gs *gpuState, j int, procs
 	}
 	data := TemplateData{Alert: r.Name, GPU: d.Index, UUID: d.UUID, Name: d.Name, Host: s.Host,
 		Value: a.Value, ValueText: t.ValueText, Severity: string(r.Severity), Labels: r.Labels,
-		Processes: t.Processes, StartsAt: a.FiredAt}
+		Processes: t.Processes, StartsAt: a.FiredAt, TrueFor: a.TrueFor()}
 	if t.HasTimeToFull() {
 		data.TimeToFull = t.TimeToFull
 	}
