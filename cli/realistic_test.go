@@ -25,14 +25,15 @@ import (
 	"github.com/gpuwatch/gpuwatch/rules"
 )
 
-// realisticTraces lists the truths of testdata/traces/v2 and v3: logs of
-// what shared GPU servers really do (warm-ups, evaluation spikes,
+// realisticTraces lists the truths of testdata/traces/v2, v3 and v4: logs
+// of what shared GPU servers really do (warm-ups, evaluation spikes,
 // TensorFlow and vLLM pools, throttling, lost GPUs, logger gaps, appended
-// logs, leaks of every shape), each NAME.csv.gz with NAME.truth.json.
+// logs, leaks of every shape, services that run for days, jobs that keep
+// dying), each NAME.csv.gz with NAME.truth.json.
 func realisticTraces(t *testing.T) []string {
 	t.Helper()
 	var truths []string
-	for _, set := range []string{"v2", "v3"} {
+	for _, set := range []string{"v2", "v3", "v4"} {
 		got, err := filepath.Glob(filepath.Join("testdata/traces", set, "*.truth.json"))
 		if err != nil || len(got) == 0 {
 			t.Fatalf("no truths in testdata/traces/%s (%v)", set, err)
