@@ -71,6 +71,8 @@ func (c *Config) checkDigests(root *yaml.Node, fail func(*yaml.Node, string, ...
 		switch {
 		case d.Name == "" && has("name"):
 			fail(at("name"), "digests[%d].name is empty: name each digest (daily, weekly)", i)
+		case len(d.Name) > MaxNameBytes:
+			fail(at("name"), "digest name is %d bytes, the most is %d: name it in a word or two (daily, weekly)", len(d.Name), MaxNameBytes)
 		case names[d.Name]:
 			fail(at("name"), "digest %q is defined twice: give each digest its own name", d.Name)
 		}

@@ -184,6 +184,10 @@ const (
 	MaxLabelNameBytes  = 128
 	MaxLabelValueBytes = 1024
 	MaxTemplateBytes   = 4096 // a summary or description, as written
+	// MinRepeatInterval is the shortest repeat_interval, of a rule or a
+	// route: a shorter one would announce a firing alert again at almost
+	// every sample.
+	MinRepeatInterval = time.Minute
 )
 
 var (
@@ -231,6 +235,10 @@ func parseRule(file string, node *yaml.Node, what string) (*Rule, strictyaml.Err
 	if !absent(&y.ClearWhen) {
 		r.ClearWhen = p.cond(&y.ClearWhen, "clear_when")
 		r.HasClear = true
+	}
+	if y.RepeatInterval < 0 || y.RepeatInterval > 0 && y.RepeatInterval < MinRepeatInterval {
+		p.fail(fieldNode(node, "repeat_interval"), "repeat_interval %v is shorter than %v: the alert would be announced again at almost every sample; "+
+			"give %v or more, or leave it out for the route's", y.RepeatInterval, MinRepeatInterval, MinRepeatInterval)
 	}
 	r.Severity = p.severity(&y.Severity)
 	p.labels(node, r.Labels)
@@ -315,6 +323,18 @@ func (p *ruleParser) labels(rule *yaml.Node, labels map[string]string) {
 			p.fail(at, "label %q is set by gpuwatch itself; use the rule's own fields (alert, severity) or another label name", name)
 		}
 	}
+}
+
+// fieldNode finds the value of a rule's field for its position; the
+// rule when it has none.
+func fieldNode(rule *yaml.Node, key string) *yaml.Node {
+	rule = strictyaml.Resolve(rule)
+	for i := 0; i+1 < len(rule.Content); i += 2 {
+		if rule.Content[i].Value == key {
+			return rule.Content[i+1]
+		}
+	}
+	return rule
 }
 
 // labelKeyNode finds the key node of a label for its position.
