@@ -155,6 +155,9 @@ type Daemon struct {
 	// hostsDown are the hosts of the fleet that are down, by host
 	// (guarded by mu).
 	hostsDown map[string]*hostDown
+	// leftOut is what snapshots held past gpuwatch's limits that the
+	// log has said (see admit).
+	leftOut saidOnce
 }
 
 // New is NewContext that nothing stops.
@@ -402,6 +405,9 @@ func (d *Daemon) Run(ctx context.Context, src gpu.Source, reload <-chan *config.
 // answer while a stalled disk holds it.
 func (d *Daemon) Step(snap *gpu.Snapshot) {
 	d.sampledAt.Store(d.opts.Now().UnixNano())
+	if !d.admit(snap) {
+		return
+	}
 	d.commit(d.evaluate(snap))
 }
 
