@@ -81,3 +81,15 @@ digests:
 		}
 	}
 }
+
+// TestParseRefusesLongRetention: storage.retention is the longest window
+// a digest may ask for; past 400d it is refused.
+func TestParseRefusesLongRetention(t *testing.T) {
+	if _, err := Parse("gpuwatch.yaml", []byte("storage: {retention: 400d}\n"), noEnv); err != nil {
+		t.Errorf("retention 400d: %v", err)
+	}
+	_, err := Parse("gpuwatch.yaml", []byte("storage: {retention: 401d}\n"), noEnv)
+	if want := "gpuwatch.yaml:1:22: storage.retention 9624h0m0s is longer than 400d"; err == nil || !strings.HasPrefix(err.Error(), want) {
+		t.Errorf("retention 401d: got %v, want %s…", err, want)
+	}
+}

@@ -189,6 +189,22 @@ func (d *Daemon) fireDigest(r digest.Run) error {
 	return nil
 }
 
+// retention is how long usage rollups are kept, the longest window a
+// digest reports.
+func (d *Daemon) retention() time.Duration {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.cfg.Storage.Retention
+}
+
+// inDays writes a duration of whole days as the config does ("35d").
+func inDays(d time.Duration) string {
+	if d%(24*time.Hour) == 0 {
+		return fmt.Sprintf("%dd", d/(24*time.Hour))
+	}
+	return d.String()
+}
+
 // findDigest returns the digest named name in cfg, or nil.
 func findDigest(cfg *config.Config, name string) *config.Digest {
 	for i := range cfg.Digests {
@@ -277,6 +293,9 @@ func (d *Daemon) usage(name string, window time.Duration) (*digest.Report, []*ch
 	if window <= 0 {
 		window = 24 * time.Hour
 	}
+	// Usage older than storage.retention is pruned: a digest whose
+	// schedule is rarer than that reports what is kept.
+	window = min(window, cfg.Storage.Retention)
 	r, days := d.report(c, to.Add(-window), to)
 	return r, days, nil
 }
@@ -316,6 +335,11 @@ func (d *Daemon) digestText(w http.ResponseWriter, r *http.Request) {
 		}
 		if window < time.Hour {
 			http.Error(w, fmt.Sprintf("window %s is shorter than an hour: usage is kept by the hour; ask for 1h or more", v), http.StatusBadRequest)
+			return
+		}
+		if kept := d.retention(); window > kept {
+			http.Error(w, fmt.Sprintf("window %s is longer than the %s of usage this gpuwatch keeps (storage.retention): ask for %s or less",
+				v, inDays(kept), inDays(kept)), http.StatusBadRequest)
 			return
 		}
 	}

@@ -1,0 +1,53 @@
+package daemon_test
+
+import (
+	"net/http"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestDigestAPIWindowLimit: a digest's window may reach back as far as
+// usage is kept (storage.retention, 35d by default) and no further: a
+// longer one, in any form, gets 400 saying the limit, before anything is
+// computed; the longest allowed, as a picture, costs a bounded amount.
+func TestDigestAPIWindowLimit(t *testing.T) {
+	h := newDigestHook(t)
+	r := start(t, digestConfig(t, t.TempDir(), h.URL), newClock(base).Now)
+	for i := range 30 {
+		r.D.Step(snapshot(base.Add(time.Duration(i)*time.Minute), 60, 40))
+	}
+	for _, query := range []string{"?window=2562047h", "?window=2562047h&format=png", "?window=36d&format=json", "?window=841h&name=hourly"} {
+		code, body := r.Do(http.MethodGet, "/api/v1/digest"+query, "")
+		if want := "is longer than the 35d of usage this gpuwatch keeps (storage.retention): ask for 35d or less"; code != http.StatusBadRequest || !strings.Contains(body, want) {
+			t.Errorf("GET /api/v1/digest%s: got %d %q, want 400 saying %q", query, code, body, want)
+		}
+	}
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	code, body := r.Do(http.MethodGet, "/api/v1/digest?window=35d&format=png", "")
+	runtime.ReadMemStats(&after)
+	if code != http.StatusOK || !strings.HasPrefix(body, "\x89PNG") {
+		t.Fatalf("GET /api/v1/digest?window=35d&format=png: got %d %.40q, want a picture", code, body)
+	}
+	if took := after.TotalAlloc - before.TotalAlloc; took > 64<<20 {
+		t.Errorf("the picture of the longest window allocated %d MiB, want under 64 MiB", took>>20)
+	}
+}
+
+// TestSilenceAPIDurationLimit: a silence may last a year, as /gpu silence
+// allows, and no longer: the API answers 400 saying the limit.
+func TestSilenceAPIDurationLimit(t *testing.T) {
+	r := start(t, webhookConfig(t, t.TempDir(), "http://127.0.0.1:1/hook", "0s"), newClock(base).Now)
+	for body, want := range map[string]int{
+		`{"matchers":["alert=\"GPUHot\""],"duration":"8760h"}`: http.StatusCreated,
+		`{"matchers":["alert=\"GPUHot\""],"duration":"8761h"}`: http.StatusBadRequest,
+		`{"matchers":["alert=\"GPUHot\""],"ends_at":"9999-12-31T00:00:00Z"}`: http.StatusBadRequest,
+	} {
+		code, answer := r.Do(http.MethodPost, "/api/v1/silences", body)
+		if code != want || (want == http.StatusBadRequest && !strings.Contains(answer, "longer than 365d, the longest gpuwatch keeps")) {
+			t.Errorf("POST /api/v1/silences %s: got %d %s, want %d", body, code, answer, want)
+		}
+	}
+}
