@@ -93,3 +93,31 @@ func TestParseRefusesLongRetention(t *testing.T) {
 		t.Errorf("retention 401d: got %v, want %s…", err, want)
 	}
 }
+
+// TestParseTrustedProxiesAndAllowedHosts: server.trusted_proxies takes
+// addresses and networks, server.allowed_hosts host names; anything else
+// is refused where it is written.
+func TestParseTrustedProxiesAndAllowedHosts(t *testing.T) {
+	good := "server:\n  trusted_proxies: [127.0.0.1, 10.0.0.0/8, \"::1\", 2001:db8::/32]\n  allowed_hosts: [gpuwatch.example.org]\n  external_url: https://gpu.example.org:8443\n"
+	c, err := Parse("gpuwatch.yaml", []byte(good), noEnv)
+	if err != nil {
+		t.Fatalf("Parse: %v", err)
+	}
+	if p, err := c.Server.Proxies(); err != nil || len(p) != 4 || p[0].String() != "127.0.0.1/32" || p[1].String() != "10.0.0.0/8" {
+		t.Errorf("Proxies: %v %v", p, err)
+	}
+	if got := strings.Join(c.Server.AllowedHostNames(), " "); got != "gpu.example.org gpuwatch.example.org" {
+		t.Errorf("AllowedHostNames: %q, want the external URL's host and the allowed host", got)
+	}
+	bad := "server:\n  trusted_proxies: [10.0.0.0/33, proxy.example.org]\n  allowed_hosts: [\"https://gpu.example.org\"]\n"
+	_, err = Parse("gpuwatch.yaml", []byte(bad), noEnv)
+	for _, want := range []string{
+		`gpuwatch.yaml:2:21: server.trusted_proxies: "10.0.0.0/33" is not an address or a network: write it like 203.0.113.7 or 10.0.0.0/8`,
+		`gpuwatch.yaml:2:34: server.trusted_proxies: "proxy.example.org" is not an address or a network`,
+		`gpuwatch.yaml:3:19: server.allowed_hosts: "https://gpu.example.org" is not a host name`,
+	} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("Parse: got %v, want %q", err, want)
+		}
+	}
+}

@@ -41,8 +41,8 @@ func TestDigestAPIWindowLimit(t *testing.T) {
 func TestSilenceAPIDurationLimit(t *testing.T) {
 	r := start(t, webhookConfig(t, t.TempDir(), "http://127.0.0.1:1/hook", "0s"), newClock(base).Now)
 	for body, want := range map[string]int{
-		`{"matchers":["alert=\"GPUHot\""],"duration":"8760h"}`: http.StatusCreated,
-		`{"matchers":["alert=\"GPUHot\""],"duration":"8761h"}`: http.StatusBadRequest,
+		`{"matchers":["alert=\"GPUHot\""],"duration":"8760h"}`:               http.StatusCreated,
+		`{"matchers":["alert=\"GPUHot\""],"duration":"8761h"}`:               http.StatusBadRequest,
 		`{"matchers":["alert=\"GPUHot\""],"ends_at":"9999-12-31T00:00:00Z"}`: http.StatusBadRequest,
 	} {
 		code, answer := r.Do(http.MethodPost, "/api/v1/silences", body)

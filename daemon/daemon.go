@@ -137,8 +137,9 @@ type Daemon struct {
 	chartsNow     map[string]string
 	pendingCharts []pendingChart
 
-	auth *authenticator // nil when the server section asks for no credentials
-	page *web.Server    // the page in the browser
+	auth  *authenticator // nil when the server section asks for no credentials
+	hosts *hostGuard     // the Host names the API answers to; nil on a network listener
+	page  *web.Server    // the page in the browser
 	// fleetHistory is a hub's Prometheus, read for /gpu history and the
 	// page's charts (see History); nil elsewhere.
 	fleetHistory atomic.Pointer[history.Prometheus]
@@ -208,6 +209,7 @@ func (d *Daemon) start(cfg *config.Config) error {
 	if d.auth, err = newAuthenticator(&cfg.Server, time.Now); err != nil {
 		return err
 	}
+	d.hosts = newHostGuard(&cfg.Server)
 	if d.page, err = d.newPage(); err != nil {
 		return err
 	}
