@@ -122,3 +122,58 @@ func TestResolvedChartFollowsReposted(t *testing.T) {
 		t.Errorf("uploads %+v, want one, in the thread of the reposted message %s (not of the deleted %s)", ups, reposted.TS, firing.TS)
 	}
 }
+
+// TestRedeliveredAfterItsResolve: a crash before the outbox recorded the
+// delivery of a firing and of its resolve sends both again: the firing
+// finds its message already telling the resolve and posts nothing, and
+// the resolve finds its reply in the thread. Without that, the firing
+// posted a second message and the resolve a second reply in its thread.
+func TestRedeliveredAfterItsResolve(t *testing.T) {
+	srv, replies := threadSlack(t, nil)
+	st := newMemStore()
+	for range 2 { // the first delivery, then the same two again after a crash
+		notify(t, newBot(t, srv, st), twoGPUs(notifier.StatusFiring))
+		resolved := twoGPUs(notifier.StatusResolved)
+		notify(t, newBot(t, srv, st), resolved)
+	}
+	posts := 0
+	for _, c := range calls(t, srv) {
+		if c.Method == "chat.postMessage" && c.Form.Get("thread_ts") == "" {
+			posts++
+		}
+	}
+	if posts != 1 || resolvedReplies(replies) != 1 {
+		t.Errorf("after the firing and the resolve were delivered twice: %d messages and %d resolved replies, want 1 and 1", posts, resolvedReplies(replies))
+	}
+}
+
+// TestRedeliveredAfterALaterFiring: a crash before the outbox recorded a
+// run of deliveries sends them all again, in order: the firing, its
+// resolve, and the alert firing again. The notifications about the
+// firing before the record's are done already (their outbox IDs are
+// lower than that of the record's last writer) and post nothing: no
+// second message, no "Resolved" message of their own, no second reply.
+func TestRedeliveredAfterALaterFiring(t *testing.T) {
+	srv, replies := threadSlack(t, nil)
+	st := newMemStore()
+	fired := notifiertest.Notification(notifier.StatusFiring)
+	resolved := resolvedNotification()
+	again := notifiertest.Notification(notifier.StatusFiring)
+	again.Alerts[0].StartsAt = resolved.Alerts[0].At.Add(time.Minute)
+	again.Alerts[0].At = again.Alerts[0].StartsAt
+	fired.ID, resolved.ID, again.ID = 1, 2, 3
+	for range 2 { // delivered, then delivered again after a crash
+		for _, m := range []*notifier.Notification{fired, resolved, again} {
+			notify(t, newBot(t, srv, st), m)
+		}
+	}
+	posts := 0
+	for _, c := range calls(t, srv) {
+		if c.Method == "chat.postMessage" && c.Form.Get("thread_ts") == "" {
+			posts++
+		}
+	}
+	if posts != 2 || resolvedReplies(replies) != 1 {
+		t.Errorf("three notifications delivered twice: %d messages and %d resolved replies, want 2 (a message per firing) and 1", posts, resolvedReplies(replies))
+	}
+}
