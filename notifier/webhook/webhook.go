@@ -5,8 +5,10 @@
 //
 // Each Notify makes exactly one attempt (one request, or one per alert for
 // PagerDuty) and says whether a failure is worth a retry; retries live in
-// the notifier's outbox. Errors never quote the URL, the signing secret,
-// the routing key or header values.
+// the notifier's outbox. Every request carries the notification's
+// Idempotency-Key header (notifier.IdempotencyKey), the same on every try,
+// for the far side to drop a repeat. Errors never quote the URL, the
+// signing secret, the routing key or header values.
 //
 // # The generic format
 //
