@@ -1,6 +1,7 @@
 package daemon_test
 
 import (
+	"fmt"
 	"net/http"
 	"runtime"
 	"strings"
@@ -49,5 +50,34 @@ func TestSilenceAPIDurationLimit(t *testing.T) {
 		if code != want || (want == http.StatusBadRequest && !strings.Contains(answer, "longer than 365d, the longest gpuwatch keeps")) {
 			t.Errorf("POST /api/v1/silences %s: got %d %s, want %d", body, code, answer, want)
 		}
+	}
+}
+
+// TestDigestPictureOfOneHost: on a hub of many hosts, the picture the API
+// serves for one host costs that host's, not the fleet's: over a window of
+// 35 days, 400 hosts of 8 GPUs lay out 21 MiB of hours, and a report of
+// them more; one host's picture needs neither.
+func TestDigestPictureOfOneHost(t *testing.T) {
+	h := newDigestHook(t)
+	r := start(t, digestConfig(t, t.TempDir(), h.URL), newClock(base).Now)
+	for i := range 2 {
+		for host := range 400 {
+			s := snapshot(base.Add(time.Duration(i)*time.Minute), 50, 50, 50, 50, 50, 50, 50, 50)
+			s.Host = fmt.Sprintf("node%04d", host)
+			r.D.Step(s)
+		}
+	}
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	code, body := r.Do(http.MethodGet, "/api/v1/digest?window=35d&format=png&host=node0007", "")
+	runtime.ReadMemStats(&after)
+	if code != http.StatusOK || !strings.HasPrefix(body, "\x89PNG") {
+		t.Fatalf("GET the picture of node0007: got %d %.60q, want a picture", code, body)
+	}
+	if took := after.TotalAlloc - before.TotalAlloc; took > 12<<20 {
+		t.Errorf("the picture of one host of 400 allocated %d MiB, want under 12 MiB", took>>20)
+	}
+	if code, _ := r.Do(http.MethodGet, "/api/v1/digest?window=35d&format=png&host=elsewhere", ""); code != http.StatusNotFound {
+		t.Errorf("GET the picture of a host without hours: got %d, want 404", code)
 	}
 }
