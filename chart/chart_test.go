@@ -6,14 +6,12 @@ import (
 	"fmt"
 	"image"
 	"image/color"
-	"maps"
 	"image/png"
+	"maps"
 	"path/filepath"
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/go-analyze/charts/chartdraw"
 
 	"github.com/gpuwatch/gpuwatch/internal/imagetest"
 )
@@ -211,20 +209,18 @@ func TestTextStaysInside(t *testing.T) {
 // TestMarkLabelsApart: the labels of marks close in time never cover one
 // another, nor a rule's label, and stay within the plot.
 func TestMarkLabelsApart(t *testing.T) {
-	img := image.NewRGBA(image.Rect(0, 0, Width, 400))
-	r := newStripRenderer(img, newGlyphs(dpi))
-	plot := chartdraw.Box{Top: 60, Left: 40, Right: 900, Bottom: 380}
+	plot := image.Rect(40, 60, 900, 380)
 	var l layout
-	rule := labelBox(r, "allocatable 79.1 GiB", plot.Left+10, 90, alignLeft)
+	rule := labelBox("allocatable 79.1 GiB", plot.Min.X+10, 90, alignLeft)
 	l.take(rule)
 	var placed []image.Rectangle
 	for i, name := range []string{"GPUMemoryLeak", "GPUOutOfMemorySoon", "GPUMemoryNearFull", "GPUHot", "GPUIdleButHeld"} {
 		x := 120 + 9*i
-		_, b, ok := l.placeMark(r, []string{name + " 18:3" + fmt.Sprint(i), name}, x, plot)
+		_, b, ok := l.placeMark([]string{name + " 18:3" + fmt.Sprint(i), name}, x, plot)
 		if !ok {
-			t.Fatalf("%s: no room for its label in a plot of %d rows", name, plot.Height())
+			t.Fatalf("%s: no room for its label in a plot of %d rows", name, labelRows(plot))
 		}
-		if !b.In(image.Rect(plot.Left, plot.Top, plot.Right, plot.Bottom)) {
+		if !b.In(plot) {
 			t.Errorf("%s: label %v out of the plot", name, b)
 		}
 		for _, o := range append(placed, rule) {

@@ -73,7 +73,27 @@ type gridRow struct {
 	cells []*Panel
 }
 
-func (g gridRow) height() int { return gridCellHeight }
+// aligned gives the charts of the row the same band of labels above
+// their plots, so that the plots line up.
+func (g gridRow) aligned() gridRow {
+	band := 0
+	for _, c := range g.cells {
+		band = max(band, c.labelBand())
+	}
+	for _, c := range g.cells {
+		c.band = band
+	}
+	return g
+}
+
+// height is the tallest chart's: one with a band for its alerts' names.
+func (g gridRow) height() int {
+	h := 0
+	for _, c := range g.cells {
+		h = max(h, c.height())
+	}
+	return h
+}
 
 // paint draws each chart in its own column of the strip, so that no
 // line or label of one reaches into the next.

@@ -159,7 +159,7 @@ func (h *History) grid(gpus []GPUHistory, withHost bool, loc *time.Location) []B
 	var row gridRow
 	flush := func() {
 		if len(row.cells) > 0 {
-			blocks = append(blocks, row)
+			blocks = append(blocks, row.aligned())
 			row = gridRow{}
 		}
 	}

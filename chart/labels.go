@@ -36,46 +36,49 @@ func (l *layout) free(b image.Rectangle) bool {
 }
 
 // labelBox is the box label draws s in at (x, y) with align.
-func labelBox(r chartdraw.Renderer, s string, x, y int, align alignment) image.Rectangle {
-	setFont(r, labelSize, colorText)
-	m := r.MeasureText(s)
+func labelBox(s string, x, y int, align alignment) image.Rectangle {
+	w, h := textWidth(s, labelSize), (&glyphs{dpi: dpi}).emHeight(labelSize)
 	switch align {
 	case alignRight:
-		x -= m.Width() + 8
+		x -= w + 8
 	case alignCenter:
-		x -= m.Width() / 2
+		x -= w / 2
 	default:
 		x += 8
 	}
-	return image.Rect(x-6, y-m.Height()-2, x+m.Width()+6, y+8)
+	return image.Rect(x-6, y-h-2, x+w+6, y+8)
+}
+
+// labelRows is how many rows of labels fit in area.
+func labelRows(area image.Rectangle) int {
+	rows := 0
+	for area.Min.Y+26+labelRow*rows+8 <= area.Max.Y {
+		rows++
+	}
+	return rows
 }
 
 // placeMark finds where the label of a mark at x goes, and which of its
 // texts (the longest first: "GPUHot 14:05", "GPUHot") it shows: beside
-// its line, to the right where it fits within the plot, else to the
-// left; failing both, across the line; in the first row from the plot's
-// top where it covers nothing written. ok is false when no row of the
-// plot has room: the mark keeps its line alone.
-func (l *layout) placeMark(r chartdraw.Renderer, texts []string, x int, plot chartdraw.Box) (text string, box image.Rectangle, ok bool) {
-	rows := 0
-	for plot.Top+26+labelRow*rows+8 <= plot.Bottom {
-		rows++
-	}
-	inside := func(b image.Rectangle) bool { return b.Min.X >= plot.Left && b.Max.X <= plot.Right }
+// its line, to the right where it fits within area, else to the left;
+// failing both, across the line; in the first row from area's top where
+// it covers nothing written. ok is false when no row of area has room:
+// the mark keeps its line alone.
+func (l *layout) placeMark(texts []string, x int, area image.Rectangle) (text string, box image.Rectangle, ok bool) {
 	for _, beside := range []bool{true, false} {
-		for row := range rows {
-			y := plot.Top + 26 + labelRow*row
+		for row := range labelRows(area) {
+			y := area.Min.Y + 26 + labelRow*row
 			for _, s := range texts {
 				var boxes []image.Rectangle
 				if beside {
-					boxes = []image.Rectangle{labelBox(r, s, x, y, alignLeft), labelBox(r, s, x, y, alignRight)}
+					boxes = []image.Rectangle{labelBox(s, x, y, alignLeft), labelBox(s, x, y, alignRight)}
 				} else {
-					b := labelBox(r, s, x, y, alignCenter)
-					b = b.Add(image.Pt(max(0, plot.Left-b.Min.X), 0))
-					boxes = []image.Rectangle{b.Sub(image.Pt(max(0, b.Max.X-plot.Right), 0))}
+					b := labelBox(s, x, y, alignCenter)
+					b = b.Add(image.Pt(max(0, area.Min.X-b.Min.X), 0))
+					boxes = []image.Rectangle{b.Sub(image.Pt(max(0, b.Max.X-area.Max.X), 0))}
 				}
 				for _, b := range boxes {
-					if inside(b) && l.free(b) {
+					if b.Min.X >= area.Min.X && b.Max.X <= area.Max.X && l.free(b) {
 						l.take(b)
 						return s, b, true
 					}

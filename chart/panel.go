@@ -2,6 +2,7 @@ package chart
 
 import (
 	"fmt"
+	"image"
 	"io"
 	"math"
 	"slices"
@@ -39,6 +40,10 @@ type Panel struct {
 	// fewer ticks and no legend.
 	width   int
 	compact bool
+	// band is how many rows of labels a compact panel keeps above its
+	// plot at least: a grid gives the charts of a row the same, so that
+	// their plots line up.
+	band int
 }
 
 // Line is a line of a panel. Times and Values pair up; a NaN value
@@ -102,7 +107,25 @@ func (p *Panel) height() int {
 	if p.Height > 0 {
 		h = p.Height
 	}
-	return h + p.legend().extraRows*labelRow // a legend of its own rows takes none of the plot's
+	// A legend of its own rows, and a band of labels, take none of the
+	// plot's.
+	return h + (p.legend().extraRows+p.labelBand())*labelRow
+}
+
+// labelBand is how many rows of labels a compact panel keeps above its
+// plot for its marks' labels, so that they cover none of its lines: a
+// row a label, at most maxNamedMarks.
+func (p *Panel) labelBand() int {
+	if !p.compact {
+		return 0
+	}
+	n := 0
+	for _, m := range p.Marks {
+		if m.Label != "" {
+			n++
+		}
+	}
+	return max(p.band, min(n, maxNamedMarks))
 }
 
 // top is the top of the value axis: the panel's Max or a round number
@@ -196,7 +219,7 @@ func (p *Panel) paint(r chartdraw.Renderer, from, to time.Time, loc *time.Locati
 	top := p.top()
 	pad := p.padding()
 	legend := p.legend()
-	pad.Top += legend.extraRows * labelRow
+	pad.Top += (legend.extraRows + p.labelBand()) * labelRow
 	c := chartdraw.Chart{
 		Width: p.pixelWidth(), Height: p.height(), DPI: dpi, ColorPalette: palette{},
 		Background: chartdraw.Style{Padding: pad},
@@ -289,7 +312,8 @@ func (p *Panel) segments(l Line, from, to time.Time) []chartdraw.Series {
 // point's go where they belong, then each mark's label takes the first
 // row of the plot where it covers none of them.
 func (p *Panel) drawDecorations(r chartdraw.Renderer, f *frame, legend panelLegend) {
-	titleY := f.box.Top - 24 - legend.extraRows*labelRow
+	band := p.labelBand()
+	titleY := f.box.Top - 24 - (legend.extraRows+band)*labelRow
 	titleColor := colorText
 	if p.compact && slices.ContainsFunc(p.Marks, func(m Mark) bool { return m.Label != "" }) {
 		titleColor = colorYellow // among many GPUs, those with alerts stand out
@@ -311,7 +335,7 @@ func (p *Panel) drawDecorations(r chartdraw.Renderer, f *frame, legend panelLege
 			ly = y + 30
 		}
 		label(r, rule.Label, f.box.Left+10, ly, rule.Color, alignLeft)
-		l.take(labelBox(r, rule.Label, f.box.Left+10, ly, alignLeft))
+		l.take(labelBox(rule.Label, f.box.Left+10, ly, alignLeft))
 	}
 	for _, pt := range p.Points {
 		if !f.inside(pt.At) {
@@ -324,11 +348,16 @@ func (p *Panel) drawDecorations(r chartdraw.Renderer, f *frame, legend panelLege
 		r.Circle(9, x, y)
 		r.FillStroke()
 		align := alignLeft
-		if labelBox(r, pt.Label, x, y+40, alignLeft).Max.X > f.box.Right {
+		if labelBox(pt.Label, x, y+40, alignLeft).Max.X > f.box.Right {
 			align = alignRight
 		}
 		label(r, pt.Label, x, y+40, pt.Color, align)
-		l.take(labelBox(r, pt.Label, x, y+40, align))
+		l.take(labelBox(pt.Label, x, y+40, align))
+	}
+	// Labels go in the band above the plot, or else in the plot's rows.
+	area := image.Rect(f.box.Left, f.box.Top, f.box.Right, f.box.Bottom)
+	if band > 0 {
+		area = image.Rect(f.box.Left, f.box.Top-band*labelRow, f.box.Right, f.box.Top)
 	}
 	for _, m := range p.Marks {
 		if !f.inside(m.At) {
@@ -336,7 +365,7 @@ func (p *Panel) drawDecorations(r chartdraw.Renderer, f *frame, legend panelLege
 		}
 		x := f.x(m.At)
 		stroke(r, m.Color, markWidth, true)
-		r.MoveTo(x, f.box.Top)
+		r.MoveTo(x, area.Min.Y)
 		r.LineTo(x, f.box.Bottom)
 		r.Stroke()
 	}
@@ -349,7 +378,7 @@ func (p *Panel) drawDecorations(r chartdraw.Renderer, f *frame, legend panelLege
 		if m.Short != "" {
 			texts = append(texts, m.Short)
 		}
-		if s, b, ok := l.placeMark(r, texts, x, f.box); ok {
+		if s, b, ok := l.placeMark(texts, x, area); ok {
 			labelIn(r, s, b, m.Color)
 		}
 	}

@@ -34,7 +34,7 @@ func label(r chartdraw.Renderer, s string, x, y int, color drawing.Color, align 
 	if s == "" {
 		return
 	}
-	labelIn(r, s, labelBox(r, s, x, y, align), color)
+	labelIn(r, s, labelBox(s, x, y, align), color)
 }
 
 // labelIn writes s on a dark backing that fills box, as labelBox gives
