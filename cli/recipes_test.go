@@ -44,6 +44,8 @@ type recipeLine struct {
 	// exit is the exit code the docs give the command here (no GPU, no
 	// NVIDIA driver).
 	exit int
+	// input is what the reader types for the command (a password).
+	input string
 	// check checks what the command printed (standard output and error).
 	check func(t *testing.T, r *recipeRun, out string)
 }
@@ -97,7 +99,13 @@ func recipeLines() map[string]recipeLine {
 				t.Errorf("expiring a silence no one made: got %q, want it named", out)
 			}
 		}},
-		"promtool test rules prom/rules_test.yaml":                               {skip: "promtool's unit tests of the exported rules, a minute of CPU: TestDocsCommands runs the command as written, on the files the same commands make"},
+		"promtool test rules prom/rules_test.yaml": {skip: "promtool's unit tests of the exported rules, a minute of CPU: TestDocsCommands runs the command as written, on the files the same commands make"},
+		"gpuwatch hash-password alice    # asks for alice's password twice, not shown": {input: "correct horse\n",
+			check: func(t *testing.T, r *recipeRun, out string) {
+				if !strings.HasPrefix(out, "alice: $2a$10$") {
+					t.Errorf("hash-password: got %q, want the line for basic_auth_users", out)
+				}
+			}},
 		"mv /var/lib/gpuwatch/gpuwatch.db /var/lib/gpuwatch/gpuwatch.db.damaged": {skip: "moves the store of an installed gpuwatch; TestDocsCommands does it to a store of its own"},
 		"wrk -t2 -c10 -d30s --latency -s scripts/loadtest/slash.lua http://127.0.0.1:9477 -- 200 10": {
 			as: "wrk -t2 -c10 -d3s --latency -s scripts/loadtest/slash.lua http://127.0.0.1:9477 -- 200 10", why: "a short run: a check that every signed request is answered, not a measure",
@@ -154,7 +162,8 @@ const recipeRoot = "/mnt"
 type recipeRun struct {
 	dir    string // the copy of the checkout, seen from outside as recipeRoot is from inside
 	cmd    *exec.Cmd
-	stdin  io.WriteCloser
+	script io.WriteCloser // what the shell reads its commands from, fd 4
+	stdin  io.WriteCloser // the commands' standard input: what the reader types
 	status *bufio.Scanner // the exit code of each command, on fd 3
 	out    lockedLines    // what the commands printed
 	n      int
@@ -233,6 +242,9 @@ func TestRecipes(t *testing.T) {
 					t.Logf("%s: run as %q: %s", name, as, line.why)
 				}
 				began := time.Now()
+				if line.input != "" {
+					io.WriteString(r.stdin, line.input)
+				}
 				code, out := r.run(t, as)
 				if d := time.Since(began); d > 2*time.Second {
 					t.Logf("%s: %v", name, d.Round(100*time.Millisecond))
@@ -366,12 +378,17 @@ func startRecipes(t *testing.T) *recipeRun {
 	if err != nil {
 		t.Fatal(err)
 	}
-	shell := fmt.Sprintf(`mount --bind %q %s && mount -t tmpfs tmpfs /tmp && ip link set lo up && cd %s && PATH=%s:%s/bin:$PATH exec bash --noprofile --norc`,
+	scriptR, scriptW, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.script = scriptW
+	shell := fmt.Sprintf(`mount --bind %q %s && mount -t tmpfs tmpfs /tmp && ip link set lo up && cd %s && PATH=%s:%s/bin:$PATH exec bash --noprofile --norc /dev/fd/4`,
 		r.dir, recipeRoot, recipeRoot, recipeRoot, recipeRoot)
 	r.cmd = exec.Command("unshare", "-rnmpf", "--mount-proc", "sh", "-c", shell)
 	r.cmd.Env = append(os.Environ(), "TZ=UTC", "SLACK_WEBHOOK_URL=", "SLACK_BOT_TOKEN=")
 	r.cmd.Stdout, r.cmd.Stderr = outW, outW
-	r.cmd.ExtraFiles = []*os.File{statusW}
+	r.cmd.ExtraFiles = []*os.File{statusW, scriptR}
 	r.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if r.stdin, err = r.cmd.StdinPipe(); err != nil {
 		t.Fatal(err)
@@ -381,6 +398,7 @@ func startRecipes(t *testing.T) *recipeRun {
 	}
 	statusW.Close()
 	outW.Close()
+	scriptR.Close()
 	var reading sync.WaitGroup
 	reading.Go(func() {
 		sc := bufio.NewScanner(outR)
@@ -392,6 +410,7 @@ func startRecipes(t *testing.T) *recipeRun {
 	t.Cleanup(func() {
 		// The shell and all it started, in its own process namespace, end
 		// with it.
+		r.script.Close()
 		r.stdin.Close()
 		done := make(chan error, 1)
 		go func() { done <- r.cmd.Wait() }()
@@ -412,7 +431,7 @@ func (r *recipeRun) run(t *testing.T, cmd string) (int, string) {
 	t.Helper()
 	r.n++
 	before := len(r.out.snapshot())
-	fmt.Fprintf(r.stdin, "%s\nprintf '%%d %%d\\n' %d $? >&3\n", cmd, r.n)
+	fmt.Fprintf(r.script, "%s\nprintf '%%d %%d\\n' %d $? >&3\n", cmd, r.n)
 	type result struct {
 		n, code int
 		ok      bool
