@@ -105,6 +105,13 @@ func BenchmarkHistoryChart(b *testing.B) {
 	benchmarkPNG(b, func() ([]byte, error) { return h.PNG(paris) })
 }
 
+// BenchmarkHistoryChart16GPUs draws what /gpu history answers for a node
+// of sixteen GPUs over 6 h, two alerts marked: a chart a GPU.
+func BenchmarkHistoryChart16GPUs(b *testing.B) {
+	h := sixteenGPUs()
+	benchmarkPNG(b, func() ([]byte, error) { return h.PNG(paris) })
+}
+
 // benchmarkPNG runs draw b.N times and reports its CPU time.
 func benchmarkPNG(b *testing.B, draw func() ([]byte, error)) {
 	b.ReportAllocs()
