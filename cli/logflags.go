@@ -30,6 +30,16 @@ func addLogFlags(fs *flag.FlagSet) *logFlags {
 	}
 }
 
+// hostNote says, when nothing named the log's host but its file's name
+// (gpu.csv is of host "gpu"), where the name came from and how to give
+// another; "" when --host, the config or the log named it.
+func (lf *logFlags) hostNote(path string, cfg *config.Config, r *replay.Reader) string {
+	if *lf.host != "" || (cfg != nil && cfg.Host != "") || r.Host() != replay.HostFromPath(path) {
+		return ""
+	}
+	return " (named after the log's file; --host NAME or the config's host: names it)"
+}
+
 // open opens the log at path with the flags' options. The host is --host,
 // or the config's own host: setting, or else what the log says (its
 // host, or its file's name), never the name of the machine replaying it.

@@ -88,9 +88,9 @@ from the first lines. Make a log with:
 	if snapshots == 0 {
 		return noSamples(*trace, r.Skipped())
 	}
-	fmt.Fprintf(env.Stderr, "replayed %s (%s of data, %s to %s; %s of %s%s): %s",
+	fmt.Fprintf(env.Stderr, "replayed %s (%s of data, %s to %s; %s of %s%s%s): %s",
 		plural.Count(snapshots, "snapshot"), last.Sub(first).Round(time.Second), first.In(env.Location).Format(timeLayout), last.In(env.Location).Format(timeLayout),
-		r.Format(), r.Host(), stepText(probe.step), plural.Count(transitions, "transition"))
+		r.Format(), r.Host(), lf.hostNote(*trace, cfg, r), stepText(probe.step), plural.Count(transitions, "transition"))
 	if n := r.Skipped(); n > 0 {
 		fmt.Fprintf(env.Stderr, "; %s skipped", plural.Count(n, "malformed row"))
 	}

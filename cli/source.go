@@ -73,6 +73,9 @@ func openSource(c *config.Config, env *Env, logger *slog.Logger) (gpu.Source, er
 
 func openNVML(host string, logger *slog.Logger) (*nvml.Sampler, error) {
 	s, err := nvml.OpenSystem(nvml.Options{Host: host, Attributor: proc.NewReader("", ""), Logger: logger})
+	if errors.Is(err, nvml.ErrLibraryNotFound) {
+		return nil, fmt.Errorf("open NVML: %w, or run the daemon on simulated GPUs: `source: {type: sim}` in its config", err)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("open NVML: %w", err)
 	}
