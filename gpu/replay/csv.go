@@ -65,7 +65,10 @@ func (f *csvFormat) next(rw *row) error {
 		}
 		dated := !f.hdr.has[colTimestamp]
 		if dated && maybeDateLine(line) {
-			if ns, ok := f.tp.dateLine(line); ok {
+			if ns, ok, ferr := f.dateLine(line); ok {
+				if ferr != nil {
+					return f.errorAt(ferr)
+				}
 				f.blockNS, f.block = ns, f.block+1
 				continue
 			}
@@ -83,10 +86,8 @@ func (f *csvFormat) next(rw *row) error {
 			}
 			continue
 		}
-		if !dated {
-			if _, ok := f.tp.dateLine(line); ok {
-				continue // a date line in a log whose rows have their own times
-			}
+		if !dated && f.tp.isDateLine(line) {
+			continue // a date line in a log whose rows have their own times
 		}
 		return f.errorAt(ferr)
 	}

@@ -38,7 +38,7 @@ func detect(in *input) (format, string, error) {
 		case isWatchTitle(t):
 			continue
 		}
-		if _, ok := in.tp.dateLine(t); ok {
+		if in.tp.isDateLine(t) {
 			continue
 		}
 		if first == nil {

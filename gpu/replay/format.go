@@ -54,9 +54,20 @@ type input struct {
 	notes notes
 	host  string // the host the log names, if it does
 	// reopen opens the log's file again, and says when it was last
-	// written, for dmon output without times; nil for a stream.
+	// written, for logs without times or dates; nil for a stream.
 	reopen func() (io.ReadCloser, time.Time, error)
+	day    clockDay // the day of the times of day the log has alone
 }
+
+// layoutChange is what a format returns when the log goes on in another
+// layout (nvidia-smi's tables, then a CSV with its own header): the Reader
+// reads on with f, whose first line is the line just read.
+type layoutChange struct {
+	f    format
+	kind string
+}
+
+func (*layoutChange) Error() string { return "the log changes layout" }
 
 // errorAt makes a *ParseError of a problem on the line just read.
 func (in *input) errorAt(ferr *fieldError) *ParseError {

@@ -106,6 +106,11 @@ type Options struct {
 	// names) instead of Logger, as plain lines ("warning: FILE:LINE:COL:
 	// …; row skipped", "note: …"), for commands that print them for people.
 	Warnings io.Writer
+	// Step is how often a log without times was sampled (a loop with
+	// `sleep 1`): its samples are taken Step apart, the last at the file's
+	// modification time. 0 leaves such a log an error; nvidia-smi dmon
+	// output without times is taken 1 s apart, dmon's default.
+	Step time.Duration
 }
 
 // Reader reads snapshots from a GPU log. It implements gpu.Source. A Reader
@@ -113,7 +118,7 @@ type Options struct {
 type Reader struct {
 	in     *input
 	f      format
-	kind   string // the format's name, for people
+	kinds  []string // the formats' names, for people, in the order the log has them
 	host   string
 	log    *slog.Logger
 	closer io.Closer
@@ -123,6 +128,9 @@ type Reader struct {
 	rw      row  // the row just parsed
 	pending bool // rw starts the next snapshot and is not in a group yet
 	prevNS  int64
+	// cut says that the log changed layout since the group began: the
+	// next row starts a snapshot of its own.
+	cut bool
 
 	// The snapshot being gathered.
 	group       []gpu.Device
@@ -138,6 +146,9 @@ type Reader struct {
 
 	skipped   int
 	skipLines []int
+
+	bursts     bursts // snapshots that share a second, spread over it
+	spreadSaid bool
 
 	totals map[string]uint64 // GPU memory by name, for logs without memory.total; 0 when unknown
 }
@@ -173,7 +184,7 @@ func newReader(r io.Reader, name string, opts Options, reopen func() (io.ReadClo
 	if err != nil {
 		return nil, err
 	}
-	return &Reader{in: in, f: f, kind: kind, log: log}, nil
+	return &Reader{in: in, f: f, kinds: []string{kind}, log: log}, nil
 }
 
 // Open opens the GPU log at path, gzip-compressed or not, and reads its
@@ -226,8 +237,10 @@ func HostFromPath(path string) string {
 }
 
 // Format names the log's format as detected, for people: "nvidia-smi CSV",
-// "nvidia-smi table", "nvidia-smi dmon", "gpustat".
-func (r *Reader) Format() string { return r.kind }
+// "nvidia-smi table", "nvidia-smi dmon", "gpustat", "GPU-Z sensor log",
+// "MSI Afterburner log", "script lines"; a log that changes layout names
+// each, in order ("nvidia-smi table, then nvidia-smi CSV").
+func (r *Reader) Format() string { return strings.Join(r.kinds, ", then ") }
 
 // Host is the host of the snapshots: Options.Host, or the host the log
 // names, or its file's name. It is known once the first snapshot is read.
@@ -264,6 +277,38 @@ func (r *Reader) Next(ctx context.Context) (*gpu.Snapshot, error) {
 		return nil, errClosed
 	}
 	for {
+		if s, err, ok := r.bursts.pop(); ok {
+			return s, err
+		}
+		s, err := r.read()
+		switch {
+		case err == io.EOF:
+			r.bursts.flush()
+		case err != nil:
+			if r.bursts.flush() {
+				r.bursts.err = err // after the snapshots before it
+				continue
+			}
+			return nil, err
+		case r.in.tp.fine:
+			return s, nil // times to the millisecond: same times are the log's
+		default:
+			r.bursts.add(s)
+		}
+		if r.bursts.spread && !r.spreadSaid {
+			r.spreadSaid = true
+			r.in.notes.add("the log has several samples of a GPU within one second (its times say seconds, not less): " +
+				"they are taken evenly apart within their second")
+		}
+		if err == io.EOF && !r.bursts.flush() {
+			return nil, io.EOF
+		}
+	}
+}
+
+// read reads the next snapshot of the log from its rows.
+func (r *Reader) read() (*gpu.Snapshot, error) {
+	for {
 		if !r.pending {
 			err := r.f.next(&r.rw)
 			if err == io.EOF {
@@ -272,6 +317,12 @@ func (r *Reader) Next(ctx context.Context) (*gpu.Snapshot, error) {
 				}
 				r.finish()
 				return nil, io.EOF
+			}
+			if sw, ok := err.(*layoutChange); ok {
+				r.f = sw.f
+				r.kinds = append(r.kinds, sw.kind)
+				r.cut = len(r.group) > 0
+				continue
 			}
 			if err != nil {
 				if perr, ok := errors.AsType[*ParseError](err); ok && r.in.opts.SkipBad {
@@ -354,6 +405,9 @@ func (r *Reader) place() (next bool, _ *ParseError) {
 		return false, r.backwards(r.groupNS, r.groupLine)
 	}
 	switch {
+	case r.cut:
+		r.cut = false
+		next = true
 	case rw.sample > 0:
 		next = rw.sample != r.groupSample || !rw.ordinal && r.inGroup(rw.dev.Index)
 	case rw.ordinal:

@@ -157,7 +157,10 @@ func (f *tableFormat) readLine() error {
 // outsideLine reads a line outside the table's frame: the date above it,
 // watch's title, or nvidia-smi's message when it could not read the GPUs.
 func (f *tableFormat) outsideLine(t []byte) error {
-	if ns, ok := f.tp.dateLine(t); ok {
+	if ns, ok, ferr := f.dateLine(t); ok {
+		if ferr != nil {
+			return f.errorAt(ferr)
+		}
 		f.flush()
 		f.dateNS, f.haveDate = ns, true
 		return nil

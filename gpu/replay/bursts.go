@@ -1,0 +1,80 @@
+package replay
+
+import (
+	"time"
+
+	"github.com/gpuwatch/gpuwatch/gpu"
+)
+
+// bursts spreads snapshots that share a whole second over it. A log whose
+// times say seconds, sampled several times a second (GPU-Z at a fast
+// refresh, a script in a tight loop), has snapshots of one GPU at the same
+// time; downstream, a sample not later than the one before is dropped. The
+// k-th of n snapshots of second T is taken at T + k/n s (or, when the next
+// snapshot comes sooner than a second later, that much less apart).
+type bursts struct {
+	held   []*gpu.Snapshot // at one whole second, waiting for the next time
+	ready  []*gpu.Snapshot // to hand out, in order, from at on
+	at     int
+	err    error           // handed out after ready
+	spread bool            // some snapshots were spread
+}
+
+// add takes the next snapshot of the log.
+func (b *bursts) add(s *gpu.Snapshot) {
+	if len(b.held) > 0 && s.Time.Equal(b.held[0].Time) {
+		b.held = append(b.held, s)
+		return
+	}
+	b.release(s.Time)
+	if s.Time.Nanosecond() == 0 {
+		b.held = append(b.held, s)
+		return
+	}
+	b.ready = append(b.ready, s)
+}
+
+// flush hands out what is held, at the end of the log or before an error;
+// it reports whether anything is ready.
+func (b *bursts) flush() bool {
+	b.release(time.Time{})
+	return b.at < len(b.ready)
+}
+
+// release spreads the held snapshots over their second, or up to next.
+func (b *bursts) release(next time.Time) {
+	n := len(b.held)
+	if n == 0 {
+		return
+	}
+	if n > 1 {
+		span := time.Second
+		if !next.IsZero() {
+			span = min(span, next.Sub(b.held[0].Time))
+		}
+		for k := 1; k < n; k++ {
+			b.held[k].Time = b.held[k].Time.Add(span * time.Duration(k) / time.Duration(n))
+		}
+		b.spread = true
+	}
+	b.ready = append(b.ready, b.held...)
+	clear(b.held)
+	b.held = b.held[:0]
+}
+
+// pop returns the next snapshot ready, or the error that came after them.
+func (b *bursts) pop() (*gpu.Snapshot, error, bool) {
+	if b.at == len(b.ready) {
+		if err := b.err; err != nil {
+			b.err = nil
+			return nil, err, true
+		}
+		return nil, nil, false
+	}
+	s := b.ready[b.at]
+	b.ready[b.at] = nil
+	if b.at++; b.at == len(b.ready) {
+		b.ready, b.at = b.ready[:0], 0
+	}
+	return s, nil, true
+}
