@@ -57,6 +57,9 @@ type input struct {
 	// written, for logs without times or dates; nil for a stream.
 	reopen func() (io.ReadCloser, time.Time, error)
 	day    clockDay // the day of the times of day the log has alone
+	// peekDated says that the first lines of the log have a date line.
+	peekDated bool
+	shellSaid bool // lines a shell wrote were skipped, and a note said so
 }
 
 // layoutChange is what a format returns when the log goes on in another
