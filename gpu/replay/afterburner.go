@@ -163,7 +163,8 @@ func (f *afterburnerFormat) unit(rest []byte) {
 			c.scale = s
 		}
 	case c.kind == colPower && !unitFits(colPower, u):
-		c.kind, c.gpu = colIgnore, -1 // "%": a share of the power limit
+		c.kind, c.gpu = colIgnore, -1
+		f.notes.add("Afterburner's %s is in %s, a share of the power limit, not watts: not read", c.name, u)
 	}
 }
 

@@ -20,8 +20,14 @@ type bursts struct {
 	spread bool            // some snapshots were spread
 }
 
-// add takes the next snapshot of the log.
-func (b *bursts) add(s *gpu.Snapshot) {
+// add takes the next snapshot of the log; spread is false for a log whose
+// times say fractions of a second, whose same times are its own.
+func (b *bursts) add(s *gpu.Snapshot, spread bool) {
+	if !spread {
+		b.release(s.Time)
+		b.ready = append(b.ready, s)
+		return
+	}
 	if len(b.held) > 0 && s.Time.Equal(b.held[0].Time) {
 		b.held = append(b.held, s)
 		return

@@ -41,7 +41,6 @@ func detect(in *input) (format, string, error) {
 			continue
 		}
 		if in.tp.isDateLine(t) {
-			in.peekDated = true
 			continue
 		}
 		if isShellOutput(t) {
@@ -54,6 +53,12 @@ func detect(in *input) (format, string, error) {
 			continue // its GPUs' lines follow
 		}
 		break
+	}
+	for _, line := range lines {
+		if in.tp.isDateLine(trimSpace(line)) {
+			in.peekDated = true
+			break
+		}
 	}
 	if first == nil {
 		if len(lines) == 0 || allBlank(lines) {

@@ -225,7 +225,7 @@ func HostFromPath(path string) string {
 	}
 	for {
 		switch ext := filepath.Ext(base); strings.ToLower(ext) {
-		case ".csv", ".log", ".txt", ".tsv", ".out", ".gz", ".bz2", ".xz", ".zst":
+		case ".csv", ".log", ".txt", ".tsv", ".out", ".hml", ".gz", ".bz2", ".xz", ".zst":
 			if ext == base {
 				return base
 			}
@@ -290,10 +290,8 @@ func (r *Reader) Next(ctx context.Context) (*gpu.Snapshot, error) {
 				continue
 			}
 			return nil, err
-		case r.in.tp.fine:
-			return s, nil // times to the millisecond: same times are the log's
 		default:
-			r.bursts.add(s)
+			r.bursts.add(s, !r.in.tp.fine)
 		}
 		if r.bursts.spread && !r.spreadSaid {
 			r.spreadSaid = true

@@ -6,13 +6,14 @@ import (
 )
 
 // A log without its header (--format=csv,noheader) read with --columns may
-// have rows of another width: the script that wrote it gained columns, or
-// lost some, halfway. A row of another width is the same columns with the
-// extra ones in front of them or behind them (or a window of them, for a
-// narrower row), whichever way its values fit: times where the timestamp
-// is, units that are the columns' (MiB, %, W), GPU indexes and UUIDs. The
-// extra columns are not read, which a note says. A row whose values fit
-// neither way, or both ways alike, is an error that names both widths.
+// have wider rows: the script that wrote it gained columns halfway. A
+// wider row is the same columns with the extra ones in front of them or
+// behind them, whichever way its values fit: times where the timestamp is,
+// units that are the columns' (MiB, %, W), GPU indexes and UUIDs, and at
+// least one value whose form says its column. The extra columns are not
+// read, which a note says. A row whose values fit neither way, or both
+// ways alike, is an error that names both widths; a narrower row is one cut
+// short, an error as in a log with a header.
 
 // placement is one way a row of another width may hold the columns.
 type placement struct {
@@ -28,16 +29,19 @@ func (f *csvFormat) widthHeader(n int, line []byte) (*header, *fieldError) {
 		return h, nil
 	}
 	k := len(f.hdr.cols)
-	diff := max(n, k) - min(n, k)
+	if n < k {
+		return nil, fieldCountError(line, n, k)
+	}
+	diff := n - k
 	ways := [2]placement{{offset: 0}, {offset: diff}}
 	for w := range ways {
 		ways[w].fits, ways[w].clues = f.place(line, n, k, ways[w].offset)
 	}
 	var chosen *placement
 	switch a, b := &ways[0], &ways[1]; {
-	case a.fits && (!b.fits || a.clues > b.clues):
+	case a.fits && a.clues > 0 && (!b.fits || a.clues > b.clues):
 		chosen = a
-	case b.fits && (!a.fits || b.clues > a.clues):
+	case b.fits && b.clues > 0 && (!a.fits || b.clues > a.clues):
 		chosen = b
 	}
 	if chosen == nil {
@@ -46,23 +50,17 @@ func (f *csvFormat) widthHeader(n int, line []byte) (*header, *fieldError) {
 			how = "both ways alike"
 		}
 		return nil, &fieldError{1, fmt.Sprintf("rows of %d and %d fields: --columns names %d columns, and this row's values fit them "+
-			"with the %d %s in front or behind %s; give --columns for these rows, or split the log where its rows change",
-			k, n, k, diff, choose(n > k, "extra fields", "missing columns"), how)}
+			"with the %d extra fields in front or behind %s; give --columns for these rows, or split the log where its rows change",
+			k, n, k, diff, how)}
 	}
 	h := &header{cols: make([]column, n)}
 	where := "behind"
 	if chosen.offset > 0 {
 		where = "in front of"
 	}
-	if n > k {
-		copy(h.cols[chosen.offset:], f.hdr.cols)
-		f.notes.add("rows of %d fields (from line %d): the %d columns of --columns with %d more %s them, not read",
-			n, f.lr.line, k, diff, where)
-	} else {
-		copy(h.cols, f.hdr.cols[chosen.offset:chosen.offset+n])
-		f.notes.add("rows of %d fields (from line %d): the columns of --columns without the %d %s them",
-			n, f.lr.line, diff, where)
-	}
+	copy(h.cols[chosen.offset:], f.hdr.cols)
+	f.notes.add("rows of %d fields (from line %d): the %d columns of --columns with %d more %s them, not read",
+		n, f.lr.line, k, diff, where)
 	h.count()
 	if f.widths == nil {
 		f.widths = make(map[int]*header)
@@ -79,9 +77,6 @@ func (f *csvFormat) place(line []byte, n, k, offset int) (fits bool, clues int) 
 		var v []byte
 		v, _, pos = nextValue(line, pos)
 		j := i - offset // the column of value i
-		if n < k {
-			j = i + offset
-		}
 		if j < 0 || j >= k {
 			continue // an extra field
 		}
@@ -128,12 +123,4 @@ func (f *csvFormat) fits(c *column, v []byte) (ok, clue bool) {
 	_, ferr := reading(c, 1, v)
 	_, unit := splitUnit(v)
 	return ferr == nil, len(unit) > 0
-}
-
-// choose picks the first word when cond holds, else the second.
-func choose(cond bool, yes, no string) string {
-	if cond {
-		return yes
-	}
-	return no
 }
