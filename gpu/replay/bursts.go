@@ -16,8 +16,8 @@ type bursts struct {
 	held   []*gpu.Snapshot // at one whole second, waiting for the next time
 	ready  []*gpu.Snapshot // to hand out, in order, from at on
 	at     int
-	err    error           // handed out after ready
-	spread bool            // some snapshots were spread
+	err    error // handed out after ready
+	spread bool  // some snapshots were spread
 }
 
 // add takes the next snapshot of the log; spread is false for a log whose

@@ -47,7 +47,7 @@ var columnNames = map[string]struct {
 	"index": {colIndex, 0}, "gpu_index": {colIndex, 0}, "gpu_id": {colIndex, 1}, "gpuid": {colIndex, 1},
 	"gpu": {colIndex, 1}, "id": {colIndex, 2}, "idx": {colIndex, 2}, "gpu_idx": {colIndex, 1},
 	"device": {colIndex, 2}, "device_id": {colIndex, 2}, "device_index": {colIndex, 1}, "gpu_num": {colIndex, 1},
-	"gpu_number": {colIndex, 1}, "gpu_no": {colIndex, 1},
+	"gpu_number": {colIndex, 1}, "gpu_no": {colIndex, 1}, "cuda": {colIndex, 2},
 
 	"uuid": {colUUID, 0}, "gpu_uuid": {colUUID, 0},
 

@@ -332,5 +332,12 @@ func (p *timeParser) isDateLine(line []byte) bool {
 // of `date -R` ("Sun, 29 Nov 2026 09:00:00 +0000").
 func maybeDateLine(line []byte) bool {
 	i := bytes.IndexByte(line, ',')
-	return i < 0 || i == 3 && bytes.IndexByte(line[4:], ',') < 0
+	if i < 0 {
+		return true
+	}
+	if bytes.IndexByte(line[i+1:], ',') >= 0 {
+		return false
+	}
+	day := bytes.TrimLeft(line[:i], decorations+" \t")
+	return len(day) >= 3 && isWeekday(day)
 }

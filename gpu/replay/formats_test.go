@@ -96,7 +96,8 @@ func TestDetectTriesEveryFormat(t *testing.T) {
 	if !ok || perr.Line != 3 || perr.Col != 1 {
 		t.Fatalf("got %v, want an error at gpu.csv:3:1", err)
 	}
-	for _, tried := range []string{`"hello world"`, "a CSV header naming GPU readings", "needs --columns", "nvidia-smi's table", "dmon's header", "gpustat"} {
+	for _, tried := range []string{`"hello world"`, "a CSV header naming GPU readings", "needs --columns", "nvidia-smi's table", "dmon's header", "gpustat",
+		"GPU-Z sensor log", "MSI Afterburner log", "a script's lines with a time and named readings", "with commas or |"} {
 		if !strings.Contains(perr.Msg, tried) {
 			t.Errorf("got %q, want it to say %q", perr.Msg, tried)
 		}

@@ -53,7 +53,11 @@ func (l *lineReader) next() ([]byte, error) {
 		}
 		line = l.long
 	}
-	if err != nil && err != io.EOF {
+	if terr, ok := err.(*textError); ok && len(line) == 0 {
+		l.ioErr = &ParseError{l.name, l.line + 1, 1, terr.msg}
+		return nil, l.ioErr
+	}
+	if err != nil && err != io.EOF && !isTextError(err) {
 		l.ioErr = fmt.Errorf("read %s: %w", l.name, err)
 		return nil, l.ioErr
 	}
@@ -117,4 +121,9 @@ func (l *lineReader) peekLines(n int) [][]byte {
 		buf = rest
 	}
 	return lines
+}
+
+func isTextError(err error) bool {
+	_, ok := err.(*textError)
+	return ok
 }

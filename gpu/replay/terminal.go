@@ -52,15 +52,28 @@ func isScreenCapture(head []byte) bool {
 
 // screenReader turns the writes of a captured terminal into its frames.
 type screenReader struct {
-	in       *bufio.Reader
-	rows     [][]rune
-	x, y     int
-	savedX   int
-	savedY   int
-	written  bool   // something was drawn since the frame began
-	out      []byte // frames not yet read
-	err      error
+	in      *bufio.Reader
+	rows    [][]rune
+	x, y    int
+	savedX  int
+	savedY  int
+	written bool   // something was drawn since the frame began
+	out     []byte // frames not yet read
+	err     error
+	read    int // bytes of the capture replayed
+	drawn   int // bytes of frames handed out
 }
+
+// maxScreenGrowth bounds how much larger the frames may be than the
+// capture: a real one redraws a few cells a frame, and a capture whose
+// frames are far larger than itself is not one, and must not fill memory.
+const maxScreenGrowth = 256
+
+// textError is a problem with a log's text as a whole, which the line
+// reader reports as a *ParseError at the line it reached.
+type textError struct{ msg string }
+
+func (e *textError) Error() string { return e.msg }
 
 func newScreenReader(r *bufio.Reader) *screenReader { return &screenReader{in: r} }
 
@@ -85,9 +98,12 @@ func (s *screenReader) step() {
 		c, err := s.in.ReadByte()
 		if err != nil {
 			s.frame()
-			s.err = err
+			if s.err == nil {
+				s.err = err
+			}
 			return
 		}
+		s.read++
 		switch {
 		case c == 0x1b:
 			s.escape()
@@ -112,7 +128,7 @@ func (s *screenReader) step() {
 			}
 			s.put(r)
 		}
-		if len(s.out) > 0 {
+		if len(s.out) > 0 || s.err != nil {
 			return
 		}
 	}
@@ -327,6 +343,7 @@ func (s *screenReader) frame() {
 		return
 	}
 	s.written = false
+	before := len(s.out)
 	for _, row := range s.rows {
 		end := len(row)
 		for end > 0 && (row[end-1] == ' ' || row[end-1] == 0) {
@@ -341,4 +358,8 @@ func (s *screenReader) frame() {
 		s.out = append(s.out, '\n')
 	}
 	s.out = append(s.out, '\n')
+	if s.drawn += len(s.out) - before; s.drawn > maxScreenGrowth*s.read+1<<20 {
+		s.out = s.out[:0]
+		s.err = &textError{"the terminal capture draws far more than it holds: is this a capture of watch or gpustat -i?"}
+	}
 }

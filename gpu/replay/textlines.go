@@ -45,26 +45,26 @@ const formatText = "script lines"
 // were taken from where.
 type textFormat struct {
 	*input
-	blockNS int64 // the time of the last date (or status) line
-	block   int
-	rec     textRecord // the GPU being gathered
-	out     []row      // records finished, returned from outAt on
-	outAt   int
-	fields  []textField
-	values  []textValue
-	loose   []*textValue // values without a label, read by their units
-	said    bool         // where the readings come from was said
+	blockNS  int64 // the time of the last date (or status) line
+	block    int
+	rec      textRecord // the GPU being gathered
+	out      []row      // records finished, returned from outAt on
+	outAt    int
+	fields   []textField
+	values   []textValue
+	loose    []*textValue // values without a label, read by their units
+	said     bool         // where the readings come from was said
 	skipSaid bool
 }
 
 // textRecord is one GPU's readings being gathered from a line or a block.
 type textRecord struct {
-	rw      row
-	mem     memReading
-	set     [numKinds]bool
-	indexed bool // a GPU index was given
+	rw       row
+	mem      memReading
+	set      [numKinds]bool
+	indexed  bool // a GPU index was given
 	readings int
-	from    []string // where each reading came from, for the note
+	from     []string // where each reading came from, for the note
 }
 
 func newTextFormat(in *input) *textFormat { return &textFormat{input: in} }
@@ -128,11 +128,7 @@ func (f *textFormat) readLine(line []byte) error {
 		return nil
 	}
 	f.fields, f.values = scanText(rest, f.fields[:0], f.values[:0])
-	items, ferr := f.classify()
-	if ferr != nil {
-		return f.errorAt(ferr)
-	}
-	if items == 0 {
+	if f.classify() == 0 {
 		if timed {
 			f.finish() // a status line: "[…] GPU Status:", or a time alone with its label
 			f.blockNS, f.block = ns, f.block+1
@@ -165,23 +161,16 @@ type textKind struct {
 	loose bool // no label: read by its unit, once the line is seen
 }
 
-// classify finds what the line's values are; it returns how many are
-// GPU readings, indexes or unlabelled values with a unit.
-func (f *textFormat) classify() (int, *fieldError) {
+// classify counts the line's values that are GPU readings, indexes or
+// values without a label that have a unit.
+func (f *textFormat) classify() int {
 	n := 0
-	f.loose = f.loose[:0]
 	for i := range f.values {
-		v := &f.values[i]
-		k := textKindOf(v)
-		switch {
-		case k.loose:
-			f.loose = append(f.loose, v)
-			n++
-		case k.kind != colIgnore:
+		if k := textKindOf(&f.values[i]); k.loose || k.kind != colIgnore {
 			n++
 		}
 	}
-	return n, nil
+	return n
 }
 
 // textKindOf finds what a value is by its label and unit.
@@ -243,28 +232,31 @@ func valueUnit(v []byte) []byte {
 	return trimSpace(v[i:])
 }
 
-// gather adds the line's values to the GPUs being gathered.
+// gather adds the line's values to the GPUs being gathered. A GPU index
+// starts another GPU; the values without a label after it, up to the next
+// index, are read by their units for it.
 func (f *textFormat) gather(ns int64, timed bool, timeText []byte) error {
-	indexes := 0
-	for i := range f.values {
-		if textKindOf(&f.values[i]).kind == colIndex {
-			indexes++
-		}
-	}
 	f.begin(ns, timed, timeText)
-	before := f.rec.readings
+	before, named := f.rec.readings, false
+	loose := f.loose[:0]
 	for i := range f.values {
 		v := &f.values[i]
 		k := textKindOf(v)
 		switch {
+		case k.loose:
+			loose = append(loose, v)
 		case k.kind == colIndex:
+			if ferr := f.readLoose(loose); ferr != nil {
+				return f.errorAt(ferr)
+			}
+			loose = loose[:0]
 			if f.rec.indexed || f.rec.readings > 0 {
 				f.end()
 				f.begin(ns, timed, timeText)
 				before = 0
 			}
 			f.rec.rw.dev.Index, _ = gpuIndex(v.v)
-			f.rec.indexed = true
+			f.rec.indexed, named = true, true
 			f.rec.from = append(f.rec.from, fmt.Sprintf("the GPU from %q", v.src))
 			if name := f.nameAfter(v); len(name) > 0 {
 				f.rec.rw.dev.Name = f.names.intern(name)
@@ -281,23 +273,22 @@ func (f *textFormat) gather(ns int64, timed bool, timeText []byte) error {
 			}
 		}
 	}
-	if indexes <= 1 && len(f.loose) > 0 {
-		if ferr := f.readLoose(); ferr != nil {
-			return f.errorAt(ferr)
-		}
-	}
-	if !f.rec.indexed && indexes == 0 && len(f.loose) > 0 && f.values[0].label == nil {
-		if i, ok := gpuIndex(f.values[0].v); ok && len(valueUnit(f.values[0].v)) == 0 && i < 64 {
-			f.rec.rw.dev.Index, f.rec.indexed = i, true // a row of values: "0, NVIDIA …, 45 %, 8595 MiB"
+	if !named && len(loose) > 0 && f.values[0].label == nil {
+		if i, ok := gpuIndex(f.values[0].v); ok && len(valueUnit(f.values[0].v)) == 0 && i < 64 && !f.rec.indexed {
+			f.rec.rw.dev.Index, f.rec.indexed, named = i, true, true // a row of values: "0, NVIDIA …, 45 %, 8595 MiB"
 			f.rec.from = append(f.rec.from, fmt.Sprintf("the GPU from its first value, %q", f.values[0].v))
 		}
+	}
+	if ferr := f.readLoose(loose); ferr != nil {
+		return f.errorAt(ferr)
 	}
 	if f.rec.rw.dev.Name == "" {
 		if name := gpuNameField(f.fields); len(name) > 0 {
 			f.rec.rw.dev.Name = f.names.intern(name)
 		}
 	}
-	if f.rec.readings > 0 && (timed || indexes > 0 && f.rec.readings > before || len(f.loose) > 0) {
+	f.loose = loose
+	if f.rec.readings > 0 && (timed || named && f.rec.readings > before || len(loose) > 0) {
 		f.end() // a line that is a whole GPU
 	}
 	return nil
@@ -413,9 +404,12 @@ func readingName(k colKind, pair bool) string {
 // draw, or of two the smaller the draw and the larger the limit; a
 // temperature the temperature. Values whose units leave their reading in
 // doubt (two percentages, three amounts) are an error.
-func (f *textFormat) readLoose() *fieldError {
+func (f *textFormat) readLoose(loose []*textValue) *fieldError {
+	if len(loose) == 0 {
+		return nil
+	}
 	var pct, mem, pwr, temp []*textValue
-	for _, v := range f.loose {
+	for _, v := range loose {
 		u := valueUnit(v.v)
 		if len(u) == 0 {
 			u = v.unit
