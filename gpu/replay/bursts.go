@@ -6,6 +6,10 @@ import (
 	"github.com/gpuwatch/gpuwatch/gpu"
 )
 
+// maxBurst bounds the snapshots held at one second: more is not a GPU
+// sampled fast, and they are handed out at the time the last one held got.
+const maxBurst = 1000
+
 // bursts spreads snapshots that share a whole second over it. A log whose
 // times say seconds, sampled several times a second (GPU-Z at a fast
 // refresh, a script in a tight loop), has snapshots of one GPU at the same
@@ -16,20 +20,28 @@ type bursts struct {
 	held   []*gpu.Snapshot // at one whole second, waiting for the next time
 	ready  []*gpu.Snapshot // to hand out, in order, from at on
 	at     int
-	err    error // handed out after ready
-	spread bool  // some snapshots were spread
+	last   time.Time // of the last snapshot handed out
+	spread bool      // some snapshots were spread
 }
 
 // add takes the next snapshot of the log; spread is false for a log whose
 // times say fractions of a second, whose same times are its own.
 func (b *bursts) add(s *gpu.Snapshot, spread bool) {
+	if s.Time.Before(b.last) {
+		s.Time = b.last // after a burst longer than maxBurst: no earlier than those handed out
+		spread = false
+	}
 	if !spread {
 		b.release(s.Time)
 		b.ready = append(b.ready, s)
+		b.last = s.Time
 		return
 	}
 	if len(b.held) > 0 && s.Time.Equal(b.held[0].Time) {
 		b.held = append(b.held, s)
+		if len(b.held) == maxBurst {
+			b.release(time.Time{})
+		}
 		return
 	}
 	b.release(s.Time)
@@ -40,8 +52,8 @@ func (b *bursts) add(s *gpu.Snapshot, spread bool) {
 	b.ready = append(b.ready, s)
 }
 
-// flush hands out what is held, at the end of the log or before an error;
-// it reports whether anything is ready.
+// flush hands out what is held, at the end of the log; it reports whether
+// anything is ready.
 func (b *bursts) flush() bool {
 	b.release(time.Time{})
 	return b.at < len(b.ready)
@@ -64,23 +76,20 @@ func (b *bursts) release(next time.Time) {
 		b.spread = true
 	}
 	b.ready = append(b.ready, b.held...)
+	b.last = b.held[n-1].Time
 	clear(b.held)
 	b.held = b.held[:0]
 }
 
-// pop returns the next snapshot ready, or the error that came after them.
-func (b *bursts) pop() (*gpu.Snapshot, error, bool) {
+// pop returns the next snapshot ready.
+func (b *bursts) pop() (*gpu.Snapshot, bool) {
 	if b.at == len(b.ready) {
-		if err := b.err; err != nil {
-			b.err = nil
-			return nil, err, true
-		}
-		return nil, nil, false
+		return nil, false
 	}
 	s := b.ready[b.at]
 	b.ready[b.at] = nil
 	if b.at++; b.at == len(b.ready) {
 		b.ready, b.at = b.ready[:0], 0
 	}
-	return s, nil, true
+	return s, true
 }

@@ -276,3 +276,43 @@ func TestScreenCapture(t *testing.T) {
 		t.Errorf("got %v, want a capture that draws too much refused", err)
 	}
 }
+
+// TestBursts: samples of a GPU within one second are spread over it when
+// the times say seconds, never when they say fractions; a burst too long
+// to be one stays in time order.
+func TestBursts(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("timestamp, index, utilization.gpu [%]\n")
+	for range 3 {
+		b.WriteString("2026/11/29 09:00:00, 0, 5 %\n")
+	}
+	b.WriteString("2026/11/29 09:00:01, 0, 5 %\n")
+	snaps, err := parse(b.String(), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []time.Duration{0, time.Second / 3, 2 * time.Second / 3, time.Second}
+	for i, s := range snaps {
+		if !s.Time.Equal(at(want[i])) {
+			t.Errorf("snapshot %d at %v, want %v", i, s.Time, at(want[i]))
+		}
+	}
+	fine, err := parse(strings.ReplaceAll(b.String(), ":00, 0", ":00.000, 0"), Options{})
+	if err != nil || !fine[1].Time.Equal(at(0)) {
+		t.Errorf("times with milliseconds: got %v, %v; want the log's own times", fine, err)
+	}
+	b.Reset()
+	b.WriteString("timestamp, index, utilization.gpu [%]\n")
+	for range maxBurst + 5 {
+		b.WriteString("2026/11/29 09:00:00, 0, 5 %\n")
+	}
+	long, err := parse(b.String(), Options{})
+	if err != nil || len(long) != maxBurst+5 {
+		t.Fatalf("got %d snapshots, %v; want %d", len(long), err, maxBurst+5)
+	}
+	for i := 1; i < len(long); i++ {
+		if long[i].Time.Before(long[i-1].Time) {
+			t.Fatalf("snapshot %d at %v goes back from %v", i, long[i].Time, long[i-1].Time)
+		}
+	}
+}

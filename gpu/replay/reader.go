@@ -277,19 +277,15 @@ func (r *Reader) Next(ctx context.Context) (*gpu.Snapshot, error) {
 		return nil, errClosed
 	}
 	for {
-		if s, err, ok := r.bursts.pop(); ok {
-			return s, err
+		if s, ok := r.bursts.pop(); ok {
+			return s, nil
 		}
 		s, err := r.read()
 		switch {
 		case err == io.EOF:
 			r.bursts.flush()
 		case err != nil:
-			if r.bursts.flush() {
-				r.bursts.err = err // after the snapshots before it
-				continue
-			}
-			return nil, err
+			return nil, err // the snapshots held stay held: the reader goes on after a bad row
 		default:
 			r.bursts.add(s, !r.in.tp.fine)
 		}

@@ -52,6 +52,7 @@ type textFormat struct {
 	outAt    int
 	fields   []textField
 	values   []textValue
+	kinds    []textKind   // of values, as classify found them
 	loose    []*textValue // values without a label, read by their units
 	said     bool         // where the readings come from was said
 	skipSaid bool
@@ -161,14 +162,17 @@ type textKind struct {
 	loose bool // no label: read by its unit, once the line is seen
 }
 
-// classify counts the line's values that are GPU readings, indexes or
-// values without a label that have a unit.
+// classify finds what the line's values are, and counts those that are
+// GPU readings, indexes or values without a label that have a unit.
 func (f *textFormat) classify() int {
 	n := 0
+	f.kinds = f.kinds[:0]
 	for i := range f.values {
-		if k := textKindOf(&f.values[i]); k.loose || k.kind != colIgnore {
+		k := textKindOf(&f.values[i])
+		if k.loose || k.kind != colIgnore {
 			n++
 		}
+		f.kinds = append(f.kinds, k)
 	}
 	return n
 }
@@ -240,8 +244,7 @@ func (f *textFormat) gather(ns int64, timed bool, timeText []byte) error {
 	before, named := f.rec.readings, false
 	loose := f.loose[:0]
 	for i := range f.values {
-		v := &f.values[i]
-		k := textKindOf(v)
+		v, k := &f.values[i], f.kinds[i]
 		switch {
 		case k.loose:
 			loose = append(loose, v)
@@ -258,7 +261,7 @@ func (f *textFormat) gather(ns int64, timed bool, timeText []byte) error {
 			f.rec.rw.dev.Index, _ = gpuIndex(v.v)
 			f.rec.indexed, named = true, true
 			f.rec.from = append(f.rec.from, fmt.Sprintf("the GPU from %q", v.src))
-			if name := f.nameAfter(v); len(name) > 0 {
+			if name := f.nameAfter(i); len(name) > 0 {
 				f.rec.rw.dev.Name = f.names.intern(name)
 				f.rec.from = append(f.rec.from, fmt.Sprintf("its name from %q", name))
 			}
@@ -485,17 +488,18 @@ func (f *textFormat) readLoose(loose []*textValue) *fieldError {
 	return ferr
 }
 
-// nameAfter returns a GPU's name written after its index in the same
-// field ("GPU 0: NVIDIA GeForce RTX 3090"), or nil.
-func (f *textFormat) nameAfter(v *textValue) []byte {
+// nameAfter returns a GPU's name written after its index, value i, in
+// the same field ("GPU 0: NVIDIA GeForce RTX 3090"), or nil.
+func (f *textFormat) nameAfter(i int) []byte {
+	v := &f.values[i]
 	fld := f.fields[v.field].text
 	at := bytes.Index(fld, v.src)
 	if at < 0 {
 		return nil
 	}
 	rest := bytes.TrimLeft(fld[at+len(v.src):], " :-=")
-	for i := range f.values {
-		if w := &f.values[i]; w.field == v.field && w != v && textKindOf(w).kind != colIgnore {
+	for j := i + 1; j < len(f.values) && f.values[j].field == v.field; j++ {
+		if f.kinds[j].loose || f.kinds[j].kind != colIgnore {
 			return nil // the field goes on with readings
 		}
 	}
