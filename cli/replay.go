@@ -90,7 +90,7 @@ from the first lines. Make a log with:
 	}
 	fmt.Fprintf(env.Stderr, "replayed %s (%s of data, %s to %s; %s of %s%s): %s",
 		plural.Count(snapshots, "snapshot"), last.Sub(first).Round(time.Second), first.In(env.Location).Format(timeLayout), last.In(env.Location).Format(timeLayout),
-		r.Format(), r.Host(), stepText(probe.step), plural.Count(transitions, "transition"))
+		r.Format(), r.Host(), probe.sampling(), plural.Count(transitions, "transition"))
 	if n := r.Skipped(); n > 0 {
 		fmt.Fprintf(env.Stderr, "; %s skipped", plural.Count(n, "malformed row"))
 	}
@@ -137,12 +137,4 @@ func jsonPrinter(w io.Writer) func([]rules.Transition) error {
 		}
 		return nil
 	}
-}
-
-// stepText says how often a log was sampled: ", a sample every 30m".
-func stepText(step time.Duration) string {
-	if step <= 0 {
-		return ""
-	}
-	return ", a sample every " + formatDuration(step)
 }
