@@ -17,14 +17,16 @@ import (
 )
 
 func replayCommand(ctx context.Context, env *Env, args []string) error {
-	fs := newFlags(env, "replay", "[--trace] LOG [--config FILE] [--json] [--plot FILE.png] [--columns LIST] [--host NAME] [--skip-bad]", `
+	fs := newFlags(env, "replay", "[--trace] LOG [--config FILE] [--json] [--plot FILE.png] [--columns LIST] [--host NAME] [--step D] [--skip-bad]", `
 Evaluates the rules over a GPU log, at the log's own timestamps, and prints
 every alert that fires or resolves. Nothing is sent anywhere. Without
 --config the rules of config.example.yaml are used. The log may be
 nvidia-smi --query-gpu CSV (with or without its header, index, uuid or
-timestamp), nvidia-smi's table printed again and again, nvidia-smi dmon,
-gpustat, or a script's CSV (pynvml, GPUtil, nvitop); the format is told
-from the first lines. Make a log with:
+timestamp), nvidia-smi's table printed again and again (watch captures
+included), nvidia-smi dmon, gpustat, a GPU-Z sensor log, an MSI
+Afterburner log, or a script's CSV (pynvml, GPUtil, nvitop) or text lines
+with a time and named readings; the format is told from the first lines.
+Make a log with:
   nvidia-smi --query-gpu=timestamp,index,name,uuid,temperature.gpu,utilization.gpu,utilization.memory,memory.used,memory.total,power.draw --format=csv -l 5 > gpu.csv`)
 	configPath := fs.String("config", "", "config file whose rules to evaluate (default: the built-in example rules)")
 	trace := fs.String("trace", "", "the GPU log to replay (required; or give it as the argument)")
