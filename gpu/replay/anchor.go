@@ -44,19 +44,26 @@ type clockDay struct {
 	m    time.Month
 	have bool
 	last time.Duration // the last time of day
+	// dateNS is the last full date, whose day the next time of day takes
+	// (worked out then: most logs have no times of day alone).
+	dateNS   int64
+	haveDate bool
 }
 
 // dated sets the day from a full date line at ns.
 func (in *input) dated(ns int64) {
-	t := time.Unix(0, ns).In(in.tp.loc)
-	in.day = clockDay{y: t.Year(), m: t.Month(), d: t.Day(), have: true,
-		last: time.Duration(t.Hour())*time.Hour + time.Duration(t.Minute())*time.Minute + time.Duration(t.Second())*time.Second}
+	in.day.dateNS, in.day.haveDate = ns, true
 }
 
 // clock dates a time of day the log has alone. clockOf tells, for the
 // reading again when the file dates it, which lines hold a time of day.
 func (in *input) clock(tod time.Duration, clockOf func([]byte) (time.Duration, bool)) (int64, *fieldError) {
 	c := &in.day
+	if c.haveDate {
+		t := time.Unix(0, c.dateNS).In(in.tp.loc)
+		c.y, c.m, c.d, c.have, c.haveDate = t.Year(), t.Month(), t.Day(), true, false
+		c.last = time.Duration(t.Hour())*time.Hour + time.Duration(t.Minute())*time.Minute + time.Duration(t.Second())*time.Second
+	}
 	if !c.have {
 		if ferr := in.anchorClock(clockOf); ferr != nil {
 			return 0, ferr

@@ -81,6 +81,9 @@ func (b *bursts) release(next time.Time) {
 	b.held = b.held[:0]
 }
 
+// empty reports whether nothing is held or ready.
+func (b *bursts) empty() bool { return len(b.held) == 0 && b.at == len(b.ready) }
+
 // pop returns the next snapshot ready.
 func (b *bursts) pop() (*gpu.Snapshot, bool) {
 	if b.at == len(b.ready) {

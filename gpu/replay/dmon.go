@@ -74,19 +74,31 @@ func (f *dmonFormat) next(rw *row) error {
 			}
 			continue // the units line, or a comment
 		}
-		if ns, ok, ferr := f.dateLine(t); ok {
-			if ferr != nil {
-				return f.errorAt(ferr)
+		if !isDmonRow(t) {
+			if ns, ok, ferr := f.dateLine(t); ok {
+				if ferr != nil {
+					return f.errorAt(ferr)
+				}
+				f.baseNS, f.baseAt, f.haveBase = ns, f.sample+1, true
+				f.lastIndex = -1
+				continue
 			}
-			f.baseNS, f.baseAt, f.haveBase = ns, f.sample+1, true
-			f.lastIndex = -1
-			continue
 		}
 		if ferr := f.parseRow(line, rw); ferr != nil {
 			return f.errorAt(ferr)
 		}
 		return nil
 	}
+}
+
+// isDmonRow tells cheaply that t is a line of dmon's values, not a date
+// line: its first word is a GPU index or dmon's YYYYMMDD.
+func isDmonRow(t []byte) bool {
+	end := 0
+	for end < len(t) && t[end] >= '0' && t[end] <= '9' {
+		end++
+	}
+	return end > 0 && (end <= 3 || end == 8) && (end == len(t) || t[end] == ' ' || t[end] == '\t')
 }
 
 // header reads dmon's column names.

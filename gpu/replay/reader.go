@@ -286,6 +286,8 @@ func (r *Reader) Next(ctx context.Context) (*gpu.Snapshot, error) {
 			r.bursts.flush()
 		case err != nil:
 			return nil, err // the snapshots held stay held: the reader goes on after a bad row
+		case r.in.tp.fine && r.bursts.empty():
+			return s, nil // times to the millisecond: the log's own, as they come
 		default:
 			r.bursts.add(s, !r.in.tp.fine)
 		}
