@@ -70,6 +70,10 @@ var layoutVariants = []layoutVariant{
 	{"date lines: 12-hour times of day above a table", "Timestamp: 2026-11-29 09:00:00\nindex, utilization.gpu [%]\n0, 5 %\n09:05:00 AM\n" +
 		"index, utilization.gpu [%]\n0, 6 %\n", Options{}, formatCSV, []time.Time{at(0), at(5 * time.Minute)}, 1, gpuReading(0, "", 0, 0, 6, nan, nan, nan)},
 
+	{"date lines: decorated, above a table that lost its own", "==== Sun Nov 29 09:00:00 AM UTC 2026 ====\n" + table418Body +
+		"==== Sun Nov 29 09:01:00 AM UTC 2026 ====\n" + table418Body, Options{}, formatTable, []time.Time{at(0), at(time.Minute)}, 1,
+		gpuReading(0, "Tesla V100-SXM2...", 8000, 16130, 95, 50, 200, 300)},
+
 	// One file, several layouts.
 	{"a CSV, then dmon", "timestamp, index, utilization.gpu [%]\n2026/11/29 09:00:00, 0, 5 %\n# gpu    sm\n# Idx     %\n2026-11-29 09:00:10\n    0     7\n",
 		Options{}, formatCSV + ", then " + formatDmon, []time.Time{at(0), at(10 * time.Second)}, 1, gpuReading(0, "", 0, 0, 7, nan, nan, nan)},
@@ -95,6 +99,18 @@ var layoutVariants = []layoutVariant{
 		"80, 29.11.2026 09:00:00, 50.000 ,10.000 ,20.000 ,1000.000 ,N/A\n", Options{}, formatAfterburner, []time.Time{at(0)}, 2,
 		gpuReading(1, "GPU B", 1000, 0, 20, nan, nan, nan)},
 }
+
+// table418Body is one GPU's table of driver 418, without the date line
+// nvidia-smi prints above it.
+const table418Body = "+-----------------------------------------------------------------------------+\n" +
+	"| NVIDIA-SMI 418.87.01    Driver Version: 418.87.01    CUDA Version: 10.1     |\n" +
+	"|-------------------------------+----------------------+----------------------+\n" +
+	"| GPU  Name        Persistence-M| Bus-Id        Disp.A | Volatile Uncorr. ECC |\n" +
+	"| Fan  Temp  Perf  Pwr:Usage/Cap|         Memory-Usage | GPU-Util  Compute M. |\n" +
+	"|===============================+======================+======================|\n" +
+	"|   0  Tesla V100-SXM2...  Off  | 00000000:00:07.0 Off |                    0 |\n" +
+	"| N/A   50C    P0   200W / 300W |   8000MiB / 16130MiB |     95%      Default |\n" +
+	"+-------------------------------+----------------------+----------------------+\n"
 
 // TestLayoutVariants reads a variant of each new layout.
 func TestLayoutVariants(t *testing.T) {

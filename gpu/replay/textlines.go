@@ -493,8 +493,8 @@ func (f *textFormat) readLoose(loose []*textValue) *fieldError {
 func (f *textFormat) nameAfter(i int) []byte {
 	v := &f.values[i]
 	fld := f.fields[v.field].text
-	at := bytes.Index(fld, v.src)
-	if at < 0 {
+	at := cap(fld) - cap(v.src) // where the value is in its field, which it is cut from
+	if at < 0 || at+len(v.src) > len(fld) {
 		return nil
 	}
 	rest := bytes.TrimLeft(fld[at+len(v.src):], " :-=")
