@@ -131,7 +131,3 @@ func (in *input) dateLine(line []byte) (ns int64, ok bool, ferr *fieldError) {
 	}
 	return 0, false, nil
 }
-
-// formatStep writes a step for a note: "2s", "500ms", "1m0s" as Go writes
-// durations.
-func formatStep(d time.Duration) string { return d.String() }

@@ -253,7 +253,7 @@ func (f *dmonFormat) anchor() *fieldError {
 	f.baseNS, f.baseAt, f.haveBase = mod.UnixNano()-int64(max(samples-1, 0))*int64(f.step()), 1, true
 	apart := "1 s apart (dmon's -d default)"
 	if f.opts.Step > 0 {
-		apart = formatStep(f.opts.Step) + " apart (--step)"
+		apart = f.opts.Step.String() + " apart (--step)"
 	}
 	f.notes.add("%s: taking its %d samples %s, the last at the file's modification time, %s; run dmon with -o DT to log times",
 		why, samples, apart, mod.In(f.tp.loc).Format(time.DateTime))

@@ -8,9 +8,11 @@ import (
 )
 
 // format reads the rows of one layout of GPU log. Each layout lives in a
-// file of its own: csv.go (nvidia-smi --query-gpu and scripts' CSVs),
-// table.go (nvidia-smi's default table), dmon.go (nvidia-smi dmon) and
-// gpustat.go (gpustat's text); detect.go picks one from the first lines.
+// file of its own: csv.go (nvidia-smi --query-gpu, scripts' CSVs, GPU-Z's
+// log), table.go (nvidia-smi's default table), dmon.go (nvidia-smi dmon),
+// gpustat.go (gpustat's text), afterburner.go (MSI Afterburner's log) and
+// textlines.go (scripts' text lines); detect.go picks one from the first
+// lines.
 type format interface {
 	// next reads lines until it has parsed one GPU's readings at one time
 	// into rw. It returns io.EOF at the end of the log, a *ParseError for

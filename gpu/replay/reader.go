@@ -12,13 +12,25 @@
 //     one GPU a row or one column per GPU and reading;
 //   - nvidia-smi's default table, printed again and again (watch, a loop,
 //     cron), of every driver generation from the old 80-column table to
-//     today's wider one with its MIG column, processes included;
+//     today's wider one with its MIG column, processes included, and a
+//     terminal's capture of it with the screen redrawn in place;
 //   - nvidia-smi dmon, with or without its date and time columns;
-//   - gpustat's text, its host line and process lists included.
+//   - gpustat's text, its host line and process lists included;
+//   - GPU-Z's sensor log and MSI Afterburner's hardware monitoring log;
+//   - scripts' own text lines that carry a time and named readings, in
+//     lines, blocks of "key: value" lines, or rows of values read by their
+//     units (textlines.go).
+//
+// One file may hold several layouts (tables, then a CSV), with the shell's
+// words between its samples; date lines may be decorated, or times of day
+// alone; a log without any time is read with Options.Step. Files that are
+// no GPU log but that gpuwatch recognises (JSON, nvidia-smi -q, a PyTorch
+// allocator's log) are named in the error.
 //
 // Whatever wrote the text: gzip-compressed or not, CRLF line ends, UTF-8
-// with a byte order mark, or UTF-16 (PowerShell). The format is detected
-// from the first lines (detect.go), never from the file's name.
+// with a byte order mark, UTF-16 (PowerShell) or Latin-1 (Windows tools).
+// The format is detected from the first lines (detect.go), never from the
+// file's name.
 //
 // Readings a log does not have, or reports as "[N/A]", "[Not Supported]",
 // "N/A", "-" and the like, are NaN (memory: unknown): they stay missing,
@@ -38,7 +50,8 @@
 //
 // Rows must be in time order: a row more than the slack before the group's
 // first row, or a row that starts a snapshot earlier than the previous
-// snapshot, is an error.
+// snapshot, is an error. Snapshots of a log whose times say seconds that
+// share a second are spread over it (bursts.go).
 package replay
 
 import (

@@ -75,7 +75,7 @@ func (f *textFormat) next(rw *row) error {
 		f.out, f.outAt = f.out[:0], 0
 		line, err := f.lr.next()
 		if err == io.EOF {
-			f.finish()
+			f.end()
 			if len(f.out) > 0 {
 				continue
 			}
@@ -97,7 +97,7 @@ func (f *textFormat) next(rw *row) error {
 func (f *textFormat) readLine(line []byte) error {
 	t := trimSpace(stripEscapes(line))
 	if len(t) == 0 {
-		f.finish()
+		f.end()
 		return nil
 	}
 	if len(bytes.Trim(t, decorations+" .")) == 0 {
@@ -107,7 +107,7 @@ func (f *textFormat) readLine(line []byte) error {
 		if ferr != nil {
 			return f.errorAt(ferr)
 		}
-		f.finish()
+		f.end()
 		f.blockNS, f.block = ns, f.block+1
 		return nil
 	}
@@ -131,7 +131,7 @@ func (f *textFormat) readLine(line []byte) error {
 	f.fields, f.values = scanText(rest, f.fields[:0], f.values[:0])
 	if f.classify() == 0 {
 		if timed {
-			f.finish() // a status line: "[…] GPU Status:", or a time alone with its label
+			f.end() // a status line: "[…] GPU Status:", or a time alone with its label
 			f.blockNS, f.block = ns, f.block+1
 			return nil
 		}
@@ -139,7 +139,7 @@ func (f *textFormat) readLine(line []byte) error {
 		return nil
 	}
 	if timed {
-		f.finish()
+		f.end()
 	} else if f.block == 0 {
 		return f.errorAt(&fieldError{1, "the line has GPU readings but no time: none at its start, and no date line above it; " +
 			"log the time on each line, or print `date` before each sample"})
@@ -544,12 +544,6 @@ func (f *textFormat) end() {
 	}
 	from := r.from[:0]
 	*r = textRecord{from: from}
-}
-
-// finish ends what is being gathered, at a blank line, a date line or the
-// end of the log; a GPU of a block without a time is an error.
-func (f *textFormat) finish() {
-	f.end()
 }
 
 // textClock reads the time of day a script's line has alone, at its start

@@ -93,7 +93,7 @@ func (f *csvFormat) anchorUntimed() *fieldError {
 	u := &f.untimed
 	u.baseNS, u.anchored = mod.UnixNano()-int64(max(samples-1, 0))*int64(f.opts.Step), true
 	f.notes.add("%s: taking its %d samples %s apart (--step), the last at the file's modification time, %s",
-		why, samples, formatStep(f.opts.Step), mod.In(f.tp.loc).Format(time.DateTime))
+		why, samples, f.opts.Step.String(), mod.In(f.tp.loc).Format(time.DateTime))
 	return nil
 }
 
