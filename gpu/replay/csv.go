@@ -62,6 +62,12 @@ func (f *csvFormat) setHeader(hdr header) {
 	if len(hdr.ignored) > 0 {
 		f.notes.add("columns gpuwatch does not read, ignored: %s", listNames(hdr.ignored))
 	}
+	for i := range hdr.cols {
+		if c := &hdr.cols[i]; c.unitless {
+			f.notes.add("column %s names memory but not whether used or a share of it, and has no unit: its values are read "+
+				"where they carry a memory unit (MiB, GiB), else not; give the header a unit, as in %q", c.label, c.label+" [MiB]")
+		}
+	}
 	if hdr.twins > 0 {
 		f.twinVals = make([][]byte, len(hdr.cols))
 		for i := range hdr.cols {

@@ -57,6 +57,8 @@ var layoutVariants = []layoutVariant{
 	{"pipes without the outer bars", "timestamp | index | memory.used [MiB] | utilization.gpu [%]\n2026/11/29 09:00:00 | 0 | 10 MiB | 1 %\n" +
 		"2026/11/29 09:00:05 | 0 | 11 MiB | 2 %\n", Options{}, formatCSV, []time.Time{at(0), at(5 * time.Second)}, 1,
 		gpuReading(0, "", 11, 0, 2, nan, nan, nan)},
+	{"a column that says memory but not what, without units, is not read", "timestamp,gpu,util,mem\n2026-11-29 09:00:00,0,45,35\n",
+		Options{}, formatCSV, []time.Time{at(0)}, 1, gpuReading(0, "", 0, 0, 45, nan, nan, nan)},
 	{"a column of USED / TOTAL", "time,gpu,memory\n2026-11-29 09:00:00,0,8.5 / 24 GB\n", Options{}, formatCSV, []time.Time{at(0)}, 1,
 		gpuReading(0, "", 8704, 24576, nan, nan, nan, nan)},
 

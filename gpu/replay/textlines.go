@@ -200,8 +200,8 @@ func textKindOf(v *textValue) textKind {
 			return textKind{}
 		}
 	case colMemUsed, colMemTotal, colMemFree:
-		if _, ok := memoryScale(unit); !ok && len(unit) > 0 {
-			return textKind{}
+		if _, ok := memoryScale(unit); !ok && len(unit) > 0 || len(unit) == 0 && vagueMemory(cn.key) {
+			return textKind{} // not an amount, or maybe a share ("Memory: 35")
 		}
 	case colTemp, colUtilGPU, colUtilMem, colPower, colPowerLimit:
 		if len(unit) > 0 && !unitFits(kind, unit) {
@@ -210,11 +210,7 @@ func textKindOf(v *textValue) textKind {
 	default:
 		return textKind{} // a time, a name, memory.reserved, or no reading at all
 	}
-	c := column{kind: kind, name: cn.key, label: string(v.label), scale: 1 << 20, gpu: -1}
-	if kind.isMemory() {
-		c.unitless = vagueMemory(cn.key) && len(unit) == 0
-	}
-	return textKind{kind: kind, col: c}
+	return textKind{kind: kind, col: column{kind: kind, name: cn.key, label: string(v.label), scale: 1 << 20, gpu: -1}}
 }
 
 // unitFits reports whether u is a unit of reading k.

@@ -191,8 +191,7 @@ func memory(c *column, col int, v []byte) (n uint64, known bool, _ *fieldError) 
 	num, u := splitUnit(v)
 	scale := c.scale
 	if len(u) == 0 && c.unitless {
-		return 0, false, &fieldError{col, fmt.Sprintf("%s: %q has no unit, and the column's name does not say whether it is "+
-			"an amount or a share of the memory; give the header a unit, as in %q", c.name, v, c.name+" [MiB]")}
+		return 0, false, nil // an amount or a share? not read (a note says so)
 	}
 	if len(u) > 0 {
 		s, ok := memoryScale(u)
