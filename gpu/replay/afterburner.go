@@ -46,9 +46,22 @@ type abColumn struct {
 }
 
 // isAfterburnerLine reports whether t is the first line of an Afterburner
-// log: "00, <time>, Hardware monitoring log v1.6".
+// log: "00, <time>, Hardware monitoring log v1.6", or, of a copy saved
+// without it, its 01 or 02 record at a day-first time.
 func isAfterburnerLine(t []byte) bool {
-	return bytes.HasPrefix(t, []byte("00,")) && bytes.Contains(t, []byte("Hardware monitoring log"))
+	typ, rest, ok := bytes.Cut(t, []byte{','})
+	if !ok {
+		return false
+	}
+	switch string(typ) {
+	case "00":
+		return bytes.Contains(rest, []byte("Hardware monitoring log"))
+	case "01", "02":
+		stamp, _, ok := bytes.Cut(rest, []byte{','})
+		_, isTime := parseDayFirst(trimSpace(stamp), time.UTC)
+		return ok && isTime
+	}
+	return false
 }
 
 func newAfterburnerFormat(in *input) *afterburnerFormat { return &afterburnerFormat{input: in} }

@@ -96,6 +96,8 @@ var layoutVariants = []layoutVariant{
 		Options{}, formatGpustat, []time.Time{at(0)}, 1, gpuReading(0, "NVIDIA H100", 4, 81559, nan, 31, nan, nan)},
 	{"gpustat: a fan and the codec, no power", "node1  Sun Nov 29 09:00:00 2026  535.129.03\n[0] NVIDIA H100 | 31°C,  30 %,  12 % (E:   0 %  D:   0 %) |  4 / 81559 MB |\n",
 		Options{}, formatGpustat, []time.Time{at(0)}, 1, gpuReading(0, "NVIDIA H100", 4, 81559, 12, 31, nan, nan)},
+	{"Afterburner: a copy saved without its first line", "02, 29-11-2026 09:00:00, GPU usage ,Memory usage\n" +
+		"80, 29-11-2026 09:00:00, 10.000 ,1000.000\n", Options{}, formatAfterburner, []time.Time{at(0)}, 1, gpuReading(0, "", 1000, 0, 10, nan, nan, nan)},
 	{"Afterburner: two GPUs, power in watts, dots in the date", "00, 29.11.2026 09:00:00, Hardware monitoring log v1.5\n01, 29.11.2026 09:00:00, GPU A, GPU B\n" +
 		"02, 29.11.2026 09:00:00, GPU1 temperature ,GPU1 usage ,GPU2 usage ,GPU2 memory usage ,Power\n03, 29.11.2026 09:00:00, 4 ,W ,0.000 ,300.000\n" +
 		"80, 29.11.2026 09:00:00, 50.000 ,10.000 ,20.000 ,1000.000 ,N/A\n", Options{}, formatAfterburner, []time.Time{at(0)}, 2,
