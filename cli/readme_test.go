@@ -417,6 +417,17 @@ func readmeCommands() map[string]readmeCommand {
 				t.Errorf("%s: got stderr %q, want the 30 samples of the log read", cmd, got.stderr)
 			}
 		}},
+		"gpuwatch replay --trace loop.csv --step 2s": {run: func(t *testing.T, r *readmeRun, cmd string) {
+			r.sampleLog(t, "smi-untimed.csv", "loop.csv")
+			got := r.gpuwatch(t, args(cmd)...)
+			want(t, cmd, got, cli.ExitOK)
+			for _, w := range []string{"no times in this log: taking its 15 samples 2s apart (--step), the last at the file's modification time",
+				"replayed 15 snapshots (28s of data", "nvidia-smi CSV of loop, a sample every 2s"} {
+				if !strings.Contains(got.stderr, w) {
+					t.Errorf("%s: got stderr %q, want %q", cmd, got.stderr, w)
+				}
+			}
+		}},
 		"gpuwatch digest --trace cron.log": {run: func(t *testing.T, r *readmeRun, cmd string) {
 			r.sampleLog(t, "cron-30min.log", "cron.log")
 			got := r.gpuwatch(t, args(cmd)...)
