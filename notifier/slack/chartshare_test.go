@@ -43,7 +43,7 @@ func TestChartShareInDoubt(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			opts := notifiertest.SlackOptions{Scopes: "chat:write,files:write", Late: func(method string, n int) time.Duration {
 				if tc.late && method == "files.completeUploadExternal" && n == 0 {
-					return 500 * time.Millisecond
+					return time.Second // the client gave up 400 ms earlier
 				}
 				return 0
 			}}
@@ -58,7 +58,7 @@ func TestChartShareInDoubt(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			bot := NewBot(BotOptions{Token: botToken, APIURL: fake.URL + "/api/", Timeout: 50 * time.Millisecond})
+			bot := NewBot(BotOptions{Token: botToken, APIURL: fake.URL + "/api/", Timeout: 200 * time.Millisecond}) // 600 ms an upload
 			u := n.ChartUploader(pictures{}, bot)
 			m := notifiertest.Notification(notifier.StatusFiring)
 			m.Alerts[0].Chart = "c1"
