@@ -25,16 +25,23 @@ func TestDigestAPIWindowLimit(t *testing.T) {
 			t.Errorf("GET /api/v1/digest%s: got %d %q, want 400 saying %q", query, code, body, want)
 		}
 	}
-	var before, after runtime.MemStats
-	runtime.ReadMemStats(&before)
-	code, body := r.Do(http.MethodGet, "/api/v1/digest?window=35d&format=png", "")
-	runtime.ReadMemStats(&after)
-	if code != http.StatusOK || !strings.HasPrefix(body, "\x89PNG") {
-		t.Fatalf("GET /api/v1/digest?window=35d&format=png: got %d %.40q, want a picture", code, body)
-	}
-	if took := after.TotalAlloc - before.TotalAlloc; took > 64<<20 {
+	if took := picture(t, r, "?window=35d&format=png"); took > 64<<20 {
 		t.Errorf("the picture of the longest window allocated %d MiB, want under 64 MiB", took>>20)
 	}
+}
+
+// picture asks r's API for a digest's picture and returns what the
+// process allocated meanwhile.
+func picture(t *testing.T, r *running, query string) uint64 {
+	t.Helper()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	code, body := r.Do(http.MethodGet, "/api/v1/digest"+query, "")
+	runtime.ReadMemStats(&after)
+	if code != http.StatusOK || !strings.HasPrefix(body, "\x89PNG") {
+		t.Fatalf("GET /api/v1/digest%s: got %d %.40q, want a picture", query, code, body)
+	}
+	return after.TotalAlloc - before.TotalAlloc
 }
 
 // TestSilenceAPIDurationLimit: a silence may last a year, as /gpu silence
@@ -67,14 +74,7 @@ func TestDigestPictureOfOneHost(t *testing.T) {
 			r.D.Step(s)
 		}
 	}
-	var before, after runtime.MemStats
-	runtime.ReadMemStats(&before)
-	code, body := r.Do(http.MethodGet, "/api/v1/digest?window=35d&format=png&host=node0007", "")
-	runtime.ReadMemStats(&after)
-	if code != http.StatusOK || !strings.HasPrefix(body, "\x89PNG") {
-		t.Fatalf("GET the picture of node0007: got %d %.60q, want a picture", code, body)
-	}
-	if took := after.TotalAlloc - before.TotalAlloc; took > 16<<20 {
+	if took := picture(t, r, "?window=35d&format=png&host=node0007"); took > 16<<20 {
 		t.Errorf("the picture of one host of 400 allocated %d MiB, want under 16 MiB", took>>20)
 	}
 	if code, _ := r.Do(http.MethodGet, "/api/v1/digest?window=35d&format=png&host=elsewhere", ""); code != http.StatusNotFound {

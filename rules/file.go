@@ -1,6 +1,7 @@
 package rules
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"maps"
@@ -237,7 +238,7 @@ func parseRule(file string, node *yaml.Node, what string) (*Rule, strictyaml.Err
 		r.HasClear = true
 	}
 	if y.RepeatInterval < 0 || y.RepeatInterval > 0 && y.RepeatInterval < MinRepeatInterval {
-		p.fail(fieldNode(node, "repeat_interval"), "repeat_interval %v is shorter than %v: the alert would be announced again at almost every sample; "+
+		p.fail(cmp.Or(mappingValue(node, "repeat_interval"), node), "repeat_interval %v is shorter than %v: the alert would be announced again at almost every sample; "+
 			"give %v or more, or leave it out for the route's", y.RepeatInterval, MinRepeatInterval, MinRepeatInterval)
 	}
 	r.Severity = p.severity(&y.Severity)
@@ -323,18 +324,6 @@ func (p *ruleParser) labels(rule *yaml.Node, labels map[string]string) {
 			p.fail(at, "label %q is set by gpuwatch itself; use the rule's own fields (alert, severity) or another label name", name)
 		}
 	}
-}
-
-// fieldNode finds the value of a rule's field for its position; the
-// rule when it has none.
-func fieldNode(rule *yaml.Node, key string) *yaml.Node {
-	rule = strictyaml.Resolve(rule)
-	for i := 0; i+1 < len(rule.Content); i += 2 {
-		if rule.Content[i].Value == key {
-			return rule.Content[i+1]
-		}
-	}
-	return rule
 }
 
 // labelKeyNode finds the key node of a label for its position.

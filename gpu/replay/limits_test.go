@@ -10,27 +10,14 @@ import (
 	"github.com/gpuwatch/gpuwatch/gpu"
 )
 
-// oneSampleLog writes a log of one sample of n GPUs, read as it is made.
-type oneSampleLog struct {
-	n, next int
-	buf     []byte
-}
-
-func (g *oneSampleLog) Read(p []byte) (int, error) {
-	for len(g.buf) < len(p) && g.next <= g.n {
-		if g.next == 0 {
-			g.buf = append(g.buf, "timestamp, index, uuid, memory.used [MiB], memory.total [MiB]\n"...)
-		} else {
-			g.buf = fmt.Appendf(g.buf, "2026/11/29 09:00:00.000, %d, GPU-%08d-0000-0000-0000-000000000000, 500 MiB, 81559 MiB\n", g.next-1, g.next-1)
-		}
-		g.next++
+// oneSample is a log of one sample of n GPUs.
+func oneSample(n int) io.Reader {
+	var b strings.Builder
+	b.WriteString("timestamp, index, uuid, memory.used [MiB], memory.total [MiB]\n")
+	for i := range n {
+		fmt.Fprintf(&b, "2026/11/29 09:00:00.000, %d, GPU-%08d-0000-0000-0000-000000000000, 500 MiB, 81559 MiB\n", i, i)
 	}
-	if len(g.buf) == 0 {
-		return 0, io.EOF
-	}
-	n := copy(p, g.buf)
-	g.buf = g.buf[n:]
-	return n, nil
+	return strings.NewReader(b.String())
 }
 
 // TestReplayRefusesTooManyGPUs: a sample of more GPUs than one host has
@@ -38,7 +25,7 @@ func (g *oneSampleLog) Read(p []byte) (int, error) {
 // gpu.MaxDevices, with its line, before the rest is read; with SkipBad the
 // rows past it are skipped and the sample keeps gpu.MaxDevices GPUs.
 func TestReplayRefusesTooManyGPUs(t *testing.T) {
-	r, err := NewReader(&oneSampleLog{n: 100_000}, "fleet.csv", Options{})
+	r, err := NewReader(oneSample(100_000), "fleet.csv", Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,7 +35,7 @@ func TestReplayRefusesTooManyGPUs(t *testing.T) {
 		t.Fatalf("Next: got %v, want %s…", err, want)
 	}
 
-	r, err = NewReader(&oneSampleLog{n: 300}, "fleet.csv", Options{SkipBad: true, Warnings: io.Discard})
+	r, err = NewReader(oneSample(300), "fleet.csv", Options{SkipBad: true, Warnings: io.Discard})
 	if err != nil {
 		t.Fatal(err)
 	}

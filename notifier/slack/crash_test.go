@@ -12,17 +12,6 @@ import (
 	"github.com/gpuwatch/gpuwatch/notifier/notifiertest"
 )
 
-// countCalls counts the calls of method the fake took.
-func countCalls(srv *notifiertest.Server, method string) int {
-	n := 0
-	for _, r := range srv.Requests() {
-		if r.Path == "/api/"+method {
-			n++
-		}
-	}
-	return n
-}
-
 // TestChartShareInDoubt: when Slack shares a chart but its answer to
 // files.completeUploadExternal comes after the client gave up (or the
 // process died waiting), the retry finds the file in the thread and does
@@ -76,7 +65,7 @@ func TestChartShareInDoubt(t *testing.T) {
 			if retry, err := u.Notify(context.Background(), m); retry || err != nil { // a third try finds it done
 				t.Fatalf("another try: retry=%v err %v, want done", retry, err)
 			}
-			if got := countCalls(fake, "files.completeUploadExternal"); got != tc.shares {
+			if got := callsTo(fake, "files.completeUploadExternal"); got != tc.shares {
 				t.Errorf("Slack shared the chart %d times, want %d", got, tc.shares)
 			}
 			if tc.noRead != "" && !strings.Contains(logs.String(), "so it may show twice") {
@@ -136,14 +125,8 @@ func TestRedeliveredAfterItsResolve(t *testing.T) {
 		resolved := twoGPUs(notifier.StatusResolved)
 		notify(t, newBot(t, srv, st), resolved)
 	}
-	posts := 0
-	for _, c := range calls(t, srv) {
-		if c.Method == "chat.postMessage" && c.Form.Get("thread_ts") == "" {
-			posts++
-		}
-	}
-	if posts != 1 || resolvedReplies(replies) != 1 {
-		t.Errorf("after the firing and the resolve were delivered twice: %d messages and %d resolved replies, want 1 and 1", posts, resolvedReplies(replies))
+	if posts := messages(t, srv); posts != 1 || resolvedReplies(replies) != 1 {
+		t.Errorf("after the firing and the resolve were delivered twice: %d messages and %d resolved replies, want 1 and 1", messages(t, srv), resolvedReplies(replies))
 	}
 }
 
@@ -167,13 +150,19 @@ func TestRedeliveredAfterALaterFiring(t *testing.T) {
 			notify(t, newBot(t, srv, st), m)
 		}
 	}
-	posts := 0
-	for _, c := range calls(t, srv) {
-		if c.Method == "chat.postMessage" && c.Form.Get("thread_ts") == "" {
-			posts++
-		}
-	}
-	if posts != 2 || resolvedReplies(replies) != 1 {
+	if posts := messages(t, srv); posts != 2 || resolvedReplies(replies) != 1 {
 		t.Errorf("three notifications delivered twice: %d messages and %d resolved replies, want 2 (a message per firing) and 1", posts, resolvedReplies(replies))
 	}
+}
+
+// messages counts the messages the fake took that are not in a thread.
+func messages(t *testing.T, srv *notifiertest.Server) int {
+	t.Helper()
+	n := 0
+	for _, c := range calls(t, srv) {
+		if c.Method == "chat.postMessage" && c.Form.Get("thread_ts") == "" {
+			n++
+		}
+	}
+	return n
 }
