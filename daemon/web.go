@@ -13,7 +13,7 @@ import (
 
 // newPage makes the page in the browser, reading through the daemon.
 func (d *Daemon) newPage() (*web.Server, error) {
-	return web.New(web.Options{Info: d.pageInfo, History: daemonHistory{d}, Logger: d.logger, Now: d.opts.Now})
+	return web.New(web.Options{Info: d.pageInfo, History: daemonHistory{d}, Logger: d.logger, Now: d.opts.Wall})
 }
 
 // pageInfo is what the page needs to know of this gpuwatch.
@@ -55,7 +55,7 @@ func (d *Daemon) pageHandler(api http.Handler) http.Handler {
 	if d.auth != nil {
 		api = d.page.Login(api, d.requireAuth(d.auth, api), d.auth.verifyLogin)
 	}
-	return web.Protect(api)
+	return d.hosts.wrap(d.logger, web.Protect(api))
 }
 
 // daemonHistory gives the page's charts their data: on a hub, the
