@@ -142,20 +142,24 @@ func TestScoreMatchesScorePy(t *testing.T) {
 var realisticSeeds = []uint64{2, 3, 4, 5, 6, 7, 8, 9, 55}
 
 // TestAlertQualityRealisticSeeds scores the example rules on simulated
-// seeds of the eleven realistic workloads and the leak scenarios (gpu/sim),
-// each written as the nvidia-smi log it would be and replayed: the
+// seeds of the eleven realistic workloads, the leak scenarios and the
+// servers that run for days (gpu/sim), each written as the nvidia-smi log it would be and replayed: the
 // defaults must be right on the behaviour, not on the numbers of the
 // recorded traces. TestAlertQualitySweep scores many more seeds.
 func TestAlertQualityRealisticSeeds(t *testing.T) {
 	if testing.Short() {
-		t.Skip("replays about 150 simulated logs")
+		t.Skip("replays about 170 simulated logs")
 	}
 	cfg, err := config.Parse("config.example.yaml", root.ExampleConfig, noEnv)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, scenario := range slices.Concat(sim.RealisticScenarios(), sim.LeakScenarios(), sim.DayScenarios()) {
-		for _, seed := range realisticSeeds {
+		seeds := realisticSeeds
+		if slices.Contains(sim.DayScenarios(), scenario) {
+			seeds = seeds[:3] // days of samples each; the sweep takes many more
+		}
+		for _, seed := range seeds {
 			t.Run(fmt.Sprintf("%s/seed%d", scenario, seed), func(t *testing.T) {
 				t.Parallel()
 				src, err := sim.New(sim.Config{Scenario: scenario, Seed: seed})
@@ -218,8 +222,8 @@ func evalEvents(t *testing.T, rs []*rules.Rule, src gpu.Source) []tracescore.Eve
 }
 
 // TestAlertQualitySweep scores the example rules on many seeds of every
-// realistic workload and leak scenario, evaluated in-process on the
-// simulator's snapshots, and prints per
+// realistic workload, leak scenario and server that runs for days,
+// evaluated in-process on the simulator's snapshots, and prints per
 // workload how many seeds are right and the leaks' lead times: the
 // measure of how well the defaults generalise, which must be right on
 // 95 % of them. It runs only when GPUWATCH_QUALITY_SEEDS says how many
