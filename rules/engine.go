@@ -78,7 +78,9 @@ type Transition struct {
 	// a restart neither repeats nor forgets it.
 	AlertState Alert
 	// Processes are the GPU's processes at the time, largest first; for a
-	// GPU that stopped reporting, the last ones it reported.
+	// GPU that stopped reporting, the last ones it reported; for a rule on
+	// oom_exits, while the GPU runs none (the job just died), those of the
+	// job that died.
 	Processes []gpu.Process
 	// Exit, on a resolve, is the job that left the GPU while the alert
 	// fired; nil when none did.
@@ -549,6 +551,9 @@ func (e *Engine) transition(s *gpu.Snapshot, d *gpu.Device, gs *gpuState, j int,
 		Trend: math.NaN(), TimeToFull: time.Duration(math.MinInt64),
 		StartsAt: a.FiredAt, Labels: alertLabels(r, s.Host, d),
 		Processes: sortedProcesses(procs),
+	}
+	if n := len(gs.holder.ooms); len(procs) == 0 && n > 0 && r.When.ValueMetric() == MetricOOMExits {
+		t.Processes = gs.holder.ooms[n-1].Processes // already sorted
 	}
 	if gs.eval != e.eval {
 		t.LastReport = gs.last

@@ -487,3 +487,32 @@ rules:
 		t.Errorf("alice's train.py died three times, bob's once between: oom_exits %v, want alice's latest job's 2 of 3", n)
 	}
 }
+
+// TestOOMLoopNamesTheJob: an alert on oom_exits fires as the job dies,
+// with no process on the GPU; it names the job that keeps dying.
+func TestOOMLoopNamesTheJob(t *testing.T) {
+	e := NewEngine(mustRules(t, `
+rules:
+  - alert: Loop
+    when: oom_exits >= 3
+`), Options{})
+	var fired *Transition
+	at := time.Duration(0)
+	for run := range 3 {
+		alice := gpu.Process{PID: 4242 + run, User: "alice", Command: "python train.py", MemUsed: 70 << 30}
+		for _, m := range []float64{70, 79.5, 0} {
+			var procs []gpu.Process
+			if m > 0 {
+				alice.MemUsed = uint64(m * (1 << 30))
+				procs = []gpu.Process{alice}
+			}
+			if tr, ok := evalAt(e, at, device(0, m, 90, 60, procs...))["Loop/firing"]; ok {
+				fired = &tr
+			}
+			at += time.Minute
+		}
+	}
+	if fired == nil || len(fired.Processes) != 1 || fired.Processes[0].PID != 4244 || fired.Processes[0].User != "alice" {
+		t.Fatalf("fired %+v; want it to name alice's run that died last (pid 4244)", fired)
+	}
+}
