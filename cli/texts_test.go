@@ -107,7 +107,7 @@ func textChecks() map[string]textCheck {
 		}},
 		// "died of CUDA out-of-memory N times in the last hour": N times the
 		// GPU went from 95 % full or more to free in the last hour.
-		"GPUOutOfMemoryLoop": {regexp.MustCompile(`^The job on GPU \d+ died of CUDA out-of-memory (\d+) times in the last hour and is started again each time$`), func(tr *rules.Transition, m []string, rs readings) string {
+		"GPUOutOfMemoryLoop": {regexp.MustCompile(`^The job on GPU \d+ died of CUDA out-of-memory (\d+) times in the last hour, started again each time$`), func(tr *rules.Transition, m []string, rs readings) string {
 			n, _ := strconv.Atoi(m[1])
 			last := rs.within(tr.At.Add(-time.Hour-time.Minute), tr.At)
 			deaths := 0
