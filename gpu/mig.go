@@ -1,6 +1,8 @@
 package gpu
 
 import (
+	"cmp"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -44,3 +46,42 @@ func (d *Device) Label() string { return Label(d.Index, d.MIG) }
 // IsInstance reports whether the device is a MIG instance rather than a
 // whole GPU.
 func (d *Device) IsInstance() bool { return d.MIG != nil }
+
+// ParentUUID returns the UUID of the whole GPU the device belongs to: its
+// own for a whole GPU, its parent's for a MIG instance.
+func (d *Device) ParentUUID() string {
+	if d.MIG != nil && d.MIG.ParentUUID != "" {
+		return d.MIG.ParentUUID
+	}
+	return d.UUID
+}
+
+// InstanceUUID names a MIG instance for a source that reports the
+// instance but not its own UUID (dcgm-exporter, nvidia-smi's table): the
+// form NVIDIA drivers before R470 gave instances, "MIG-<parent UUID>/<GPU
+// instance>/<compute instance>", so the instance keeps one identity
+// however often it is read.
+func InstanceUUID(parentUUID string, gpuInstance, computeInstance int) string {
+	return "MIG-" + parentUUID + "/" + strconv.Itoa(gpuInstance) + "/" + strconv.Itoa(computeInstance)
+}
+
+// SortInstances orders devices as every view of a GPU shows them: by
+// index, each GPU followed by its MIG instances by GPU instance and
+// compute instance. The order of devices that tie (two hosts' GPU 0) is
+// kept.
+func SortInstances(devices []Device) {
+	slices.SortStableFunc(devices, func(a, b Device) int {
+		if c := cmp.Compare(a.Index, b.Index); c != 0 {
+			return c
+		}
+		switch {
+		case a.MIG == nil && b.MIG == nil:
+			return 0
+		case a.MIG == nil:
+			return -1
+		case b.MIG == nil:
+			return 1
+		}
+		return cmp.Or(cmp.Compare(a.MIG.GPUInstance, b.MIG.GPUInstance), cmp.Compare(a.MIG.ComputeInstance, b.MIG.ComputeInstance))
+	})
+}

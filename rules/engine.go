@@ -252,7 +252,7 @@ func (e *Engine) refresh(gs *gpuState, host string, d *gpu.Device) {
 		return
 	}
 	for i, r := range e.rules {
-		gs.applies[i] = r.AppliesTo(d.Index, d.UUID, d.Name)
+		gs.applies[i] = r.AppliesTo(d)
 		gs.repeat[i] = e.repeatInterval(r, host, d)
 	}
 	e.restore(gs, d)
