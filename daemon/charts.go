@@ -153,7 +153,7 @@ func (d *Daemon) alertChart(t *rules.Transition, kind chart.Kind) (*chart.Alert,
 		a.Holder = fmt.Sprintf("pid %d · %s · %s", p.PID, p.User, p.Command)
 	}
 	if t.Exit != nil {
-		a.Ending = t.Exit.Text(t.GPU)
+		a.Ending = t.Exit.Text(t.Label())
 	}
 	switch kind {
 	case chart.KindMemory:
