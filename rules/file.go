@@ -342,4 +342,3 @@ func (p *ruleParser) template(n *yaml.Node, field string) *template.Template {
 	}
 	return t
 }
-

@@ -452,7 +452,7 @@ func TestSelectMIGInstances(t *testing.T) {
 		{`"*/*"`, []bool{false, true, true, true, false}},
 		{`"0/*"`, []bool{false, true, true, false, false}},
 		{`"GPU-AAAA/3g.*"`, []bool{false, false, true, false, false}},
-		{`0`, []bool{true, true, true, false, false}},        // a GPU brings its instances
+		{`0`, []bool{true, true, true, false, false}},          // a GPU brings its instances
 		{`"GPU-aaaa"`, []bool{true, true, true, false, false}}, // by parent
 		{`"MIG-GPU-aaaa/9/0"`, []bool{false, true, false, false, false}},
 		{`"NVIDIA A100*"`, []bool{true, true, true, true, true}},

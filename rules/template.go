@@ -24,8 +24,8 @@ type TemplateData struct {
 	// (1g.10gb)" for a MIG instance (gpu.Label).
 	Label string
 	// MIG is the MIG instance, nil for a whole GPU: {{with .MIG}}{{.Profile}}{{end}}.
-	MIG  *gpu.MIG
-	Host string
+	MIG       *gpu.MIG
+	Host      string
 	Value     float64 // the condition's value, in its base unit (bytes, percent, C, W, seconds)
 	ValueText string  // Value with its unit, e.g. "19.5 GiB"
 	Severity  string
