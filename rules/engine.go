@@ -588,7 +588,7 @@ func (e *Engine) emitResolve(s *gpu.Snapshot, d *gpu.Device, gs *gpuState, j int
 		now += " for " + formatSeconds(r.KeepFiringFor.Seconds())
 	}
 	t.Value, t.ValueText, t.ValueExpr, t.ValueAt = v, cond.FormatValue(why, v), cond.Expr(why), s.Time
-	t.Summary = fmt.Sprintf("%s on %s: %s", t.Subject(), s.Host, now)
+	t.Summary = t.where() + ": " + now
 	t.FiringSummary = a.Summary
 	if c := e.layout[j]; c.trend >= 0 {
 		t.Trend = gs.trends[c.trend].Rate()

@@ -1,7 +1,6 @@
 package rules
 
 import (
-	"fmt"
 	"math"
 	"slices"
 	"strconv"
@@ -180,7 +179,7 @@ func (e *Engine) goneTransition(s *gpu.Snapshot, d *gpu.Device, gs *gpuState, r 
 		StartsAt: a.FiredAt, EndsAt: s.Time, Labels: alertLabels(r, s.Host, d, &gs.process),
 		FiringSummary: a.Summary, AlertState: *a,
 	}
-	t.Summary = fmt.Sprintf("%s on %s, %s: the process left the GPU", d.Label(), s.Host, gs.process.Holder())
+	t.Summary = t.where() + ": the process left the GPU"
 	if x := gs.holder.exit; !x.At.IsZero() && !x.At.Before(a.FiredAt) {
 		t.Exit = &x
 	}
@@ -259,6 +258,16 @@ func (t *Transition) Subject() string {
 		return t.Label()
 	}
 	return t.Label() + ", " + t.Process.Holder()
+}
+
+// where says where the alert is, for a resolve's summary: "GPU 0 on
+// node1", "GPU 0 · MIG 3 (1g.10gb) on node1, pid 4242".
+func (t *Transition) where() string {
+	w := t.Label() + " on " + t.Host
+	if t.Process != nil {
+		w += ", " + t.Process.Holder()
+	}
+	return w
 }
 
 // SeriesID identifies what the alert is about among a host's: the GPU's
