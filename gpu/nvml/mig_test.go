@@ -49,8 +49,8 @@ type fakeMIG struct {
 	// H100's less.
 	memoryMB map[int]uint64
 	samples  map[*mock.GpmSample]int // the GPU instance each GPM sample last read
-	allocs    int
-	frees     int
+	allocs   int
+	frees    int
 }
 
 // enable makes the fake host's GPU i the MIG GPU m describes.
