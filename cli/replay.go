@@ -65,7 +65,7 @@ from the first lines. Make a log with:
 	var first, last time.Time
 	w := &watcher{
 		source: probe,
-		engine: rules.NewEngine(cfg.Rules, rules.Options{}),
+		engine: rules.NewEngine(cfg.Rules, rules.Options{Logger: logger}),
 		emit: func(ts []rules.Transition) error {
 			transitions += len(ts)
 			plot.transitions(ts)

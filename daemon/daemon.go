@@ -258,7 +258,7 @@ func (d *Daemon) start(cfg *config.Config) error {
 }
 
 func (d *Daemon) newEngine(cfg *config.Config) *rules.Engine {
-	return rules.NewEngine(cfg.Rules, rules.Options{RepeatFor: d.dispatcher.RepeatInterval})
+	return rules.NewEngine(cfg.Rules, rules.Options{RepeatFor: d.dispatcher.RepeatInterval, Logger: d.logger})
 }
 
 func (d *Daemon) loadAlerts() ([]rules.AlertRecord, error) {

@@ -141,6 +141,9 @@ type Engine struct {
 	// restored holds saved alert states by GPU UUID until the GPU appears.
 	restored map[string][]AlertRecord
 	seqs     int // the next gpuState.seq
+	// unmeasured are the rules skipped on MIG instances at this
+	// evaluation, to warn of.
+	unmeasured []unmeasured
 	// processes evaluates the rules that run per process; nil when none
 	// does.
 	processes *processSeries
@@ -363,6 +366,7 @@ func (e *Engine) Eval(s *gpu.Snapshot) []Transition {
 	if e.processes != nil {
 		e.out = e.processes.eval(s, e.out)
 	}
+	e.warnUnmeasured(s.Host)
 	return e.out
 }
 
@@ -373,7 +377,7 @@ func (e *Engine) evalReported(s *gpu.Snapshot, d *gpu.Device, gs *gpuState) {
 	gs.eval, gs.last, gs.device = e.eval, s.Time, *d
 	if gs.samples < unmeasuredAfter {
 		if gs.samples++; gs.samples == unmeasuredAfter && d.MIG != nil {
-			e.skipUnmeasured(s.Host, gs)
+			e.skipUnmeasured(gs)
 		}
 	}
 	e.observe(s.Time, d, gs)

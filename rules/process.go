@@ -145,6 +145,7 @@ func (ps *processSeries) eval(s *gpu.Snapshot, out []Transition) []Transition {
 		ps.exit(s, gs)
 	}
 	e.ctx.Process, e.ctx.GPU = nil, nil
+	e.warnUnmeasured(s.Host)
 	return append(out, e.out...)
 }
 

@@ -1,8 +1,12 @@
 package rules
 
 import (
+	"cmp"
 	"math"
 	"slices"
+	"strings"
+
+	"github.com/gpuwatch/gpuwatch/gpu"
 )
 
 // unmeasuredAfter is the sample of a MIG instance at which the engine
@@ -22,22 +26,48 @@ func (r *Rule) readsUtilization() bool {
 
 // skipUnmeasured stops evaluating, on a MIG instance that does not
 // measure utilization (a GPU before Hopper has no per-instance activity),
-// the rules that read it, and says so once for each: their conditions
-// would never be known there, and an idle slice would look busy to no one
-// and idle to no one. Called at the instance's unmeasuredAfter-th sample.
-func (e *Engine) skipUnmeasured(host string, gs *gpuState) {
+// the rules that read it: their conditions would never be known there.
+// Called at the instance's unmeasuredAfter-th sample; the skips are told
+// by warnUnmeasured.
+func (e *Engine) skipUnmeasured(gs *gpuState) {
 	d := &gs.device
 	if !math.IsNaN(d.UtilGPU) {
 		return
 	}
 	for j, r := range e.rules {
-		if !gs.applies[j] || !r.readsUtilization() {
-			continue
+		if gs.applies[j] && r.readsUtilization() {
+			gs.applies[j] = false
+			e.unmeasured = append(e.unmeasured, unmeasured{rule: r.Name, gpu: gpu.Label(d.Index, nil), instance: d.Label()})
 		}
-		gs.applies[j] = false
-		if e.opts.Logger != nil {
-			e.opts.Logger.Warn("rule skipped on a MIG instance that does not measure utilization (NVML's GPM metrics need a Hopper GPU or later)",
-				"rule", r.Name, "host", host, "gpu", d.Label(), "uuid", d.UUID)
+	}
+}
+
+// unmeasured is a rule skipped on a MIG instance.
+type unmeasured struct{ rule, gpu, instance string }
+
+// warnUnmeasured says, once for each rule and GPU, on which of the GPU's
+// MIG instances the rule was skipped at this evaluation.
+func (e *Engine) warnUnmeasured(host string) {
+	if len(e.unmeasured) == 0 {
+		return
+	}
+	us := e.unmeasured
+	e.unmeasured = nil
+	if e.opts.Logger == nil {
+		return
+	}
+	slices.SortStableFunc(us, func(a, b unmeasured) int { return cmp.Or(cmp.Compare(a.rule, b.rule), cmp.Compare(a.gpu, b.gpu)) })
+	for len(us) > 0 {
+		n := 1
+		for n < len(us) && us[n].rule == us[0].rule && us[n].gpu == us[0].gpu {
+			n++
 		}
+		names := make([]string, n)
+		for i := range n {
+			names[i] = us[i].instance
+		}
+		e.opts.Logger.Warn("rule skipped on MIG instances that do not measure utilization (NVML's GPM metrics need a Hopper GPU or later)",
+			"rule", us[0].rule, "host", host, "gpu", us[0].gpu, "instances", strings.Join(names, ", "))
+		us = us[n:]
 	}
 }
