@@ -14,7 +14,7 @@ func AlertKey(host, rule, uuid string) string { return host + "/" + rule + "/" +
 func FromTransition(t *rules.Transition) Alert {
 	a := Alert{
 		Key: AlertKey(t.Host, t.Alert, t.SeriesID()), Name: t.Alert, Status: StatusFiring, Repeat: t.Repeat,
-		Severity: string(t.Severity), Host: t.Host, GPU: t.GPU, UUID: t.UUID, GPUName: t.GPUName,
+		Severity: string(t.Severity), Host: t.Host, GPU: t.GPU, UUID: t.UUID, GPUName: t.GPUName, MIG: t.MIG, Process: t.Process,
 		Labels: t.Labels, Summary: t.Summary, FiringSummary: t.FiringSummary, Description: t.Description,
 		Value: Float(t.Value), ValueText: t.ValueText, ValueExpr: t.ValueExpr, NowText: t.NowText,
 		Trend: Float(t.Trend), TrendText: t.TrendText,

@@ -95,10 +95,10 @@ func Format(b *strings.Builder, a *notifier.Alert, loc *time.Location) {
 	}
 	fmt.Fprintf(b, "%s  %s %s [%s] %s", a.At.In(loc).Format(TimeLayout), head, a.Name, a.Severity, a.Host)
 	if a.OnGPU() {
-		fmt.Fprintf(b, " gpu%d", a.GPU)
+		b.WriteString(" " + a.GPUText()) // without the model for a log without the name column
 	}
-	if a.OnGPU() && a.GPUName != "" { // a log without the name column
-		fmt.Fprintf(b, " (%s)", a.GPUName)
+	if a.Process != nil {
+		b.WriteString(", " + a.Process.Holder())
 	}
 	b.WriteByte('\n')
 	if a.Summary != "" {
