@@ -85,3 +85,9 @@ func SortInstances(devices []Device) {
 		return cmp.Or(cmp.Compare(a.MIG.GPUInstance, b.MIG.GPUInstance), cmp.Compare(a.MIG.ComputeInstance, b.MIG.ComputeInstance))
 	})
 }
+
+// RunsJobs reports whether jobs run on the device itself: a whole GPU or
+// a MIG instance. A GPU split into MIG instances runs none of its own;
+// counts of GPUs busy, idle or free, hours of use and lists of free GPUs
+// count its instances instead.
+func (d *Device) RunsJobs() bool { return !d.MIGEnabled }
