@@ -4,15 +4,18 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/gpuwatch/gpuwatch/gpu"
 	"github.com/gpuwatch/gpuwatch/internal/plural"
 )
 
 // GPUHistory is one GPU's recent readings, for /gpu history and replay
 // plots.
 type GPUHistory struct {
-	Host  string `json:"host"`
-	Index int    `json:"gpu"`
-	Name  string `json:"name,omitempty"`
+	Host  string   `json:"host"`
+	Index int      `json:"gpu"`
+	Name  string   `json:"name,omitempty"`
+	UUID  string   `json:"uuid,omitempty"`
+	MIG   *gpu.MIG `json:"mig,omitempty"` // a MIG instance of GPU Index; nil for the GPU
 	// MemoryPercent is the share of memory in use, in percent;
 	// Utilization in percent; Temperature in °C. Each may be empty.
 	MemoryPercent Series `json:"memory_percent"`
@@ -24,9 +27,9 @@ type GPUHistory struct {
 // figure shows several hosts.
 func (g *GPUHistory) label(withHost bool) string {
 	if withHost {
-		return fmt.Sprintf("%s GPU %d", g.Host, g.Index)
+		return g.Host + " " + gpu.Label(g.Index, g.MIG)
 	}
-	return fmt.Sprintf("GPU %d", g.Index)
+	return gpu.Label(g.Index, g.MIG)
 }
 
 // History is what /gpu history shows: memory, utilization and temperature
@@ -45,6 +48,7 @@ type AlertSpan struct {
 	Alert      string
 	Host       string
 	GPU        int
+	MIG        *gpu.MIG // the MIG instance; nil for a whole GPU
 	FiredAt    time.Time
 	ResolvedAt time.Time // zero while firing
 }
@@ -118,7 +122,7 @@ func (h *History) marks(loc *time.Location, nameGPU bool) []Mark {
 			name = "" // too many names to read: the lines say when
 		}
 		if nameGPU {
-			name = fmt.Sprintf("%s GPU %d", a.Alert, a.GPU)
+			name = a.Alert + " " + gpu.Label(a.GPU, a.MIG)
 		}
 		label := ""
 		if name != "" {

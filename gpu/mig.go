@@ -71,19 +71,22 @@ func InstanceUUID(parentUUID string, gpuInstance, computeInstance int) string {
 // kept.
 func SortInstances(devices []Device) {
 	slices.SortStableFunc(devices, func(a, b Device) int {
-		if c := cmp.Compare(a.Index, b.Index); c != 0 {
-			return c
-		}
-		switch {
-		case a.MIG == nil && b.MIG == nil:
-			return 0
-		case a.MIG == nil:
-			return -1
-		case b.MIG == nil:
-			return 1
-		}
-		return cmp.Or(cmp.Compare(a.MIG.GPUInstance, b.MIG.GPUInstance), cmp.Compare(a.MIG.ComputeInstance, b.MIG.ComputeInstance))
+		return cmp.Or(cmp.Compare(a.Index, b.Index), CompareInstances(a.MIG, b.MIG))
 	})
+}
+
+// CompareInstances orders the devices of one GPU: the GPU (nil) before
+// its MIG instances, and those by GPU instance and compute instance.
+func CompareInstances(a, b *MIG) int {
+	switch {
+	case a == nil && b == nil:
+		return 0
+	case a == nil:
+		return -1
+	case b == nil:
+		return 1
+	}
+	return cmp.Or(cmp.Compare(a.GPUInstance, b.GPUInstance), cmp.Compare(a.ComputeInstance, b.ComputeInstance))
 }
 
 // RunsJobs reports whether jobs run on the device itself: a whole GPU or
