@@ -114,7 +114,7 @@ func TestReplayText(t *testing.T) {
 	if got.code != cli.ExitOK {
 		t.Fatalf("replay: got exit %d, want %d\nstderr:\n%s", got.code, cli.ExitOK, got.stderr)
 	}
-	line := regexp.MustCompile(`(?m)^2026-11-29 \d\d:\d\d:\d\d UTC  (FIRING  |RESOLVED) GPU\w+ \[\w+\] \S+ gpu0 \(NVIDIA A100-SXM4-40GB\)$`)
+	line := regexp.MustCompile(`(?m)^2026-11-29 \d\d:\d\d:\d\d UTC  (FIRING  |RESOLVED) GPU\w+ \[\w+\] \S+ GPU 0 \(NVIDIA A100-SXM4-40GB\)$`)
 	var firing, resolved int
 	for _, m := range line.FindAllString(got.stdout, -1) {
 		if strings.Contains(m, "FIRING") {
@@ -236,7 +236,7 @@ func TestReplayLogWithout(t *testing.T) {
 	if got.code != cli.ExitOK || !strings.Contains(got.stdout, "FIRING   GPUHot [critical] ") {
 		t.Fatalf("replay of a hot GPU: got exit %d, stdout\n%s\nstderr\n%s\nwant GPUHot firing", got.code, got.stdout, got.stderr)
 	}
-	if line := firstLine(got.stdout); !strings.HasSuffix(line, " gpu0") {
+	if line := firstLine(got.stdout); !strings.HasSuffix(line, " GPU 0") {
 		t.Errorf("replay of a log without names: got %q, want it to end with the GPU, without \"()\"", line)
 	}
 }

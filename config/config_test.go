@@ -314,7 +314,7 @@ func TestExampleConfig(t *testing.T) {
 		c.Route.GroupWait == nil || *c.Route.GroupWait != 10*time.Second {
 		t.Errorf("route: got %+v, want receiver console, group_wait 10s, repeat_interval 4h", c.Route)
 	}
-	if got, want := c.Summary(), "../config.example.yaml: ok: 8 rules, 1 receiver, source nvml every 5s"; got != want {
+	if got, want := c.Summary(), "../config.example.yaml: ok: 9 rules, 1 receiver, source nvml every 5s"; got != want {
 		t.Errorf("Summary: got %q, want %q", got, want)
 	}
 }

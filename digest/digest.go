@@ -8,25 +8,39 @@
 // plain text, markdown and Slack Block Kit.
 package digest
 
-import "time"
+import (
+	"time"
+
+	"github.com/gpuwatch/gpuwatch/gpu"
+)
 
 // GPUHour is one GPU's usage in one clock hour (UTC).
 type GPUHour struct {
-	Hour    time.Time `json:"hour"` // the start of the hour, UTC
-	GPU     int       `json:"gpu"`
-	UUID    string    `json:"uuid"`
-	Name    string    `json:"name"`
-	Host    string    `json:"host"`
-	Samples int       `json:"samples"`
+	Hour time.Time `json:"hour"` // the start of the hour, UTC
+	GPU  int       `json:"gpu"`
+	UUID string    `json:"uuid"` // the GPU's, or the MIG instance's
+	Name string    `json:"name"`
+	Host string    `json:"host"`
+	// MIG is the MIG instance the hour is of, nil for a whole GPU;
+	// MIGEnabled marks a GPU split into instances, whose hours are its
+	// instances' (its own keep its temperature and energy).
+	MIG        *gpu.MIG `json:"mig,omitempty"`
+	MIGEnabled bool     `json:"mig_enabled,omitempty"`
+	Samples    int      `json:"samples"`
 	// Seconds is the time the samples cover (between consecutive samples,
 	// gaps over a few intervals not bridged).
 	Seconds float64 `json:"seconds"`
 	// UtilSeconds integrates utilization (0–1) over time: average
 	// utilization is UtilSeconds/Seconds.
 	UtilSeconds float64 `json:"util_seconds"`
-	UtilMax     float64 `json:"util_max"` // percent
-	MemMax      uint64  `json:"mem_max_bytes"`
-	MemTotal    uint64  `json:"mem_total_bytes"`
+	// UtilUnknownSeconds is the part of Seconds without a utilization
+	// reading (a MIG instance of a GPU before Hopper measures none): the
+	// average is over the rest, and none of it measured is "not
+	// measured", never 0 %.
+	UtilUnknownSeconds float64 `json:"util_unknown_seconds,omitempty"`
+	UtilMax            float64 `json:"util_max"` // percent
+	MemMax             uint64  `json:"mem_max_bytes"`
+	MemTotal           uint64  `json:"mem_total_bytes"`
 	// BusySeconds: utilization at or above BusyPercent.
 	BusySeconds float64 `json:"busy_seconds"`
 	// IdleHeldSeconds: memory held (at least HeldBytes) while utilization
@@ -48,6 +62,7 @@ type UserHour struct {
 	User string    `json:"user"`
 	GPU  int       `json:"gpu"`
 	UUID string    `json:"uuid"`
+	MIG  *gpu.MIG  `json:"mig,omitempty"`  // the MIG instance used, nil for a whole GPU
 	Host string    `json:"host,omitempty"` // the GPU's host; records before fleets have none
 	// GPUSeconds is the time the user held the GPU, shared between the
 	// users on it by their share of its process memory.

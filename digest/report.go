@@ -9,6 +9,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/gpuwatch/gpuwatch/gpu"
 	"github.com/gpuwatch/gpuwatch/internal/plural"
 	spark "github.com/gpuwatch/gpuwatch/internal/sparkline"
 
@@ -120,11 +121,12 @@ type Report struct {
 // Underused is a GPU a job kept busy at low utilization: starved by its
 // input pipeline, or too small for the GPU.
 type Underused struct {
-	Host    string  `json:"host,omitempty"`
-	GPU     int     `json:"gpu"`
-	UUID    string  `json:"uuid"`
-	Hours   float64 `json:"hours"`    // held hours at low utilization
-	AvgUtil float64 `json:"avg_util"` // percent, over those hours while held
+	Host    string   `json:"host,omitempty"`
+	GPU     int      `json:"gpu"`
+	UUID    string   `json:"uuid"`
+	MIG     *gpu.MIG `json:"mig,omitempty"`
+	Hours   float64  `json:"hours"`    // held hours at low utilization
+	AvgUtil float64  `json:"avg_util"` // percent, over those hours while held
 	// User and Command are who held the GPU most in those hours and their
 	// job; empty when the data names no processes (a log).
 	User    string `json:"user,omitempty"`
@@ -145,13 +147,20 @@ type HostReport struct {
 	Sparkline string `json:"sparkline"`
 }
 
-// GPUReport is one GPU over the window.
+// GPUReport is one GPU over the window, or one MIG instance (MIG set),
+// listed after its GPU (MIGEnabled).
 type GPUReport struct {
-	Host          string  `json:"host,omitempty"`
-	GPU           int     `json:"gpu"`
-	UUID          string  `json:"uuid"`
-	Name          string  `json:"name"`
-	CoveredHours  float64 `json:"covered_hours"`
+	Host         string   `json:"host,omitempty"`
+	GPU          int      `json:"gpu"`
+	UUID         string   `json:"uuid"`
+	Name         string   `json:"name"`
+	MIG          *gpu.MIG `json:"mig,omitempty"`
+	MIGEnabled   bool     `json:"mig_enabled,omitempty"`
+	CoveredHours float64  `json:"covered_hours"`
+	// UtilMeasured says some of the window had a utilization reading:
+	// without one (a MIG instance of a GPU before Hopper), AvgUtil and
+	// PeakUtil are not 0 % but unknown, and the digest says "not measured".
+	UtilMeasured  bool    `json:"util_measured"`
 	AvgUtil       float64 `json:"avg_util"`
 	PeakUtil      float64 `json:"peak_util"`
 	PeakMem       uint64  `json:"peak_mem_bytes"`
@@ -180,16 +189,20 @@ type UserReport struct {
 type UserHost struct {
 	Host string `json:"host"`
 	GPUs []int  `json:"gpus"` // ascending
+	// Labels name the GPUs and MIG instances used, as gpu.Label does, in
+	// GPUs' order ("GPU 0 · MIG 3 (1g.10gb)").
+	Labels []string `json:"labels"`
 }
 
 // IdleHolder is a user who held memory on a GPU that computed nothing.
 type IdleHolder struct {
-	User     string  `json:"user"`
-	Host     string  `json:"host,omitempty"`
-	GPU      int     `json:"gpu"`
-	UUID     string  `json:"uuid"`
-	Seconds  float64 `json:"seconds"`
-	MaxBytes uint64  `json:"max_bytes"`
+	User     string   `json:"user"`
+	Host     string   `json:"host,omitempty"`
+	GPU      int      `json:"gpu"`
+	UUID     string   `json:"uuid"`
+	MIG      *gpu.MIG `json:"mig,omitempty"`
+	Seconds  float64  `json:"seconds"`
+	MaxBytes uint64   `json:"max_bytes"`
 }
 
 // AlertReport is one rule's alerts in the window: Fired counts those that
@@ -274,10 +287,32 @@ func withHosts(users []UserHour, gpus []GPUHour) []UserHour {
 }
 
 // slot is a host's GPU as a report counts it: by index, so that a GPU
-// replaced in its slot reads as one line, as on the host.
+// replaced in its slot reads as one line, as on the host; a MIG instance
+// by its GPU's index and its own IDs.
 type slot struct {
 	host string
 	gpu  int
+	mig  instanceID
+}
+
+// instanceID is a MIG instance's GPU and compute instance IDs, plus one,
+// so that the zero value is a whole GPU.
+type instanceID struct{ gi, ci int }
+
+func instanceOf(m *gpu.MIG) instanceID {
+	if m == nil {
+		return instanceID{}
+	}
+	return instanceID{m.GPUInstance + 1, m.ComputeInstance + 1}
+}
+
+// slotOf is the slot of a GPU's hours.
+func slotOf(host string, index int, m *gpu.MIG) slot { return slot{host, index, instanceOf(m)} }
+
+// compareSlots orders slots by host and index, a GPU before its MIG
+// instances.
+func compareSlots(a, b slot) int {
+	return cmp.Or(cmp.Compare(a.host, b.host), cmp.Compare(a.gpu, b.gpu), cmp.Compare(a.mig.gi, b.mig.gi), cmp.Compare(a.mig.ci, b.mig.ci))
 }
 
 // Fleet reports whether the report covers several hosts: its lines then
@@ -304,10 +339,10 @@ func (r *Report) buildUnderused(gpus []GPUHour, users []UserHour) {
 		if util < BusyPercent || util >= LowUtilPercent {
 			continue
 		}
-		k := slot{h.Host, h.GPU}
+		k := slotOf(h.Host, h.GPU, h.MIG)
 		a := bySlot[k]
 		if a == nil {
-			a = &acc{Underused: Underused{Host: h.Host, GPU: h.GPU, UUID: h.UUID}, hours: map[time.Time]bool{}}
+			a = &acc{Underused: Underused{Host: h.Host, GPU: h.GPU, UUID: h.UUID, MIG: h.MIG}, hours: map[time.Time]bool{}}
 			bySlot[k] = a
 		}
 		a.heldSeconds += h.HeldSeconds
@@ -319,7 +354,7 @@ func (r *Report) buildUnderused(gpus []GPUHour, users []UserHour) {
 	commands := map[slot]map[string]string{}
 	for i := range users {
 		u := &users[i]
-		k := slot{u.Host, u.GPU}
+		k := slotOf(u.Host, u.GPU, u.MIG)
 		a := bySlot[k]
 		if a == nil || !a.hours[u.Hour] || u.User == "" || u.User == RollupUnknownUser {
 			continue
@@ -368,27 +403,54 @@ func span(gpus []GPUHour) (from, to time.Time) {
 // gpuAcc sums one GPU's hours (or one host's).
 type gpuAcc struct {
 	GPUHour           // sums and maxima; Hour unused
-	spark   []float64 // util seconds and seconds per sparkline cell, interleaved
+	spark   []float64 // util seconds and measured seconds per sparkline cell, interleaved
 	gpus    int       // a host's: how many GPUs
 }
 
 // add sums an hour into the accumulator; cell is its sparkline cell, or
 // -1 outside the window.
-func (a *gpuAcc) add(h *GPUHour, cell int) {
+func (a *gpuAcc) add(h *GPUHour, cell int) { a.addWeighted(h, cell, 1) }
+
+// addWeighted sums an hour into the accumulator, its time counted at
+// weight w of a GPU's: a MIG instance's hours are its share of its GPU's
+// compute, so that seven 1g.10gb instances busy for an hour make one busy
+// GPU-hour.
+func (a *gpuAcc) addWeighted(h *GPUHour, cell int, w float64) {
 	a.Samples += h.Samples
-	a.Seconds += h.Seconds
-	a.UtilSeconds += h.UtilSeconds
-	a.BusySeconds += h.BusySeconds
-	a.IdleHeldSeconds += h.IdleHeldSeconds
+	a.Seconds += w * h.Seconds
+	a.UtilSeconds += w * h.UtilSeconds
+	a.UtilUnknownSeconds += w * h.UtilUnknownSeconds
+	a.BusySeconds += w * h.BusySeconds
+	a.IdleHeldSeconds += w * h.IdleHeldSeconds
 	a.EnergyJoules += h.EnergyJoules
 	a.UtilMax = maxKnown(a.UtilMax, h.UtilMax)
 	a.MemMax = max(a.MemMax, h.MemMax)
 	a.MemTotal = max(a.MemTotal, h.MemTotal)
 	a.TempMax = maxKnown(a.TempMax, h.TempMax)
 	if cell >= 0 && cell < len(a.spark)/2 {
-		a.spark[2*cell] += h.UtilSeconds
-		a.spark[2*cell+1] += h.Seconds
+		a.spark[2*cell] += w * h.UtilSeconds
+		a.spark[2*cell+1] += w * (h.Seconds - h.UtilUnknownSeconds)
 	}
+}
+
+// measured is the time with a utilization reading.
+func (a *gpuAcc) measured() float64 { return max(a.Seconds-a.UtilUnknownSeconds, 0) }
+
+// weight is how much of a GPU an hour's device counts for in a host's
+// and the report's totals: a whole GPU all, a MIG instance its share of
+// its GPU's compute, a GPU split into instances nothing but its energy
+// (its instances count).
+func weight(h *GPUHour) float64 {
+	switch {
+	case h.MIGEnabled:
+		return 0
+	case h.MIG != nil:
+		if w := gpu.ComputeShare(h.Name, h.MIG.Profile); w > 0 {
+			return w
+		}
+		return 1.0 / 7
+	}
+	return 1
 }
 
 func (r *Report) buildGPUs(gpus []GPUHour, o Options) {
@@ -398,20 +460,25 @@ func (r *Report) buildGPUs(gpus []GPUHour, o Options) {
 	cells := (hours + perCell - 1) / perCell
 
 	var accs []*gpuAcc
+	var slots []slot
 	index := map[slot]int{} // → place in accs
 	hostAccs := map[string]*gpuAcc{}
 	var total gpuAcc
 	for i := range gpus {
 		h := &gpus[i]
-		k, ok := index[slot{h.Host, h.GPU}]
+		at := slotOf(h.Host, h.GPU, h.MIG)
+		k, ok := index[at]
 		if !ok {
 			k = len(accs)
-			index[slot{h.Host, h.GPU}] = k
-			accs = append(accs, &gpuAcc{GPUHour: GPUHour{GPU: h.GPU, Host: h.Host}, spark: make([]float64, 2*cells)})
+			index[at] = k
+			accs = append(accs, &gpuAcc{GPUHour: GPUHour{GPU: h.GPU, Host: h.Host, MIG: h.MIG}, spark: make([]float64, 2*cells)})
+			slots = append(slots, at)
 			if hostAccs[h.Host] == nil {
 				hostAccs[h.Host] = &gpuAcc{GPUHour: GPUHour{Host: h.Host}, spark: make([]float64, 2*cells)}
 			}
-			hostAccs[h.Host].gpus++
+			if h.MIG == nil {
+				hostAccs[h.Host].gpus++
+			}
 		}
 		a := accs[k]
 		if h.UUID != "" {
@@ -420,15 +487,26 @@ func (r *Report) buildGPUs(gpus []GPUHour, o Options) {
 		if h.Name != "" {
 			a.Name = h.Name
 		}
+		a.MIGEnabled = a.MIGEnabled || h.MIGEnabled
 		cell := -1
 		if c := int(math.Floor(h.Hour.Sub(start).Hours())); c >= 0 {
 			cell = c / perCell
 		}
 		a.add(h, cell)
-		hostAccs[h.Host].add(h, cell)
-		total.add(h, -1)
+		w := weight(h)
+		hostAccs[h.Host].addWeighted(h, cell, w)
+		total.addWeighted(h, -1, w)
 	}
-	slices.SortFunc(accs, func(a, b *gpuAcc) int { return cmp.Or(cmp.Compare(a.Host, b.Host), cmp.Compare(a.GPU, b.GPU)) })
+	order := make([]int, len(accs))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortFunc(order, func(a, b int) int { return compareSlots(slots[a], slots[b]) })
+	sorted := make([]*gpuAcc, len(accs))
+	for i, k := range order {
+		sorted[i] = accs[k]
+	}
+	accs = sorted
 	// The sparklines draw the hours that have data, alike for every GPU:
 	// a window longer than what was recorded is not drawn as blank columns.
 	first, last := cells, -1
@@ -448,8 +526,8 @@ func (r *Report) buildGPUs(gpus []GPUHour, o Options) {
 	r.GPUs = make([]GPUReport, len(accs))
 	for i, a := range accs {
 		g := &r.GPUs[i]
-		*g = GPUReport{Host: a.Host, GPU: a.GPU, UUID: a.UUID, Name: a.Name, CoveredHours: a.Seconds / 3600,
-			AvgUtil: 100 * ratio(a.UtilSeconds, a.Seconds), PeakUtil: a.UtilMax, PeakMem: a.MemMax, MemTotal: a.MemTotal,
+		*g = GPUReport{Host: a.Host, GPU: a.GPU, UUID: a.UUID, Name: a.Name, MIG: a.MIG, MIGEnabled: a.MIGEnabled, CoveredHours: a.Seconds / 3600,
+			UtilMeasured: a.measured() > 0, AvgUtil: 100 * ratio(a.UtilSeconds, a.measured()), PeakUtil: a.UtilMax, PeakMem: a.MemMax, MemTotal: a.MemTotal,
 			BusyHours: a.BusySeconds / 3600, IdleHeldHours: a.IdleHeldSeconds / 3600, PeakTemp: a.TempMax,
 			EnergyKWh: a.EnergyJoules / 3.6e6, Sparkline: drawn(a)}
 		g.Cost = o.PricePerKWh * g.EnergyKWh
@@ -457,14 +535,14 @@ func (r *Report) buildGPUs(gpus []GPUHour, o Options) {
 	r.Hosts = make([]HostReport, 0, len(hostAccs))
 	for _, host := range slices.Sorted(maps.Keys(hostAccs)) {
 		a := hostAccs[host]
-		h := HostReport{Host: host, GPUs: a.gpus, CoveredHours: a.Seconds / 3600, AvgUtil: 100 * ratio(a.UtilSeconds, a.Seconds),
+		h := HostReport{Host: host, GPUs: a.gpus, CoveredHours: a.Seconds / 3600, AvgUtil: 100 * ratio(a.UtilSeconds, a.measured()),
 			BusyHours: a.BusySeconds / 3600, IdleHeldHours: a.IdleHeldSeconds / 3600, EnergyKWh: a.EnergyJoules / 3.6e6,
 			Sparkline: drawn(hostAccs[host])}
 		h.Cost = o.PricePerKWh * h.EnergyKWh
 		r.Hosts = append(r.Hosts, h)
 	}
 	r.CoveredHours = total.Seconds / 3600
-	r.AvgUtil = 100 * ratio(total.UtilSeconds, total.Seconds)
+	r.AvgUtil = 100 * ratio(total.UtilSeconds, total.measured())
 	r.BusyShare = ratio(total.BusySeconds, total.Seconds)
 	r.IdleShare = ratio(total.IdleHeldSeconds, total.Seconds)
 	r.IdleHeldHours = total.IdleHeldSeconds / 3600
@@ -507,6 +585,7 @@ func sparkline(cells []float64) string {
 type userAcc struct {
 	UserReport
 	slots []slot               // the GPUs used
+	migs  map[slot]*gpu.MIG    // the MIG instances among them
 	idle  map[slot]*IdleHolder // by GPU
 }
 
@@ -528,9 +607,15 @@ func (r *Report) buildUsers(users []UserHour, top int) {
 		a := accs[k]
 		a.GPUHours += h.GPUSeconds / 3600
 		a.GiBHours += h.ByteSeconds / (1 << 30) / 3600
-		at := slot{h.Host, h.GPU}
+		at := slotOf(h.Host, h.GPU, h.MIG)
 		if !slices.Contains(a.slots, at) {
 			a.slots = append(a.slots, at)
+			if h.MIG != nil {
+				if a.migs == nil {
+					a.migs = map[slot]*gpu.MIG{}
+				}
+				a.migs[at] = h.MIG
+			}
 		}
 		if h.IdleHeldSeconds > 0 {
 			if a.idle == nil {
@@ -538,7 +623,7 @@ func (r *Report) buildUsers(users []UserHour, top int) {
 			}
 			ih := a.idle[at]
 			if ih == nil {
-				ih = &IdleHolder{User: name, Host: h.Host, GPU: h.GPU, UUID: h.UUID}
+				ih = &IdleHolder{User: name, Host: h.Host, GPU: h.GPU, UUID: h.UUID, MIG: h.MIG}
 				a.idle[at] = ih
 			}
 			ih.Seconds += h.IdleHeldSeconds
@@ -574,7 +659,7 @@ func (r *Report) buildUsers(users []UserHour, top int) {
 
 // placeGPUs fills the user's GPUs (indexes) and Hosts from the GPUs used.
 func (a *userAcc) placeGPUs() {
-	slices.SortFunc(a.slots, func(x, y slot) int { return cmp.Or(cmp.Compare(x.host, y.host), cmp.Compare(x.gpu, y.gpu)) })
+	slices.SortFunc(a.slots, compareSlots)
 	for _, s := range a.slots {
 		if !slices.Contains(a.GPUs, s.gpu) {
 			a.GPUs = append(a.GPUs, s.gpu)
@@ -584,6 +669,7 @@ func (a *userAcc) placeGPUs() {
 		}
 		h := &a.Hosts[len(a.Hosts)-1]
 		h.GPUs = append(h.GPUs, s.gpu)
+		h.Labels = append(h.Labels, gpu.Label(s.gpu, a.migs[s]))
 	}
 	slices.Sort(a.GPUs)
 }

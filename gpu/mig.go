@@ -94,3 +94,19 @@ func CompareInstances(a, b *MIG) int {
 // counts of GPUs busy, idle or free, hours of use and lists of free GPUs
 // count its instances instead.
 func (d *Device) RunsJobs() bool { return !d.MIGEnabled }
+
+// ComputeShare is the share of its GPU's compute a MIG instance of
+// profile has: its compute slices ("3" of "3g.40gb") of the GPU's (four
+// on an A30, seven on the others). 0 when the profile does not say.
+func ComputeShare(gpuName, profile string) float64 {
+	n, _, ok := strings.Cut(profile, "g.")
+	slices, err := strconv.Atoi(n)
+	if !ok || err != nil || slices <= 0 {
+		return 0
+	}
+	of := 7.0
+	if strings.Contains(gpuName, "A30") {
+		of = 4
+	}
+	return min(float64(slices)/of, 1)
+}

@@ -58,3 +58,20 @@ func TestSortInstances(t *testing.T) {
 		t.Errorf("SortInstances: got %q, want %q", got, want)
 	}
 }
+
+func TestComputeShare(t *testing.T) {
+	for _, tc := range []struct {
+		name, profile string
+		want          float64
+	}{
+		{"NVIDIA A100-SXM4-80GB", "1g.10gb", 1.0 / 7},
+		{"NVIDIA H100 80GB HBM3", "3g.40gb", 3.0 / 7},
+		{"NVIDIA A100-SXM4-80GB", "1g.10gb+me", 1.0 / 7},
+		{"NVIDIA A30", "2g.12gb", 0.5},
+		{"NVIDIA H100 80GB HBM3", "", 0},
+	} {
+		if got := gpu.ComputeShare(tc.name, tc.profile); got != tc.want {
+			t.Errorf("ComputeShare(%q, %q) = %v, want %v", tc.name, tc.profile, got, tc.want)
+		}
+	}
+}
