@@ -195,6 +195,9 @@ func (r *Report) hostLine() string {
 	if r.Fleet() {
 		gpus = plural.Count(len(r.Hosts), "host") + ", " + gpus
 	}
+	if !r.UtilMeasured && r.CoveredHours > 0 {
+		return fmt.Sprintf("%s, %s covered: utilization not measured", gpus, gpuTime(r.CoveredHours))
+	}
 	return fmt.Sprintf("%s, %s covered: average utilization %s, busy %s of the time, held idle %s (%s)",
 		gpus, gpuTime(r.CoveredHours), percent(r.AvgUtil), percent(100*r.BusyShare),
 		percent(100*r.IdleShare), gpuTime(r.IdleHeldHours))

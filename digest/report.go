@@ -86,7 +86,10 @@ type Report struct {
 	Priced   bool           `json:"priced"` // a price per kWh was set
 
 	// Totals over every GPU (of every host).
-	CoveredHours  float64 `json:"covered_hours"`   // GPU-hours the samples cover
+	CoveredHours float64 `json:"covered_hours"` // GPU-hours the samples cover
+	// UtilMeasured says some of the time had a utilization reading;
+	// AvgUtil is over that time.
+	UtilMeasured  bool    `json:"util_measured"`
 	AvgUtil       float64 `json:"avg_util"`        // weighted by time
 	BusyShare     float64 `json:"busy_share"`      // busy time / covered time
 	IdleShare     float64 `json:"idle_share"`      // idle-held time / covered time
@@ -542,6 +545,7 @@ func (r *Report) buildGPUs(gpus []GPUHour, o Options) {
 		r.Hosts = append(r.Hosts, h)
 	}
 	r.CoveredHours = total.Seconds / 3600
+	r.UtilMeasured = total.measured() > 0
 	r.AvgUtil = 100 * ratio(total.UtilSeconds, total.measured())
 	r.BusyShare = ratio(total.BusySeconds, total.Seconds)
 	r.IdleShare = ratio(total.IdleHeldSeconds, total.Seconds)
@@ -605,7 +609,13 @@ func (r *Report) buildUsers(users []UserHour, top int) {
 			accs = append(accs, &userAcc{UserReport: UserReport{User: name}})
 		}
 		a := accs[k]
-		a.GPUHours += h.GPUSeconds / 3600
+		w := 1.0
+		if h.MIG != nil { // a MIG instance's hours are its share of its GPU's
+			if w = gpu.ComputeShare("", h.MIG.Profile); w == 0 {
+				w = 1.0 / 7
+			}
+		}
+		a.GPUHours += w * h.GPUSeconds / 3600
 		a.GiBHours += h.ByteSeconds / (1 << 30) / 3600
 		at := slotOf(h.Host, h.GPU, h.MIG)
 		if !slices.Contains(a.slots, at) {
