@@ -48,9 +48,10 @@ func (d *Device) Label() string { return Label(d.Index, d.MIG) }
 func (d *Device) IsInstance() bool { return d.MIG != nil }
 
 // ParentUUID returns the UUID of the whole GPU the device belongs to: its
-// own for a whole GPU, its parent's for a MIG instance.
+// own for a whole GPU, its parent's for a MIG instance ("" when the source
+// does not say).
 func (d *Device) ParentUUID() string {
-	if d.MIG != nil && d.MIG.ParentUUID != "" {
+	if d.MIG != nil {
 		return d.MIG.ParentUUID
 	}
 	return d.UUID

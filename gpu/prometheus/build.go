@@ -32,7 +32,7 @@ type deviceBuild struct {
 	key                                     deviceKey
 	dev                                     gpu.Device
 	memUsed, memTotal, memFree, memReserved float64 // bytes; NaN until a series says
-	engineActive                            float64 // percent, dcgm-exporter's DCGM_FI_PROF_GR_ENGINE_ACTIVE; NaN until said
+	engineActive, dramActive                float64 // percent, dcgm-exporter's DCGM_FI_PROF_GR_ENGINE_ACTIVE and DRAM_ACTIVE; NaN until said
 	lost                                    bool
 	processes, users, pods                  []gpu.Process
 	xids                                    []xidSample
@@ -292,7 +292,7 @@ func (e *evaluation) add(ls *labelSet, value float64) {
 	d := e.devs[key]
 	if d == nil {
 		nan := math.NaN()
-		d = &deviceBuild{key: key, memUsed: nan, memTotal: nan, memFree: nan, memReserved: nan, engineActive: nan,
+		d = &deviceBuild{key: key, memUsed: nan, memTotal: nan, memFree: nan, memReserved: nan, engineActive: nan, dramActive: nan,
 			dev: gpu.Device{Index: key.index, UUID: key.uuid, UtilGPU: nan, UtilMem: nan, TempC: nan, PowerW: nan, PowerLimitW: nan}}
 		if f.schema == SchemaDCGM && ls.gpuInstance != "" {
 			d.dev.MIG = dcgmInstance(ls)
@@ -411,7 +411,7 @@ func markSplit(devs map[deviceKey]*deviceBuild) {
 		p := devs[key]
 		if p == nil {
 			nan := math.NaN()
-			p = &deviceBuild{key: key, memUsed: nan, memTotal: nan, memFree: nan, memReserved: nan, engineActive: nan,
+			p = &deviceBuild{key: key, memUsed: nan, memTotal: nan, memFree: nan, memReserved: nan, engineActive: nan, dramActive: nan,
 				dev: gpu.Device{Index: key.index, UUID: key.uuid, Name: d.dev.Name, UtilGPU: nan, UtilMem: nan, TempC: nan, PowerW: nan, PowerLimitW: nan}}
 			devs[key] = p
 		}
@@ -435,8 +435,10 @@ func (d *deviceBuild) device() gpu.Device {
 		dev.UtilGPU, dev.UtilMem = math.NaN(), math.NaN()
 		return dev
 	}
-	if dev.MIG != nil && finite(d.engineActive) {
-		dev.UtilGPU = d.engineActive
+	if dev.MIG != nil && d.key.schema == SchemaDCGM {
+		// DCGM_FI_DEV_GPU_UTIL and MEM_COPY_UTIL of an instance read 0:
+		// dcgm-exporter measures them per GPU only.
+		dev.UtilGPU, dev.UtilMem = d.engineActive, d.dramActive
 	}
 	total := d.memTotal
 	if d.key.schema == SchemaDCGM {

@@ -20,6 +20,7 @@ func TestMIGInstancesOfDCGM(t *testing.T) {
 		dcgm(52, "DCGM_FI_DEV_GPU_TEMP"), dcgm(180, "DCGM_FI_DEV_POWER_USAGE"), dcgm(0, "DCGM_FI_DEV_GPU_UTIL"),
 		dcgm(30000, "DCGM_FI_DEV_FB_USED"), dcgm(50000, "DCGM_FI_DEV_FB_FREE"),
 		slice(9000, "DCGM_FI_DEV_FB_USED", "9", "1g.10gb"), slice(728, "DCGM_FI_DEV_FB_FREE", "9", "1g.10gb"),
+		slice(0, "DCGM_FI_DEV_GPU_UTIL", "9", "1g.10gb"), slice(0, "DCGM_FI_DEV_GPU_UTIL", "7", "1g.10gb"), // not measured per instance
 		slice(0.93, "DCGM_FI_PROF_GR_ENGINE_ACTIVE", "9", "1g.10gb"),
 		slice(2000, "DCGM_FI_DEV_FB_USED", "7", "1g.10gb"), slice(7728, "DCGM_FI_DEV_FB_FREE", "7", "1g.10gb"),
 	})

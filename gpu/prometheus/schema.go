@@ -88,6 +88,7 @@ var families = []family{
 	// The graphics engine's activity (0–1): a MIG instance's utilization,
 	// which DCGM_FI_DEV_GPU_UTIL does not give.
 	{"DCGM_FI_PROF_GR_ENGINE_ACTIVE", SchemaDCGM, func(d *deviceBuild, v float64) { d.engineActive = 100 * v }},
+	{"DCGM_FI_PROF_DRAM_ACTIVE", SchemaDCGM, func(d *deviceBuild, v float64) { d.dramActive = 100 * v }},
 	{dcgmXID, SchemaDCGM, nil},
 }
 
