@@ -22,7 +22,7 @@ func migSnapshot() *gpu.Snapshot {
 			MemUsed: 20 << 30, MemTotal: 40 << 30, UtilGPU: 0, UtilMem: 0, TempC: nan, PowerW: nan, PowerLimitW: nan,
 			Processes: []gpu.Process{{PID: 4242, User: "bob", Command: "jupyter-lab", MemUsed: 20 << 30}}},
 		{Index: 0, UUID: "MIG-small", Name: "NVIDIA H100 80GB HBM3",
-			MIG:     &gpu.MIG{ParentUUID: "GPU-h100", GPUInstance: 2, Profile: "3g.40gb"},
+			MIG:      &gpu.MIG{ParentUUID: "GPU-h100", GPUInstance: 2, Profile: "3g.40gb"},
 			MemTotal: 40 << 30, UtilGPU: 0, UtilMem: 0, TempC: nan, PowerW: nan, PowerLimitW: nan},
 		{Index: 1, UUID: "GPU-a10", Name: "NVIDIA A10", MemUsed: 15 << 30, MemTotal: 24 << 30,
 			UtilGPU: 60, UtilMem: 20, TempC: 60, PowerW: 120, PowerLimitW: 150,
