@@ -1,0 +1,189 @@
+package cli_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gpuwatch/gpuwatch/gpu"
+	"github.com/gpuwatch/gpuwatch/gpu/sim"
+	"github.com/gpuwatch/gpuwatch/internal/fleettest"
+	"github.com/gpuwatch/gpuwatch/internal/suites"
+	"github.com/gpuwatch/gpuwatch/notifier/notifiertest"
+)
+
+// migDCGMExporter plays an NVIDIA dcgm-exporter on host m whose GPU is
+// an A100 in seven 1g.10gb MIG slices, one leaking (the sim's
+// mig-slice-leak at 240 times real time, as a gpuwatch agent plays it):
+// the card's temperature and power without GPU_I_ID, each slice's memory
+// with GPU_I_ID and GPU_I_PROFILE, its utilization (DCGM_FI_DEV_GPU_UTIL)
+// 0, as dcgm-exporter reports an instance's.
+type migDCGMExporter struct {
+	*httptest.Server
+	mu   sync.Mutex
+	snap *gpu.Snapshot
+}
+
+func newMIGDCGMExporter(t *testing.T) *migDCGMExporter {
+	src, err := sim.New(sim.Config{Scenario: sim.ScenarioMIGSliceLeak, Seed: 1, Host: "m", Step: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &migDCGMExporter{}
+	next := func() {
+		s, err := src.Next(context.Background())
+		if err == nil {
+			e.mu.Lock()
+			e.snap = s
+			e.mu.Unlock()
+		}
+	}
+	next()
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		tick := time.NewTicker(10 * time.Second / 240)
+		defer tick.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+				next()
+			}
+		}
+	}()
+	e.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		e.mu.Lock()
+		s := e.snap
+		e.mu.Unlock()
+		const mib = 1 << 20
+		for _, d := range s.Devices {
+			uuid := d.UUID
+			if d.MIG != nil {
+				uuid = d.MIG.ParentUUID
+			}
+			labels := fmt.Sprintf(`gpu="%d",UUID=%q,device="nvidia%d",modelName=%q,Hostname="m"`, d.Index, uuid, d.Index, d.Name)
+			if d.MIG == nil {
+				fmt.Fprintf(w, "DCGM_FI_DEV_GPU_TEMP{%s} %g\nDCGM_FI_DEV_POWER_USAGE{%s} %g\n", labels, d.TempC, labels, d.PowerW)
+				continue
+			}
+			labels += fmt.Sprintf(`,GPU_I_ID="%d",GPU_I_PROFILE=%q`, d.MIG.GPUInstance, d.MIG.Profile)
+			fmt.Fprintf(w, "DCGM_FI_DEV_FB_USED{%s} %d\nDCGM_FI_DEV_FB_FREE{%s} %d\nDCGM_FI_DEV_GPU_UTIL{%s} 0\n",
+				labels, d.MemUsed/mib, labels, (d.MemTotal-d.MemUsed)/mib, labels)
+		}
+	}))
+	t.Cleanup(func() { cancel(); e.Close() })
+	return e
+}
+
+// hookAlerts are the alerts of a generic webhook's requests, as "status
+// alert host label".
+func hookAlerts(t *testing.T, s *notifiertest.Server) []string {
+	t.Helper()
+	var out []string
+	for _, r := range s.Requests() {
+		var m struct {
+			Alerts []struct {
+				Alert, Status, Host string
+				Label               string `json:"gpu_label"`
+			}
+		}
+		if err := json.Unmarshal(r.Body, &m); err != nil {
+			t.Fatalf("a request that is not a generic webhook message: %v\n%s", err, r.Body)
+		}
+		for _, a := range m.Alerts {
+			out = append(out, a.Status+" "+a.Alert+" "+a.Host+" "+a.Label)
+		}
+	}
+	return out
+}
+
+// TestFleetMIGOnRealPrometheus runs a hub on the real Prometheus over two
+// nodes with the same A100 in seven 1g.10gb slices, one slice leaking
+// until it is full: a gpuwatch agent (host g, NVML's view, simulated) and
+// a dcgm-exporter (host m, its MIG labels). The hub makes instances of
+// both and sends the same alerts of both: the leaking slice nearly full,
+// named GPU 0 · MIG 7 (1g.10gb), and nothing of the other six slices or
+// the card. /gpu status of either host shows the slices under the GPU.
+func TestFleetMIGOnRealPrometheus(t *testing.T) {
+	suites.Fleet(t)
+	dir := t.TempDir()
+	agentAddr := freeAddr(t)
+	dcgm := newMIGDCGMExporter(t)
+	prom := fleettest.Prometheus(t, fmt.Sprintf(`global: {scrape_interval: 1s, scrape_timeout: 900ms}
+scrape_configs:
+  - job_name: gpuwatch
+    static_configs: [{targets: [%q]}]
+  - job_name: dcgm
+    static_configs: [{targets: [%q]}]
+`, agentAddr, strings.TrimPrefix(dcgm.URL, "http://")))
+	agentPath := filepath.Join(dir, "g.yaml")
+	writeFile(t, agentPath, fleetAgent(dir, "g", "mig-slice-leak", agentAddr))
+	agent := runInProcess(t, agentPath)
+	defer agent.stop()
+	fleettest.Eventually(t, 30*time.Second, "Prometheus to scrape the agent's and the dcgm-exporter's slices", func() (bool, string) {
+		got := promQuery(t, prom.URL, `count by (host) (gpuwatch_gpu_mig_info) or count by (Hostname) (DCGM_FI_DEV_FB_USED{GPU_I_ID!=""})`)
+		return len(got) == 2, fmt.Sprint(got)
+	})
+	hook := notifiertest.NewServer(t, func(int, *notifiertest.Request) notifiertest.Response { return notifiertest.Response{Status: 200} })
+	hubPath, hubAddr := filepath.Join(dir, "hub.yaml"), freeAddr(t)
+	writeFile(t, hubPath, fmt.Sprintf(`host: hub
+storage: {path: %s}
+server: {listen: %q}
+slack: {signing_secret: %s}
+source:
+  type: prometheus
+  interval: 1s
+  prometheus: {url: %s, schema: auto, timeout: 900ms, host_down_for: 5s}
+receivers: [{name: hook, webhook: {url: %s, format: generic}}]
+route: {receiver: hook, group_wait: 0s}
+rules:
+  - alert: GPUMemoryNearFull
+    when: memory.used_percent > 95
+    for: 2s
+    severity: critical
+  - alert: GPUHot
+    when: temperature > 85
+    for: 2s
+    severity: critical
+  - alert: GPUIdleButHeld
+    when: memory.used > 1GiB and utilization.gpu < 5
+    for: 2s
+    severity: warning
+`, filepath.Join(dir, "hub.db"), hubAddr, fleetSecret, prom.URL, hook.URL))
+	hub := runInProcess(t, hubPath)
+	defer hub.stop()
+
+	want := []string{"firing GPUMemoryNearFull g GPU 0 · MIG 7 (1g.10gb)", "firing GPUMemoryNearFull m GPU 0 · MIG 7 (1g.10gb)"}
+	fleettest.Eventually(t, 90*time.Second, "the leaking slice nearly full, on both hosts", func() (bool, string) {
+		got := hookAlerts(t, hook)
+		return containsAll(got, want...), strings.Join(got, "\n")
+	})
+	for _, a := range hookAlerts(t, hook) {
+		if !strings.HasSuffix(a, " GPU 0 · MIG 7 (1g.10gb)") {
+			t.Errorf("the hub sent %q: want alerts on the leaking slice only, not on the other slices or the card", a)
+		}
+	}
+	if !strings.Contains(requestBodies(hook), `"profile": "1g.10gb"`) {
+		t.Errorf("the alerts do not carry the instance:\n%s", requestBodies(hook))
+	}
+	for _, host := range []string{"g", "m"} {
+		status := slashCommand(t, hubAddr, "status "+host)
+		for _, want := range []string{"1 GPU · 7 MIG instances", "MIG: 7 instances", "↳ *MIG 7 (1g.10gb)*", "↳ *MIG 13 (1g.10gb)*"} {
+			if !strings.Contains(status, want) {
+				t.Errorf("/gpu status %s on the hub: got %s\nwant %q", host, status, want)
+			}
+		}
+	}
+	if got := hookAlerts(t, hook); slices.ContainsFunc(got, func(a string) bool { return strings.Contains(a, "GPUIdleButHeld") }) {
+		t.Errorf("GPUIdleButHeld on slices that measure no utilization: %q", got)
+	}
+}
