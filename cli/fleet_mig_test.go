@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"math"
 	"path/filepath"
-	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -20,20 +20,20 @@ import (
 	"github.com/gpuwatch/gpuwatch/notifier/notifiertest"
 )
 
-// migDCGMExporter plays an NVIDIA dcgm-exporter on host m whose GPU is
-// an A100 in seven 1g.10gb MIG slices, one leaking (the sim's
-// mig-slice-leak at 240 times real time, as a gpuwatch agent plays it):
-// the card's temperature and power without GPU_I_ID, each slice's memory
-// with GPU_I_ID and GPU_I_PROFILE, its utilization (DCGM_FI_DEV_GPU_UTIL)
-// 0, as dcgm-exporter reports an instance's.
+// migDCGMExporter plays an NVIDIA dcgm-exporter on host whose GPU is
+// split into MIG slices (a sim scenario at 240 times real time, as a
+// gpuwatch agent plays it): the card's temperature and power without
+// GPU_I_ID, each slice's memory with GPU_I_ID and GPU_I_PROFILE, its
+// DCGM_FI_DEV_GPU_UTIL 0 as dcgm-exporter reports an instance's, and its
+// activity (DCGM_FI_PROF_GR_ENGINE_ACTIVE) where the GPU measures it.
 type migDCGMExporter struct {
 	*httptest.Server
 	mu   sync.Mutex
 	snap *gpu.Snapshot
 }
 
-func newMIGDCGMExporter(t *testing.T) *migDCGMExporter {
-	src, err := sim.New(sim.Config{Scenario: sim.ScenarioMIGSliceLeak, Seed: 1, Host: "m", Step: 10 * time.Second})
+func newMIGDCGMExporter(t *testing.T, scenario, host string) *migDCGMExporter {
+	src, err := sim.New(sim.Config{Scenario: scenario, Seed: 1, Host: host, Step: 10 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,7 +70,7 @@ func newMIGDCGMExporter(t *testing.T) *migDCGMExporter {
 			if d.MIG != nil {
 				uuid = d.MIG.ParentUUID
 			}
-			labels := fmt.Sprintf(`gpu="%d",UUID=%q,device="nvidia%d",modelName=%q,Hostname="m"`, d.Index, uuid, d.Index, d.Name)
+			labels := fmt.Sprintf(`gpu="%d",UUID=%q,device="nvidia%d",modelName=%q,Hostname=%q`, d.Index, uuid, d.Index, d.Name, host)
 			if d.MIG == nil {
 				fmt.Fprintf(w, "DCGM_FI_DEV_GPU_TEMP{%s} %g\nDCGM_FI_DEV_POWER_USAGE{%s} %g\n", labels, d.TempC, labels, d.PowerW)
 				continue
@@ -78,6 +78,9 @@ func newMIGDCGMExporter(t *testing.T) *migDCGMExporter {
 			labels += fmt.Sprintf(`,GPU_I_ID="%d",GPU_I_PROFILE=%q`, d.MIG.GPUInstance, d.MIG.Profile)
 			fmt.Fprintf(w, "DCGM_FI_DEV_FB_USED{%s} %d\nDCGM_FI_DEV_FB_FREE{%s} %d\nDCGM_FI_DEV_GPU_UTIL{%s} 0\n",
 				labels, d.MemUsed/mib, labels, (d.MemTotal-d.MemUsed)/mib, labels)
+			if !math.IsNaN(d.UtilGPU) {
+				fmt.Fprintf(w, "DCGM_FI_PROF_GR_ENGINE_ACTIVE{%s} %g\n", labels, d.UtilGPU/100)
+			}
 		}
 	}))
 	t.Cleanup(func() { cancel(); e.Close() })
@@ -106,32 +109,40 @@ func hookAlerts(t *testing.T, s *notifiertest.Server) []string {
 	return out
 }
 
-// TestFleetMIGOnRealPrometheus runs a hub on the real Prometheus over two
-// nodes with the same A100 in seven 1g.10gb slices, one slice leaking
-// until it is full: a gpuwatch agent (host g, NVML's view, simulated) and
-// a dcgm-exporter (host m, its MIG labels). The hub makes instances of
-// both and sends the same alerts of both: the leaking slice nearly full,
-// named GPU 0 · MIG 7 (1g.10gb), and nothing of the other six slices or
-// the card. /gpu status of either host shows the slices under the GPU.
+// TestFleetMIGOnRealPrometheus runs a hub on the real Prometheus over
+// nodes whose GPUs are split into MIG slices, each kind twice: once from a
+// gpuwatch agent (NVML's view, simulated) and once from a dcgm-exporter
+// (its MIG labels). An A100 in seven 1g.10gb slices, one leaking until it
+// is full (hosts g and m), and an H100 as a 4g.40gb slice whose notebook
+// computes nothing and a 3g.40gb slice that trains (hosts h and n). The
+// hub makes instances of every exporter's series and sends the same
+// alerts of both: the leaking slice filling up, named GPU 0 · MIG 7
+// (1g.10gb); the idle 4g.40gb slice held idle (its activity from GPM, or
+// from DCGM_FI_PROF_GR_ENGINE_ACTIVE); nothing of the other slices or the
+// cards, and no idle alert where the A100 measures none. /gpu status of
+// each host shows the slices under the GPU.
 func TestFleetMIGOnRealPrometheus(t *testing.T) {
 	suites.Fleet(t)
 	dir := t.TempDir()
-	agentAddr := freeAddr(t)
-	dcgm := newMIGDCGMExporter(t)
+	agents := map[string]string{"g": sim.ScenarioMIGSliceLeak, "h": sim.ScenarioMIGMixed}
+	exporters := map[string]*migDCGMExporter{"m": newMIGDCGMExporter(t, sim.ScenarioMIGSliceLeak, "m"), "n": newMIGDCGMExporter(t, sim.ScenarioMIGMixed, "n")}
+	addrs := map[string]string{"g": freeAddr(t), "h": freeAddr(t)}
 	prom := fleettest.Prometheus(t, fmt.Sprintf(`global: {scrape_interval: 1s, scrape_timeout: 900ms}
 scrape_configs:
   - job_name: gpuwatch
-    static_configs: [{targets: [%q]}]
+    static_configs: [{targets: [%q, %q]}]
   - job_name: dcgm
-    static_configs: [{targets: [%q]}]
-`, agentAddr, strings.TrimPrefix(dcgm.URL, "http://")))
-	agentPath := filepath.Join(dir, "g.yaml")
-	writeFile(t, agentPath, fleetAgent(dir, "g", "mig-slice-leak", agentAddr))
-	agent := runInProcess(t, agentPath)
-	defer agent.stop()
-	fleettest.Eventually(t, 30*time.Second, "Prometheus to scrape the agent's and the dcgm-exporter's slices", func() (bool, string) {
+    static_configs: [{targets: [%q, %q]}]
+`, addrs["g"], addrs["h"], strings.TrimPrefix(exporters["m"].URL, "http://"), strings.TrimPrefix(exporters["n"].URL, "http://")))
+	for host, scenario := range agents {
+		path := filepath.Join(dir, host+".yaml")
+		writeFile(t, path, fleetAgent(dir, host, scenario, addrs[host]))
+		a := runInProcess(t, path)
+		defer a.stop()
+	}
+	fleettest.Eventually(t, 30*time.Second, "Prometheus to scrape the agents' and the dcgm-exporters' slices", func() (bool, string) {
 		got := promQuery(t, prom.URL, `count by (host) (gpuwatch_gpu_mig_info) or count by (Hostname) (DCGM_FI_DEV_FB_USED{GPU_I_ID!=""})`)
-		return len(got) == 2, fmt.Sprint(got)
+		return len(got) == 4, fmt.Sprint(got)
 	})
 	hook := notifiertest.NewServer(t, func(int, *notifiertest.Request) notifiertest.Response { return notifiertest.Response{Status: 200} })
 	hubPath, hubAddr := filepath.Join(dir, "hub.yaml"), freeAddr(t)
@@ -146,10 +157,10 @@ source:
 receivers: [{name: hook, webhook: {url: %s, format: generic}}]
 route: {receiver: hook, group_wait: 0s}
 rules:
-  - alert: GPUMemoryNearFull
-    when: memory.used_percent > 95
-    for: 2s
-    severity: critical
+  - alert: SliceFillingUp
+    when: memory.used_percent > 80
+    for: 1s
+    severity: warning
   - alert: GPUHot
     when: temperature > 85
     for: 2s
@@ -162,28 +173,36 @@ rules:
 	hub := runInProcess(t, hubPath)
 	defer hub.stop()
 
-	want := []string{"firing GPUMemoryNearFull g GPU 0 · MIG 7 (1g.10gb)", "firing GPUMemoryNearFull m GPU 0 · MIG 7 (1g.10gb)"}
-	fleettest.Eventually(t, 90*time.Second, "the leaking slice nearly full, on both hosts", func() (bool, string) {
+	want := []string{
+		"firing SliceFillingUp g GPU 0 · MIG 7 (1g.10gb)", "firing SliceFillingUp m GPU 0 · MIG 7 (1g.10gb)",
+		"firing GPUIdleButHeld h GPU 0 · MIG 1 (4g.40gb)", "firing GPUIdleButHeld n GPU 0 · MIG 1 (4g.40gb)",
+	}
+	fleettest.Eventually(t, 90*time.Second, "the leaking slice filling up and the idle slice, on both kinds of node", func() (bool, string) {
 		got := hookAlerts(t, hook)
 		return containsAll(got, want...), strings.Join(got, "\n")
 	})
 	for _, a := range hookAlerts(t, hook) {
-		if !strings.HasSuffix(a, " GPU 0 · MIG 7 (1g.10gb)") {
-			t.Errorf("the hub sent %q: want alerts on the leaking slice only, not on the other slices or the card", a)
+		if !strings.HasSuffix(a, " GPU 0 · MIG 7 (1g.10gb)") && !strings.HasSuffix(a, " GPU 0 · MIG 1 (4g.40gb)") {
+			t.Errorf("the hub sent %q: want alerts on the leaking and the idle slice only, not on the other slices or the cards", a)
+		}
+		if strings.Contains(a, "GPUIdleButHeld") && strings.Contains(a, "1g.10gb") {
+			t.Errorf("the hub sent %q: an A100 measures no slice's utilization", a)
 		}
 	}
 	if !strings.Contains(requestBodies(hook), `"profile": "1g.10gb"`) {
 		t.Errorf("the alerts do not carry the instance:\n%s", requestBodies(hook))
 	}
-	for _, host := range []string{"g", "m"} {
+	for host, wants := range map[string][]string{
+		"g": {"1 GPU · 7 MIG instances", "MIG: 7 instances", "↳ *MIG 7 (1g.10gb)*", "↳ *MIG 13 (1g.10gb)*"},
+		"m": {"1 GPU · 7 MIG instances", "MIG: 7 instances", "↳ *MIG 7 (1g.10gb)*", "↳ *MIG 13 (1g.10gb)*"},
+		"h": {"1 GPU · 2 MIG instances", "↳ *MIG 1 (4g.40gb)*", "↳ *MIG 2 (3g.40gb)*"},
+		"n": {"1 GPU · 2 MIG instances", "↳ *MIG 1 (4g.40gb)*", "↳ *MIG 2 (3g.40gb)*"},
+	} {
 		status := slashCommand(t, hubAddr, "status "+host)
-		for _, want := range []string{"1 GPU · 7 MIG instances", "MIG: 7 instances", "↳ *MIG 7 (1g.10gb)*", "↳ *MIG 13 (1g.10gb)*"} {
+		for _, want := range wants {
 			if !strings.Contains(status, want) {
 				t.Errorf("/gpu status %s on the hub: got %s\nwant %q", host, status, want)
 			}
 		}
-	}
-	if got := hookAlerts(t, hook); slices.ContainsFunc(got, func(a string) bool { return strings.Contains(a, "GPUIdleButHeld") }) {
-		t.Errorf("GPUIdleButHeld on slices that measure no utilization: %q", got)
 	}
 }
