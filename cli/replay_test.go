@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/gpuwatch/gpuwatch/cli"
+	"github.com/gpuwatch/gpuwatch/gpu"
 )
 
 // transition is one line of `gpuwatch replay --json`.
@@ -261,5 +262,27 @@ func TestReplayKnowsObservedMetrics(t *testing.T) {
 		if strings.Contains(got.stderr, m) {
 			t.Errorf("replay warns about %s, which gpuwatch keeps itself:\n%s", m, got.stderr)
 		}
+	}
+}
+
+// TestReplayMIGTable replays nvidia-smi's table of a GPU in MIG mode: the
+// alert is the instance's, as text ("GPU 0 · MIG 1") and in --json (its
+// mig object, its uuid named after its GPU).
+func TestReplayMIGTable(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "gpuwatch.yaml")
+	writeFile(t, path, "rules:\n  - alert: SliceFull\n    when: memory.used_percent > 25\n    gpus: [\"0/*\"]\n    summary: \"{{.Label}} at {{.Value | percent}}\"\n")
+	trace := "../gpu/replay/testdata/mig/table-535-mig.log"
+	got := gpuwatch(t, "replay", "--config", path, "--trace", trace)
+	if got.code != cli.ExitOK || !strings.Contains(got.stdout, "FIRING   SliceFull [warning] table-535-mig GPU 0 · MIG 1 (NVIDIA A100-SXM4-80GB)\n    GPU 0 · MIG 1 at 2") {
+		t.Fatalf("replay: exit %d\n%s%s\nwant SliceFull on GPU 0 · MIG 1", got.code, got.stdout, got.stderr)
+	}
+	got = gpuwatch(t, "replay", "--config", path, "--trace", trace, "--json")
+	var line struct {
+		Alert, UUID string
+		GPU         int
+		MIG         *gpu.MIG
+	}
+	if err := json.Unmarshal([]byte(firstLine(got.stdout)), &line); err != nil || line.MIG == nil || line.MIG.GPUInstance != 1 || line.UUID != "MIG-gpu0/1/0" {
+		t.Errorf("replay --json: got %q (%v), want the instance's mig and uuid", firstLine(got.stdout), err)
 	}
 }
