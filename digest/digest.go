@@ -33,14 +33,9 @@ type GPUHour struct {
 	// UtilSeconds integrates utilization (0–1) over time: average
 	// utilization is UtilSeconds/Seconds.
 	UtilSeconds float64 `json:"util_seconds"`
-	// UtilUnknownSeconds is the part of Seconds without a utilization
-	// reading (a MIG instance of a GPU before Hopper measures none): the
-	// average is over the rest, and none of it measured is "not
-	// measured", never 0 %.
-	UtilUnknownSeconds float64 `json:"util_unknown_seconds,omitempty"`
-	UtilMax            float64 `json:"util_max"` // percent
-	MemMax             uint64  `json:"mem_max_bytes"`
-	MemTotal           uint64  `json:"mem_total_bytes"`
+	UtilMax     float64 `json:"util_max"` // percent
+	MemMax      uint64  `json:"mem_max_bytes"`
+	MemTotal    uint64  `json:"mem_total_bytes"`
 	// BusySeconds: utilization at or above BusyPercent.
 	BusySeconds float64 `json:"busy_seconds"`
 	// IdleHeldSeconds: memory held (at least HeldBytes) while utilization
@@ -54,6 +49,13 @@ type GPUHour struct {
 	TempMax         float64 `json:"temp_max_c"`
 	// EnergyJoules integrates power over time (trapezoids).
 	EnergyJoules float64 `json:"energy_joules"`
+	// UtilMissing and MemMissing count the samples without a utilization
+	// or without memory used (a log that does not record them; a MIG
+	// instance of a GPU that measures none), and UtilMissingSeconds the
+	// time they cover: what is not logged is not averaged as 0.
+	UtilMissing        int     `json:"util_missing,omitempty"`
+	UtilMissingSeconds float64 `json:"util_missing_seconds,omitempty"`
+	MemMissing         int     `json:"mem_missing,omitempty"`
 }
 
 // UserHour is one user's use of one GPU in one clock hour.

@@ -44,8 +44,8 @@ func TestDigestOfMIGSlices(t *testing.T) {
 		t.Fatalf("GPUs: got %d, want the A100 and its 7 slices after it", len(rep.GPUs))
 	}
 	for _, g := range rep.GPUs[1:] {
-		if g.UtilMeasured || g.MIG.Profile != "1g.10gb" {
-			t.Errorf("%s: measured %v, want not measured", g.UUID, g.UtilMeasured)
+		if !g.UtilNotLogged || g.MIG.Profile != "1g.10gb" {
+			t.Errorf("%s: utilization not logged %v, want not measured", g.UUID, g.UtilNotLogged)
 		}
 	}
 	// Seven slices for two hours are two GPU-hours, not fourteen.

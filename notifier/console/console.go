@@ -78,7 +78,7 @@ func (n *Notifier) Print(alerts ...notifier.Alert) error {
 
 // Format writes one alert in the console's layout:
 //
-//	2026-11-29 09:41:05 UTC  FIRING   GPUMemoryLeak [critical] host gpu0 (NVIDIA H100 80GB HBM3)
+//	2026-11-29 09:41:05 UTC  FIRING   GPUMemoryLeak [critical] host GPU 0 (NVIDIA H100 80GB HBM3)
 //	    GPU 0 memory keeps growing: 1.5 GiB/min over the last 30 minutes
 //	    value 1.5 GiB/min · full in 12m0s (around 09:53)
 //	    pid 4242 alice  60.1 GiB  python train.py --model llama-7b  (docker:3f2a9c1b7e4d)
