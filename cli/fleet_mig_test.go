@@ -208,7 +208,7 @@ rules:
 			t.Errorf("%s's first SliceFillingUp: %q, want %q (the first run's leak)", host, first[host], want)
 		}
 	}
-	if !strings.Contains(requestBodies(hook), `"profile": "1g.10gb"`) {
+	if !strings.Contains(requestBodies(hook), `"profile":"1g.10gb"`) {
 		t.Errorf("the alerts do not carry the instance:\n%s", requestBodies(hook))
 	}
 	for host, wants := range map[string][]string{
