@@ -193,15 +193,7 @@ func (e *Engine) forget(gs *gpuState) {
 	if i := slices.Index(e.order, gs); i >= 0 {
 		e.order = slices.Delete(e.order, i, i+1)
 	}
-	list := e.hosts[gs.host]
-	if i := slices.Index(list, gs); i >= 0 {
-		list = slices.Delete(list, i, i+1)
-	}
-	if len(list) == 0 {
-		delete(e.hosts, gs.host)
-	} else {
-		e.hosts[gs.host] = list
-	}
+	e.unplace(gs)
 }
 
 // warm feeds the processes of past snapshot s to their series.
