@@ -72,9 +72,11 @@ func TestExampleRulesOnMIGSliceLeak(t *testing.T) {
 			if first == nil {
 				t.Fatalf("no alert on the leaking slice, MIG %d", leak.Instance)
 			}
-			if lead := start.Add(leak.OOMAt).Sub(first.At); lead < 30*time.Minute {
+			lead := start.Add(leak.OOMAt).Sub(first.At)
+			if lead < 30*time.Minute {
 				t.Errorf("%s warned %v before the slice's OOM, want 30 minutes or more", first.Alert, lead)
 			}
+			t.Logf("%s on %s %v before its OOM", first.Alert, first.Label(), lead)
 			if want := fmt.Sprintf("GPU 0 · MIG %d (1g.10gb)", leak.Instance); first.Label() != want || len(first.Processes) == 0 ||
 				first.Processes[0].PID != leak.PID || first.Processes[0].User == "" {
 				t.Errorf("%s on %s held by %+v, want %s held by pid %d and its user", first.Alert, first.Label(), first.Processes, want, leak.PID)
@@ -103,9 +105,11 @@ func TestExampleRulesOnTimeSlicedLeak(t *testing.T) {
 					continue
 				}
 				fired++
-				if lead := start.Add(leak.OOMAt).Sub(tr.At); lead < 30*time.Minute {
+				lead := start.Add(leak.OOMAt).Sub(tr.At)
+				if lead < 30*time.Minute {
 					t.Errorf("%s warned %v before the OOM, want 30 minutes or more", tr.Alert, lead)
 				}
+				t.Logf("%s on %s %v before the OOM", tr.Alert, tr.Subject(), lead)
 				if tr.Process.User == "" || tr.Labels["pid"] == "" {
 					t.Errorf("%s: process %+v labels %v, want its owner and pid", tr.Alert, tr.Process, tr.Labels)
 				}
