@@ -3,6 +3,7 @@ package cli_test
 import (
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -83,6 +84,11 @@ rules:
 	waitPage(t, tab, 30*time.Second, "the slice's charts drawn", `document.querySelectorAll('#charts .chart[data-drawn]').length === 3`)
 	if sel := browsertest.Eval[string](t, tab, "read the chosen GPU", `document.getElementById('hist-gpu').selectedOptions[0].textContent`); sel != "GPU 0 · MIG 7 (1g.10gb)" {
 		t.Errorf("history of %q, want GPU 0 · MIG 7 (1g.10gb)", sel)
+	}
+	notes := browsertest.Eval[[]string](t, tab, "read what the charts say is not measured",
+		`[...document.querySelectorAll('#charts .chart')].filter((c) => c.querySelector('[data-field=not-measured]')).map((c) => c.dataset.series)`)
+	if !slices.Equal(notes, []string{"utilization_percent", "temperature_c"}) {
+		t.Errorf("charts saying what a slice does not measure: %v, want its utilization (an A100) and temperature (the card's)", notes)
 	}
 	browsertest.Screenshot(t, tab, "mig-history-desktop", false)
 }

@@ -474,6 +474,13 @@
     const boxes = specs.map((s) => {
       const box = h('div', { class: 'chart', role: 'group', 'aria-label': s.label + ' of ' + sel.options[sel.selectedIndex].text, 'data-series': s.key });
       box.append(h('h3', null, s.label), h('p', { class: 'sr-only' }, summarize(s.label, s.unit, data[s.key])));
+      // A MIG instance has no temperature of its own (the card's is its
+      // GPU's), and a GPU older than Hopper does not measure its activity.
+      if (state.params.get('uuid') && data.times.length && data[s.key].every((v) => v === null)) {
+        box.append(h('p', { class: 'hint', 'data-field': 'not-measured' }, s.key === 'temperature_c'
+          ? 'A MIG instance has no temperature of its own: the card\'s is in its GPU\'s history.'
+          : 'Not measured: this GPU does not measure a MIG instance\'s ' + s.label.toLowerCase() + ' (GPM needs a Hopper or newer GPU).'));
+      }
       return box;
     });
     // Say why most of the window is empty: gpuwatch began reading the GPU
