@@ -69,7 +69,7 @@ var configFailures = map[string][]string{
 		"6:15: alias *loop is inside the value of its own anchor &loop: it would stand for an endless document; write the value out",
 	},
 	"unknown_field.bad.yaml": {
-		`1:1: unknown field "sorce" in the file (did you mean "source"?); valid fields: host, source, storage, server, metrics, slack, receivers, route, rule_files, rules, digests`,
+		`1:1: unknown field "sorce" in the file (did you mean "source"?); valid fields: host, source, storage, server, metrics, slack, receivers, route, rule_files, rules, digests, people`,
 		`5:3: unknown field "listn" in server (did you mean "listen"?); valid fields: listen, tls, basic_auth_users, bearer_token, bearer_token_file, external_url`,
 	},
 	// metrics.per_process is a bool; the section has no other key.

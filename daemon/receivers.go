@@ -89,11 +89,15 @@ func (d *Daemon) buildNotifier(cfg *config.Config, r *config.Receiver) (notifier
 	client := d.opts.HTTPClient // nil: each integration makes one with its own timeout
 	switch {
 	case r.Slack != nil:
-		return slack.New(r.Name, *r.Slack, slack.Options{
+		o := slack.Options{
 			BotToken: cfg.Slack.BotToken, APIURL: cfg.Slack.APIURL, HTTPClient: client,
 			Messages: d.bucket(BucketSlackMessages), Now: d.opts.Now, Logger: d.logger.With("receiver", r.Name),
 			Acknowledged: d.acknowledged,
-		})
+		}
+		if d.people != nil { // an interface holding a nil *people.People would not be nil
+			o.People = d.people
+		}
+		return slack.New(r.Name, *r.Slack, o)
 	case r.Webhook != nil:
 		n, err := webhook.New(r.Name, *r.Webhook, client, d.opts.Now)
 		if err != nil {

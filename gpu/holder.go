@@ -72,3 +72,17 @@ func (p *Process) Owner() string {
 	}
 	return p.User
 }
+
+// Who names whom a process's use is for, for people: "job 4242 (alice)"
+// for a process of a Slurm job (its user in brackets when known), the pod
+// "NAMESPACE/POD" for a pod the source names without its processes, else
+// the user; "" when unknown.
+func (p *Process) Who() string {
+	if id, ok := p.SlurmJob(); ok {
+		if p.User == "" {
+			return "job " + id
+		}
+		return "job " + id + " (" + p.User + ")"
+	}
+	return p.Owner()
+}

@@ -60,7 +60,18 @@ func (n *Notifier) notifyBot(ctx context.Context, m *notifier.Notification) (boo
 		n.flushUnsaved()
 	}
 	now := n.now()
-	p := n.plan(m)
+	if m.Event != nil {
+		return n.ownerEvent(ctx, m, now)
+	}
+	alerts := alertsOf(m)
+	if m.Owners != nil {
+		var retry bool
+		var err error
+		if alerts, retry, err = n.tellOwners(ctx, m.Owners, alerts, now); err != nil {
+			return retry, err
+		}
+	}
+	p := n.plan(alerts)
 	if len(p.fresh) > 0 {
 		if retry, err := n.postNew(ctx, p.fresh, now); err != nil {
 			return retry, err
@@ -84,9 +95,9 @@ func (n *Notifier) notifyBot(ctx context.Context, m *notifier.Notification) (boo
 	return false, nil
 }
 
-func (n *Notifier) plan(m *notifier.Notification) *plan {
+func (n *Notifier) plan(alerts []notifier.Alert) *plan {
 	p := &plan{index: map[string]*thread{}}
-	for _, a := range alertsOf(m) {
+	for _, a := range alerts {
 		rec := n.load(a.Key)
 		var entry *notifier.Alert
 		if rec != nil {

@@ -16,6 +16,7 @@ import (
 	goslack "github.com/slack-go/slack"
 
 	"github.com/gpuwatch/gpuwatch/notifier"
+	"github.com/gpuwatch/gpuwatch/people"
 )
 
 // The scopes gpuwatch asks of the Slack app beyond posting messages.
@@ -49,7 +50,9 @@ type Bot struct {
 	// noUsers is set once Slack says the token lacks users:read: charts
 	// show the host's zone.
 	noUsers atomic.Bool
-	zones   zoneCache
+	// noEmails is set once Slack says the token lacks users:read.email.
+	noEmails atomic.Bool
+	zones    zoneCache
 }
 
 // BotOptions say how a Bot reaches Slack.
@@ -265,4 +268,69 @@ func (b *Bot) lookUpZone(ctx context.Context, userID string) (*time.Location, er
 		return loc, nil
 	}
 	return time.FixedZone(u.TZ, u.TZOffset), nil
+}
+
+// The scopes of the people: section: looking users up by email (optional
+// without emails in the section), and direct messages to owners.
+const (
+	EmailScope = "users:read.email"
+	IMScope    = "im:write"
+)
+
+// LookupByEmail asks Slack (users.lookupByEmail, scope users:read.email)
+// whose an email is. It makes the Bot a people.Directory. Slack knowing no
+// one with it, or refusing for want of the scope (said once in the log),
+// is people.ErrUnknown; other errors have the token and the email taken
+// out of their text.
+func (b *Bot) LookupByEmail(ctx context.Context, email string) (people.Person, error) {
+	ctx, cancel := context.WithTimeout(ctx, b.opts.Timeout)
+	defer cancel()
+	u, err := b.api.GetUserByEmailContext(ctx, email)
+	if err != nil {
+		if missingScope(err) {
+			if !b.noEmails.Swap(true) {
+				b.log.Warn("Slack refuses users.lookupByEmail: give the Slack app the users:read.email scope and reinstall it; until then people mapped by email are not told")
+			}
+			return people.Person{}, people.ErrUnknown
+		}
+		if unknownUser(err) {
+			return people.Person{}, people.ErrUnknown
+		}
+		return people.Person{}, errors.New(notifier.Redact(b.Redact(err), email))
+	}
+	return personOf(u), nil
+}
+
+// UserInfo asks Slack (users.info, scope users:read) for a user's name and
+// time zone. It makes the Bot a people.Directory.
+func (b *Bot) UserInfo(ctx context.Context, id string) (people.Person, error) {
+	ctx, cancel := context.WithTimeout(ctx, b.opts.Timeout)
+	defer cancel()
+	u, err := b.api.GetUserInfoContext(ctx, id)
+	switch {
+	case unknownUser(err):
+		return people.Person{}, people.ErrUnknown
+	case err != nil:
+		return people.Person{}, errors.New(b.Redact(err))
+	}
+	return personOf(u), nil
+}
+
+// unknownUser reports whether Slack says there is no such user.
+func unknownUser(err error) bool {
+	var apiErr goslack.SlackErrorResponse
+	return errors.As(err, &apiErr) && (apiErr.Err == "users_not_found" || apiErr.Err == "user_not_found")
+}
+
+// personOf is what gpuwatch keeps of a Slack user: the ID, how Slack shows
+// the name, the zone. Never the email.
+func personOf(u *goslack.User) people.Person {
+	name := u.Profile.DisplayName
+	if name == "" {
+		name = u.RealName
+	}
+	if name == "" {
+		name = u.Name
+	}
+	return people.Person{ID: u.ID, Name: name, Zone: u.TZ, Offset: u.TZOffset}
 }
