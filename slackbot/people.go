@@ -195,14 +195,16 @@ func (a *App) ownerAnswer(ctx context.Context, cb *goslack.InteractionCallback, 
 	case err != nil:
 		return errorReply("could not record your answer: " + blockkit.EscapeClip(err.Error(), 300))
 	}
-	text := "✅ Noted: " + ans.Text("you", slackTime)
+	var text string
 	switch ans.Kind {
-	case notifier.AnswerNotMine:
-		text += "; the channel hears of it."
+	case notifier.AnswerStillUsing:
+		text = "✅ Noted: you still use it; no reminders until you are asked again, " + slackTime(ans.Until) + "."
 	case notifier.AnswerDone:
 		text = "✅ Noted: you are done; the alert resolves when the memory frees."
+	case notifier.AnswerNotMine:
+		text = "✅ Noted: it is not yours; the channel hears of it."
 	default:
-		text += "."
+		text = "✅ Noted: you are watching it; no more reminders."
 	}
 	return private(text)
 }
