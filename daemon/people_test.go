@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -11,7 +12,10 @@ import (
 	"testing"
 	"time"
 
+	goslack "github.com/slack-go/slack"
+
 	"github.com/gpuwatch/gpuwatch/gpu/sim"
+	"github.com/gpuwatch/gpuwatch/internal/blockkit"
 	"github.com/gpuwatch/gpuwatch/notifier/notifiertest"
 	slacknotifier "github.com/gpuwatch/gpuwatch/notifier/slack"
 )
@@ -295,4 +299,89 @@ func alertOf(r *running, key string) *struct{ Answer string } {
 		}
 	}
 	return nil
+}
+
+// TestPersonalDigest: after a morning on the shared node, the weekly
+// personal digest is one direct message to each person who used a GPU
+// and whom Slack knows (not carol), none to bob who turned it off with
+// /gpu digest off; each within Slack's limits, with the picture of their
+// week in its thread. The vision team's lead gets the team's digest.
+func TestPersonalDigest(t *testing.T) {
+	fake := notifiertest.NewSlack(t, notifiertest.SlackOptions{Scopes: "chat:write,files:write,im:write,users:read,users:read.email", Users: workspace})
+	responses := notifiertest.NewServer(t, nil)
+	dir := t.TempDir()
+	env := map[string]string{"SLACK_BOT_TOKEN": "xoxb-1111-2222-digests", "SLACK_SIGNING_SECRET": signingSecret}
+	text := strings.Replace(peopleConfig(fake.URL), "route:", `  digest: {receiver: team}
+  groups:
+    - name: vision
+      leads: [alice@example.org]
+      members: [bob, namespace:vision]
+route:`, 1)
+	cfg := parseConfig(t, dir, text, env)
+	src, err := sim.New(sim.Config{Scenario: sim.ScenarioSharedNode, Seed: 2, Start: base, Host: "node1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := &simRun{src: src, clk: newClock(base), at: base}
+	r := start(t, cfg, run.clk.Now)
+	run.until(t, r, base.Add(3*time.Hour+50*time.Minute))
+
+	form := url.Values{"command": {"/gpu"}, "text": {"digest off"}, "user_id": {"U0BOB"}, "channel_id": {"DU0BOB"}, "response_url": {responses.URL + "/commands"}}
+	w := httptest.NewRecorder()
+	r.D.SlackHandler().ServeHTTP(w, slackRequest("/slack/commands", form.Encode(), signingSecret, run.at))
+	if w.Code != http.StatusOK || !strings.Contains(w.Body.String(), "No more personal digests") {
+		t.Fatalf("/gpu digest off: got HTTP %d %s", w.Code, w.Body)
+	}
+
+	before := len(slackPosts(fake))
+	monday := time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)
+	run.clk.Set(monday)
+	r.D.SendDigests(monday)
+	r.Drain()
+	posts := slackPosts(fake)[before:]
+	digests := map[string]int{}
+	for _, p := range posts {
+		if p.Method != "chat.postMessage" || p.ThreadTS != "" {
+			continue
+		}
+		if strings.Contains(p.Text, "Your GPUs") {
+			digests[p.Channel]++
+			var blocks goslack.Blocks
+			if err := json.Unmarshal([]byte(p.Blocks), &blocks); err != nil {
+				t.Fatalf("the digest to %s: blocks %v", p.Channel, err)
+			}
+			if err := blockkit.ValidateMessage(p.Text, blocks.BlockSet); err != nil {
+				t.Errorf("the digest to %s breaks Slack's limits: %v", p.Channel, err)
+			}
+			for _, want := range []string{"GPU-hours", "utilization while held", "Held idle", "Peak memory", "Rank"} {
+				if !strings.Contains(p.Blocks, want) {
+					t.Errorf("the digest to %s does not say %q: %s", p.Channel, want, p.Blocks)
+				}
+			}
+		}
+		if strings.Contains(p.Text, "Team vision") && p.Channel != "DU0ALICE" {
+			t.Errorf("the team digest went to %s, want its lead alice", p.Channel)
+		}
+	}
+	if want := map[string]int{"DU0ALICE": 1, "DU0DAVE": 1}; !maps.Equal(digests, want) {
+		t.Errorf("personal digests by direct message: got %v, want %v (carol unknown, bob turned his off)", digests, want)
+	}
+	if n := count(posts, "DU0ALICE", "Team vision", false); n != 1 {
+		t.Errorf("the vision team's digest: got %d to its lead, want 1", n)
+	}
+	if n := count(posts, "DU0DAVE", ", idle 2h", false); n != 1 {
+		t.Errorf("dave's digest: got %d lines saying his notebook's GPU sat idle for hours, want 1", n)
+	}
+	uploads := map[string]int{}
+	for _, u := range notifiertest.SlackUploads(t, fake) {
+		if strings.HasPrefix(u.Channel, "D") && u.ThreadTS != "" {
+			notifiertest.DecodePNG(t, u.PNG)
+			uploads[u.Channel]++
+		}
+	}
+	for _, who := range []string{"DU0ALICE", "DU0DAVE"} {
+		if uploads[who] == 0 {
+			t.Errorf("no picture in %s's digest thread: uploads %v", who, uploads)
+		}
+	}
 }

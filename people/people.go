@@ -125,50 +125,13 @@ func IdentitiesOf(p *gpu.Process) []Identity {
 	if p.Account != "" {
 		out = append(out, Identity{KindSlurmAccount, p.Account})
 	}
-	if ns, ok := namespaceOf(p.Container); ok {
+	if ns, _, ok := p.NamedPod(); ok {
 		out = append(out, Identity{KindNamespace, ns})
 	}
 	if p.User != "" && !isNumeric(p.User) {
 		out = append(out, Identity{KindUser, p.User})
 	}
 	return out
-}
-
-// namespaceOf returns the namespace of a pod's container as gpu.Process
-// names it, "k8s:NAMESPACE/POD[/CONTAINER]"; false for anything else, a
-// pod known only by its UID ("k8s:POD-UID/ID") included.
-func namespaceOf(container string) (string, bool) {
-	rest, ok := strings.CutPrefix(container, "k8s:")
-	if !ok {
-		return "", false
-	}
-	ns, _, ok := strings.Cut(rest, "/")
-	if !ok || ns == "" || looksLikeUID(ns) {
-		return "", false
-	}
-	return ns, true
-}
-
-// looksLikeUID reports whether s has a UUID's shape, 8-4-4-4-12 hex
-// digits: a pod the kubelet's folder did not name.
-func looksLikeUID(s string) bool {
-	if len(s) != 36 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch i {
-		case 8, 13, 18, 23:
-			if c != '-' {
-				return false
-			}
-		default:
-			if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
-				return false
-			}
-		}
-	}
-	return true
 }
 
 // isNumeric reports whether a user is a bare uid, which the passwd file
