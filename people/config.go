@@ -316,3 +316,44 @@ func sortedKeys(m map[string]string) []string {
 	slices.Sort(keys)
 	return keys
 }
+
+// Mapping is one person a setting names: its path in the config
+// ("people.users.alice") and whom it names.
+type Mapping struct {
+	Path   string
+	Target Target
+}
+
+// Mappings are the people the section names one by one (the email
+// pattern aside, which names whoever runs a job), sorted by path: what
+// gpuwatch check asks Slack about.
+func (c *Config) Mappings() []Mapping {
+	var out []Mapping
+	for _, m := range []struct {
+		key string
+		m   map[string]string
+	}{{"users", c.Users}, {"namespaces", c.Namespaces}, {"slurm_accounts", c.SlurmAccounts}} {
+		for _, name := range sortedKeys(m.m) {
+			if t, err := ParseTarget(m.m[name]); err == nil {
+				out = append(out, Mapping{Path: "people." + m.key + "." + name, Target: t})
+			}
+		}
+	}
+	for i, g := range c.Groups {
+		for j, l := range g.Leads {
+			if t, err := ParseTarget(l); err == nil {
+				out = append(out, Mapping{Path: fmt.Sprintf("people.groups[%d].leads[%d]", i, j), Target: t})
+			}
+		}
+	}
+	return out
+}
+
+// Kind says what a target is, for messages that must not quote an email:
+// "the user ID U0123ABCD", "an email".
+func (t Target) Kind() string {
+	if t.ID != "" {
+		return "the user ID " + t.ID
+	}
+	return "an email"
+}
