@@ -73,14 +73,14 @@ func (d *Daemon) newBot(cfg *config.Config) *slack.Bot {
 		return nil
 	}
 	return slack.NewBot(slack.BotOptions{Token: cfg.Slack.BotToken, APIURL: cfg.Slack.APIURL, HTTPClient: d.opts.HTTPClient,
-		Logger: d.logger.With("component", "slack"), Now: d.opts.Now})
+		Logger: d.logger.With("component", "slack"), Now: d.opts.Now, People: cfg.People.Mapped()})
 }
 
 // checkSlackScopes asks Slack, once for the bot token every Slack
 // receiver and the Slack app share, what it may do: without files:write
 // it warns once and alerts and answers go as text alone.
 func (d *Daemon) checkSlackScopes(ctx context.Context) {
-	if d.bot != nil && (len(d.chartQueues) > 0 || d.app != nil) {
+	if d.bot != nil && (len(d.chartQueues) > 0 || d.app != nil || d.people != nil) {
 		d.bot.CheckScopes(ctx)
 	}
 }

@@ -40,16 +40,21 @@ type NotOwnerError struct {
 }
 
 func (e *NotOwnerError) Error() string {
-	if len(e.Owners) == 0 {
+	m := mentions(e.Owners)
+	if len(m) == 0 {
 		return "gpuwatch knows no owner of this alert's job: acknowledge or silence it instead"
 	}
-	return "only the owner of the job can answer this: " + strings.Join(mentions(e.Owners), ", ")
+	return "only the owner of the job can answer this: " + strings.Join(m, ", ")
 }
 
+// mentions are the users as Slack mentions them; what is not a user ID
+// is left out, so nothing else reaches mrkdwn unescaped.
 func mentions(ids []string) []string {
-	out := make([]string, len(ids))
-	for i, id := range ids {
-		out[i] = "<@" + id + ">"
+	var out []string
+	for _, id := range ids {
+		if slacknotifier.IsUserID(id) {
+			out = append(out, "<@"+id+">")
+		}
 	}
 	return out
 }
@@ -191,7 +196,7 @@ func (a *App) ownerAnswer(ctx context.Context, cb *goslack.InteractionCallback, 
 	var notOwner *NotOwnerError
 	switch {
 	case errors.As(err, &notOwner):
-		return private("🙏 " + blockkit.EscapeClip(notOwner.Error(), 500))
+		return private("🙏 " + notOwner.Error()) // mentions of user IDs alone
 	case err != nil:
 		return errorReply("could not record your answer: " + blockkit.EscapeClip(err.Error(), 300))
 	}

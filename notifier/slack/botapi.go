@@ -70,6 +70,9 @@ type BotOptions struct {
 	Logger *slog.Logger
 	// Now is the clock users' zones are kept by; nil means time.Now.
 	Now func() time.Time
+	// People says the config tells owners (a people: section): the
+	// scopes of direct messages and email lookups are checked too.
+	People bool
 }
 
 // NewBot returns the Bot of a bot token.
@@ -138,6 +141,13 @@ func (b *Bot) CheckScopes(ctx context.Context) {
 	if !slices.Contains(scopes, UsersScope) {
 		b.noUsers.Store(true)
 		b.log.Info("the Slack app lacks the optional users:read scope: charts of /gpu history show the host's time zone, not each reader's; add the scope and reinstall the app for theirs")
+	}
+	if b.opts.People && !slices.Contains(scopes, IMScope) {
+		b.log.Warn("the Slack app lacks the im:write scope: owners get no direct messages (their alerts fail to reach them); add the scope (deploy/slack-app-manifest.yaml lists it) and reinstall the app")
+	}
+	if b.opts.People && !slices.Contains(scopes, EmailScope) {
+		b.noEmails.Store(true)
+		b.log.Warn("the Slack app lacks the users:read.email scope: people mapped by email are not found, and their alerts go to the channel alone; add the scope and reinstall the app")
 	}
 }
 
@@ -283,6 +293,9 @@ const (
 // is people.ErrUnknown; other errors have the token and the email taken
 // out of their text.
 func (b *Bot) LookupByEmail(ctx context.Context, email string) (people.Person, error) {
+	if b.noEmails.Load() {
+		return people.Person{}, people.ErrUnknown
+	}
 	ctx, cancel := context.WithTimeout(ctx, b.opts.Timeout)
 	defer cancel()
 	u, err := b.api.GetUserByEmailContext(ctx, email)
