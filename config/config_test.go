@@ -117,7 +117,7 @@ var configFailures = map[string][]string{
 		`9:16: source.prometheus.tls.ca_file: testdata/bad/prometheus_auth.bad.yaml holds no PEM certificate`,
 	},
 	"sim_scenario.bad.yaml": {
-		`5:15: source.sim.scenario "leak" is not one of normal-training, memory-leak, batch-spike, idle-hog, thermal, all, creep-plateau, gpu-lost, idle-resume, leak-gappy, leak-restart, leak-slow, node8, noisy-1s, tf-grab-all, tf-prealloc, thermal-cycle, leak-epoch, leak-tiny, leak-notebook, leak-peaks, leak-nearfull, vllm-serve`,
+		`5:15: source.sim.scenario "leak" is not one of normal-training, memory-leak, batch-spike, idle-hog, thermal, all, creep-plateau, gpu-lost, idle-resume, leak-gappy, leak-restart, leak-slow, node8, noisy-1s, tf-grab-all, tf-prealloc, thermal-cycle, leak-epoch, leak-tiny, leak-notebook, leak-peaks, leak-nearfull, vllm-serve, shared-node, slurm-node`,
 		`6:12: source.sim.speed must be 0 (as fast as possible) or more`,
 	},
 	"replay_no_file.bad.yaml": {
@@ -204,7 +204,7 @@ var configFailures = map[string][]string{
 	// One file, several problems: all reported at once, in file order,
 	// whichever stage (decoding, rules, validation) found them.
 	"many.bad.yaml": {
-		`5:15: source.sim.scenario "leaky" is not one of normal-training, memory-leak, batch-spike, idle-hog, thermal, all, creep-plateau, gpu-lost, idle-resume, leak-gappy, leak-restart, leak-slow, node8, noisy-1s, tf-grab-all, tf-prealloc, thermal-cycle, leak-epoch, leak-tiny, leak-notebook, leak-peaks, leak-nearfull, vllm-serve`,
+		`5:15: source.sim.scenario "leaky" is not one of normal-training, memory-leak, batch-spike, idle-hog, thermal, all, creep-plateau, gpu-lost, idle-resume, leak-gappy, leak-restart, leak-slow, node8, noisy-1s, tf-grab-all, tf-prealloc, thermal-cycle, leak-epoch, leak-tiny, leak-notebook, leak-peaks, leak-nearfull, vllm-serve, shared-node, slurm-node`,
 		`6:3: unknown field "intervall" in source (did you mean "interval"?); valid fields: type, interval, sim, replay, prometheus`,
 		`10:5: receiver "console" is defined twice`,
 		`13:13: route.receiver "pager" is not a receiver; define it under receivers:`,
