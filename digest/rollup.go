@@ -335,7 +335,12 @@ func (r *Rollups) updateUsers(st *gpuState, procs []gpu.Process, dt float64, idl
 		u.mem += p.MemUsed
 		u.procs++
 		if p.MemUsed >= u.largest && p.Command != "" {
-			u.largest, u.command, u.job = p.MemUsed, p.Command, p.Job
+			u.largest = p.MemUsed
+			// Written only when they change: a string written is a
+			// pointer the collector must be told of, at every sample.
+			if u.command != p.Command || u.job != p.Job {
+				u.command, u.job = p.Command, p.Job
+			}
 		}
 		total += p.MemUsed
 	}
@@ -353,7 +358,7 @@ func (r *Rollups) updateUsers(st *gpuState, procs []gpu.Process, dt float64, idl
 		}
 		u.rec.dirty = true
 		h := &u.rec.UserHour
-		if u.command != "" {
+		if u.command != "" && (h.Command != u.command || h.Job != u.job) {
 			h.Command, h.Job = u.command, u.job
 		}
 		h.GPUSeconds += share * dt

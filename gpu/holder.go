@@ -69,6 +69,9 @@ func (p *Process) SlurmJob() (id string, ok bool) {
 // runs for (root, or a bare uid the host does not name, as a container's
 // users mostly are) counts for its pod too.
 func (p *Process) Owner() string {
+	if !strings.HasPrefix(p.Container, "k8s:") {
+		return p.User // no pod: the rollups ask this of every process at every sample
+	}
 	if ns, pod, _, ok := p.Pod(); ok {
 		return ns + "/" + pod
 	}

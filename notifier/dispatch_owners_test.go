@@ -186,3 +186,16 @@ func TestOwnersRouteProblems(t *testing.T) {
 		t.Errorf("a child with tell: none: got owners %+v, want none", r.Routes[1].Owners)
 	}
 }
+
+// BenchmarkDispatchOwners is BenchmarkDispatch on a route that tells
+// owners: each firing is recorded for its escalation.
+func BenchmarkDispatchOwners(b *testing.B) {
+	d := newDispatcher(b, ownerRoute(), nil)
+	r := newRule("GPUIdleButHeld", rules.SeverityWarning, nil)
+	b.ReportAllocs()
+	at := t0
+	for b.Loop() {
+		at = at.Add(time.Minute)
+		d.Dispatch(at, []rules.Transition{fires(r, 0, at), resolves(r, 0, at, at.Add(time.Second))})
+	}
+}

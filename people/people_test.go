@@ -328,3 +328,24 @@ func TestQuietHours(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkOwners is what a Slack receiver pays to find the owners of an
+// alert's eight processes, every person in the cache: what each
+// notification costs once Slack was asked.
+func BenchmarkOwners(b *testing.B) {
+	p := people.New(section(), people.Options{Directory: workspace(), Store: &memStore{}, Now: func() time.Time { return t0 }})
+	procs := []gpu.Process{
+		{PID: 1, User: "alice"}, {PID: 2, User: "bob"}, {PID: 3, User: "1000", Container: "k8s:vision/jupyter-0/c0ffee"},
+		{PID: 4, User: "carol"}, {PID: 5, User: "erin", Job: "slurm:4242", Account: "physics"}, {PID: 6, User: "alice", Job: "slurm:4250"},
+		{PID: 7, User: "bob"}, {PID: 8, User: "dave"},
+	}
+	if _, _, err := p.Owners(context.Background(), procs); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, _, err := p.Owners(context.Background(), procs); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

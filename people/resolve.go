@@ -66,14 +66,15 @@ type People struct {
 	log   *slog.Logger
 	now   func() time.Time
 
-	mu  sync.Mutex
-	mem map[string][]byte // records, in front of the store (and instead of it without one)
+	mu      sync.Mutex
+	mem     map[string][]byte     // records, in front of the store (and instead of it without one)
+	entries map[string]cacheEntry // the cache's records, decoded
 }
 
 // New returns the People of a checked config (ApplyDefaults is applied).
 func New(cfg Config, o Options) *People {
 	cfg.ApplyDefaults()
-	p := &People{cfg: cfg, dir: o.Directory, st: o.Store, log: o.Logger, now: o.Now, mem: map[string][]byte{}}
+	p := &People{cfg: cfg, dir: o.Directory, st: o.Store, log: o.Logger, now: o.Now, mem: map[string][]byte{}, entries: map[string]cacheEntry{}}
 	if p.log == nil {
 		p.log = slog.New(slog.DiscardHandler)
 	}
@@ -290,14 +291,22 @@ func emailKey(email string) string {
 
 func userKey(id string) string { return "user/" + id }
 
-// cached returns an entry that has not expired.
+// cached returns an entry that has not expired: decoded in memory, or
+// read from the store (after a restart) and decoded once.
 func (p *People) cached(key string) (cacheEntry, bool) {
-	raw, ok := p.get(key)
+	p.mu.Lock()
+	e, ok := p.entries[key]
+	p.mu.Unlock()
 	if !ok {
-		return cacheEntry{}, false
+		raw, found := p.get(key)
+		if !found || json.Unmarshal(raw, &e) != nil {
+			return cacheEntry{}, false
+		}
+		p.mu.Lock()
+		p.entries[key] = e
+		p.mu.Unlock()
 	}
-	var e cacheEntry
-	if json.Unmarshal(raw, &e) != nil || !p.now().Before(e.Until) {
+	if !p.now().Before(e.Until) {
 		return cacheEntry{}, false
 	}
 	return e, true
@@ -308,6 +317,12 @@ func (p *People) remember(key string, e cacheEntry) {
 	if err != nil {
 		return
 	}
+	p.mu.Lock()
+	if len(p.entries) >= maxRecords {
+		clear(p.entries)
+	}
+	p.entries[key] = e
+	p.mu.Unlock()
 	p.put(key, raw)
 }
 
