@@ -34,17 +34,7 @@ var workspace = map[string]notifiertest.SlackUser{
 // held back from the channel for its owner, and escalates to the channel
 // after 30 minutes without an answer.
 func peopleConfig(apiURL string) string {
-	return fmt.Sprintf(`
-host: node1
-source:
-  type: sim
-slack:
-  bot_token: ${SLACK_BOT_TOKEN}
-  signing_secret: ${SLACK_SIGNING_SECRET}
-  api_url: %s/api/
-receivers:
-  - name: team
-    slack: {channel: "#gpu"}
+	return simSlackConfig(apiURL, `
 people:
   email: "{user}@example.org"
   users:
@@ -58,6 +48,25 @@ route:
   routes:
     - matchers: ['alert="GPUIdleButHeld"']
       owners: {tell: dm, only: true, escalate_after: 30m}
+`)
+}
+
+// simSlackConfig is a simulated node's config with the example's memory
+// and idle rules and one Slack receiver, team, on #gpu; middle gives the
+// people: section and the route.
+func simSlackConfig(apiURL, middle string) string {
+	return fmt.Sprintf(`
+host: node1
+source:
+  type: sim
+slack:
+  bot_token: ${SLACK_BOT_TOKEN}
+  signing_secret: ${SLACK_SIGNING_SECRET}
+  api_url: %s/api/
+receivers:
+  - name: team
+    slack: {channel: "#gpu"}
+%s
 rules:
   - alert: GPUMemoryNearFull
     when: min(memory.used_percent, 90s) > 95 and held_for > 10m and min(memory.used_percent, 5m) < 90
@@ -74,7 +83,7 @@ rules:
     for: 45m
     keep_firing_for: 1m
     severity: warning
-`, apiURL)
+`, apiURL, middle)
 }
 
 // slackPost is a chat.postMessage or chat.update the fake received.
@@ -383,5 +392,54 @@ route:`, 1)
 		if uploads[who] == 0 {
 			t.Errorf("no picture in %s's digest thread: uploads %v", who, uploads)
 		}
+	}
+}
+
+// TestSlurmJobsNamed: on a Slurm node (the slurm-node scenario) the
+// alerts, /gpu top and the digest name each job with its user, "job 4242
+// (alice)".
+func TestSlurmJobsNamed(t *testing.T) {
+	fake := notifiertest.NewSlack(t, notifiertest.SlackOptions{Scopes: "chat:write"})
+	dir := t.TempDir()
+	env := map[string]string{"SLACK_BOT_TOKEN": "xoxb-1111-2222-slurm", "SLACK_SIGNING_SECRET": signingSecret}
+	cfg := parseConfig(t, dir, simSlackConfig(fake.URL, "route: {receiver: team, group_wait: 0s}"), env)
+	src, err := sim.New(sim.Config{Scenario: sim.ScenarioSlurmNode, Seed: 1, Start: base, Host: "node1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := &simRun{src: src, clk: newClock(base), at: base}
+	r := start(t, cfg, run.clk.Now)
+	run.until(t, r, base.Add(70*time.Minute))
+
+	jobOf := func(gpu int) string {
+		for _, p := range r.D.Snapshot().Devices[gpu].Processes {
+			if id, ok := strings.CutPrefix(p.Job, "slurm:"); ok {
+				return "job " + id + " (" + p.User + ")"
+			}
+		}
+		t.Fatalf("GPU %d runs no Slurm job", gpu)
+		return ""
+	}
+	alice, bob := jobOf(0), jobOf(1)
+	if n := count(slackPosts(fake), "#gpu", "*"+alice+"*", false); n == 0 {
+		t.Errorf("the leak's channel message does not name %q", alice)
+	}
+	if n := count(slackPosts(fake), "#gpu", "*"+bob+"*", false); n == 0 {
+		t.Errorf("the idle GPU's channel message does not name %q", bob)
+	}
+	form := url.Values{"command": {"/gpu"}, "text": {"top"}, "user_id": {"U0BOB"}, "channel_id": {"C1"}, "response_url": {fake.URL + "/commands"}}
+	w := httptest.NewRecorder()
+	r.D.SlackHandler().ServeHTTP(w, slackRequest("/slack/commands", form.Encode(), signingSecret, run.at))
+	for _, job := range []string{alice, bob} {
+		if !strings.Contains(w.Body.String(), job) {
+			t.Errorf("/gpu top does not name %q: %s", job, w.Body)
+		}
+	}
+	report, err := r.D.UsageReport("", time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if text := report.Text(); !strings.Contains(text, bob+" held 20 GiB on GPU 1 idle for") || !strings.Contains(text, "alice (job ") {
+		t.Errorf("the digest does not name the jobs (%s, %s):\n%s", bob, alice, text)
 	}
 }

@@ -114,7 +114,7 @@ func slurmNode(r *rand.Rand) *plan {
 	g1 := &gpuPlan{model: a100(), jobs: []*job{nb}}
 
 	user, command, id := "carol", "torchrun --nproc_per_node=2 train.py --model llama-13b --batch 16", first+19
-	start, ramp, mem := durBetween(r, 30*time.Second, 90*time.Second), durBetween(r, 100*time.Second, 140*time.Second), between(r, 50000, 56000)
+	start, ramp, mem := durBetween(r, 30*time.Second, 90*time.Second), durBetween(r, 100*time.Second, 140*time.Second), between(r, 30000, 34000)
 	for range 2 {
 		j := trainer(r, pp, start, ramp, mem+between(r, -100, 100))
 		j.procs = inJob(pp.processes(user, command, "", false), id, "physics")
