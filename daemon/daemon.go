@@ -670,6 +670,12 @@ func (d *Daemon) Reload(cfg *config.Config) {
 		}
 		d.dispatcher.SetRoute(route)
 	}
+	if !reflect.DeepEqual(cfg.People, d.cfg.People) {
+		// Who is who is built at start, with the bot and the schedules of
+		// the personal digests.
+		d.logger.Warn("the people: section changed: it takes effect when gpuwatch restarts")
+		cfg.People = d.cfg.People
+	}
 	d.configureMetrics(cfg)
 	d.history.keep(historySpan(cfg))
 	e := d.newEngine(cfg)
