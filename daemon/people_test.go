@@ -14,6 +14,7 @@ import (
 
 	goslack "github.com/slack-go/slack"
 
+	"github.com/gpuwatch/gpuwatch/config"
 	"github.com/gpuwatch/gpuwatch/gpu/sim"
 	"github.com/gpuwatch/gpuwatch/internal/blockkit"
 	"github.com/gpuwatch/gpuwatch/notifier/notifiertest"
@@ -135,6 +136,18 @@ type simRun struct {
 	at  time.Time
 }
 
+// startSim starts a daemon on cfg, its wall clock at base, and the
+// scenario's simulation (of seed, on host node1) that steps it.
+func startSim(t *testing.T, cfg *config.Config, scenario string, seed uint64) (*running, *simRun) {
+	t.Helper()
+	src, err := sim.New(sim.Config{Scenario: scenario, Seed: seed, Start: base, Host: "node1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := &simRun{src: src, clk: newClock(base), at: base}
+	return start(t, cfg, run.clk.Now), run
+}
+
 func (s *simRun) until(t *testing.T, r *running, end time.Time) {
 	t.Helper()
 	defer func() {
@@ -193,12 +206,7 @@ func TestOwnersThroughDaemon(t *testing.T) {
 	dir := t.TempDir()
 	env := map[string]string{"SLACK_BOT_TOKEN": "xoxb-1111-2222-owners", "SLACK_SIGNING_SECRET": signingSecret}
 	cfg := parseConfig(t, dir, peopleConfig(fake.URL), env)
-	src, err := sim.New(sim.Config{Scenario: sim.ScenarioSharedNode, Seed: 1, Start: base, Host: "node1"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	run := &simRun{src: src, clk: newClock(base), at: base}
-	r := start(t, cfg, run.clk.Now)
+	r, run := startSim(t, cfg, sim.ScenarioSharedNode, 1)
 
 	run.until(t, r, base.Add(40*time.Minute))
 	posts := slackPosts(fake)
@@ -327,12 +335,7 @@ func TestPersonalDigest(t *testing.T) {
       members: [bob, namespace:vision]
 route:`, 1)
 	cfg := parseConfig(t, dir, text, env)
-	src, err := sim.New(sim.Config{Scenario: sim.ScenarioSharedNode, Seed: 2, Start: base, Host: "node1"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	run := &simRun{src: src, clk: newClock(base), at: base}
-	r := start(t, cfg, run.clk.Now)
+	r, run := startSim(t, cfg, sim.ScenarioSharedNode, 2)
 	run.until(t, r, base.Add(3*time.Hour+50*time.Minute))
 
 	form := url.Values{"command": {"/gpu"}, "text": {"digest off"}, "user_id": {"U0BOB"}, "channel_id": {"DU0BOB"}, "response_url": {responses.URL + "/commands"}}
@@ -403,12 +406,7 @@ func TestSlurmJobsNamed(t *testing.T) {
 	dir := t.TempDir()
 	env := map[string]string{"SLACK_BOT_TOKEN": "xoxb-1111-2222-slurm", "SLACK_SIGNING_SECRET": signingSecret}
 	cfg := parseConfig(t, dir, simSlackConfig(fake.URL, "route: {receiver: team, group_wait: 0s}"), env)
-	src, err := sim.New(sim.Config{Scenario: sim.ScenarioSlurmNode, Seed: 1, Start: base, Host: "node1"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	run := &simRun{src: src, clk: newClock(base), at: base}
-	r := start(t, cfg, run.clk.Now)
+	r, run := startSim(t, cfg, sim.ScenarioSlurmNode, 1)
 	run.until(t, r, base.Add(70*time.Minute))
 
 	jobOf := func(gpu int) string {
