@@ -75,7 +75,7 @@ func (b *Bars) paint(r chartdraw.Renderer, _, _ time.Time, _ *time.Location) err
 	}
 	for i, name := range rows {
 		y := top + i*rowHeight
-		text(r, clip(name, 16), margin, y+barHeight-6, labelSize, colorMuted)
+		text(r, fit(name, labelSize, barLabelWidth-16), margin, y+barHeight-6, labelSize, colorMuted)
 		for k, s := range b.Sets {
 			v := 0.0
 			if i < len(s.Values) && finite(s.Values[i]) {

@@ -3,8 +3,11 @@ package chart
 import (
 	"bytes"
 	"flag"
+	"fmt"
+	"image"
 	"image/color"
 	"image/png"
+	"maps"
 	"path/filepath"
 	"syscall"
 	"testing"
@@ -21,6 +24,7 @@ func kinds() map[string]*Figure {
 		"memory": leakAlert().Figure(paris), "memory-resolved": resolvedLeak().Figure(paris),
 		"temperature": hotAlert().Figure(paris), "idle": idleAlert().Figure(paris), "lost": lostAlert().Figure(paris),
 		"history": fourGPUs().Figure(paris), "day": busyDay().Figure(paris),
+		"history-8": eightGPUs().Figure(paris), "history-16": sixteenGPUs().Figure(paris),
 	}
 }
 
@@ -101,6 +105,13 @@ func BenchmarkHistoryChart(b *testing.B) {
 	benchmarkPNG(b, func() ([]byte, error) { return h.PNG(paris) })
 }
 
+// BenchmarkHistoryChart16GPUs draws what /gpu history answers for a node
+// of sixteen GPUs over 6 h, two alerts marked: a chart a GPU.
+func BenchmarkHistoryChart16GPUs(b *testing.B) {
+	h := sixteenGPUs()
+	benchmarkPNG(b, func() ([]byte, error) { return h.PNG(paris) })
+}
+
 // benchmarkPNG runs draw b.N times and reports its CPU time.
 func benchmarkPNG(b *testing.B, draw func() ([]byte, error)) {
 	b.ReportAllocs()
@@ -148,5 +159,116 @@ func TestEncodePNGLossless(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// crowded are figures whose text is longer than a picture is wide: a
+// holder's command line of many arguments, hosts with long names, a long
+// title, alerts close in time.
+func crowded() map[string]*Figure {
+	leak := leakAlert()
+	leak.Holder = "pid 4242 · alice · python -m torch.distributed.run --nproc_per_node=8 train.py --config configs/llama-70b-finetune.yaml --epochs 90 --lr 3e-4"
+	leak.Host = "gpu-node-with-a-very-long-hostname-17.cluster.example.org"
+	hosts := fourGPUs()
+	hosts.Title = "gpu-node-with-a-very-long-hostname-17.cluster.example.org and three more hosts · last 6 h"
+	for i := range hosts.GPUs {
+		hosts.GPUs[i].Host = fmt.Sprintf("gpu-node-%d.cluster.example.org", i)
+	}
+	hosts.Alerts = []AlertSpan{
+		{Alert: "GPUMemoryLeak", Host: "gpu-node-3.cluster.example.org", GPU: 3, FiredAt: fixedStart.Add(4 * time.Hour)},
+		{Alert: "GPUOutOfMemorySoon", Host: "gpu-node-3.cluster.example.org", GPU: 3, FiredAt: fixedStart.Add(4*time.Hour + 5*time.Minute)},
+		{Alert: "GPUMemoryNearFull", Host: "gpu-node-2.cluster.example.org", GPU: 2, FiredAt: fixedStart.Add(4*time.Hour + 8*time.Minute)},
+	}
+	many := sixteenGPUs()
+	for i := range many.GPUs {
+		many.GPUs[i].Host = fmt.Sprintf("gpu-node-with-a-long-name-%d", i/8)
+	}
+	for i := range many.Alerts {
+		many.Alerts[i].Host = "gpu-node-with-a-long-name-" + fmt.Sprint(many.Alerts[i].GPU/8)
+	}
+	return map[string]*Figure{"long holder": leak.Figure(paris), "long hosts": hosts.Figure(paris), "many hosts": many.Figure(paris)}
+}
+
+// TestTextStaysInside: no text or line runs off a picture: the band at
+// its right edge is bare ground on every chart, the crowded ones too.
+func TestTextStaysInside(t *testing.T) {
+	figures := kinds()
+	maps.Copy(figures, crowded())
+	for name, f := range figures {
+		img, err := f.Image()
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		for y := img.Rect.Min.Y; y < img.Rect.Max.Y; y++ {
+			for x := Width - margin/2; x < Width; x++ {
+				if c := img.RGBAAt(x, y); c != (color.RGBA{colorGround.R, colorGround.G, colorGround.B, colorGround.A}) {
+					t.Errorf("%s: pixel (%d, %d) at the picture's right edge is %v, not the ground: something runs off the picture", name, x, y, c)
+					break
+				}
+			}
+			if t.Failed() {
+				break
+			}
+		}
+	}
+}
+
+// TestMarkLabelsApart: the labels of marks close in time never cover one
+// another, nor a rule's label, and stay within the plot.
+func TestMarkLabelsApart(t *testing.T) {
+	plot := image.Rect(40, 60, 900, 380)
+	var l layout
+	rule := labelBox("allocatable 79.1 GiB", plot.Min.X+10, 90, alignLeft)
+	l.take(rule)
+	var placed []image.Rectangle
+	for i, name := range []string{"GPUMemoryLeak", "GPUOutOfMemorySoon", "GPUMemoryNearFull", "GPUHot", "GPUIdleButHeld"} {
+		x := 120 + 9*i
+		_, b, ok := l.placeMark([]string{name + " 18:3" + fmt.Sprint(i), name}, x, plot)
+		if !ok {
+			t.Fatalf("%s: no room for its label in a plot of %d rows", name, labelRows(plot))
+		}
+		if !b.In(plot) {
+			t.Errorf("%s: label %v out of the plot", name, b)
+		}
+		for _, o := range append(placed, rule) {
+			if b.Overlaps(o) {
+				t.Errorf("%s: label %v covers %v", name, b, o)
+			}
+		}
+		placed = append(placed, b)
+	}
+}
+
+// TestGridForManyGPUs: a node of more than four GPUs is drawn as a chart
+// a GPU, each alert on its own GPU's chart, at most 16 GPUs.
+func TestGridForManyGPUs(t *testing.T) {
+	f := sixteenGPUs().Figure(paris)
+	var cells []*Panel
+	for _, b := range f.Blocks {
+		if row, ok := b.(gridRow); ok {
+			cells = append(cells, row.cells...)
+		}
+	}
+	if len(cells) != 16 {
+		t.Fatalf("16 GPUs: got %d charts, want 16", len(cells))
+	}
+	for i, c := range cells {
+		want := 0
+		if i == 3 || i == 13 {
+			want = 1
+		}
+		named := 0
+		for _, m := range c.Marks {
+			if m.Label != "" {
+				named++
+			}
+		}
+		if named != want {
+			t.Errorf("GPU %d's chart names %d alerts, want %d", i, named, want)
+		}
+	}
+	h := node(20)
+	if got := h.Figure(paris).Subtitle[0]; got != "The first 16 of 20 GPUs; ask for one host or GPU to see the others" {
+		t.Errorf("20 GPUs: subtitle %q", got)
 	}
 }

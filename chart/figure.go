@@ -33,8 +33,13 @@ type Block interface {
 	paint(r chartdraw.Renderer, from, to time.Time, loc *time.Location) error
 }
 
-// maxSubtitle is how many lines of context a figure shows.
-const maxSubtitle = 4
+// maxSubtitle is how many lines of context a figure shows; a line too
+// long for the figure's width goes on to a second, within
+// maxSubtitleRows in all.
+const (
+	maxSubtitle     = 4
+	maxSubtitleRows = 5
+)
 
 // PNG renders the figure, a strip at a time: only the tallest block's
 // pixels are held, each strip encoded as soon as it is drawn.
@@ -153,16 +158,24 @@ func (c caption) paint(r chartdraw.Renderer, _, _ time.Time, _ *time.Location) e
 	return nil
 }
 
-// header is the title and the lines of context.
+// header is the title and the lines of context, each cut with an
+// ellipsis where it would run off the picture.
 func (f *Figure) header() caption {
-	lines := f.Subtitle
-	if len(lines) > maxSubtitle {
-		lines = lines[:maxSubtitle]
+	room := Width - 2*margin
+	var lines []string
+	for i, l := range f.Subtitle {
+		if i == maxSubtitle {
+			break
+		}
+		if len(lines) == maxSubtitleRows {
+			break
+		}
+		lines = append(lines, wrap(l, subtitleSize, room, min(2, maxSubtitleRows-len(lines)))...)
 	}
 	return caption{rows: margin + 40 + 32*len(lines) + 4, write: func(r chartdraw.Renderer) {
-		text(r, clip(f.Title, 70), margin, margin+30, titleSize, colorText)
+		text(r, fit(f.Title, titleSize, room), margin, margin+30, titleSize, colorText)
 		for i, l := range lines {
-			text(r, clip(l, 100), margin, margin+40+32*(i+1)-6, subtitleSize, colorMuted)
+			text(r, l, margin, margin+40+32*(i+1)-6, subtitleSize, colorMuted)
 		}
 	}}
 }
@@ -182,13 +195,4 @@ func zoneName(at time.Time, loc *time.Location) string {
 		return abbr
 	}
 	return name + " (" + abbr + ")"
-}
-
-// clip shortens s to n runes, with an ellipsis.
-func clip(s string, n int) string {
-	r := []rune(s)
-	if len(r) <= n {
-		return s
-	}
-	return string(r[:n-1]) + "…"
 }

@@ -136,3 +136,69 @@ func busyDay() *Day {
 	d.Users = []UserHours{{"alice", 31.5}, {"bob", 18}, {"carol", 7.25}}
 	return d
 }
+
+// node is six hours of a host of n GPUs at work: trainers near full,
+// notebooks holding memory idle, free GPUs, each GPU with its own rhythm.
+func node(n int) *History {
+	h := &History{Title: fmt.Sprintf("node1 · last 6 h · %d GPUs", n), From: fixedStart, To: fixedStart.Add(6 * time.Hour)}
+	for g := range n {
+		kind := g % 4
+		h.GPUs = append(h.GPUs, GPUHistory{Host: "node1", Index: g, Name: "NVIDIA H100 80GB HBM3",
+			MemoryPercent: series(360, func(i int) float64 {
+				switch kind {
+				case 0: // a trainer
+					return math.Min(100, 70+float64(g)+5*math.Sin(float64(i+17*g)/30))
+				case 1: // a notebook that holds memory
+					return 35 + float64(g)
+				case 2: // free, then a job
+					if i < 120+10*g {
+						return 0.6
+					}
+					return math.Min(95, 20+float64(i-120-10*g)/3)
+				}
+				return 1 + float64(i%90)/3 // batch jobs, one after another
+			}),
+			Utilization: series(360, func(i int) float64 {
+				switch kind {
+				case 0:
+					return math.Max(0, 88+10*math.Sin(float64(i+11*g)/7))
+				case 1:
+					if (i/40+g)%5 == 0 {
+						return 45
+					}
+					return 0
+				case 2:
+					if i < 120+10*g {
+						return 0
+					}
+					return 60 + 30*math.Sin(float64(i)/20)
+				}
+				return float64((i % 90) * 90 / 90)
+			}),
+			Temperature: series(360, func(i int) float64 { return 40 + float64(kind*9) + 6*math.Sin(float64(i+g*13)/45) }),
+		})
+	}
+	return h
+}
+
+// eightGPUs is an eight-GPU node whose GPU 5 leaks: two alerts at times
+// eleven minutes apart, on one GPU.
+func eightGPUs() *History {
+	h := node(8)
+	h.Alerts = []AlertSpan{
+		{Alert: "GPUMemoryLeak", Host: "node1", GPU: 5, FiredAt: fixedStart.Add(4*time.Hour + 30*time.Minute), ResolvedAt: fixedStart.Add(5*time.Hour + 20*time.Minute)},
+		{Alert: "GPUOutOfMemorySoon", Host: "node1", GPU: 5, FiredAt: fixedStart.Add(4*time.Hour + 41*time.Minute), ResolvedAt: fixedStart.Add(5*time.Hour + 20*time.Minute)},
+	}
+	return h
+}
+
+// sixteenGPUs is a sixteen-GPU node with two alerts nine minutes apart on
+// two GPUs.
+func sixteenGPUs() *History {
+	h := node(16)
+	h.Alerts = []AlertSpan{
+		{Alert: "GPUHot", Host: "node1", GPU: 3, FiredAt: fixedStart.Add(3*time.Hour + 10*time.Minute)},
+		{Alert: "GPUIdleButHeld", Host: "node1", GPU: 13, FiredAt: fixedStart.Add(3*time.Hour + 19*time.Minute), ResolvedAt: fixedStart.Add(5 * time.Hour)},
+	}
+	return h
+}

@@ -49,9 +49,14 @@ type AlertSpan struct {
 	ResolvedAt time.Time // zero while firing
 }
 
-// maxHistoryGPUs is how many GPUs a history chart draws: more lines than
-// colours tell apart help no one.
-const maxHistoryGPUs = 8
+// maxHistoryGPUs is how many GPUs a history chart draws: a node of
+// sixteen, or the first sixteen of a fleet.
+const maxHistoryGPUs = 16
+
+// maxLineGPUs is how many GPUs a history draws as lines of their own
+// colour on one chart a reading; more are drawn as a grid of a chart a
+// GPU (see grid.go).
+const maxLineGPUs = 4
 
 // Figure lays out the history, times in loc.
 func (h *History) Figure(loc *time.Location) *Figure {
@@ -65,11 +70,46 @@ func (h *History) Figure(loc *time.Location) *Figure {
 	for _, g := range gpus {
 		hosts[g.Host] = true
 	}
+	withHost := len(hosts) > 1
+	if len(gpus) > maxLineGPUs {
+		f.Blocks = h.grid(gpus, withHost, loc)
+	} else {
+		f.Blocks = h.panels(gpus, withHost, loc)
+	}
+	if len(h.Alerts) > 0 {
+		f.Subtitle = append(f.Subtitle, plural.Count(len(h.Alerts), "alert")+": marked where each fired (yellow) and resolved (green)")
+		f.Subtitle = append(f.Subtitle, h.alertLines(maxSubtitle-len(f.Subtitle), withHost, loc)...)
+	}
+	return f
+}
+
+// alertLines say when each alert fired and resolved, in at most n lines:
+// "GPU 5 · GPUMemoryLeak 18:30 – 19:20", "GPU 3 · GPUHot since 17:10".
+func (h *History) alertLines(n int, withHost bool, loc *time.Location) []string {
+	var out []string
+	for i, a := range h.Alerts {
+		if len(out) == n-1 && i < len(h.Alerts)-1 {
+			out = append(out, fmt.Sprintf("and %d more", len(h.Alerts)-i))
+			break
+		}
+		g := GPUHistory{Host: a.Host, Index: a.GPU}
+		when := "since " + clock(a.FiredAt, loc)
+		if !a.ResolvedAt.IsZero() {
+			when = clock(a.FiredAt, loc) + " – " + clock(a.ResolvedAt, loc)
+		}
+		out = append(out, fmt.Sprintf("%s · %s %s", g.label(withHost), a.Alert, when))
+	}
+	return out
+}
+
+// panels draws a few GPUs as a chart a reading, a line of its own
+// colour a GPU.
+func (h *History) panels(gpus []GPUHistory, withHost bool, loc *time.Location) []Block {
 	mem := &Panel{Title: "Memory used", Unit: "%", Max: 100, Height: 340}
 	util := &Panel{Title: "Utilization", Unit: "%", Max: 100, Height: 340}
 	temp := &Panel{Title: "Temperature", Unit: "°C", Height: 300}
 	for i, g := range gpus {
-		name, color := g.label(len(hosts) > 1), seriesColor(i)
+		name, color := g.label(withHost), seriesColor(i)
 		mem.Lines = append(mem.Lines, SeriesLine(name, &g.MemoryPercent, color))
 		util.Lines = append(util.Lines, SeriesLine(name, &g.Utilization, color))
 		if g.Temperature.Known() {
@@ -79,21 +119,69 @@ func (h *History) Figure(loc *time.Location) *Figure {
 	if len(gpus) == 1 {
 		mem.Lines[0].Fill, util.Lines[0].Fill = true, true
 	}
-	marks := h.marks(loc, len(gpus) > 1)
+	if mem.legend().extraRows > 0 {
+		// A legend too long for the title's row is shown once, above the
+		// first chart: the others draw the same lines in the same colours.
+		for _, p := range []*Panel{util, temp} {
+			for i := range p.Lines {
+				p.Lines[i].Name = ""
+			}
+		}
+	}
+	marks := h.marks(loc, h.Alerts, func(a AlertSpan) string {
+		if len(gpus) > 1 {
+			return fmt.Sprintf("%s GPU %d", a.Alert, a.GPU)
+		}
+		return a.Alert
+	})
 	// The first panel names the alerts; the others only draw their lines.
 	mem.Marks = marks
 	for _, m := range marks {
-		m.Label = ""
+		m.Label, m.Short = "", ""
 		util.Marks, temp.Marks = append(util.Marks, m), append(temp.Marks, m)
 	}
-	f.Blocks = []Block{mem, util}
+	blocks := []Block{mem, util}
 	if len(temp.Lines) > 0 {
-		f.Blocks = append(f.Blocks, temp)
+		blocks = append(blocks, temp)
 	}
-	if len(h.Alerts) > 0 {
-		f.Subtitle = append(f.Subtitle, plural.Count(len(h.Alerts), "alert")+": marked where each fired (yellow) and resolved (green)")
+	return blocks
+}
+
+// grid draws many GPUs as a chart a GPU, each on the same scale, each
+// marked with its own alerts; the GPUs of several hosts are grouped
+// under each host's name.
+func (h *History) grid(gpus []GPUHistory, withHost bool, loc *time.Location) []Block {
+	top := 100.0
+	for _, g := range gpus {
+		top = max(top, niceTop(g.Temperature.Max()*1.05))
 	}
-	return f
+	blocks := []Block{gridLegend()}
+	var row gridRow
+	flush := func() {
+		if len(row.cells) > 0 {
+			blocks = append(blocks, row.aligned())
+			row = gridRow{}
+		}
+	}
+	for i, g := range gpus {
+		if withHost && (i == 0 || gpus[i-1].Host != g.Host) {
+			flush()
+			blocks = append(blocks, hostHeading(g.Host))
+		}
+		var alerts []AlertSpan
+		for _, a := range h.Alerts {
+			if a.GPU == g.Index && (a.Host == g.Host || a.Host == "") {
+				alerts = append(alerts, a)
+			}
+		}
+		marks := h.marks(loc, alerts, func(a AlertSpan) string { return a.Alert })
+		row.cells = append(row.cells, gridCell(g.label(false), &g, top, marks))
+		if len(row.cells) == gridColumns {
+			flush()
+		}
+	}
+	flush()
+	return blocks
 }
 
 // PNG draws the history, times in loc.
@@ -106,25 +194,20 @@ const maxMarks = 16
 // lines without labels.
 const maxNamedMarks = 3
 
-// marks are the alerts' fired and resolved lines.
-func (h *History) marks(loc *time.Location, nameGPU bool) []Mark {
+// marks are the fired and resolved lines of alerts, each fired line
+// labelled with name(alert) and the time, unless there are too many to
+// name.
+func (h *History) marks(loc *time.Location, alerts []AlertSpan, name func(AlertSpan) string) []Mark {
 	var out []Mark
-	for _, a := range h.Alerts {
+	for _, a := range alerts {
 		if len(out) >= maxMarks {
 			break
 		}
-		name := a.Alert
-		if len(h.Alerts) > maxNamedMarks {
-			name = "" // too many names to read: the lines say when
+		m := Mark{At: a.FiredAt, Color: colorYellow}
+		if len(alerts) <= maxNamedMarks {
+			m.Label, m.Short = name(a)+" "+clock(a.FiredAt, loc), name(a)
 		}
-		if nameGPU {
-			name = fmt.Sprintf("%s GPU %d", a.Alert, a.GPU)
-		}
-		label := ""
-		if name != "" {
-			label = name + " " + clock(a.FiredAt, loc)
-		}
-		out = append(out, Mark{At: a.FiredAt, Label: label, Color: colorYellow})
+		out = append(out, m)
 		if !a.ResolvedAt.IsZero() {
 			out = append(out, Mark{At: a.ResolvedAt, Label: "", Color: colorGreen})
 		}

@@ -2,8 +2,10 @@ package chart
 
 import (
 	"fmt"
+	"image"
 	"io"
 	"math"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -33,6 +35,15 @@ type Panel struct {
 	// least: a figure sets it to its widest panel's, so that every
 	// panel's plot spans the same width and their times line up.
 	labelRunes int
+	// width is the panel's width in pixels, 0 for the figure's. A
+	// compact panel (one GPU of a grid) is drawn from its left edge, with
+	// fewer ticks and no legend.
+	width   int
+	compact bool
+	// band is how many rows of labels a compact panel keeps above its
+	// plot at least: a grid gives the charts of a row the same, so that
+	// their plots line up.
+	band int
 }
 
 // Line is a line of a panel. Times and Values pair up; a NaN value
@@ -66,10 +77,12 @@ type Rule struct {
 	LabelBelow bool
 }
 
-// Mark is a vertical line at a time, labelled at its top.
+// Mark is a vertical line at a time, labelled at its top: with Label
+// where it fits beside the line, else with Short (when set).
 type Mark struct {
 	At    time.Time
 	Label string
+	Short string
 	Color drawing.Color
 }
 
@@ -90,10 +103,29 @@ func (p *Panel) scale() float64 {
 
 // height is the panel's height in pixels.
 func (p *Panel) height() int {
+	h := panelHeight
 	if p.Height > 0 {
-		return p.Height
+		h = p.Height
 	}
-	return panelHeight
+	// A legend of its own rows, and a band of labels, take none of the
+	// plot's.
+	return h + (p.legend().extraRows+p.labelBand())*labelRow
+}
+
+// labelBand is how many rows of labels a compact panel keeps above its
+// plot for its marks' labels, so that they cover none of its lines: a
+// row a label, at most maxNamedMarks.
+func (p *Panel) labelBand() int {
+	if !p.compact {
+		return 0
+	}
+	n := 0
+	for _, m := range p.Marks {
+		if m.Label != "" {
+			n++
+		}
+	}
+	return max(p.band, min(n, maxNamedMarks))
 }
 
 // top is the top of the value axis: the panel's Max or a round number
@@ -119,10 +151,36 @@ func (p *Panel) top() float64 {
 	return niceTop(hi / p.scale() * 1.05)
 }
 
+// pixelWidth is how wide the panel is drawn.
+func (p *Panel) pixelWidth() int {
+	if p.width > 0 {
+		return p.width
+	}
+	return Width
+}
+
+// values are the value axis's ticks from 0 to top: about five, three
+// on a compact panel.
+func (p *Panel) values(top float64) []float64 {
+	if p.compact {
+		return valueTicksN(0, top, 2)
+	}
+	return valueTicks(0, top)
+}
+
+// padding is the room around the plot: the title and legend above, the
+// axes' labels beside and below (chartdraw adds those).
+func (p *Panel) padding() chartdraw.Box {
+	if p.compact {
+		return chartdraw.Box{Top: 40, Left: 0, Right: 12, Bottom: 4}
+	}
+	return chartdraw.Box{Top: 64, Left: margin, Right: margin + 12, Bottom: 8}
+}
+
 // widestLabel is how many characters the panel's longest value label has.
 func (p *Panel) widestLabel() int {
 	widest := 0
-	for _, v := range valueTicks(0, p.top()) {
+	for _, v := range p.values(p.top()) {
 		widest = max(widest, utf8.RuneCountInString(formatValue(v)))
 	}
 	return widest
@@ -159,9 +217,12 @@ func (f *frame) inside(t time.Time) bool { return !t.Before(f.from) && !t.After(
 // paint draws the panel on r, for the span from to to with times in loc.
 func (p *Panel) paint(r chartdraw.Renderer, from, to time.Time, loc *time.Location) error {
 	top := p.top()
+	pad := p.padding()
+	legend := p.legend()
+	pad.Top += (legend.extraRows + p.labelBand()) * labelRow
 	c := chartdraw.Chart{
-		Width: Width, Height: p.height(), DPI: dpi, ColorPalette: palette{},
-		Background: chartdraw.Style{Padding: chartdraw.Box{Top: 64, Left: margin, Right: margin + 12, Bottom: 8}},
+		Width: p.pixelWidth(), Height: p.height(), DPI: dpi, ColorPalette: palette{},
+		Background: chartdraw.Style{Padding: pad},
 		XAxis: chartdraw.XAxis{
 			Range:          &chartdraw.ContinuousRange{Min: timeX(from), Max: timeX(to)},
 			Style:          chartdraw.Style{FontStyle: chartdraw.FontStyle{FontSize: axisSize, FontColor: colorMuted}},
@@ -177,12 +238,14 @@ func (p *Panel) paint(r chartdraw.Renderer, from, to time.Time, loc *time.Locati
 	// without labels at both ends keep the span the figure's.
 	c.XAxis.Ticks = append(c.XAxis.Ticks, chartdraw.Tick{Value: timeX(from)})
 	c.YAxisSecondary.Style.Hidden = true
-	for _, t := range timeTicks(from, to, loc) {
+	// A time label takes about 120 pixels with room around it.
+	plotWidth := p.pixelWidth() - pad.Left - pad.Right - 70
+	for _, t := range timeTicks(from, to, loc, min(maxTimeTicks, max(3, plotWidth/120+1))) {
 		c.XAxis.Ticks = append(c.XAxis.Ticks, chartdraw.Tick{Value: timeX(t.At), Label: t.Label})
 		c.XAxis.GridLines = append(c.XAxis.GridLines, chartdraw.GridLine{Value: timeX(t.At)})
 	}
 	c.XAxis.Ticks = append(c.XAxis.Ticks, chartdraw.Tick{Value: timeX(to)})
-	for _, v := range valueTicks(0, top) {
+	for _, v := range p.values(top) {
 		c.YAxis.Ticks = append(c.YAxis.Ticks, chartdraw.Tick{Value: v, Label: padLabel(formatValue(v), p.labelRunes)})
 		c.YAxis.GridLines = append(c.YAxis.GridLines, chartdraw.GridLine{Value: v})
 	}
@@ -198,7 +261,7 @@ func (p *Panel) paint(r chartdraw.Renderer, from, to time.Time, loc *time.Locati
 	}
 	c.Elements = append(c.Elements, func(r chartdraw.Renderer, box chartdraw.Box, _ chartdraw.Style) {
 		f := &frame{box: box, from: from, to: to, top: top, scale: p.scale()}
-		p.drawDecorations(r, f)
+		p.drawDecorations(r, f, legend)
 	})
 	onStrip := func(int, int) chartdraw.Renderer { return r }
 	if err := c.Render(onStrip, io.Discard); err != nil {
@@ -244,15 +307,20 @@ func (p *Panel) segments(l Line, from, to time.Time) []chartdraw.Series {
 	return out
 }
 
-// drawDecorations draws what chartdraw does not: the title, rules, marks,
-// points and the legend.
-func (p *Panel) drawDecorations(r chartdraw.Renderer, f *frame) {
-	title := p.Title
-	if p.Unit != "" {
-		title += " (" + p.Unit + ")"
+// drawDecorations draws what chartdraw does not: the title, the legend,
+// rules, points and marks. Labels never cover one another: a rule's and a
+// point's go where they belong, then each mark's label takes the first
+// row of the plot where it covers none of them.
+func (p *Panel) drawDecorations(r chartdraw.Renderer, f *frame, legend panelLegend) {
+	band := p.labelBand()
+	titleY := f.box.Top - 24 - (legend.extraRows+band)*labelRow
+	titleColor := colorText
+	if p.compact && slices.ContainsFunc(p.Marks, func(m Mark) bool { return m.Label != "" }) {
+		titleColor = colorYellow // among many GPUs, those with alerts stand out
 	}
-	text(r, title, f.box.Left, f.box.Top-24, subtitleSize, colorText)
-	p.drawLegend(r, f)
+	text(r, fit(p.titleText(), subtitleSize, f.box.Width()), f.box.Left, titleY, subtitleSize, titleColor)
+	legend.draw(r, f.box, titleY)
+	var l layout
 	for _, rule := range p.Rules {
 		y := f.y(rule.Value)
 		if y < f.box.Top {
@@ -267,23 +335,7 @@ func (p *Panel) drawDecorations(r chartdraw.Renderer, f *frame) {
 			ly = y + 30
 		}
 		label(r, rule.Label, f.box.Left+10, ly, rule.Color, alignLeft)
-	}
-	for k, m := range p.Marks {
-		if !f.inside(m.At) {
-			continue
-		}
-		x := f.x(m.At)
-		stroke(r, m.Color, markWidth, true)
-		r.MoveTo(x, f.box.Top)
-		r.LineTo(x, f.box.Bottom)
-		r.Stroke()
-		setFont(r, labelSize, m.Color)
-		align := alignLeft
-		if x+r.MeasureText(m.Label).Width()+24 > f.box.Right {
-			align = alignRight
-		}
-		// Labels step down, so marks close in time keep theirs apart.
-		label(r, m.Label, x, f.box.Top+26+34*(k%3), m.Color, align)
+		l.take(labelBox(rule.Label, f.box.Left+10, ly, alignLeft))
 	}
 	for _, pt := range p.Points {
 		if !f.inside(pt.At) {
@@ -295,45 +347,145 @@ func (p *Panel) drawDecorations(r chartdraw.Renderer, f *frame) {
 		r.SetStrokeWidth(3)
 		r.Circle(9, x, y)
 		r.FillStroke()
-		setFont(r, labelSize, pt.Color)
 		align := alignLeft
-		if x+r.MeasureText(pt.Label).Width()+24 > f.box.Right {
+		if labelBox(pt.Label, x, y+40, alignLeft).Max.X > f.box.Right {
 			align = alignRight
 		}
 		label(r, pt.Label, x, y+40, pt.Color, align)
+		l.take(labelBox(pt.Label, x, y+40, align))
+	}
+	// Labels go in the band above the plot, or else in the plot's rows.
+	area := image.Rect(f.box.Left, f.box.Top, f.box.Right, f.box.Bottom)
+	if band > 0 {
+		area = image.Rect(f.box.Left, f.box.Top-band*labelRow, f.box.Right, f.box.Top)
+	}
+	for _, m := range p.Marks {
+		if !f.inside(m.At) {
+			continue
+		}
+		x := f.x(m.At)
+		stroke(r, m.Color, markWidth, true)
+		r.MoveTo(x, area.Min.Y)
+		r.LineTo(x, f.box.Bottom)
+		r.Stroke()
+	}
+	for _, m := range p.Marks {
+		if m.Label == "" || !f.inside(m.At) {
+			continue
+		}
+		x := f.x(m.At)
+		texts := []string{m.Label}
+		if m.Short != "" {
+			texts = append(texts, m.Short)
+		}
+		if s, b, ok := l.placeMark(texts, x, area); ok {
+			labelIn(r, s, b, m.Color)
+		}
 	}
 }
 
-// drawLegend names the panel's lines at its top right, when more than
-// one has a name.
-func (p *Panel) drawLegend(r chartdraw.Renderer, f *frame) {
-	named := 0
-	for _, l := range p.Lines {
-		if l.Name != "" {
-			named++
-		}
+// titleText is the panel's title with its unit.
+func (p *Panel) titleText() string {
+	if p.Unit != "" {
+		return p.Title + " (" + p.Unit + ")"
 	}
-	if named < 2 {
-		return
+	return p.Title
+}
+
+// panelLegend is where a panel names its lines: beside its title when
+// there is room, else in rows of their own under it.
+type panelLegend struct {
+	entries   []legendEntry
+	rows      [][]legendEntry // the entries of each row under the title; nil beside it
+	extraRows int
+}
+
+type legendEntry struct {
+	name   string
+	color  drawing.Color
+	dashed bool
+	width  int // the entry's pixels: its sample line and its name
+}
+
+// legendSample is the width of an entry's sample line and the room
+// between it and its name, and between entries.
+const (
+	legendSample = 28 + 12
+	legendSpace  = 24
+)
+
+// legend lays out the names of the panel's lines, when more than one has
+// a name (a compact panel has none: its grid names the lines once).
+func (p *Panel) legend() panelLegend {
+	var out panelLegend
+	if p.compact {
+		return out
 	}
-	x := f.box.Right
 	seen := map[string]bool{}
-	for i := len(p.Lines) - 1; i >= 0; i-- {
-		l := p.Lines[i]
+	for _, l := range p.Lines {
 		if l.Name == "" || seen[l.Name] {
 			continue
 		}
 		seen[l.Name] = true
-		setFont(r, labelSize, colorText)
-		w := r.MeasureText(l.Name).Width()
-		x -= w
-		r.Text(l.Name, x, f.box.Top-24)
-		x -= 12
-		stroke(r, l.Color, lineWidth, l.Dashed)
-		r.MoveTo(x-28, f.box.Top-31)
-		r.LineTo(x, f.box.Top-31)
+		out.entries = append(out.entries, legendEntry{name: l.Name, color: l.Color, dashed: l.Dashed, width: legendSample + textWidth(l.Name, labelSize)})
+	}
+	if len(out.entries) < 2 {
+		out.entries = nil
+		return out
+	}
+	pad := p.padding()
+	room := p.pixelWidth() - pad.Left - pad.Right
+	beside := room - textWidth(p.titleText(), subtitleSize) - 2*legendSpace
+	if legendWidth(out.entries) <= beside {
+		return out
+	}
+	// Rows under the title, as many entries each as fit.
+	var row []legendEntry
+	for _, e := range out.entries {
+		if len(row) > 0 && legendWidth(append(row, e)) > room {
+			out.rows = append(out.rows, row)
+			row = nil
+		}
+		row = append(row, e)
+	}
+	out.rows = append(out.rows, row)
+	out.extraRows = len(out.rows)
+	return out
+}
+
+// legendWidth is how wide entries are in one row.
+func legendWidth(entries []legendEntry) int {
+	w := 0
+	for i, e := range entries {
+		if i > 0 {
+			w += legendSpace
+		}
+		w += e.width
+	}
+	return w
+}
+
+// draw writes the legend: right-aligned on the title's row, or its rows
+// under the title from the plot's left.
+func (l panelLegend) draw(r chartdraw.Renderer, plot chartdraw.Box, titleY int) {
+	if l.rows == nil {
+		x := plot.Right - legendWidth(l.entries)
+		l.drawRow(r, l.entries, x, titleY)
+		return
+	}
+	for i, row := range l.rows {
+		l.drawRow(r, row, plot.Left, titleY+labelRow*(i+1))
+	}
+}
+
+func (panelLegend) drawRow(r chartdraw.Renderer, entries []legendEntry, x, y int) {
+	for _, e := range entries {
+		stroke(r, e.color, lineWidth, e.dashed)
+		r.MoveTo(x, y-7)
+		r.LineTo(x+28, y-7)
 		r.Stroke()
-		x -= 28 + 24
+		text(r, e.name, x+legendSample, y, labelSize, colorText)
+		x += e.width + legendSpace
 	}
 }
 

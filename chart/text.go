@@ -1,6 +1,8 @@
 package chart
 
 import (
+	"image"
+
 	"github.com/go-analyze/charts/chartdraw"
 	"github.com/go-analyze/charts/chartdraw/drawing"
 )
@@ -32,28 +34,23 @@ func label(r chartdraw.Renderer, s string, x, y int, color drawing.Color, align 
 	if s == "" {
 		return
 	}
-	setFont(r, labelSize, color)
-	box := r.MeasureText(s)
-	switch align {
-	case alignRight:
-		x -= box.Width() + 8
-	case alignCenter:
-		x -= box.Width() / 2
-	default:
-		x += 8
-	}
+	labelIn(r, s, labelBox(s, x, y, align), color)
+}
+
+// labelIn writes s on a dark backing that fills box, as labelBox gives
+// it.
+func labelIn(r chartdraw.Renderer, s string, box image.Rectangle, color drawing.Color) {
 	r.SetFillColor(colorCanvas.WithAlpha(220))
 	r.SetStrokeWidth(0)
 	r.SetStrokeColor(drawing.ColorTransparent)
-	left, top, right, bottom := x-6, y-box.Height()-6, x+box.Width()+6, y+8
-	r.MoveTo(left, top)
-	r.LineTo(right, top)
-	r.LineTo(right, bottom)
-	r.LineTo(left, bottom)
+	r.MoveTo(box.Min.X, box.Min.Y)
+	r.LineTo(box.Max.X, box.Min.Y)
+	r.LineTo(box.Max.X, box.Max.Y)
+	r.LineTo(box.Min.X, box.Max.Y)
 	r.Close()
 	r.Fill()
 	setFont(r, labelSize, color)
-	r.Text(s, x, y)
+	r.Text(s, box.Min.X+6, box.Max.Y-8)
 }
 
 // stroke sets the renderer's pen.

@@ -13,8 +13,8 @@ var timeSteps = []time.Duration{
 	2 * 24 * time.Hour, 7 * 24 * time.Hour,
 }
 
-// maxTimeTicks is the most time ticks an axis carries, so labels never
-// touch on a phone.
+// maxTimeTicks is the most time ticks an axis of the figure's width
+// carries, so labels never touch on a phone.
 const maxTimeTicks = 7
 
 // timeTick is one labelled time on an axis.
@@ -24,16 +24,16 @@ type timeTick struct {
 }
 
 // timeTicks returns round times between from and to in loc (at most
-// maxTimeTicks), labelled as clock times, or as dates with the clock when
-// the span crosses days.
-func timeTicks(from, to time.Time, loc *time.Location) []timeTick {
+// most), labelled as clock times, or as dates with the clock when the
+// span crosses days.
+func timeTicks(from, to time.Time, loc *time.Location, most int) []timeTick {
 	span := to.Sub(from)
 	if span <= 0 {
 		return nil
 	}
 	step := timeSteps[len(timeSteps)-1]
 	for _, s := range timeSteps {
-		if span/s <= maxTimeTicks-1 {
+		if span/s <= time.Duration(most-1) {
 			step = s
 			break
 		}
@@ -88,11 +88,14 @@ func niceTop(v float64) float64 {
 }
 
 // valueTicks returns about five round values from lo to hi.
-func valueTicks(lo, hi float64) []float64 {
+func valueTicks(lo, hi float64) []float64 { return valueTicksN(lo, hi, 5) }
+
+// valueTicksN returns about n+1 round values from lo to hi.
+func valueTicksN(lo, hi float64, n int) []float64 {
 	if !(hi > lo) {
 		return []float64{lo}
 	}
-	step := niceCeil((hi - lo) / 5)
+	step := niceCeil((hi - lo) / float64(n))
 	var out []float64
 	for v := math.Ceil(lo/step) * step; v <= hi*(1+1e-9); v += step {
 		out = append(out, v)

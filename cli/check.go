@@ -56,7 +56,9 @@ prints a one-line summary and exits 0 when everything is valid.`)
 // names, so a missing or malformed log, or rules the log cannot feed, show
 // up at check time.
 func checkReplaySource(ctx context.Context, cfg *config.Config, env *Env) error {
-	r, err := replay.Open(cfg.Source.Replay.File, replay.Options{Host: cfg.Host, Location: env.Location})
+	opts := replayOptions(cfg, env, nil)
+	opts.Warnings = nil // the replay's notes are its own
+	r, err := replay.Open(cfg.Source.Replay.File, opts)
 	if err != nil {
 		// The config names a log that is not there: a problem check
 		// finds in the config (exit 1), as it finds the others.

@@ -34,6 +34,9 @@ const timeLayout = console.TimeLayout
 
 // Env is what a command may use of the process around it.
 type Env struct {
+	// Stdin is standard input (a password for hash-password); nil reads
+	// nothing.
+	Stdin          io.Reader
 	Stdout, Stderr io.Writer
 	// Reload receives a value when the daemon should reload its config
 	// (SIGHUP); nil never reloads.
@@ -93,6 +96,7 @@ func commands() []command {
 		{"status", "one look at the GPUs now: memory, utilization, temperature, power, processes", statusCommand},
 		{"silence", "add, list or expire silences in the running daemon", silenceCommand},
 		{"outbox", "list notifications waiting for a receiver, and the dead letters", outboxCommand},
+		{"hash-password", "make the bcrypt hash of a password, for server.basic_auth_users", hashPasswordCommand},
 	}
 }
 
@@ -160,11 +164,15 @@ Usage: gpuwatch <command> [flags]
 
 Commands:
 `)
+	width := len("version")
 	for _, c := range commands() {
-		fmt.Fprintf(w, "  %-8s %s\n", c.name, c.summary)
+		width = max(width, len(c.name))
 	}
-	fmt.Fprint(w, `  version  print the version
-
+	for _, c := range commands() {
+		fmt.Fprintf(w, "  %-*s %s\n", width, c.name, c.summary)
+	}
+	fmt.Fprintf(w, "  %-*s %s\n", width, "version", "print the version")
+	fmt.Fprint(w, `
 Start with "gpuwatch demo" (no GPU needed). "gpuwatch <command> --help" shows
 a command's flags; flags may come before or after the arguments. Exit codes:
 0 ok, 1 problems found (bad config or input, failed tests), 2 usage error,

@@ -100,6 +100,10 @@ for the time since the one before (up to three of its steps).`)
 		opts.Step, opts.MaxGap = probe.step, digest.MaxGapFor(probe.step)
 		rollups.SetMaxGap(opts.MaxGap)
 	}
+	if probe.burst > 1 {
+		opts.Burst = probe.burst
+		rollups.SetStep(probe.step) // the gap after a burst is a step, not a fraction of a second
+	}
 	firing := map[string]rules.Transition{} // alerts still firing, by rule and GPU
 	var first, last time.Time
 	w := &watcher{

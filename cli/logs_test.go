@@ -2,6 +2,7 @@ package cli_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -23,31 +24,49 @@ var sampleLogs = []struct {
 	snaps int
 	gpus  int
 	host  string
+	mod   time.Time // when the file was last written, for a log it dates
 }{
-	{"smi-one-gpu.csv", nil, 120, 1, "smi-one-gpu"},
-	{"smi-nounits-reserved.csv", nil, 60, 2, "smi-nounits-reserved"},
-	{"smi-noheader.csv", []string{"--columns", "timestamp,index,memory.used,memory.total,utilization.gpu"}, 30, 2, "smi-noheader"},
-	{"smi-loop-date-crlf.log", nil, 20, 2, "smi-loop-date-crlf"},
-	{"smi-powershell-utf16.csv", nil, 15, 1, "smi-powershell-utf16"},
-	{"smi-iso-bom.csv", nil, 40, 1, "smi-iso-bom"},
-	{"smi-mdy.csv", nil, 10, 1, "smi-mdy"},
-	{"cron-30min.log", nil, 96, 4, "cron-30min"},
-	{"smi-two-gpus-no-index.csv", nil, 20, 2, "smi-two-gpus-no-index"},
-	{"pynvml-logger.csv", nil, 50, 2, "pynvml-logger"},
-	{"gputil-logger.csv", nil, 40, 1, "gputil-logger"},
-	{"script-units.csv", nil, 30, 2, "script-units"},
-	{"nvitop-collector.csv", nil, 25, 2, "nvitop-collector"},
-	{"gpustat-fields.csv", nil, 20, 2, "gpustat-fields"},
-	{"mem-only.csv", nil, 20, 1, "mem-only"},
-	{"table-418.log", nil, 30, 2, "table-418"},
-	{"table-384-cron.log", nil, 24, 1, "table-384-cron"},
-	{"table-470-mig.log", nil, 20, 2, "table-470-mig"},
-	{"table-535-cron.log", nil, 48, 8, "table-535-cron"},
-	{"table-550-watch.log", nil, 12, 1, "node7"},
-	{"dmon-default.log", nil, 30, 2, "dmon-default"},
-	{"dmon-dt.log", nil, 40, 2, "dmon-dt"},
-	{"dmon-old-hourly.log", nil, 10, 1, "dmon-old-hourly"},
-	{"gpustat.log", nil, 18, 2, "gpu-node3"},
+	{"smi-one-gpu.csv", nil, 120, 1, "smi-one-gpu", time.Time{}},
+	{"smi-nounits-reserved.csv", nil, 60, 2, "smi-nounits-reserved", time.Time{}},
+	{"smi-noheader.csv", []string{"--columns", "timestamp,index,memory.used,memory.total,utilization.gpu"}, 30, 2, "smi-noheader", time.Time{}},
+	{"smi-loop-date-crlf.log", nil, 20, 2, "smi-loop-date-crlf", time.Time{}},
+	{"smi-powershell-utf16.csv", nil, 15, 1, "smi-powershell-utf16", time.Time{}},
+	{"smi-iso-bom.csv", nil, 40, 1, "smi-iso-bom", time.Time{}},
+	{"smi-mdy.csv", nil, 10, 1, "smi-mdy", time.Time{}},
+	{"cron-30min.log", nil, 96, 4, "cron-30min", time.Time{}},
+	{"smi-two-gpus-no-index.csv", nil, 20, 2, "smi-two-gpus-no-index", time.Time{}},
+	{"pynvml-logger.csv", nil, 50, 2, "pynvml-logger", time.Time{}},
+	{"gputil-logger.csv", nil, 40, 1, "gputil-logger", time.Time{}},
+	{"script-units.csv", nil, 30, 2, "script-units", time.Time{}},
+	{"nvitop-collector.csv", nil, 25, 2, "nvitop-collector", time.Time{}},
+	{"gpustat-fields.csv", nil, 20, 2, "gpustat-fields", time.Time{}},
+	{"mem-only.csv", nil, 20, 1, "mem-only", time.Time{}},
+	{"table-418.log", nil, 30, 2, "table-418", time.Time{}},
+	{"table-384-cron.log", nil, 24, 1, "table-384-cron", time.Time{}},
+	{"table-470-mig.log", nil, 20, 2, "table-470-mig", time.Time{}},
+	{"table-535-cron.log", nil, 48, 8, "table-535-cron", time.Time{}},
+	{"table-550-watch.log", nil, 12, 1, "node7", time.Time{}},
+	{"dmon-default.log", nil, 30, 2, "dmon-default", time.Date(2026, 11, 29, 9, 0, 29, 0, time.UTC)},
+	{"dmon-dt.log", nil, 40, 2, "dmon-dt", time.Time{}},
+	{"dmon-old-hourly.log", nil, 10, 1, "dmon-old-hourly", time.Time{}},
+	{"gpustat.log", nil, 18, 2, "gpu-node3", time.Time{}},
+	{"gpustat-nofan.log", nil, 10, 2, "dgx2", time.Time{}},
+	{"script-lines.log", nil, 20, 2, "script-lines", time.Time{}},
+	{"script-pipes.log", nil, 15, 1, "script-pipes", time.Time{}},
+	{"script-blocks.log", nil, 12, 2, "script-blocks", time.Time{}},
+	{"script-status.log", nil, 10, 2, "script-status", time.Time{}},
+	{"script-logging.log", nil, 16, 2, "script-logging", time.Time{}},
+	{"script-clock.log", nil, 10, 1, "script-clock", time.Date(2026, 11, 29, 0, 2, 30, 0, time.UTC)},
+	{"smi-decorated-dates.log", nil, 10, 2, "smi-decorated-dates", time.Time{}},
+	{"smi-clock-lines.log", nil, 10, 1, "smi-clock-lines", time.Date(2026, 11, 29, 9, 10, 0, 0, time.UTC)},
+	{"table-then-csv.log", nil, 10, 1, "table-then-csv", time.Time{}},
+	{"table-nohup.log", nil, 8, 1, "table-nohup", time.Time{}},
+	{"watch-escapes.log", nil, 6, 1, "node9", time.Time{}},
+	{"smi-untimed.csv", []string{"--step", "2s"}, 15, 2, "smi-untimed", time.Date(2026, 11, 29, 9, 10, 0, 0, time.UTC)},
+	{"smi-twice.csv", nil, 10, 2, "smi-twice", time.Time{}},
+	{"smi-two-widths.csv", []string{"--columns", "timestamp,index,memory.used,memory.total"}, 20, 2, "smi-two-widths", time.Time{}},
+	{"gpuz-sensor.txt", nil, 30, 1, "gpuz-sensor", time.Time{}},
+	{"afterburner.hml", nil, 20, 1, "afterburner", time.Time{}},
 }
 
 // digestJSON is what the tests read of `digest --format json`.
@@ -82,9 +101,9 @@ func TestSampleLogsReplayAndDigest(t *testing.T) {
 	for _, tt := range sampleLogs {
 		t.Run(tt.file, func(t *testing.T) {
 			path := filepath.Join(sampleLogDir, tt.file)
-			if tt.file == "dmon-default.log" {
-				// dmon without times is dated by its file's modification time.
-				path = copyWithModTime(t, path, time.Date(2026, 11, 29, 9, 0, 29, 0, time.UTC))
+			if !tt.mod.IsZero() {
+				// A log without times, or dates, is dated by its file's modification time.
+				path = copyWithModTime(t, path, tt.mod)
 			}
 			got := gpuwatch(t, append([]string{"replay", "--trace", path}, tt.args...)...)
 			if got.code != cli.ExitOK {
@@ -179,6 +198,65 @@ func TestDigestSparseLog(t *testing.T) {
 	}
 }
 
+// TestDigestNotLogged: what a log does not record reads "not logged" in the
+// digest, never 0 % or a peak of 0 B; a log sampled in bursts says so.
+func TestDigestNotLogged(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, text string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	var memOnly, utilOnly, bursts strings.Builder
+	memOnly.WriteString("timestamp, index, memory.used [MiB], memory.total [MiB]\n")
+	utilOnly.WriteString("timestamp, index, utilization.gpu [%]\n")
+	bursts.WriteString("timestamp, index, utilization.gpu [%], memory.used [MiB], memory.total [MiB]\n")
+	start := time.Date(2026, 11, 29, 9, 0, 0, 0, time.UTC)
+	for i := range 120 {
+		at := start.Add(time.Duration(i) * time.Minute).Format("2006/01/02 15:04:05")
+		fmt.Fprintf(&memOnly, "%s, 0, 4000 MiB, 16384 MiB\n", at)
+		fmt.Fprintf(&utilOnly, "%s, 0, 60 %%\n", at)
+		for range 5 { // five samples within each second, once a minute
+			fmt.Fprintf(&bursts, "%s, 0, 60 %%, 4000 MiB, 16384 MiB\n", at)
+		}
+	}
+	for _, tt := range []struct {
+		name, log string
+		want      []string
+		not       []string
+	}{
+		{"no utilization", memOnly.String(), []string{"1 GPU, 2.0 GPU-hours covered: utilization not logged\n",
+			"GPU 0 utilization not logged; memory peak 3.91 GiB of 16 GiB\n"}, []string{"avg 0%", "average utilization 0%", "busy 0", "held idle 0"}},
+		{"no memory", utilOnly.String(), []string{"average utilization 60%, busy 100% of the time; memory not logged, so held idle is not known",
+			"GPU 0 ", "avg 60%, peak 60%; memory not logged; busy 2.0h\n"}, []string{"peak 0 B", "held idle 0"}},
+		{"bursts", bursts.String(), []string{"1 GPU, 2.0 GPU-hours covered: average utilization 60%",
+			"Sampled in bursts of about 5 samples within a second, every 1m."}, []string{"not logged"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			got := gpuwatch(t, "digest", "--trace", write(strings.ReplaceAll(tt.name, " ", "-")+".csv", tt.log))
+			if got.code != cli.ExitOK {
+				t.Fatalf("digest: got exit %d\nstderr:\n%s", got.code, got.stderr)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(got.stdout, w) {
+					t.Errorf("digest: got\n%s\nwant it to say %q", got.stdout, w)
+				}
+			}
+			for _, n := range tt.not {
+				if strings.Contains(got.stdout, n) {
+					t.Errorf("digest: got\n%s\nwant no %q", got.stdout, n)
+				}
+			}
+		})
+	}
+	got := gpuwatch(t, "replay", "--trace", write("bursts.csv", bursts.String()))
+	if want := ", in bursts of about 5 samples within a second, every 1m): "; got.code != cli.ExitOK || !strings.Contains(got.stderr, want) {
+		t.Errorf("replay of a log sampled in bursts: got exit %d, stderr\n%s\nwant %q", got.code, got.stderr, want)
+	}
+}
+
 // TestDigestMissingTemperature: a log without temperatures says nothing of
 // them, rather than a peak of 0 C.
 func TestDigestMissingTemperature(t *testing.T) {
@@ -222,6 +300,14 @@ func TestReplayLogErrors(t *testing.T) {
 			`t.log:4:1: "hello" is not part of nvidia-smi's table`},
 		{"bad --memory-total", []string{"replay", "--memory-total", "lots", noheader}, cli.ExitUsage, `--memory-total "lots": want an amount`},
 		{"columns no one reads", []string{"replay", "--columns", "foo,bar", noheader}, cli.ExitUsage, `--columns "foo,bar": none of these is a column gpuwatch reads`},
+		{"no times, no --step", []string{"replay", filepath.Join(sampleLogDir, "smi-untimed.csv")}, cli.ExitUser,
+			"smi-untimed.csv:2:1: no times in this log: give --step, how often it was sampled (as in --step 5s)"},
+		{"a negative --step", []string{"digest", "--trace", filepath.Join(sampleLogDir, "smi-untimed.csv"), "--step", "-2s"}, cli.ExitUsage,
+			"--step -2s is negative"},
+		{"an allocator's log", []string{"replay", write("torch.log", "step 10: memory_allocated 1.2 GB, memory_reserved 2.0 GB\n")}, cli.ExitUser,
+			"torch.log:1:1: this is a PyTorch allocator's log"},
+		{"gpustat --json", []string{"digest", "--trace", write("gpustat.json", `{"hostname": "n1", "query_time": "2026-11-29T09:00:00", "gpus": []}`)}, cli.ExitUser,
+			"gpustat.json:1:1: this is gpustat --json's output, which gpuwatch does not replay"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

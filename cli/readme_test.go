@@ -429,6 +429,17 @@ func readmeCommands() map[string]readmeCommand {
 				t.Errorf("%s: got stderr %q, want the 30 samples of the log read", cmd, got.stderr)
 			}
 		}},
+		"gpuwatch replay --trace loop.csv --step 2s": {run: func(t *testing.T, r *readmeRun, cmd string) {
+			r.sampleLog(t, "smi-untimed.csv", "loop.csv")
+			got := r.gpuwatch(t, args(cmd)...)
+			want(t, cmd, got, cli.ExitOK)
+			for _, w := range []string{"no times in this log: taking its 15 samples 2s apart (--step), the last at the file's modification time",
+				"replayed 15 snapshots (28s of data", "nvidia-smi CSV of loop, a sample every 2s"} {
+				if !strings.Contains(got.stderr, w) {
+					t.Errorf("%s: got stderr %q, want %q", cmd, got.stderr, w)
+				}
+			}
+		}},
 		"gpuwatch digest --trace cron.log": {run: func(t *testing.T, r *readmeRun, cmd string) {
 			r.sampleLog(t, "cron-30min.log", "cron.log")
 			got := r.gpuwatch(t, args(cmd)...)
@@ -492,10 +503,18 @@ func readmeCommands() map[string]readmeCommand {
 			want(t, cmd, usage, cli.ExitOK, "Usage: gpuwatch <command> [flags]")
 			// commands.md has a section for every command.
 			reference := r.readme.page(t, "docs/commands.md")
-			for _, m := range regexp.MustCompile(`(?m)^  ([a-z]+) `).FindAllStringSubmatch(usage.stdout, -1) {
+			for _, m := range regexp.MustCompile(`(?m)^  ([a-z-]+) `).FindAllStringSubmatch(usage.stdout, -1) {
 				if !regexp.MustCompile(`(?m)^## ` + m[1] + `( |$)`).MatchString(reference.text) {
 					t.Errorf("docs/commands.md has no section for gpuwatch %s", m[1])
 				}
+			}
+		}},
+		"gpuwatch hash-password alice": {run: func(t *testing.T, r *readmeRun, cmd string) {
+			c := exec.CommandContext(t.Context(), r.bin, args(cmd)...)
+			c.Dir, c.Stdin = r.dir, strings.NewReader("correct horse\n") // a script's way: the password on standard input
+			got := run(t, c)
+			if got.code != cli.ExitOK || !regexp.MustCompile(`^alice: \$2a\$10\$\S{53}\n$`).MatchString(got.stdout) {
+				t.Errorf("%s: got %v, want the line alice: $2a$10$…", cmd, got)
 			}
 		}},
 		"gpuwatch version": {run: func(t *testing.T, r *readmeRun, cmd string) {
@@ -506,7 +525,7 @@ func readmeCommands() map[string]readmeCommand {
 		}},
 		"gpuwatch <command> --help": {run: func(t *testing.T, r *readmeRun, cmd string) {
 			usage := r.gpuwatch(t, "help").stdout
-			for _, m := range regexp.MustCompile(`(?m)^  ([a-z]+) `).FindAllStringSubmatch(usage, -1) {
+			for _, m := range regexp.MustCompile(`(?m)^  ([a-z-]+) `).FindAllStringSubmatch(usage, -1) {
 				help(t, r, "gpuwatch "+m[1])
 			}
 		}},

@@ -17,14 +17,16 @@ import (
 )
 
 func replayCommand(ctx context.Context, env *Env, args []string) error {
-	fs := newFlags(env, "replay", "[--trace] LOG [--config FILE] [--json] [--plot FILE.png] [--columns LIST] [--host NAME] [--skip-bad]", `
+	fs := newFlags(env, "replay", "[--trace] LOG [--config FILE] [--json] [--plot FILE.png] [--columns LIST] [--host NAME] [--step D] [--skip-bad]", `
 Evaluates the rules over a GPU log, at the log's own timestamps, and prints
 every alert that fires or resolves. Nothing is sent anywhere. Without
 --config the rules of config.example.yaml are used. The log may be
 nvidia-smi --query-gpu CSV (with or without its header, index, uuid or
-timestamp), nvidia-smi's table printed again and again, nvidia-smi dmon,
-gpustat, or a script's CSV (pynvml, GPUtil, nvitop); the format is told
-from the first lines. Make a log with:
+timestamp), nvidia-smi's table printed again and again (watch captures
+included), nvidia-smi dmon, gpustat, a GPU-Z sensor log, an MSI
+Afterburner log, or a script's CSV (pynvml, GPUtil, nvitop) or text lines
+with a time and named readings; the format is told from the first lines.
+Make a log with:
   nvidia-smi --query-gpu=timestamp,index,name,uuid,temperature.gpu,utilization.gpu,utilization.memory,memory.used,memory.total,power.draw --format=csv -l 5 > gpu.csv`)
 	configPath := fs.String("config", "", "config file whose rules to evaluate (default: the built-in example rules)")
 	trace := fs.String("trace", "", "the GPU log to replay (required; or give it as the argument)")
@@ -88,9 +90,9 @@ from the first lines. Make a log with:
 	if snapshots == 0 {
 		return noSamples(*trace, r.Skipped())
 	}
-	fmt.Fprintf(env.Stderr, "replayed %s (%s of data, %s to %s; %s of %s%s): %s",
+	fmt.Fprintf(env.Stderr, "replayed %s (%s of data, %s to %s; %s of %s%s%s): %s",
 		plural.Count(snapshots, "snapshot"), last.Sub(first).Round(time.Second), first.In(env.Location).Format(timeLayout), last.In(env.Location).Format(timeLayout),
-		r.Format(), r.Host(), stepText(probe.step), plural.Count(transitions, "transition"))
+		r.Format(), r.Host(), lf.hostNote(*trace, cfg, r), probe.sampling(), plural.Count(transitions, "transition"))
 	if n := r.Skipped(); n > 0 {
 		fmt.Fprintf(env.Stderr, "; %s skipped", plural.Count(n, "malformed row"))
 	}
@@ -137,12 +139,4 @@ func jsonPrinter(w io.Writer) func([]rules.Transition) error {
 		}
 		return nil
 	}
-}
-
-// stepText says how often a log was sampled: ", a sample every 30m".
-func stepText(step time.Duration) string {
-	if step <= 0 {
-		return ""
-	}
-	return ", a sample every " + formatDuration(step)
 }

@@ -263,3 +263,17 @@ func TestReplayKnowsObservedMetrics(t *testing.T) {
 		}
 	}
 }
+
+// TestReplayHostNamedAfterFile: a log that names no host is of the host
+// its file is named after, and the summary says so and how to name it;
+// --host names it.
+func TestReplayHostNamedAfterFile(t *testing.T) {
+	got := gpuwatch(t, "replay", "--trace", "testdata/traces/memory-leak.csv")
+	if !strings.Contains(got.stderr, "nvidia-smi CSV of memory-leak (named after the log's file; --host NAME or the config's host: names it)") {
+		t.Errorf("replay of a log without its host: stderr %q does not say where the host came from", got.stderr)
+	}
+	got = gpuwatch(t, "replay", "--host", "node1", "--trace", "testdata/traces/memory-leak.csv")
+	if !strings.Contains(got.stderr, "nvidia-smi CSV of node1, a sample every") || !strings.Contains(got.stdout, " node1 gpu0") {
+		t.Errorf("replay --host node1: stderr %q, stdout starts %q; want node1 named as such", got.stderr, got.stdout[:min(200, len(got.stdout))])
+	}
+}

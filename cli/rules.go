@@ -5,9 +5,11 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"io"
 	"maps"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/gpuwatch/gpuwatch/config"
@@ -94,9 +96,7 @@ promtool test rules files too, next to the rule file in --out.`)
 	if err != nil {
 		return userErr(err)
 	}
-	for _, n := range file.Notes {
-		fmt.Fprintln(env.Stderr, n.String())
-	}
+	printNotes(env.Stderr, file.Notes)
 	var text bytes.Buffer
 	if err := file.Write(&text); err != nil {
 		return err
@@ -191,4 +191,37 @@ func differentRules(tested, exported []*rules.Rule) string {
 		}
 	}
 	return ""
+}
+
+// printNotes writes what the export could not carry exactly: each rule's
+// parts in a line ("GPUMemoryLeak: approximate: when: …"), and under the
+// lines that share a reason, the reason once, less what an earlier reason
+// said already: many rules are approximate for the same reasons.
+func printNotes(w io.Writer, notes []promexport.Note) {
+	var whys []string
+	byWhy := map[string][]promexport.Note{}
+	for _, n := range notes {
+		if _, ok := byWhy[n.Why]; !ok {
+			whys = append(whys, n.Why)
+		}
+		byWhy[n.Why] = append(byWhy[n.Why], n)
+	}
+	said := map[string]bool{}
+	for _, why := range whys {
+		for _, n := range byWhy[why] {
+			fmt.Fprintf(w, "%s: %s: %s\n", n.Rule, n.Kind, n.Part)
+		}
+		var fresh []string
+		for _, clause := range strings.Split(why, "; ") {
+			if !said[clause] {
+				said[clause] = true
+				fresh = append(fresh, clause)
+			}
+		}
+		if len(fresh) == 0 {
+			fmt.Fprintln(w, "  for the reasons said above")
+			continue
+		}
+		fmt.Fprintf(w, "  %s\n", strings.Join(fresh, "; "))
+	}
 }

@@ -74,3 +74,21 @@ func TestRulesExportWritesRulesAndTests(t *testing.T) {
 		t.Errorf("promtool check rules: %v\n%s", err, b)
 	}
 }
+
+// TestRulesExportSaysEachReasonOnce: the notes name every rule's part
+// that is approximate, and say each reason once, however many rules share
+// it.
+func TestRulesExportSaysEachReasonOnce(t *testing.T) {
+	got := gpuwatch(t, "rules", "export", "--schema", "gpuwatch")
+	if got.code != cli.ExitOK {
+		t.Fatalf("rules export: exit %d\n%s", got.code, got.stderr)
+	}
+	for _, rule := range []string{"GPUMemoryLeak: approximate: when: time_to_full(memory.used, 40m, 6h)", "GPUOutOfMemorySoon: approximate: when: time_to_full(memory.used, 40m, 6h)"} {
+		if !strings.Contains(got.stderr, rule) {
+			t.Errorf("the notes do not name %q:\n%s", rule, got.stderr)
+		}
+	}
+	if n := strings.Count(got.stderr, "it is the time until the current reading reaches memory.total"); n != 1 {
+		t.Errorf("the notes say why time_to_full is approximate %d times, want once:\n%s", n, got.stderr)
+	}
+}

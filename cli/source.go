@@ -49,15 +49,7 @@ func openSource(c *config.Config, env *Env, logger *slog.Logger) (gpu.Source, er
 		}
 		return s, nil
 	case "replay":
-		// A log is of its own host: the config's host: when it sets one,
-		// else the host the log names, or its file's name.
-		rs := c.Source.Replay
-		var total uint64 // 0: from the log, or the GPU's name
-		if rs.MemoryTotal != "" {
-			total, _ = replay.ParseMemory(rs.MemoryTotal) // checked with the config
-		}
-		r, err := replay.Open(rs.File, replay.Options{Host: c.Host, Location: env.Location, Logger: logger,
-			Columns: rs.Columns, MemoryTotal: total, SkipBad: rs.SkipBad, Warnings: env.Stderr})
+		r, err := replay.Open(c.Source.Replay.File, replayOptions(c, env, logger))
 		if err != nil {
 			return nil, replayErr(err)
 		}
@@ -71,8 +63,24 @@ func openSource(c *config.Config, env *Env, logger *slog.Logger) (gpu.Source, er
 	}
 }
 
+// replayOptions are the options a replay source's config gives its log.
+// A log is of its own host: the config's host: when it sets one, else the
+// host the log names, or its file's name.
+func replayOptions(c *config.Config, env *Env, logger *slog.Logger) replay.Options {
+	rs := c.Source.Replay
+	var total uint64 // 0: from the log, or the GPU's name
+	if rs.MemoryTotal != "" {
+		total, _ = replay.ParseMemory(rs.MemoryTotal) // checked with the config
+	}
+	return replay.Options{Host: c.Host, Location: env.Location, Logger: logger,
+		Columns: rs.Columns, MemoryTotal: total, SkipBad: rs.SkipBad, Step: rs.Step, Warnings: env.Stderr}
+}
+
 func openNVML(host string, logger *slog.Logger) (*nvml.Sampler, error) {
 	s, err := nvml.OpenSystem(nvml.Options{Host: host, Attributor: proc.NewReader("", ""), Logger: logger})
+	if errors.Is(err, nvml.ErrLibraryNotFound) {
+		return nil, fmt.Errorf("open NVML: %w, or run the daemon on simulated GPUs: `source: {type: sim}` in its config", err)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("open NVML: %w", err)
 	}

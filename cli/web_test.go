@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/fetch"
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
@@ -427,7 +429,9 @@ func TestPageInBrowserAsksForCredentials(t *testing.T) {
 	base := "https://" + addr
 
 	tab := browsertest.Tab(t, browser)
-	browsertest.Do(t, tab, 30*time.Second, "open the page", chromedp.Navigate(base+"/"))
+	// A link to the alerts, followed before a login: the form, then the
+	// alerts.
+	browsertest.Do(t, tab, 30*time.Second, "open the page's alerts", chromedp.Navigate(base+"/#alerts"))
 	waitPage(t, tab, 10*time.Second, "the login form", `location.pathname === '/login' && document.getElementById('password')`)
 	if n := browsertest.Eval[int](t, tab, "count cards", `document.querySelectorAll('article.card').length`); n != 0 {
 		t.Errorf("before a login the page shows %d GPU cards", n)
@@ -447,6 +451,9 @@ func TestPageInBrowserAsksForCredentials(t *testing.T) {
 	browsertest.Do(t, tab, 30*time.Second, "log in with the right password",
 		chromedp.SendKeys(chromedp.ID("password"), "correct horse"),
 		chromedp.Submit(chromedp.ID("password")))
+	waitPage(t, tab, 30*time.Second, "the alerts asked for, after the login", `location.pathname === '/' && location.hash === '#alerts' && !document.getElementById('view-alerts').hidden`)
+	browsertest.Screenshot(t, tab, "alerts-after-login", false)
+	browsertest.Do(t, tab, 30*time.Second, "go to the GPUs", chromedp.Navigate(base+"/#now"))
 	waitPage(t, tab, 30*time.Second, "the GPUs after the login", `location.pathname === '/' && document.querySelectorAll('#hosts article.card').length === 6`)
 	if who := browsertest.Eval[string](t, tab, "read the user", `document.getElementById('user').textContent`); who != "(alice)" {
 		t.Errorf("the page after the login names the user %q, want (alice)", who)
@@ -530,3 +537,123 @@ func TestPageInBrowserOnFleetHub(t *testing.T) {
 var _ interface {
 	Range(ctx context.Context, from, to time.Time, step time.Duration, each func(*gpu.Snapshot)) error
 } = (*prometheus.Source)(nil)
+
+// TestPageInBrowserFirstMinute opens the page of a daemon just started on
+// simulated GPUs in real time, as a newcomer does: until the first answer
+// the page says it is loading the GPUs; a GPU's history spans the window
+// asked for, though gpuwatch has read the GPU for seconds; on a phone
+// 390 pixels wide the charts fit; a card's readings keep apart.
+func TestPageInBrowserFirstMinute(t *testing.T) {
+	browser := browsertest.Browser(t)
+	dir := t.TempDir()
+	addr := freeAddr(t)
+	path := filepath.Join(dir, "gpuwatch.yaml")
+	writeFile(t, path, strings.Replace(pageConfig(dir, fmt.Sprintf("{listen: %q}", addr)), "speed: 60", "speed: 1", 1))
+	d := runInProcess(t, path)
+	defer d.stop()
+	waitFor(t, &d.stderr, "HTTP API listening")
+	base := "http://" + addr
+
+	// The first answer about the GPUs is held back: the page says it is
+	// loading them, not a blank "GPUs now".
+	tab := browsertest.Tab(t, browser)
+	paused := make(chan fetch.RequestID, 4)
+	go func() {
+		for ev, err := range chromedp.Events(tab, fetch.RequestPaused) {
+			if err != nil {
+				return
+			}
+			paused <- ev.RequestID
+		}
+	}()
+	browsertest.Do(t, tab, 30*time.Second, "hold the answers about the GPUs",
+		chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+			_, err := cdp.Call(ctx, tg, fetch.Enable, fetch.EnableParams{Patterns: []*fetch.RequestPattern{{URLPattern: "*/api/v1/status*"}}})
+			return err
+		}),
+		browsertest.Viewport(1280, 900, false), chromedp.Navigate(base+"/"))
+	var held fetch.RequestID
+	select {
+	case held = <-paused:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the page did not ask for the GPUs within 30s")
+	}
+	waitPage(t, tab, 10*time.Second, "the loading state", `document.getElementById('hosts').getAttribute('aria-busy') === 'true' && document.getElementById('hosts').innerText.includes('Loading the GPUs')`)
+	browsertest.Screenshot(t, tab, "loading-desktop", true)
+	browsertest.Do(t, tab, 30*time.Second, "let the answers through",
+		chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+			if _, err := cdp.Call(ctx, tg, fetch.ContinueRequest, fetch.ContinueRequestParams{RequestID: held}); err != nil {
+				return err
+			}
+			_, err := cdp.Call(ctx, tg, fetch.Disable, cdp.Empty{})
+			return err
+		}))
+	waitPage(t, tab, 30*time.Second, "six GPU cards", `document.querySelectorAll('#hosts article.card').length === 6 && !document.getElementById('hosts').hasAttribute('aria-busy')`)
+
+	// A card's readings (utilization, temperature, power) keep apart: no
+	// label or value runs into its neighbour's.
+	if touching := browsertest.Eval[[]string](t, tab, "measure the readings", readingsTouching); len(touching) > 0 {
+		t.Errorf("readings that run together on the desktop cards: %v", touching)
+	}
+	browsertest.Screenshot(t, tab, "now-first-minute", false)
+
+	// The history of a GPU read for seconds spans the window asked for.
+	for _, w := range []struct {
+		window string
+		span   float64
+	}{{"6h", 6 * 3600}, {"1h", 3600}} {
+		browsertest.Do(t, tab, 30*time.Second, "open the history",
+			chromedp.Navigate(base+"/#history?host=lab1&gpu=0"),
+			chromedp.Evaluate[chromedp.Void](fmt.Sprintf(`(() => { const s = document.getElementById('hist-window'); s.value = %q; s.dispatchEvent(new Event('change', {bubbles: true})); })()`, w.window)))
+		waitPage(t, tab, 30*time.Second, "three charts of the "+w.window+" window", fmt.Sprintf(`[...document.querySelectorAll('#charts .chart')].filter((c) => +c.dataset.drawn >= 1 && Math.abs((+c.dataset.to - +c.dataset.from) - %g) < 1).length === 3`, w.span))
+	}
+	if note := browsertest.Eval[string](t, tab, "read the note", `(document.getElementById('history-note') || {}).textContent || ''`); !strings.HasPrefix(note, "Readings since ") {
+		t.Errorf("the history of a GPU read for seconds says %q, want since when gpuwatch reads it", note)
+	}
+	browsertest.Screenshot(t, tab, "history-first-minute", false)
+	// The window made narrow: the charts follow.
+	browsertest.Do(t, tab, 30*time.Second, "narrow the window", browsertest.Viewport(390, 844, false))
+	waitPage(t, tab, 10*time.Second, "the charts narrowed", `[...document.querySelectorAll('#charts canvas')].every((c) => c.getBoundingClientRect().right <= document.documentElement.clientWidth)`)
+
+	// A phone, and a plain window, 390 pixels wide: the charts fit.
+	for _, phone := range []bool{true, false} {
+		narrow := browsertest.Tab(t, browser)
+		browsertest.Do(t, narrow, 30*time.Second, "open the history 390 pixels wide", browsertest.Viewport(390, 844, phone),
+			chromedp.Navigate(base+"/#history?host=lab1&gpu=0"))
+		waitPage(t, narrow, 30*time.Second, "three charts drawn", `[...document.querySelectorAll('#charts .chart')].filter((c) => +c.dataset.drawn >= 1 && c.querySelector('canvas')).length === 3`)
+		// The window's width less its scroll bar, if it shows one.
+		over := browsertest.Eval[[]string](t, narrow, "measure", `(() => { const w = document.documentElement.clientWidth;
+		  return [...document.querySelectorAll('#charts .chart, #charts canvas, #history-form, .u-legend')]
+		  .filter((e) => e.getBoundingClientRect().right > w + 0.5)
+		  .map((e) => (e.className || e.tagName) + ' to ' + Math.round(e.getBoundingClientRect().right) + ' of ' + w)
+		  .concat(document.documentElement.scrollWidth > w ? ['the page, ' + document.documentElement.scrollWidth + ' wide of ' + w] : []); })()`)
+		if len(over) > 0 {
+			t.Errorf("390 pixels wide (phone %v): wider than the window: %v", phone, over)
+		}
+		name := "history-390-window"
+		if phone {
+			name = "history-phone"
+		}
+		browsertest.Screenshot(t, narrow, name, false)
+	}
+}
+
+// readingsTouching lists the readings of the cards whose label or value
+// comes within 8 pixels of the next one's, side by side.
+const readingsTouching = `(() => {
+  const out = [];
+  for (const card of document.querySelectorAll('#hosts article.card')) {
+    const cells = [...card.querySelectorAll('.readings > div')];
+    for (let i = 0; i + 1 < cells.length; i++) {
+      for (const sel of ['dt', 'dd']) {
+        const a = cells[i].querySelector(sel), b = cells[i + 1].querySelector(sel);
+        const ra = a.getBoundingClientRect(), rb = b.getBoundingClientRect();
+        const range = document.createRange();
+        range.selectNodeContents(a);
+        const textRight = range.getBoundingClientRect().right;
+        if (Math.abs(ra.top - rb.top) < 4 && rb.left - textRight < 8) out.push(card.id + ': ' + a.textContent + ' | ' + b.textContent);
+      }
+    }
+  }
+  return out;
+})()`

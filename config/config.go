@@ -82,6 +82,9 @@ type ReplaySource struct {
 	MemoryTotal string `yaml:"memory_total"`
 	// SkipBad skips malformed rows, counting them, as --skip-bad does.
 	SkipBad bool `yaml:"skip_bad"`
+	// Step is how often a log without times was sampled, as replay's
+	// --step says.
+	Step time.Duration `yaml:"step"`
 }
 
 // Storage says where gpuwatch keeps its state.
@@ -379,6 +382,9 @@ func (c *Config) validate(root *yaml.Node) strictyaml.Errors {
 			if _, err := replay.ParseMemory(total); err != nil {
 				fail(at("source", "replay", "memory_total"), "source.replay.memory_total %q: %v", total, err)
 			}
+		}
+		if c.Source.Replay.Step < 0 {
+			fail(at("source", "replay", "step"), "source.replay.step %v is negative: give how often the log was sampled, e.g. 2s", c.Source.Replay.Step)
 		}
 	case "prometheus":
 		c.checkPrometheus(at, fail)

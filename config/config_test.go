@@ -58,7 +58,7 @@ var configFailures = map[string][]string{
 		"3:11: server.listen 0.0.0.0:9477 takes connections from the network without TLS: passwords and tokens would cross it in clear; set server.tls.cert_file and key_file, or listen on 127.0.0.1 behind an HTTPS proxy",
 	},
 	"server_auth.bad.yaml": {
-		"4:12: server.basic_auth_users.alice is not a bcrypt hash: make one with `htpasswd -nBC 10 alice` and use what follows \"alice:\"",
+		"4:12: server.basic_auth_users.alice is not a bcrypt hash: make the line with `gpuwatch hash-password alice`",
 		"5:17: server.bearer_token holds a token of 5 bytes, fewer than 16: make a long random one (openssl rand -hex 32)",
 		"7:5: server.tls needs cert_file and key_file: the PEM certificate and its private key",
 	},

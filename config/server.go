@@ -26,7 +26,7 @@ type Server struct {
 	// TLS serves HTTPS; without it the listener speaks plain HTTP.
 	TLS *ServerTLS `yaml:"tls"`
 	// BasicAuthUsers maps each user name to the bcrypt hash of its
-	// password (htpasswd -nBC 10 USER gives USER:HASH).
+	// password (gpuwatch hash-password USER gives the line USER: HASH).
 	BasicAuthUsers map[string]string `yaml:"basic_auth_users"`
 	// BearerToken is a token clients send as "Authorization: Bearer
 	// TOKEN" (write it as ${ENV}); a secret. BearerTokenFile names a
@@ -120,7 +120,7 @@ func (c *Config) checkServer(at func(...string) *yaml.Node, fail func(*yaml.Node
 	_, _, listenErr := net.SplitHostPort(s.Listen)
 	for _, user := range slices.Sorted(maps.Keys(s.BasicAuthUsers)) {
 		if _, err := bcrypt.Cost([]byte(s.BasicAuthUsers[user])); err != nil {
-			fail(at("server", "basic_auth_users", user), "server.basic_auth_users.%s is not a bcrypt hash: make one with `htpasswd -nBC 10 %s` and use what follows %q", user, user, user+":")
+			fail(at("server", "basic_auth_users", user), "server.basic_auth_users.%s is not a bcrypt hash: make the line with `gpuwatch hash-password %s`", user, user)
 		}
 	}
 	switch {

@@ -56,9 +56,17 @@ type Options struct {
 	HTTPClient *http.Client
 	// Backoff is the retry schedule of deliveries; zero means DefaultBackoff.
 	Backoff notifier.Backoff
-	// Now is the wall clock, for the API (silences start now) and dead
-	// letters; nil means time.Now. Evaluation never uses it.
+	// Now is the clock of the GPUs' world: the source's own where it
+	// runs in its own time (a paced simulation or replay), else the wall
+	// clock. The API (silences start now), acknowledgements, digests and
+	// dead letters take it; nil means time.Now. Evaluation never uses it.
 	Now func() time.Time
+	// Wall is the wall clock, for the times the world outside sets and
+	// checks by its own clock: the age of a Slack request's signature,
+	// browser sessions and login throttles, a signed webhook's timestamp,
+	// a Retry-After date, the lifetime Alertmanager gives a firing alert,
+	// how long a store write has been stuck. nil means time.Now.
+	Wall func() time.Time
 	// Version is gpuwatch's version, for gpuwatch_build_info on /metrics.
 	Version string
 	// OpenStore opens the state store at storage.path, giving up when ctx
@@ -175,6 +183,9 @@ func NewContext(ctx context.Context, cfg *config.Config, opts Options) (*Daemon,
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
+	if opts.Wall == nil {
+		opts.Wall = time.Now
+	}
 	if opts.Backoff == (notifier.Backoff{}) {
 		opts.Backoff = notifier.DefaultBackoff()
 	}
@@ -191,11 +202,11 @@ func NewContext(ctx context.Context, cfg *config.Config, opts Options) (*Daemon,
 	if err != nil {
 		return nil, fmt.Errorf("open the state store (storage.path): %w", err)
 	}
-	d := &Daemon{opts: opts, logger: opts.Logger, db: watch(db, opts.Now), cfg: cfg, history: newHistories(historySpan(cfg)), fleet: newFleet(),
+	d := &Daemon{opts: opts, logger: opts.Logger, db: watch(db, opts.Wall), cfg: cfg, history: newHistories(historySpan(cfg)), fleet: newFleet(),
 		chartQueues: map[string]string{},
 		staleAfter:  staleAfter(cfg), interval: cfg.Source.Interval, storagePath: cfg.Storage.Path,
 		health: sourceHealth{host: cfg.HostName()}, hub: cfg.Source.Type == "prometheus", hostsDown: map[string]*hostDown{}}
-	d.sampledAt.Store(opts.Now().UnixNano())
+	d.sampledAt.Store(opts.Wall().UnixNano())
 	d.sayRecovered()
 	if err := d.start(cfg); err != nil {
 		db.Close()
@@ -206,7 +217,7 @@ func NewContext(ctx context.Context, cfg *config.Config, opts Options) (*Daemon,
 
 func (d *Daemon) start(cfg *config.Config) error {
 	var err error
-	if d.auth, err = newAuthenticator(&cfg.Server, time.Now); err != nil {
+	if d.auth, err = newAuthenticator(&cfg.Server, d.opts.Wall); err != nil {
 		return err
 	}
 	if d.page, err = d.newPage(); err != nil {
@@ -409,7 +420,7 @@ func (d *Daemon) Run(ctx context.Context, src gpu.Source, reload <-chan *config.
 // write happens outside d.mu, so the API, /metrics and the Slack app
 // answer while a stalled disk holds it.
 func (d *Daemon) Step(snap *gpu.Snapshot) {
-	d.sampledAt.Store(d.opts.Now().UnixNano())
+	d.sampledAt.Store(d.opts.Wall().UnixNano())
 	d.commit(d.evaluate(snap))
 }
 

@@ -116,6 +116,7 @@ func options(logs, console io.Writer, now func() time.Time) daemon.Options {
 		Console: console,
 		Backoff: notifier.Backoff{Initial: 10 * time.Millisecond, Max: 100 * time.Millisecond},
 		Now:     now,
+		Wall:    now, // one clock plays both, unless a test sets Wall
 	}
 }
 

@@ -38,7 +38,7 @@ type healthProblem struct{ what, text string }
 
 // unhealthy returns what is wrong now; none when all is well.
 func (d *Daemon) unhealthy() []healthProblem {
-	now := d.opts.Now()
+	now := d.opts.Wall()
 	var problems []healthProblem
 	if age := now.Sub(time.Unix(0, d.sampledAt.Load())); age > d.staleAfter && !d.sourceEnded.Load() {
 		problems = append(problems, healthProblem{"sample", fmt.Sprintf("no sample for %v (source.interval %v): the source or the sampling loop is stuck",

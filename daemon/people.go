@@ -24,7 +24,9 @@ func (d *Daemon) newPeople(cfg *config.Config) *people.People {
 	if !cfg.People.Mapped() {
 		return nil
 	}
-	o := people.Options{Store: d.bucket(BucketPeople), Logger: d.logger.With("component", "people"), Now: d.opts.Now}
+	// People, and what Slack says of them, live by the wall clock, not the
+	// simulation's.
+	o := people.Options{Store: d.bucket(BucketPeople), Logger: d.logger.With("component", "people"), Now: d.opts.Wall}
 	if d.bot != nil { // an interface holding a nil *slack.Bot would not be nil
 		o.Directory = d.bot
 	}
@@ -145,7 +147,7 @@ func addJob(jobs []slackbot.Job, host string, dev *gpu.Device, p *gpu.Process) [
 func (o ownerDesk) MuteMe(userID string, dur time.Duration) (time.Time, error) {
 	until := time.Time{}
 	if dur > 0 {
-		until = o.d.opts.Now().Add(min(dur, people.MaxMute))
+		until = o.d.opts.Wall().Add(min(dur, people.MaxMute))
 	}
 	if err := o.d.people.Mute(userID, until); err != nil {
 		return time.Time{}, err

@@ -73,7 +73,7 @@ func (d *Daemon) newBot(cfg *config.Config) *slack.Bot {
 		return nil
 	}
 	return slack.NewBot(slack.BotOptions{Token: cfg.Slack.BotToken, APIURL: cfg.Slack.APIURL, HTTPClient: d.opts.HTTPClient,
-		Logger: d.logger.With("component", "slack"), Now: d.opts.Now, People: cfg.People.Mapped()})
+		Logger: d.logger.With("component", "slack"), Now: d.opts.Wall, People: cfg.People.Mapped()})
 }
 
 // checkSlackScopes asks Slack, once for the bot token every Slack
@@ -91,7 +91,7 @@ func (d *Daemon) buildNotifier(cfg *config.Config, r *config.Receiver) (notifier
 	case r.Slack != nil:
 		o := slack.Options{
 			BotToken: cfg.Slack.BotToken, APIURL: cfg.Slack.APIURL, HTTPClient: client,
-			Messages: d.bucket(BucketSlackMessages), Now: d.opts.Now, Logger: d.logger.With("receiver", r.Name),
+			Messages: d.bucket(BucketSlackMessages), Now: d.opts.Now, Wall: d.opts.Wall, Logger: d.logger.With("receiver", r.Name),
 			Acknowledged: d.acknowledged,
 		}
 		if d.people != nil { // an interface holding a nil *people.People would not be nil
@@ -99,7 +99,7 @@ func (d *Daemon) buildNotifier(cfg *config.Config, r *config.Receiver) (notifier
 		}
 		return slack.New(r.Name, *r.Slack, o)
 	case r.Webhook != nil:
-		n, err := webhook.New(r.Name, *r.Webhook, client, d.opts.Now)
+		n, err := webhook.New(r.Name, *r.Webhook, client, d.opts.Wall)
 		if err != nil {
 			return nil, err
 		}
@@ -108,7 +108,7 @@ func (d *Daemon) buildNotifier(cfg *config.Config, r *config.Receiver) (notifier
 		return n, nil
 	case r.Alertmanager != nil:
 		return alertmanager.New(r.Name, *r.Alertmanager, alertmanager.Options{
-			HTTPClient: client, Firing: d.bucket(BucketAlertmanagerFiring), Now: d.opts.Now,
+			HTTPClient: client, Firing: d.bucket(BucketAlertmanagerFiring), Now: d.opts.Wall,
 			Logger: d.logger.With("receiver", r.Name), GeneratorURL: generatorURL(cfg),
 		})
 	default:

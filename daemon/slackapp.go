@@ -28,7 +28,7 @@ func (d *Daemon) newSlackApp(cfg *config.Config) (*slackbot.App, error) {
 		Admins:          cfg.Slack.Admins,
 		Logger:          d.logger.With("component", "slack-app"),
 		HTTPClient:      d.opts.HTTPClient,
-		Now:             d.opts.Now,
+		Now:             d.opts.Wall,
 		Location:        d.opts.Location,
 		Drawn:           releaseDrawing,
 		Replays:         d.bucket(BucketSlackReplays),

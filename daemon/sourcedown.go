@@ -59,7 +59,7 @@ func (d *Daemon) restoreSourceDown() error {
 // failed handles a source failure: the alert fires, or is reminded of,
 // and the daemon goes on.
 func (d *Daemon) sourceFailed(se *gpu.SourceError) {
-	d.sampledAt.Store(d.opts.Now().UnixNano()) // the loop runs: the alert tells what is wrong
+	d.sampledAt.Store(d.opts.Wall().UnixNano()) // the loop runs: the alert tells what is wrong
 	d.logger.Error("the source does not answer; no GPU is evaluated until it does", "alert", SourceDownAlert, "err", se.Err)
 	d.commit(d.evaluateFailure(se))
 }

@@ -13,7 +13,7 @@ import (
 
 // newPage makes the page in the browser, reading through the daemon.
 func (d *Daemon) newPage() (*web.Server, error) {
-	return web.New(web.Options{Info: d.pageInfo, History: daemonHistory{d}, Logger: d.logger, Now: d.opts.Now})
+	return web.New(web.Options{Info: d.pageInfo, History: daemonHistory{d}, Logger: d.logger, Now: d.opts.Wall})
 }
 
 // pageInfo is what the page needs to know of this gpuwatch.

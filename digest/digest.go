@@ -40,6 +40,13 @@ type GPUHour struct {
 	TempMax         float64 `json:"temp_max_c"`
 	// EnergyJoules integrates power over time (trapezoids).
 	EnergyJoules float64 `json:"energy_joules"`
+	// UtilMissing and MemMissing count the samples without a utilization
+	// or without memory used (a log that does not record them), and
+	// UtilMissingSeconds the time they cover: what is not logged is not
+	// averaged as 0.
+	UtilMissing        int     `json:"util_missing,omitempty"`
+	UtilMissingSeconds float64 `json:"util_missing_seconds,omitempty"`
+	MemMissing         int     `json:"mem_missing,omitempty"`
 }
 
 // UserHour is one user's use of one GPU in one clock hour.

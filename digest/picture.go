@@ -42,8 +42,8 @@ func Pictures(gpus []GPUHour, users []UserHour, o Options) []*chart.Day {
 			}
 			host[h.GPU] = g
 		}
-		if h.Seconds > 0 {
-			g.Utilization[col] = 100 * h.UtilSeconds / h.Seconds
+		if logged := h.Seconds - h.UtilMissingSeconds; logged > 0 {
+			g.Utilization[col] = 100 * h.UtilSeconds / logged // an hour without a utilization logged stays a gap
 		}
 		g.HeldHours += h.HeldSeconds / 3600
 		g.IdleHeldHours += h.IdleHeldSeconds / 3600

@@ -134,7 +134,11 @@ func (r *Report) hostReportLine(h *HostReport, st style) string {
 	if h.Sparkline != "" {
 		b.WriteString(" " + st.code(h.Sparkline))
 	}
-	fmt.Fprintf(&b, " avg %s; busy %s, held idle %s", percent(h.AvgUtil), busyTime(h.BusyHours), busyTime(h.IdleHeldHours))
+	if h.UtilNotLogged {
+		b.WriteString(" " + notLogged("utilization"))
+	} else {
+		fmt.Fprintf(&b, " avg %s; busy %s, held idle %s", percent(h.AvgUtil), busyTime(h.BusyHours), busyTime(h.IdleHeldHours))
+	}
 	if h.EnergyKWh > 0 {
 		b.WriteString("; " + kwh(h.EnergyKWh))
 		if r.Priced {
@@ -183,20 +187,41 @@ func (r *Report) hostLine() string {
 	if r.Fleet() {
 		gpus = plural.Count(len(r.Hosts), "host") + ", " + gpus
 	}
+	switch {
+	case r.UtilNotLogged:
+		// Busy and idle need the utilization: not known, not none.
+		return fmt.Sprintf("%s, %s covered: %s", gpus, gpuTime(r.CoveredHours), notLogged("utilization"))
+	case r.MemNotLogged:
+		return fmt.Sprintf("%s, %s covered: average utilization %s, busy %s of the time; %s, so held idle is not known",
+			gpus, gpuTime(r.CoveredHours), percent(r.AvgUtil), percent(100*r.BusyShare), notLogged("memory"))
+	}
 	return fmt.Sprintf("%s, %s covered: average utilization %s, busy %s of the time, held idle %s (%s)",
 		gpus, gpuTime(r.CoveredHours), percent(r.AvgUtil), percent(100*r.BusyShare),
 		percent(100*r.IdleShare), gpuTime(r.IdleHeldHours))
 }
 
-// samplingLine says how a sparse log's samples were counted: "Sampled every
-// 30m: each sample stands for the time since the one before, up to 1h30m
-// (longer gaps are not covered)."
+// notLogged says that a log does not record a reading, where a number
+// would read as none of it.
+func notLogged(what string) string { return what + " not logged" }
+
+// samplingLine says how a log's samples were counted: "Sampled every 30m:
+// each sample stands for the time since the one before, up to 1h30m
+// (longer gaps are not covered).", or how a log sampled in bursts was:
+// "Sampled in bursts of about 5 samples within a second, every 1m."
 func (r *Report) samplingLine() string {
-	if r.MaxGapSeconds <= 0 {
+	var b strings.Builder
+	switch {
+	case r.BurstSamples > 1:
+		fmt.Fprintf(&b, "Sampled in bursts of about %d samples within a second, every %s", r.BurstSamples, duration(r.StepSeconds))
+	case r.MaxGapSeconds > 0:
+		fmt.Fprintf(&b, "Sampled every %s", duration(r.StepSeconds))
+	default:
 		return ""
 	}
-	return fmt.Sprintf("Sampled every %s: each sample stands for the time since the one before, up to %s (longer gaps are not covered).",
-		duration(r.StepSeconds), duration(r.MaxGapSeconds))
+	if r.MaxGapSeconds > 0 {
+		fmt.Fprintf(&b, ": each sample stands for the time since the one before, up to %s (longer gaps are not covered)", duration(r.MaxGapSeconds))
+	}
+	return b.String() + "."
 }
 
 func (r *Report) energyLine() string {
@@ -219,11 +244,26 @@ func (r *Report) gpuLine(g *GPUReport, st style) string {
 	if g.Sparkline != "" {
 		b.WriteString(" " + st.code(g.Sparkline))
 	}
-	fmt.Fprintf(&b, " avg %s, peak %s; memory peak %s", percent(g.AvgUtil), percent(g.PeakUtil), formatBytes(g.PeakMem))
-	if g.MemTotal > 0 {
-		b.WriteString(" of " + formatBytes(g.MemTotal))
+	if g.UtilNotLogged {
+		b.WriteString(" " + notLogged("utilization"))
+	} else {
+		fmt.Fprintf(&b, " avg %s, peak %s", percent(g.AvgUtil), percent(g.PeakUtil))
 	}
-	fmt.Fprintf(&b, "; busy %s, held idle %s", busyTime(g.BusyHours), busyTime(g.IdleHeldHours))
+	if g.MemNotLogged {
+		b.WriteString("; " + notLogged("memory"))
+	} else {
+		b.WriteString("; memory peak " + formatBytes(g.PeakMem))
+		if g.MemTotal > 0 {
+			b.WriteString(" of " + formatBytes(g.MemTotal))
+		}
+	}
+	switch {
+	case g.UtilNotLogged: // busy and held idle need the utilization
+	case g.MemNotLogged:
+		fmt.Fprintf(&b, "; busy %s", busyTime(g.BusyHours)) // held idle needs the memory
+	default:
+		fmt.Fprintf(&b, "; busy %s, held idle %s", busyTime(g.BusyHours), busyTime(g.IdleHeldHours))
+	}
 	if g.PeakTemp != 0 { // 0: the data has no temperature, which must not read as a cold GPU
 		fmt.Fprintf(&b, "; peak %.0f C", g.PeakTemp)
 	}

@@ -68,6 +68,10 @@ type Options struct {
 	// (Rollups.SetMaxGap): a report of a sparse log says how it counted.
 	// 0 for a live source.
 	Step, MaxGap time.Duration
+	// Burst is how many samples a log sampled in bursts has in each, about
+	// (several within a second, then a pause of Step); 0 for a log sampled
+	// evenly.
+	Burst int
 }
 
 // FiringAlert is an alert (a rule on a GPU) still firing, since when.
@@ -101,6 +105,14 @@ type Report struct {
 	// most; both 0 otherwise.
 	StepSeconds   float64 `json:"step_seconds,omitempty"`
 	MaxGapSeconds float64 `json:"max_gap_seconds,omitempty"`
+	// BurstSamples is how many samples each burst of a log sampled in
+	// bursts holds, about, StepSeconds apart; 0 otherwise.
+	BurstSamples int `json:"burst_samples,omitempty"`
+	// UtilNotLogged and MemNotLogged say that no GPU's data had a
+	// utilization, or memory used (a log that does not record it): the
+	// averages, busy and idle times that need it are not known, not 0.
+	UtilNotLogged bool `json:"util_not_logged,omitempty"`
+	MemNotLogged  bool `json:"memory_not_logged,omitempty"`
 
 	// Hosts are the hosts of the hours, by name, each one's totals; GPUs
 	// are every host's GPUs, by host and index.
@@ -147,6 +159,8 @@ type HostReport struct {
 	Cost          float64 `json:"cost,omitempty"`
 	// Sparkline draws the host's hourly average utilization, as a GPU's.
 	Sparkline string `json:"sparkline"`
+	// UtilNotLogged says that none of the host's GPUs had a utilization.
+	UtilNotLogged bool `json:"util_not_logged,omitempty"`
 }
 
 // GPUReport is one GPU over the window.
@@ -168,6 +182,11 @@ type GPUReport struct {
 	// Sparkline draws the hourly average utilization over the window on a
 	// fixed 0–100% scale; a space is an hour without data.
 	Sparkline string `json:"sparkline"`
+	// UtilNotLogged and MemNotLogged say that the GPU's data has no
+	// utilization, or no memory used, at all: its averages, peaks, busy
+	// and idle hours that need it are unknown, not 0.
+	UtilNotLogged bool `json:"util_not_logged,omitempty"`
+	MemNotLogged  bool `json:"memory_not_logged,omitempty"`
 }
 
 // UserReport is one user's use of the GPUs over the window.
@@ -240,6 +259,9 @@ func Build(gpus []GPUHour, users []UserHour, alerts []AlertHour, o Options) *Rep
 		Currency: o.Currency, Priced: o.PricePerKWh > 0}
 	if o.MaxGap > MaxBridgedGap {
 		r.StepSeconds, r.MaxGapSeconds = o.Step.Seconds(), o.MaxGap.Seconds()
+	}
+	if o.Burst > 1 {
+		r.StepSeconds, r.BurstSamples = o.Step.Seconds(), o.Burst
 	}
 	users = withHosts(users, gpus)
 	r.buildGPUs(gpus, o)
@@ -381,6 +403,14 @@ type gpuAcc struct {
 	gpus    int       // a host's: how many GPUs
 }
 
+// avgUtil is the average utilization (0–1) over the time it was logged.
+func (a *gpuAcc) avgUtil() float64 { return ratio(a.UtilSeconds, a.Seconds-a.UtilMissingSeconds) }
+
+// utilNotLogged and memNotLogged report whether none of the samples had a
+// utilization, or memory used.
+func (a *gpuAcc) utilNotLogged() bool { return a.Samples > 0 && a.UtilMissing >= a.Samples }
+func (a *gpuAcc) memNotLogged() bool  { return a.Samples > 0 && a.MemMissing >= a.Samples }
+
 // add sums an hour into the accumulator; cell is its sparkline cell, or
 // -1 outside the window.
 func (a *gpuAcc) add(h *GPUHour, cell int) {
@@ -390,13 +420,16 @@ func (a *gpuAcc) add(h *GPUHour, cell int) {
 	a.BusySeconds += h.BusySeconds
 	a.IdleHeldSeconds += h.IdleHeldSeconds
 	a.EnergyJoules += h.EnergyJoules
+	a.UtilMissing += h.UtilMissing
+	a.UtilMissingSeconds += h.UtilMissingSeconds
+	a.MemMissing += h.MemMissing
 	a.UtilMax = maxKnown(a.UtilMax, h.UtilMax)
 	a.MemMax = max(a.MemMax, h.MemMax)
 	a.MemTotal = max(a.MemTotal, h.MemTotal)
 	a.TempMax = maxKnown(a.TempMax, h.TempMax)
 	if cell >= 0 && cell < len(a.spark)/2 {
 		a.spark[2*cell] += h.UtilSeconds
-		a.spark[2*cell+1] += h.Seconds
+		a.spark[2*cell+1] += h.Seconds - h.UtilMissingSeconds
 	}
 }
 
@@ -458,22 +491,27 @@ func (r *Report) buildGPUs(gpus []GPUHour, o Options) {
 	for i, a := range accs {
 		g := &r.GPUs[i]
 		*g = GPUReport{Host: a.Host, GPU: a.GPU, UUID: a.UUID, Name: a.Name, CoveredHours: a.Seconds / 3600,
-			AvgUtil: 100 * ratio(a.UtilSeconds, a.Seconds), PeakUtil: a.UtilMax, PeakMem: a.MemMax, MemTotal: a.MemTotal,
+			AvgUtil: 100 * a.avgUtil(), PeakUtil: a.UtilMax, PeakMem: a.MemMax, MemTotal: a.MemTotal,
 			BusyHours: a.BusySeconds / 3600, IdleHeldHours: a.IdleHeldSeconds / 3600, PeakTemp: a.TempMax,
-			EnergyKWh: a.EnergyJoules / 3.6e6, Sparkline: drawn(a)}
+			EnergyKWh: a.EnergyJoules / 3.6e6, Sparkline: drawn(a),
+			UtilNotLogged: a.utilNotLogged(), MemNotLogged: a.memNotLogged()}
+		if g.UtilNotLogged {
+			g.Sparkline = ""
+		}
 		g.Cost = o.PricePerKWh * g.EnergyKWh
 	}
 	r.Hosts = make([]HostReport, 0, len(hostAccs))
 	for _, host := range slices.Sorted(maps.Keys(hostAccs)) {
 		a := hostAccs[host]
-		h := HostReport{Host: host, GPUs: a.gpus, CoveredHours: a.Seconds / 3600, AvgUtil: 100 * ratio(a.UtilSeconds, a.Seconds),
+		h := HostReport{Host: host, GPUs: a.gpus, CoveredHours: a.Seconds / 3600, AvgUtil: 100 * a.avgUtil(), UtilNotLogged: a.utilNotLogged(),
 			BusyHours: a.BusySeconds / 3600, IdleHeldHours: a.IdleHeldSeconds / 3600, EnergyKWh: a.EnergyJoules / 3.6e6,
 			Sparkline: drawn(hostAccs[host])}
 		h.Cost = o.PricePerKWh * h.EnergyKWh
 		r.Hosts = append(r.Hosts, h)
 	}
 	r.CoveredHours = total.Seconds / 3600
-	r.AvgUtil = 100 * ratio(total.UtilSeconds, total.Seconds)
+	r.AvgUtil = 100 * total.avgUtil()
+	r.UtilNotLogged, r.MemNotLogged = total.utilNotLogged(), total.memNotLogged()
 	r.BusyShare = ratio(total.BusySeconds, total.Seconds)
 	r.IdleShare = ratio(total.IdleHeldSeconds, total.Seconds)
 	r.IdleHeldHours = total.IdleHeldSeconds / 3600

@@ -83,6 +83,7 @@ const noHour = math.MinInt64
 type Rollups struct {
 	mu     sync.Mutex
 	maxGap time.Duration          // the longest gap bridged: MaxBridgedGap, or more for a sparse log
+	step   time.Duration          // a log's step between bursts of samples, or 0
 	hours  map[int64]*hourBucket  // by the hour's start, Unix seconds
 	gpus   map[string]*gpuState   // by gpuKey
 	order  map[string][]*gpuState // by host: the GPUs of its last snapshot, by position
@@ -169,6 +170,17 @@ func (r *Rollups) SetMaxGap(maxGap time.Duration) {
 	r.mu.Unlock()
 }
 
+// SetStep says how often a log sampled in bursts (several samples within
+// a second, then a pause) was sampled, burst to burst: the gap after a
+// burst is bridged as a gap after a sample a step before would be, up to
+// GapIntervals steps, not measured against the burst's fraction of a
+// second.
+func (r *Rollups) SetStep(step time.Duration) {
+	r.mu.Lock()
+	r.step = step
+	r.mu.Unlock()
+}
+
 // Update adds a snapshot to the rollups. It uses s.Time only and, for the
 // same GPUs and users within one hour, costs O(1) per GPU and allocates
 // nothing.
@@ -219,7 +231,7 @@ func (r *Rollups) updateGPU(st *gpuState, d *gpu.Device, host string, ns, hour i
 		if gap <= 0 {
 			return
 		}
-		if bridged(time.Duration(gap), time.Duration(st.lastGapNS), r.maxGap) {
+		if bridged(time.Duration(gap), max(time.Duration(st.lastGapNS), r.step), r.maxGap) {
 			dt = float64(gap) / 1e9
 		}
 		st.lastGapNS = gap
@@ -239,6 +251,12 @@ func (r *Rollups) updateGPU(st *gpuState, d *gpu.Device, host string, ns, hour i
 		r.enterHour(st, d, host, hour)
 	}
 	st.rec.Samples++
+	if math.IsNaN(d.UtilGPU) {
+		st.rec.UtilMissing++
+	}
+	if !d.MemUsedKnown() {
+		st.rec.MemMissing++
+	}
 	r.account(st, d, host, hour, dt)
 	st.lastPower = d.PowerW
 	st.lastNS = ns
@@ -258,7 +276,9 @@ func (r *Rollups) account(st *gpuState, d *gpu.Device, host string, hour int64, 
 
 	util := d.UtilGPU
 	idle := false
-	if !math.IsNaN(util) {
+	if math.IsNaN(util) {
+		h.UtilMissingSeconds += dt
+	} else {
 		idle = util < BusyPercent
 		h.UtilSeconds += util / 100 * dt
 		h.UtilMax = max(h.UtilMax, util)

@@ -28,7 +28,7 @@ func main() {
 		}
 	}()
 	code := cli.Main(ctx, os.Args[1:], &cli.Env{
-		Stdout: os.Stdout, Stderr: os.Stderr, Reload: reload,
+		Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr, Reload: reload,
 		Location: time.Local, LookupEnv: os.LookupEnv,
 	})
 	stop()

@@ -47,7 +47,7 @@ var columnNames = map[string]struct {
 	"index": {colIndex, 0}, "gpu_index": {colIndex, 0}, "gpu_id": {colIndex, 1}, "gpuid": {colIndex, 1},
 	"gpu": {colIndex, 1}, "id": {colIndex, 2}, "idx": {colIndex, 2}, "gpu_idx": {colIndex, 1},
 	"device": {colIndex, 2}, "device_id": {colIndex, 2}, "device_index": {colIndex, 1}, "gpu_num": {colIndex, 1},
-	"gpu_number": {colIndex, 1}, "gpu_no": {colIndex, 1},
+	"gpu_number": {colIndex, 1}, "gpu_no": {colIndex, 1}, "cuda": {colIndex, 2},
 
 	"uuid": {colUUID, 0}, "gpu_uuid": {colUUID, 0},
 
@@ -63,11 +63,17 @@ var columnNames = map[string]struct {
 
 	"utilization_memory": {colUtilMem, 0}, "memory_utilization": {colUtilMem, 1}, "mem_util": {colUtilMem, 1},
 	"memory_util": {colUtilMem, 1}, "util_mem": {colUtilMem, 1}, "mem_utilization": {colUtilMem, 1},
+	"memory_controller_load": {colUtilMem, 2}, "memory_controller_utilization": {colUtilMem, 2},
 
 	"memory_used": {colMemUsed, 0}, "mem_used": {colMemUsed, 1}, "used_memory": {colMemUsed, 1},
 	"vram_used": {colMemUsed, 1}, "gpu_mem_used": {colMemUsed, 1}, "gpu_memory_used": {colMemUsed, 1},
 	"memoryused": {colMemUsed, 1}, "memused": {colMemUsed, 1}, "used_mem": {colMemUsed, 1}, "fb_used": {colMemUsed, 1},
-	"fb": {colMemUsed, 2},
+	"fb": {colMemUsed, 2}, "memory_used_dedicated": {colMemUsed, 0}, "vram_used_dedicated": {colMemUsed, 1},
+	// Names that say memory but not whether used or a share of it: read
+	// only as amounts, with a memory unit (see vagueMemory).
+	"memory": {colMemUsed, 3}, "mem": {colMemUsed, 3}, "vram": {colMemUsed, 3}, "gpu_memory": {colMemUsed, 3},
+	"gpu_mem": {colMemUsed, 3}, "memory_usage": {colMemUsed, 3}, "mem_usage": {colMemUsed, 3}, "vram_usage": {colMemUsed, 3},
+	"gpu_memory_usage": {colMemUsed, 3},
 
 	"memory_total": {colMemTotal, 0}, "mem_total": {colMemTotal, 1}, "total_memory": {colMemTotal, 1},
 	"vram_total": {colMemTotal, 1}, "gpu_mem_total": {colMemTotal, 1}, "gpu_memory_total": {colMemTotal, 1},
@@ -81,7 +87,8 @@ var columnNames = map[string]struct {
 
 	"power_draw": {colPower, 0}, "power_draw_instant": {colPower, 1}, "power_draw_average": {colPower, 2},
 	"power": {colPower, 1}, "pwr": {colPower, 1}, "power_usage": {colPower, 1}, "gpu_power": {colPower, 1},
-	"power_consumption": {colPower, 2}, "power_used": {colPower, 2},
+	"power_consumption": {colPower, 2}, "power_used": {colPower, 2}, "board_power_draw": {colPower, 1},
+	"gpu_power_draw": {colPower, 1},
 
 	// The enforced limit is the one the GPU obeys (the lowest of all
 	// limiters), so it beats the software power.limit.
@@ -261,10 +268,19 @@ func lookupColumn(n columnName) (colKind, int) {
 	switch {
 	case c.kind == colIndex && n.unit == "%":
 		return colUtilGPU, 2 // "GPU %": a utilization, not an index
-	case c.kind.isMemory() && n.unit == "%":
-		return colIgnore, 0 // "memory_used_percent": a share, not an amount
+	case n.unit != "%" && !strings.HasPrefix(n.unit, "% "):
+	case c.kind.isMemory(), c.kind == colPower, c.kind == colPowerLimit, c.kind == colTemp:
+		return colIgnore, 0 // "memory_used_percent", GPU-Z's "Power Consumption (%) [% TDP]": a share, not an amount
 	}
 	return c.kind, c.rank
+}
+
+// vagueMemory reports whether a column's name says memory but not whether
+// used or a share of it ("memory", "Memory usage"): its values are read
+// only with a memory unit, in its header or in them.
+func vagueMemory(key string) bool {
+	c, ok := columnNames[key]
+	return ok && c.kind == colMemUsed && c.rank == 3
 }
 
 // memoryScale returns the bytes in one unit of a memory unit. NVIDIA's

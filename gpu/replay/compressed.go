@@ -2,6 +2,7 @@ package replay
 
 import (
 	"bufio"
+	"bytes"
 	"compress/gzip"
 	"errors"
 	"fmt"
@@ -15,7 +16,7 @@ var gzipMagic = []byte{0x1f, 0x8b}
 // nvidia-smi logs often are (gpu.csv.gz), and r itself otherwise. name
 // names the file in errors.
 func maybeGunzip(r io.Reader, name string) (io.Reader, error) {
-	br := bufio.NewReader(r)
+	br := bufio.NewReaderSize(r, bufferSize)
 	head, err := br.Peek(len(gzipMagic))
 	if err != nil || string(head) != string(gzipMagic) {
 		return br, nil // too short to be gzip, or plain text: the CSV reader says what is wrong
@@ -43,11 +44,24 @@ func (g *gzipErrors) Read(p []byte) (int, error) {
 }
 
 // openText returns the text of a log: decompressed when it is gzip data,
-// and as UTF-8 (see decodeText).
+// as UTF-8 (see decodeText), and, for a terminal's screen captured with
+// its escape codes, the frames it showed (see screenReader).
 func openText(r io.Reader, name string) (io.Reader, error) {
 	z, err := maybeGunzip(r, name)
 	if err != nil {
 		return nil, err
 	}
-	return decodeText(z), nil
+	text := decodeText(z)
+	br, ok := text.(*bufio.Reader)
+	if !ok || br.Size() < bufferSize {
+		br = bufio.NewReaderSize(text, bufferSize)
+	}
+	head, _ := br.Peek(bufferSize)
+	switch {
+	case bytes.IndexByte(head, 0x1b) >= 0 && isScreenCapture(head):
+		return newScreenReader(br), nil
+	case !validUTF8Head(head):
+		return &latin1Reader{r: br}, nil
+	}
+	return br, nil
 }

@@ -23,10 +23,16 @@ import (
 type csvFormat struct {
 	*input
 	hdr header
+	// fromColumns says that the header is Options.Columns: the log has
+	// none, and its rows may have other widths (widths.go).
+	fromColumns bool
+	widths      map[int]*header // by the width of the rows they fit
 	// The time of the rows of a log without a timestamp column: the last
 	// date line, and how many there were.
 	blockNS   int64
 	block     int
+	untimed   untimed        // the samples of a log without any time (untimed.go)
+	twinVals  [][]byte       // of the row being read, by column, for columns that have a twin
 	uuidIndex map[string]int // GPU index by UUID, for logs without an index column
 	wide      []row          // the GPUs of the last wide row, returned from wideAt on
 	wideAt    int
@@ -37,15 +43,39 @@ type csvFormat struct {
 func newCSVFormat(in *input, hdr header) *csvFormat {
 	f := &csvFormat{input: in, uuidIndex: make(map[string]int)}
 	f.setHeader(hdr)
+	f.untimed.repeats = headerRepeats(in.lr.peekLines(detectLines), hdr.raw)
+	return f
+}
+
+// newColumnsFormat returns the format of a CSV log without its header,
+// whose columns Options.Columns names.
+func newColumnsFormat(in *input, hdr header) *csvFormat {
+	f := newCSVFormat(in, hdr)
+	f.fromColumns = true
 	return f
 }
 
 // setHeader makes hdr the header of the rows that follow, and says which
-// columns it ignores.
+// columns it ignores, and which it has twice.
 func (f *csvFormat) setHeader(hdr header) {
 	f.hdr = hdr
 	if len(hdr.ignored) > 0 {
 		f.notes.add("columns gpuwatch does not read, ignored: %s", listNames(hdr.ignored))
+	}
+	for i := range hdr.cols {
+		if c := &hdr.cols[i]; c.unitless {
+			f.notes.add("column %s names memory but not whether used or a share of it, and has no unit: its values are read "+
+				"where they carry a memory unit (MiB, GiB), else not; give the header a unit, as in %q", c.label, c.label+" [MiB]")
+		}
+	}
+	if hdr.twins > 0 {
+		f.twinVals = make([][]byte, len(hdr.cols))
+		for i := range hdr.cols {
+			if c := &hdr.cols[i]; c.twin > 0 {
+				f.notes.add("column %s is in the log twice (columns %d and %d): read once, as long as the two agree",
+					c.label, c.twin, i+1)
+			}
+		}
 	}
 }
 
@@ -60,12 +90,19 @@ func (f *csvFormat) next(rw *row) error {
 		if err != nil {
 			return err
 		}
-		if len(trimSpace(line)) == 0 || bytes.Equal(line, f.hdr.raw) {
+		if len(trimSpace(line)) == 0 {
+			continue
+		}
+		if bytes.Equal(line, f.hdr.raw) {
+			f.untimed.reprinted = true
 			continue
 		}
 		dated := !f.hdr.has[colTimestamp]
 		if dated && maybeDateLine(line) {
-			if ns, ok := f.tp.dateLine(line); ok {
+			if ns, ok, ferr := f.dateLine(line); ok {
+				if ferr != nil {
+					return f.errorAt(ferr)
+				}
 				f.blockNS, f.block = ns, f.block+1
 				continue
 			}
@@ -80,27 +117,55 @@ func (f *csvFormat) next(rw *row) error {
 		if h, herr := parseHeader(line); herr == nil && !isTimestamp(trimSpace(firstField(line))) {
 			if !h.sameColumns(&f.hdr) {
 				f.setHeader(h)
+				f.widths = nil
 			}
+			f.untimed.reprinted = true
 			continue
 		}
-		if !dated {
-			if _, ok := f.tp.dateLine(line); ok {
-				continue // a date line in a log whose rows have their own times
-			}
+		if !dated && f.tp.isDateLine(line) {
+			continue // a date line in a log whose rows have their own times
+		}
+		if t := trimSpace(line); isTableLine(t) || isDmonHeader(t) {
+			return f.leave(t)
+		}
+		if isShellOutput(trimSpace(line)) {
+			f.shellNote(line)
+			continue
 		}
 		return f.errorAt(ferr)
 	}
 }
 
+// leave hands the log over to nvidia-smi's table or dmon, which start at
+// the line just read: a log that is CSV blocks, then tables.
+func (f *csvFormat) leave(t []byte) error {
+	f.lr.unread()
+	if isDmonHeader(t) {
+		return &layoutChange{newDmonFormat(f.input), formatDmon}
+	}
+	table := newTableFormat(f.input)
+	if f.block > 0 {
+		table.dateNS, table.haveDate = f.blockNS, true
+	}
+	return &layoutChange{table, formatTable}
+}
+
 // parseRow parses one data row into rw, or, for a wide layout, into f.wide.
 func (f *csvFormat) parseRow(line []byte, rw *row) *fieldError {
-	cols := f.hdr.cols
-	if n := bytes.Count(line, []byte{','}) + 1; n != len(cols) {
-		return fieldCountError(line, n, len(cols))
+	hdr := &f.hdr
+	if n := bytes.Count(line, []byte{','}) + 1; n != len(hdr.cols) {
+		if !f.fromColumns {
+			return fieldCountError(line, n, len(hdr.cols))
+		}
+		var ferr *fieldError
+		if hdr, ferr = f.widthHeader(n, line); ferr != nil {
+			return ferr
+		}
 	}
-	if len(f.hdr.gpus) > 0 {
+	if len(hdr.gpus) > 0 {
 		return f.parseWideRow(line)
 	}
+	cols := hdr.cols
 	rw.reset()
 	rw.line = f.lr.line
 	var (
@@ -117,15 +182,55 @@ func (f *csvFormat) parseRow(line []byte, rw *row) *fieldError {
 		if c.kind == colUUID {
 			uuidCol, uuidRaw = col, v
 		}
+		if hdr.twins > 0 {
+			if ferr := f.twinValue(hdr, i, col, v); ferr != nil {
+				return ferr
+			}
+		}
 		if ferr := f.field(rw, &rw.dev, &mem, c, col, v); ferr != nil {
 			return ferr
 		}
 	}
 	mem.fill(rw)
-	if ferr := f.rowTime(rw); ferr != nil {
+	if ferr := f.identify(rw, uuidCol, uuidRaw); ferr != nil {
 		return ferr
 	}
-	return f.identify(rw, uuidCol, uuidRaw)
+	return f.rowTime(rw)
+}
+
+// twinValue keeps the value of a column that has a twin, and checks the
+// twin's value against it.
+func (f *csvFormat) twinValue(hdr *header, i, col int, v []byte) *fieldError {
+	c := &hdr.cols[i]
+	if c.twin == 0 {
+		f.twinVals[i] = v
+		return nil
+	}
+	first := &hdr.cols[c.twin-1]
+	if ok := f.sameValue(first, f.twinVals[c.twin-1], v); !ok {
+		return &fieldError{col, fmt.Sprintf("%s is in columns %d and %d, and they differ: %q and %q; query it once in --query-gpu",
+			c.label, c.twin, i+1, f.twinVals[c.twin-1], v)}
+	}
+	return nil
+}
+
+// sameValue reports whether two values of a column are the same reading,
+// written alike or not ("500 MiB" and "500").
+func (f *csvFormat) sameValue(c *column, a, b []byte) bool {
+	if bytes.Equal(a, b) {
+		return true
+	}
+	switch {
+	case c.kind.isMemory():
+		x, okx, e1 := memory(c, 1, a)
+		y, oky, e2 := memory(c, 1, b)
+		return e1 == nil && e2 == nil && x == y && okx == oky
+	case c.kind >= colTemp && c.kind <= colPowerLimit:
+		x, e1 := reading(c, 1, a)
+		y, e2 := reading(c, 1, b)
+		return e1 == nil && e2 == nil && (x == y || x != x && y != y)
+	}
+	return bytes.Equal(unquote(a), unquote(b))
 }
 
 // field parses one value of a row into d (and the row's time into rw).
@@ -169,6 +274,15 @@ func (f *csvFormat) field(rw *row, d *gpu.Device, mem *memReading, c *column, co
 	case colPowerLimit:
 		d.PowerLimitW, ferr = reading(c, col, v)
 	case colMemUsed:
+		if slash := bytes.IndexByte(v, '/'); slash > 0 { // "8595 / 24576 MiB": used and total
+			var total uint64
+			var haveTotal bool
+			mem.used, mem.haveUsed, total, haveTotal, ferr = memoryPair(c, col, v, slash)
+			if haveTotal && !mem.haveTotal {
+				mem.total, mem.haveTotal = total, true
+			}
+			return ferr
+		}
 		mem.used, mem.haveUsed, ferr = memory(c, col, v)
 	case colMemTotal:
 		mem.total, mem.haveTotal, ferr = memory(c, col, v)
@@ -181,14 +295,13 @@ func (f *csvFormat) field(rw *row, d *gpu.Device, mem *memReading, c *column, co
 }
 
 // rowTime gives a row of a log without a timestamp column the time of the
-// date line above it.
+// date line above it, or, in a log without any, of its sample (untimed.go).
 func (f *csvFormat) rowTime(rw *row) *fieldError {
 	if f.hdr.has[colTimestamp] {
 		return nil
 	}
 	if f.block == 0 {
-		return &fieldError{1, "the row has no time: the header has no timestamp column and no date line came before the row; " +
-			"add timestamp to the nvidia-smi --query-gpu list, or print `date` before each sample"}
+		return f.untimedRow(rw)
 	}
 	rw.ns, rw.col, rw.sample = f.blockNS, 1, f.block
 	return nil
@@ -215,7 +328,7 @@ func (f *csvFormat) identify(rw *row, uuidCol int, uuidRaw []byte) *fieldError {
 			uuidRaw)}
 	}
 	d.Index = 0
-	rw.ordinal = true
+	rw.ordinal = !f.hdr.gpuz // GPU-Z logs one GPU
 	return nil
 }
 

@@ -188,15 +188,143 @@ func isUpper(b []byte) bool {
 	return true
 }
 
-// dateLine parses a line that holds nothing but a time, as `date` (in any
-// of its forms, `date +%s` included) or a script writes it before each
-// sample. It returns the time as Unix nanoseconds.
+// dateLine parses a line that holds nothing but a date and time, as
+// `date` (in any of its forms, `date +%s` included) or a script writes it
+// before each sample, decorations and a label around it aside (see
+// undecorate). It returns the time as Unix nanoseconds.
 func (p *timeParser) dateLine(line []byte) (int64, bool) {
 	line = trimSpace(line)
 	if len(line) < 9 {
 		return 0, false
 	}
-	return p.parse(line)
+	if ns, ok := p.parse(line); ok {
+		return ns, true
+	}
+	core, ok := undecorate(line)
+	if !ok {
+		return 0, false
+	}
+	return p.parse(core)
+}
+
+// decorations are the characters scripts print around a date line:
+// "==== Sun May 4 04:27:32 AM EDT 2025 ====", "--- 2026-11-29 09:00:00 ---",
+// "[2026-11-29 09:00:00]", "### 13:25:50".
+const decorations = "=-*#~<>[](){}|_+"
+
+// undecorate returns the time a decorated date line holds: the line
+// without the decorations around it, and without a label before or after
+// it ("Date: …", "Timestamp = …", "[…] GPU Status:"). ok is false when
+// nothing was taken away.
+func undecorate(t []byte) ([]byte, bool) {
+	core := bytes.Trim(t, decorations+" \t")
+	if len(core) == 0 {
+		return nil, false
+	}
+	if c := t[0]; c == '[' || c == '(' {
+		closer := byte(']')
+		if c == '(' {
+			closer = ')'
+		}
+		if end := bytes.IndexByte(t, closer); end > 0 && isLabel(t[end+1:]) {
+			return trimSpace(t[1:end]), true
+		}
+	}
+	if colon := bytes.IndexAny(core, ":="); colon > 0 && isLabel(core[:colon]) && !isDigits(trimSpace(core[:colon])) {
+		core = bytes.Trim(core[colon+1:], decorations+" \t")
+	} else if i := bytes.LastIndexAny(core, "0123456789"); i >= 0 && i+1 < len(core) && core[len(core)-1] == ':' && isLabel(core[i+1:]) {
+		core = trimSpace(core[:i+1]) // "2026-11-29 09:00:00 GPU Status:"
+	}
+	return core, len(core) < len(t)
+}
+
+// isLabel reports whether b is a label scripts print beside a time ("Date",
+// "GPU Status:", "- Sampling -"): a few words of letters, no digits.
+func isLabel(b []byte) bool {
+	words := 0
+	inWord := false
+	for _, c := range b {
+		switch {
+		case c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z':
+			if !inWord {
+				words++
+			}
+			inWord = true
+		case c == ' ' || c == '\t' || c == ':' || c == '-' || c == '_' || c == '.' || c == '=' || c == '/':
+			inWord = false
+		default:
+			return false
+		}
+	}
+	return words <= 4
+}
+
+// parseClock parses a time of day alone, as `date +%T` prints it:
+// "13:25:50", with a fraction or not, "1:25:50 PM". It returns the time
+// since midnight.
+func parseClock(b []byte) (time.Duration, bool) {
+	pm, am := false, false
+	if n := len(b); n > 3 && b[n-3] == ' ' {
+		switch {
+		case equalFold(b[n-2:], "pm"):
+			pm = true
+		case equalFold(b[n-2:], "am"):
+			am = true
+		}
+		if am || pm {
+			b = b[:n-3]
+		}
+	}
+	if len(b) == 7 && b[1] == ':' {
+		b = append([]byte{'0'}, b...)
+	}
+	if len(b) < 8 || b[2] != ':' || b[5] != ':' {
+		return 0, false
+	}
+	h, ok1 := digits(b[0:2])
+	m, ok2 := digits(b[3:5])
+	s, ok3 := digits(b[6:8])
+	frac, _, zoned, ok4 := timeSuffix(b[8:])
+	if !ok1 || !ok2 || !ok3 || !ok4 || zoned || h > 23 || m > 59 || s > 59 {
+		return 0, false
+	}
+	if am || pm {
+		if h < 1 || h > 12 {
+			return 0, false
+		}
+		h %= 12
+		if pm {
+			h += 12
+		}
+	}
+	return time.Duration(h)*time.Hour + time.Duration(m)*time.Minute + time.Duration(s)*time.Second + time.Duration(frac), true
+}
+
+// clockLine parses a line that holds nothing but a time of day,
+// decorations aside: "13:25:50", "=== 13:25:50 ===".
+func clockLine(line []byte) (time.Duration, bool) {
+	t := trimSpace(line)
+	if len(t) < 7 {
+		return 0, false
+	}
+	if d, ok := parseClock(t); ok {
+		return d, true
+	}
+	core, ok := undecorate(t)
+	if !ok {
+		return 0, false
+	}
+	return parseClock(core)
+}
+
+// isDateLine reports whether a line holds nothing but a time: a date line
+// or a time of day.
+func (p *timeParser) isDateLine(line []byte) bool {
+	if _, ok := p.dateLine(line); ok {
+		return true
+	}
+	_, ok := clockLine(line)
+	return ok
 }
 
 // maybeDateLine tells cheaply whether a line of a CSV log may be a date
@@ -204,5 +332,12 @@ func (p *timeParser) dateLine(line []byte) (int64, bool) {
 // of `date -R` ("Sun, 29 Nov 2026 09:00:00 +0000").
 func maybeDateLine(line []byte) bool {
 	i := bytes.IndexByte(line, ',')
-	return i < 0 || i == 3 && bytes.IndexByte(line[4:], ',') < 0
+	if i < 0 {
+		return true
+	}
+	if bytes.IndexByte(line[i+1:], ',') >= 0 {
+		return false
+	}
+	day := bytes.TrimLeft(line[:i], decorations+" \t")
+	return len(day) >= 3 && isWeekday(day)
 }

@@ -103,3 +103,41 @@ func (u *utf16Reader) unit() (rune, error) {
 	}
 	return rune(b1) | rune(b0)<<8, nil
 }
+
+// validUTF8Head reports whether the start of a text is UTF-8, a rune cut
+// at its end aside.
+func validUTF8Head(head []byte) bool {
+	if utf8.Valid(head) {
+		return true
+	}
+	for cut := 1; cut < utf8.UTFMax && cut <= len(head); cut++ {
+		if utf8.RuneStart(head[len(head)-cut]) {
+			return utf8.Valid(head[:len(head)-cut])
+		}
+	}
+	return false
+}
+
+// latin1Reader turns ISO 8859-1 text into UTF-8: logs of Windows tools
+// (GPU-Z, MSI Afterburner) write "°C" in their code page.
+type latin1Reader struct {
+	r   *bufio.Reader
+	out []byte
+}
+
+func (l *latin1Reader) Read(p []byte) (int, error) {
+	if len(l.out) == 0 {
+		var buf [2048]byte
+		n, err := l.r.Read(buf[:])
+		if n == 0 {
+			return 0, err
+		}
+		l.out = l.out[:0]
+		for _, c := range buf[:n] {
+			l.out = utf8.AppendRune(l.out, rune(c))
+		}
+	}
+	n := copy(p, l.out)
+	l.out = l.out[n:]
+	return n, nil
+}

@@ -2,7 +2,6 @@ package replay
 
 import (
 	"bytes"
-	"fmt"
 	"strings"
 )
 
@@ -20,12 +19,13 @@ const (
 
 // detect tells the format of a log from its first lines (never from its
 // file's name) and returns the format, ready to read from the first line.
-// A log that fits no format is a *ParseError that lists what was tried.
+// A log that fits no format is a *ParseError that lists what was tried,
+// or says what the file is when gpuwatch recognises it (recognise.go).
 func detect(in *input) (format, string, error) {
 	lines := in.lr.peekLines(detectLines)
 	first, at := []byte(nil), 0 // the first line that is not blank or a date
 	for i, line := range lines {
-		t := trimSpace(line)
+		t := trimSpace(stripEscapes(line))
 		switch {
 		case len(t) == 0:
 			continue
@@ -35,10 +35,15 @@ func detect(in *input) (format, string, error) {
 			return newDmonFormat(in), formatDmon, nil
 		case isGpustatGPU(t):
 			return newGpustatFormat(in), formatGpustat, nil
+		case isAfterburnerLine(t):
+			return newAfterburnerFormat(in), formatAfterburner, nil
 		case isWatchTitle(t):
 			continue
 		}
-		if _, ok := in.tp.dateLine(t); ok {
+		if in.tp.isDateLine(t) {
+			continue
+		}
+		if isShellOutput(t) {
 			continue
 		}
 		if first == nil {
@@ -49,6 +54,12 @@ func detect(in *input) (format, string, error) {
 		}
 		break
 	}
+	for _, line := range lines {
+		if in.tp.isDateLine(trimSpace(line)) {
+			in.peekDated = true
+			break
+		}
+	}
 	if first == nil {
 		if len(lines) == 0 || allBlank(lines) {
 			return nil, "", &ParseError{in.lr.name, max(len(lines), 1), 1,
@@ -56,8 +67,13 @@ func detect(in *input) (format, string, error) {
 		}
 		first, at = trimSpace(lines[0]), 1
 	}
+	if what := recognise(lines); what != "" {
+		return nil, "", notALog(in.lr.name, at, first, what)
+	}
 	if h, ferr := parseHeader(first); !looksLikeData(first) {
 		switch {
+		case ferr == nil && h.gpuz:
+			return newCSVFormat(in, h), formatGPUZ, nil
 		case ferr == nil:
 			return newCSVFormat(in, h), formatCSV, nil
 		case ferr.msg != errNoColumn:
@@ -69,6 +85,10 @@ func detect(in *input) (format, string, error) {
 		if err != nil {
 			return nil, "", err
 		}
+		return newColumnsFormat(in, h), formatCSV, nil
+	}
+	if h, ok := pipeHeader(first); ok {
+		in.lr.pipes = true
 		return newCSVFormat(in, h), formatCSV, nil
 	}
 	for _, line := range lines[at:] { // a log cut at its head (rotated, or its first lines lost)
@@ -80,17 +100,18 @@ func detect(in *input) (format, string, error) {
 			return newDmonFormat(in), formatDmon, nil
 		}
 	}
+	if looksLikeTextLines(in.tp.loc, lines) {
+		return newTextFormat(in), formatText, nil
+	}
+	if isAllocatorLog(bytes.Join(lines, []byte{'\n'})) {
+		return nil, "", notALog(in.lr.name, at, first, allocatorLog)
+	}
 	if bytes.IndexByte(first, ',') >= 0 && looksLikeData(first) {
 		return nil, "", &ParseError{in.lr.name, at, 1, "the first line is a data row, not a header: the log was written with " +
 			"--format=csv,noheader; say which columns it has, in order, as in --columns timestamp,index,memory.used,memory.total " +
 			"(the --query-gpu list that wrote it), or log again with --format=csv"}
 	}
-	return nil, "", &ParseError{in.lr.name, at, 1, fmt.Sprintf("not a GPU log gpuwatch reads: %q is none of "+
-		"a CSV header naming GPU readings (nvidia-smi --query-gpu=timestamp,index,memory.used,... --format=csv, or a script's, "+
-		"as in \"timestamp, gpu_index, gpu_util, memory_used\"), "+
-		"a CSV row (a log without its header needs --columns), "+
-		"nvidia-smi's table (+-----, | NVIDIA-SMI ...), nvidia-smi dmon's header (# gpu pwr gtemp ...) "+
-		"or gpustat's lines ([0] NVIDIA ... | 36°C, 0 %% | ...)", clip(first, 60))}
+	return nil, "", notALog(in.lr.name, at, first, "")
 }
 
 // looksLikeData reports whether a CSV line starts with a value rather than

@@ -2,8 +2,8 @@ package replay
 
 import (
 	"bytes"
+	"cmp"
 	"fmt"
-	"io"
 	"strings"
 	"time"
 )
@@ -74,16 +74,31 @@ func (f *dmonFormat) next(rw *row) error {
 			}
 			continue // the units line, or a comment
 		}
-		if ns, ok := f.tp.dateLine(t); ok {
-			f.baseNS, f.baseAt, f.haveBase = ns, f.sample+1, true
-			f.lastIndex = -1
-			continue
+		if !isDmonRow(t) {
+			if ns, ok, ferr := f.dateLine(t); ok {
+				if ferr != nil {
+					return f.errorAt(ferr)
+				}
+				f.baseNS, f.baseAt, f.haveBase = ns, f.sample+1, true
+				f.lastIndex = -1
+				continue
+			}
 		}
 		if ferr := f.parseRow(line, rw); ferr != nil {
 			return f.errorAt(ferr)
 		}
 		return nil
 	}
+}
+
+// isDmonRow tells cheaply that t is a line of dmon's values, not a date
+// line: its first word is a GPU index or dmon's YYYYMMDD.
+func isDmonRow(t []byte) bool {
+	end := 0
+	for end < len(t) && t[end] >= '0' && t[end] <= '9' {
+		end++
+	}
+	return end > 0 && (end <= 3 || end == 8) && (end == len(t) || t[end] == ' ' || t[end] == '\t')
 }
 
 // header reads dmon's column names.
@@ -215,39 +230,39 @@ func (f *dmonFormat) rowTime(rw *row, date, clock []byte, col int) *fieldError {
 			return ferr
 		}
 	}
-	rw.ns = f.baseNS + int64(f.sample-f.baseAt)*int64(time.Second)
+	rw.ns = f.baseNS + int64(f.sample-f.baseAt)*int64(f.step())
 	rw.col, rw.sample = 1, f.sample
 	return nil
 }
 
-// anchor times a log without times: samples 1 s apart (dmon's default),
-// the last at the file's modification time.
+// step is how far apart samples without times are: Options.Step, or dmon's
+// default of 1 s.
+func (f *dmonFormat) step() time.Duration { return cmp.Or(f.opts.Step, time.Second) }
+
+// anchor times a log without times: samples a step apart, the last at
+// the file's modification time.
 func (f *dmonFormat) anchor() *fieldError {
-	if f.reopen == nil {
-		return &fieldError{1, "dmon output without times (no -o DT, no date line above it) read from a stream: " +
-			"run dmon with -o DT, or replay the file itself, whose modification time dates it"}
+	const why = "dmon output without times (no -o DT, no date line above it)"
+	again, mod, done, ferr := f.reread(why)
+	if ferr != nil {
+		ferr.msg += "; or run dmon with -o DT"
+		return ferr
 	}
-	r, mod, err := f.reopen()
-	if err != nil {
-		return &fieldError{1, fmt.Sprintf("dmon output without times: reading it again to date it from its modification time: %v", err)}
+	samples := countDmonSamples(again.lr)
+	done()
+	f.baseNS, f.baseAt, f.haveBase = mod.UnixNano()-int64(max(samples-1, 0))*int64(f.step()), 1, true
+	apart := "1 s apart (dmon's -d default)"
+	if f.opts.Step > 0 {
+		apart = f.opts.Step.String() + " apart (--step)"
 	}
-	text, err := openText(r, f.lr.name)
-	if err != nil {
-		r.Close()
-		return &fieldError{1, fmt.Sprintf("dmon output without times: reading it again to date it: %v", err)}
-	}
-	samples := countDmonSamples(text)
-	r.Close()
-	f.baseNS, f.baseAt, f.haveBase = mod.UnixNano()-int64(max(samples-1, 0))*int64(time.Second), 1, true
-	f.notes.add("dmon output without times (no -o DT): taking its %d samples 1 s apart (dmon's -d default), the last at the file's "+
-		"modification time, %s; run dmon with -o DT to log times", samples, mod.In(f.tp.loc).Format(time.DateTime))
+	f.notes.add("%s: taking its %d samples %s, the last at the file's modification time, %s; run dmon with -o DT to log times",
+		why, samples, apart, mod.In(f.tp.loc).Format(time.DateTime))
 	return nil
 }
 
 // countDmonSamples counts the samples of timeless dmon output: a sample
 // starts at each line whose GPU index is not above the previous line's.
-func countDmonSamples(r io.Reader) int {
-	lr := newLineReader(r, "")
+func countDmonSamples(lr *lineReader) int {
 	samples, last := 0, -1
 	for {
 		line, err := lr.next()

@@ -8,9 +8,11 @@ import (
 )
 
 // format reads the rows of one layout of GPU log. Each layout lives in a
-// file of its own: csv.go (nvidia-smi --query-gpu and scripts' CSVs),
-// table.go (nvidia-smi's default table), dmon.go (nvidia-smi dmon) and
-// gpustat.go (gpustat's text); detect.go picks one from the first lines.
+// file of its own: csv.go (nvidia-smi --query-gpu, scripts' CSVs, GPU-Z's
+// log), table.go (nvidia-smi's default table), dmon.go (nvidia-smi dmon),
+// gpustat.go (gpustat's text), afterburner.go (MSI Afterburner's log) and
+// textlines.go (scripts' text lines); detect.go picks one from the first
+// lines.
 type format interface {
 	// next reads lines until it has parsed one GPU's readings at one time
 	// into rw. It returns io.EOF at the end of the log, a *ParseError for
@@ -54,9 +56,23 @@ type input struct {
 	notes notes
 	host  string // the host the log names, if it does
 	// reopen opens the log's file again, and says when it was last
-	// written, for dmon output without times; nil for a stream.
+	// written, for logs without times or dates; nil for a stream.
 	reopen func() (io.ReadCloser, time.Time, error)
+	day    clockDay // the day of the times of day the log has alone
+	// peekDated says that the first lines of the log have a date line.
+	peekDated bool
+	shellSaid bool // lines a shell wrote were skipped, and a note said so
 }
+
+// layoutChange is what a format returns when the log goes on in another
+// layout (nvidia-smi's tables, then a CSV with its own header): the Reader
+// reads on with f, whose first line is the line just read.
+type layoutChange struct {
+	f    format
+	kind string
+}
+
+func (*layoutChange) Error() string { return "the log changes layout" }
 
 // errorAt makes a *ParseError of a problem on the line just read.
 func (in *input) errorAt(ferr *fieldError) *ParseError {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestFormatErrors: a malformed line of every format stops the reader with
@@ -46,6 +47,21 @@ func TestFormatErrors(t *testing.T) {
 			"the row has no time: the header has no timestamp column and no date line came before the row", 1},
 		{"csv without its header: a row of other columns", "2026/11/29 09:00:00, 0, 5 MiB\n2026/11/29 09:00:05, 0\n",
 			Options{Columns: "timestamp,index,memory.used"}, 2, 23, "row has 2 fields, the header has 3", 1},
+		{"csv: a column asked for twice, whose values differ", "timestamp, index, memory.used [MiB], memory.used [MiB]\n" +
+			"2026/11/29 09:00:00, 0, 5 MiB, 6 MiB\n2026/11/29 09:00:05, 0, 5 MiB, 5 MiB\n", Options{}, 2, 32,
+			`memory.used [MiB] is in columns 3 and 4, and they differ: "5 MiB" and "6 MiB"`, 1},
+		{"csv without its header: rows of another width that fit neither way", "2026/11/29 09:00:00, 0, 5 MiB\n" +
+			"7 %, 2026/11/29 09:00:05, 0, 5 MiB, 9 %\n2026/11/29 09:00:10, 0, 5 MiB\n", Options{Columns: "timestamp,index,memory.used"}, 2, 1,
+			"rows of 3 and 5 fields: --columns names 3 columns, and this row's values fit them with the 2 extra fields in front or behind neither way", 2},
+		{"csv without times or --step", "index, memory.used [MiB]\n0, 5 MiB\n", Options{}, 2, 1, "no times in this log: give --step", 0},
+		{"csv without times, --step, read from a stream", "index, memory.used [MiB]\n0, 5 MiB\n", Options{Step: time.Second}, 2, 1,
+			"no times in this log, read from a stream: replay the file itself", 0},
+		{"script lines: readings without a time", "GPU 0: util 45%, mem 500 MiB\n[2026-11-29 09:00:00] GPU 0: util 45%, mem 500 MiB\n", Options{}, 1, 1,
+			"the line has GPU readings but no time", 1},
+		{"script lines: values whose units leave them in doubt", "[2026-11-29 09:00:00] GPU Status:\n0, 45 %, 30 %, 500 MiB\n" +
+			"[2026-11-29 09:00:05] GPU Status:\n0, 45 %, 500 MiB\n", Options{}, 2, 1, "values without names whose units leave their readings in doubt", 1},
+		{"afterburner: a time that is not one", "00, 29-11-2026 09:00:00, Hardware monitoring log v1.6\n02, 29-11-2026 09:00:00, GPU usage\n" +
+			"80, 31-02-2026 09:00:00, 50.000\n80, 29-11-2026 09:00:01, 50.000\n", Options{}, 3, 5, `"31-02-2026 09:00:00" is not a time`, 1},
 		{"wide csv: a value that is no number", "timestamp,gpu0_util,gpu1_util\n2026-11-29T09:00:00,5,x\n2026-11-29T09:00:05,5,6\n", Options{}, 2, 23,
 			`gpu1_util: "x" is not a number`, 1},
 	}
@@ -80,7 +96,8 @@ func TestDetectTriesEveryFormat(t *testing.T) {
 	if !ok || perr.Line != 3 || perr.Col != 1 {
 		t.Fatalf("got %v, want an error at gpu.csv:3:1", err)
 	}
-	for _, tried := range []string{`"hello world"`, "a CSV header naming GPU readings", "needs --columns", "nvidia-smi's table", "dmon's header", "gpustat"} {
+	for _, tried := range []string{`"hello world"`, "a CSV header naming GPU readings", "needs --columns", "nvidia-smi's table", "dmon's header", "gpustat",
+		"GPU-Z sensor log", "MSI Afterburner log", "a script's lines with a time and named readings", "with commas or |"} {
 		if !strings.Contains(perr.Msg, tried) {
 			t.Errorf("got %q, want it to say %q", perr.Msg, tried)
 		}

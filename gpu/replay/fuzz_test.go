@@ -1,6 +1,7 @@
 package replay
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"errors"
@@ -9,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 	"unicode/utf8"
 )
 
@@ -36,6 +38,7 @@ func FuzzReplay(f *testing.F) {
 		opts := Options{SkipBad: skipBad}
 		if skipBad {
 			opts.Columns = "timestamp,index,memory.used,utilization.gpu" // read a log without its header, too
+			opts.Step = time.Second                                      // and one without times, which a stream cannot date
 		}
 		r, err := NewReader(bytes.NewReader(data), "fuzz.csv", opts)
 		if err != nil {
@@ -130,6 +133,30 @@ func FuzzDecodeText(f *testing.F) {
 			if units := (len(data) - 2) / 2; utf8.RuneCount(out) > units+1 {
 				t.Fatalf("decoding %q: got %d runes from %d UTF-16 units", data, utf8.RuneCount(out), units)
 			}
+		}
+	})
+}
+
+// FuzzScreen replays arbitrary bytes as a terminal's screen: it must never
+// panic, its frames are UTF-8, and they are never far larger than what
+// was replayed.
+func FuzzScreen(f *testing.F) {
+	if data, err := os.ReadFile("testdata/logs/watch-escapes.log"); err == nil {
+		f.Add(data)
+	}
+	f.Add([]byte("\x1b[H\x1b[2Jtitle\r\nline\x1b[1;7Hx\x1b[2;1H\x1b[Ky\x1b[H"))
+	f.Add([]byte("\x1b[?1049h\x1b]0;t\x07\x1b(B\x1b7a\x1b8\x1bMb\x1b[3@c\x1b[2P\x1b[5X\x1b[1J\x1b[0K\x1bc"))
+	f.Add([]byte("\x1b[999;999Hx\x1b[H\t\b\x7f\xff\xfe"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		out, err := io.ReadAll(newScreenReader(bufio.NewReader(bytes.NewReader(data))))
+		if _, ok := err.(*textError); err != nil && !ok {
+			t.Fatalf("got %v, want frames or a *textError", err)
+		}
+		if !utf8.Valid(out) {
+			t.Fatalf("frames are not UTF-8: %q", out)
+		}
+		if len(out) > maxScreenGrowth*len(data)+1<<20+maxScreenRows*(maxScreenCols*utf8.UTFMax+1)+1 {
+			t.Fatalf("got %d bytes of frames from %d bytes", len(out), len(data))
 		}
 	})
 }

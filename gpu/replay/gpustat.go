@@ -108,6 +108,9 @@ func (f *gpustatFormat) gpuLine(t []byte, rw *row) error {
 	for i, part := 0, cells[1]; len(part) > 0; i++ {
 		p, after, _ := bytes.Cut(part, []byte{','})
 		part, p = after, trimSpace(p)
+		if open := bytes.IndexByte(p, '('); open > 0 { // the codec after the utilization: "80 % (E:   0 %  D:   0 %)"
+			p = trimSpace(p[:open])
+		}
 		switch {
 		case i == 0:
 			rw.dev.TempC = tableNumber(bytes.TrimRight(p, "°C'"), "")
@@ -116,8 +119,10 @@ func (f *gpustatFormat) gpuLine(t []byte, rw *row) error {
 				rw.dev.PowerW = tableNumber(trimSpace(used), "")
 				rw.dev.PowerLimitW = tableNumber(trimSpace(limit), "")
 			}
-		case bytes.HasSuffix(p, []byte("%")) && !bytes.Contains(p, []byte("(")):
-			rw.dev.UtilGPU = tableNumber(trimSpace(bytes.TrimSuffix(p, []byte("%"))), "") // the last % is the utilization, after the fan's
+		case bytes.HasSuffix(p, []byte("%")):
+			// The last % is the utilization, after the fan's (-F), which is
+			// "??" on cards without a fan: unknown, as a "??" utilization is.
+			rw.dev.UtilGPU = tableNumber(trimSpace(bytes.TrimSuffix(p, []byte("%"))), "")
 		}
 	}
 	if mem := trimSpace(cells[2]); len(mem) > 0 {

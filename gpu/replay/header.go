@@ -24,6 +24,13 @@ type column struct {
 	// read instead (power.draw over power.draw.average, nvitop's mean over
 	// its max).
 	shadowed bool
+	// unitless says that the column's values must carry a memory unit: its
+	// name is vague (vagueMemory) and its header names no unit.
+	unitless bool
+	// twin, when above 0, says that the column repeats the column at that
+	// place (1-based), as a --query-gpu list that asks for a field twice:
+	// it is not read, but its values must be the same.
+	twin int
 }
 
 // header is the parsed header line of a CSV log.
@@ -38,6 +45,11 @@ type header struct {
 	// known counts the columns read; ignored names the others.
 	known   int
 	ignored []string
+	// twins counts the columns that repeat another (column.twin).
+	twins int
+	// gpuz says that the header is a GPU-Z sensor log's, which is of one
+	// GPU (see gpuz.go).
+	gpuz bool
 }
 
 // errNoColumn says that a line is not a header.
@@ -60,12 +72,12 @@ func parseHeader(line []byte) (header, *fieldError) {
 		cn := normalizeName(label)
 		kind, rank := lookupColumn(cn)
 		col := column{kind: kind, name: strings.ToLower(name), label: label, gpu: cn.gpu}
+		if first, dup := seen[label]; dup && kind != colIgnore {
+			col.kind, col.shadowed, col.twin = colIgnore, true, first
+			h.twins++
+			kind = colIgnore
+		}
 		if kind != colIgnore {
-			if first, dup := seen[label]; dup {
-				return header{}, &fieldError{start + 1, fmt.Sprintf(
-					"column %q appears twice (columns %d and %d); query each field once in nvidia-smi --query-gpu",
-					label, first, n+1)}
-			}
 			seen[label] = n + 1
 			if ferr := col.setUnit(cn, unit, start+1); ferr != nil {
 				return header{}, ferr
@@ -103,7 +115,20 @@ func parseHeader(line []byte) (header, *fieldError) {
 	if h.known == 0 {
 		return header{}, &fieldError{1, errNoColumn}
 	}
+	h.gpuz = isGPUZHeader(&h)
 	return h, nil
+}
+
+// count fills in has and known from the columns, for a header made of
+// another's columns.
+func (h *header) count() {
+	h.has, h.known = [numKinds]bool{}, 0
+	for i := range h.cols {
+		if k := h.cols[i].kind; k != colIgnore {
+			h.has[k] = true
+			h.known++
+		}
+	}
 }
 
 // setUnit sets how the column's values are read from the unit its label
@@ -114,6 +139,7 @@ func (c *column) setUnit(cn columnName, written string, col int) *fieldError {
 	switch {
 	case c.kind.isMemory():
 		c.scale = 1 << 20
+		c.unitless = unit == "" && vagueMemory(cn.key)
 		if unit != "" {
 			s, ok := memoryScale([]byte(unit))
 			if !ok {

@@ -22,6 +22,10 @@ type lineReader struct {
 	ioErr error
 	back  bool // the last line is to be read again
 	last  []byte
+	// pipes says that the log's fields are apart by | (a table of a
+	// script's, "time | gpu | mem | util"): lines are read with commas
+	// for them.
+	pipes bool
 }
 
 func newLineReader(r io.Reader, name string) *lineReader {
@@ -49,7 +53,11 @@ func (l *lineReader) next() ([]byte, error) {
 		}
 		line = l.long
 	}
-	if err != nil && err != io.EOF {
+	if terr, ok := err.(*textError); ok && len(line) == 0 {
+		l.ioErr = &ParseError{l.name, l.line + 1, 1, terr.msg}
+		return nil, l.ioErr
+	}
+	if err != nil && err != io.EOF && !isTextError(err) {
 		l.ioErr = fmt.Errorf("read %s: %w", l.name, err)
 		return nil, l.ioErr
 	}
@@ -63,8 +71,38 @@ func (l *lineReader) next() ([]byte, error) {
 	}
 	line = bytes.TrimSuffix(line, []byte{'\n'})
 	line = bytes.TrimSuffix(line, []byte{'\r'})
+	if l.pipes {
+		line = pipesToCommas(line)
+	}
 	l.last = line
 	return line, nil
+}
+
+// pipesToCommas turns a line whose fields are apart by | into one whose
+// fields are apart by commas, in place: "| a | b |" is " a , b ". A rule
+// ("|---|---|") is an empty line.
+func pipesToCommas(line []byte) []byte {
+	t := trimSpace(line)
+	t = bytes.TrimPrefix(t, []byte{'|'})
+	t = bytes.TrimSuffix(t, []byte{'|'})
+	if len(bytes.Trim(t, "|-:+= ")) == 0 {
+		return t[:0]
+	}
+	for i, c := range t {
+		if c == '|' {
+			t[i] = ','
+		}
+	}
+	return t
+}
+
+// pipeHeader parses a header whose columns are apart by |.
+func pipeHeader(line []byte) (header, bool) {
+	if bytes.IndexByte(line, '|') < 0 || bytes.IndexByte(line, ',') >= 0 {
+		return header{}, false
+	}
+	h, ferr := parseHeader(pipesToCommas(bytes.Clone(line)))
+	return h, ferr == nil
 }
 
 // unread makes next return the last line again. The line must not have
@@ -83,4 +121,9 @@ func (l *lineReader) peekLines(n int) [][]byte {
 		buf = rest
 	}
 	return lines
+}
+
+func isTextError(err error) bool {
+	_, ok := err.(*textError)
+	return ok
 }

@@ -14,7 +14,9 @@ import (
 // keep, and what reading it must give.
 type sampleLog struct {
 	file    string
-	columns string // --columns, for a log without its header
+	columns string        // --columns, for a log without its header
+	step    time.Duration // --step, for a log without times
+	mod     time.Time     // when the file was last written, for a log dated by it
 	format  string
 	host    string
 	snaps   int
@@ -133,7 +135,7 @@ var sampleLogs = []sampleLog{
 		first: at(0), last: at(22 * time.Second), spots: []logSpot{
 			{11, gpuReading(0, "NVIDIA A100-SXM4-80GB", 1, 81920, 0, 30, 61, 400)},
 		}},
-	{file: "dmon-default.log", format: formatDmon, host: "dmon-default", snaps: 30, gpus: 2, // times from the file's modification time
+	{file: "dmon-default.log", format: formatDmon, host: "dmon-default", snaps: 30, gpus: 2, mod: at(29 * time.Second), // times from the file's modification time
 		first: at(0), last: at(29 * time.Second), spots: []logSpot{
 			{29, withUtilMem(gpuReading(0, "", 0, 0, 90, 60, 300, nan), 40)},
 		}},
@@ -151,10 +153,89 @@ var sampleLogs = []sampleLog{
 				gpu.Process{PID: 777, User: "bob", Command: "jupyter", MemUsed: 11990 * mib}, gpu.Process{PID: 778, User: "carol", Command: "python", MemUsed: 10 * mib})},
 			{17, gpuReading(1, "NVIDIA GeForce RTX 4090", 2, 24564, 0, 31, 20, 450)},
 		}},
+	{file: "gpustat-nofan.log", format: formatGpustat, host: "dgx2", snaps: 10, gpus: 2,
+		first: at(0), last: at(45 * time.Minute), spots: []logSpot{
+			{9, withProcs(gpuReading(0, "Tesla V100-SXM2-32GB", 4009, 32510, 54, 36, nan, nan), gpu.Process{User: "alice", MemUsed: 3990 * mib})}, // the fan ??
+			{9, withProcs(gpuReading(1, "Tesla V100-SXM2-32GB", 20000, 32510, 80, 40, 250, 300), gpu.Process{User: "bob", MemUsed: 19990 * mib})}, // and the codec
+		}},
+	{file: "script-lines.log", format: formatText, host: "script-lines", snaps: 20, gpus: 2,
+		first: at(0), last: at(190 * time.Second), spots: []logSpot{
+			{19, gpuReading(0, "NVIDIA GeForce RTX 3090", 8190, 24576, 49, 61, nan, nan)},
+			{19, gpuReading(1, "NVIDIA GeForce RTX 3090", 95, 24576, 0, 35, nan, nan)},
+		}},
+	{file: "script-pipes.log", format: formatCSV, host: "script-pipes", snaps: 15, gpus: 1,
+		first: at(0), last: at(14 * time.Minute), spots: []logSpot{
+			{14, gpuReading(0, "", 2400, 0, 24, 42, nan, nan)},
+		}},
+	{file: "script-blocks.log", format: formatText, host: "script-blocks", snaps: 12, gpus: 2,
+		first: at(0), last: at(55 * time.Minute), spots: []logSpot{
+			{11, gpuReading(0, "NVIDIA A100-SXM4-40GB", 20011, 40960, 90, 50, 300.5, 400)},
+			{11, gpuReading(1, "NVIDIA A100-SXM4-40GB", 3, 40960, 0, 35, 55, 400)},
+		}},
+	{file: "script-status.log", format: formatText, host: "script-status", snaps: 10, gpus: 2,
+		first: at(0), last: at(270 * time.Second), spots: []logSpot{
+			{9, gpuReading(0, "NVIDIA GeForce RTX 4090", 8604, 24564, 49, 61, 250.12, nan)}, // by their units
+			{9, gpuReading(1, "NVIDIA GeForce RTX 4090", 2, 24564, 0, 30, 20.5, nan)},
+		}},
+	{file: "script-logging.log", format: formatText, host: "script-logging", snaps: 16, gpus: 2,
+		first: at(250 * time.Millisecond), last: at(225*time.Second + 250*time.Millisecond), spots: []logSpot{
+			{15, gpuReading(0, "", 9728, 24576, 75, 60, 250, 450)}, // 9.5 of 24.0 GB; the allocator's lines not read
+			{15, gpuReading(1, "", 512, 24576, 0, 31, 21, 450)},
+		}},
+	{file: "script-clock.log", format: formatText, host: "script-clock", snaps: 10, gpus: 1, mod: at(-8*time.Hour - 57*time.Minute - 30*time.Second),
+		first: at(-9*time.Hour - 2*time.Minute), last: at(-8*time.Hour - 57*time.Minute - 30*time.Second), spots: []logSpot{ // across midnight
+			{9, withMemBytes(gpuReading(0, "", 0, 24576, 79, 60, nan, nan), 9985798963)}, // 9.3 of 24.0 GB
+		}},
+	{file: "smi-decorated-dates.log", format: formatCSV, host: "smi-decorated-dates", snaps: 10, gpus: 2,
+		first: at(0), last: at(9 * time.Minute), spots: []logSpot{
+			{9, gpuReading(0, "NVIDIA L4", 1009, 23034, 90, nan, nan, nan)},
+		}},
+	{file: "smi-clock-lines.log", format: formatCSV, host: "smi-clock-lines", snaps: 10, gpus: 1, mod: at(10 * time.Minute),
+		first: at(0), last: at(9 * time.Minute), spots: []logSpot{
+			{9, gpuReading(0, "", 509, 15360, 9, nan, nan, nan)},
+		}},
+	{file: "table-then-csv.log", format: formatTable + ", then " + formatCSV, host: "table-then-csv", snaps: 10, gpus: 1,
+		first: at(0), last: at(9 * time.Minute), spots: []logSpot{
+			{2, withProcs(gpuReading(0, h100, 40002, 81559, 90, 45, 600, 700), gpu.Process{PID: 123456, Command: "python train.py", MemUsed: 39992 * mib})},
+			{3, gpuReading(0, h100, 40003, 81559, 90, nan, nan, nan)},
+		}},
+	{file: "table-nohup.log", format: formatTable, host: "table-nohup", snaps: 8, gpus: 1,
+		first: at(0), last: at(35 * time.Minute), spots: []logSpot{
+			{3, withProcs(gpuReading(0, h100, 30000, 81559, 99, 45, 600, 700), gpu.Process{PID: 123456, Command: "python train.py", MemUsed: 29990 * mib})},
+			{7, gpuReading(0, h100, 5, 81559, 0, 45, 600, 700)},
+		}},
+	{file: "watch-escapes.log", format: formatTable, host: "node9", snaps: 6, gpus: 1,
+		first: at(0), last: at(10 * time.Second), spots: []logSpot{
+			{0, withProcs(gpuReading(0, h100, 20000, 81559, 50, 45, 600, 700), gpu.Process{PID: 123456, Command: "python train.py", MemUsed: 19990 * mib})},
+			{5, withProcs(gpuReading(0, h100, 25000, 81559, 55, 45, 600, 700), gpu.Process{PID: 123456, Command: "python train.py", MemUsed: 24990 * mib})},
+		}},
+	{file: "smi-untimed.csv", step: 2 * time.Second, mod: at(10 * time.Minute), format: formatCSV, host: "smi-untimed", snaps: 15, gpus: 2,
+		first: at(10*time.Minute - 28*time.Second), last: at(10 * time.Minute), spots: []logSpot{
+			{14, gpuReading(0, "Tesla T4", 3014, 15360, 14, nan, nan, nan)},
+			{14, gpuReading(1, "Tesla T4", 0, 15360, 0, nan, nan, nan)},
+		}},
+	{file: "smi-twice.csv", format: formatCSV, host: "smi-twice", snaps: 10, gpus: 2,
+		first: at(0), last: at(45 * time.Second), spots: []logSpot{
+			{9, gpuReading(0, "", 7009, 16384, 30, nan, nan, nan)},
+		}},
+	{file: "smi-two-widths.csv", columns: "timestamp,index,memory.used,memory.total", format: formatCSV, host: "smi-two-widths", snaps: 20, gpus: 2,
+		first: at(0), last: at(19 * time.Minute), spots: []logSpot{
+			{9, gpuReading(1, "", 2009, 40960, nan, nan, nan, nan)},
+			{19, gpuReading(1, "", 2019, 40960, nan, nan, nan, nan)}, // two more fields behind, not read
+		}},
+	{file: "gpuz-sensor.txt", format: formatGPUZ, host: "gpuz-sensor", snaps: 30, gpus: 1, // one GPU, rows of one second spread over it
+		first: at(0), last: at(27 * time.Second), spots: []logSpot{
+			{6, withUtilMem(gpuReading(0, "", 8006, 0, 91, 60, 306, nan), 40)},
+		}},
+	{file: "afterburner.hml", format: formatAfterburner, host: "afterburner", snaps: 20, gpus: 1,
+		first: at(0), last: at(19 * time.Second), spots: []logSpot{
+			{19, withUtilMem(gpuReading(0, "NVIDIA GeForce RTX 3080", 9019, 10240, 0, 56, nan, nan), 43)}, // the total from the name; Power in % not read
+		}},
 }
 
 func withReserved(d gpu.Device, mibs uint64) gpu.Device { d.MemReserved = mibs * mib; return d }
 func withUtilMem(d gpu.Device, u float64) gpu.Device    { d.UtilMem = u; return d }
+func withMemBytes(d gpu.Device, used uint64) gpu.Device { d.MemUsed = used; return d }
 func withUUID(d gpu.Device, uuid string) gpu.Device     { d.UUID = uuid; return d }
 func withProcs(d gpu.Device, ps ...gpu.Process) gpu.Device {
 	d.Processes = ps
@@ -180,10 +261,10 @@ func TestSampleLogs(t *testing.T) {
 	for _, tt := range sampleLogs {
 		t.Run(tt.file, func(t *testing.T) {
 			path := filepath.Join("testdata", "logs", tt.file)
-			if tt.file == "dmon-default.log" {
-				path = withModTime(t, path, tt.last) // dmon without times is dated by its file
+			if !tt.mod.IsZero() {
+				path = withModTime(t, path, tt.mod) // a log without times, or dates, is dated by its file
 			}
-			r, err := Open(path, Options{Columns: tt.columns})
+			r, err := Open(path, Options{Columns: tt.columns, Step: tt.step})
 			if err != nil {
 				t.Fatal(err)
 			}

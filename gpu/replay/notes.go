@@ -18,10 +18,16 @@ type notes struct {
 	opts *Options
 	log  *slog.Logger
 	said map[string]bool
+	// quiet says nothing: the notes of a log read a second time, to date
+	// it, were said the first time.
+	quiet bool
 }
 
 // add says a note unless it was said before.
 func (n *notes) add(format string, args ...any) {
+	if n.quiet {
+		return
+	}
 	msg := fmt.Sprintf(format, args...)
 	if n.said[msg] || len(n.said) >= maxNotes {
 		return

@@ -12,13 +12,25 @@
 //     one GPU a row or one column per GPU and reading;
 //   - nvidia-smi's default table, printed again and again (watch, a loop,
 //     cron), of every driver generation from the old 80-column table to
-//     today's wider one with its MIG column, processes included;
+//     today's wider one with its MIG column, processes included, and a
+//     terminal's capture of it with the screen redrawn in place;
 //   - nvidia-smi dmon, with or without its date and time columns;
-//   - gpustat's text, its host line and process lists included.
+//   - gpustat's text, its host line and process lists included;
+//   - GPU-Z's sensor log and MSI Afterburner's hardware monitoring log;
+//   - scripts' own text lines that carry a time and named readings, in
+//     lines, blocks of "key: value" lines, or rows of values read by their
+//     units (textlines.go).
+//
+// One file may hold several layouts (tables, then a CSV), with the shell's
+// words between its samples; date lines may be decorated, or times of day
+// alone; a log without any time is read with Options.Step. Files that are
+// no GPU log but that gpuwatch recognises (JSON, nvidia-smi -q, a PyTorch
+// allocator's log) are named in the error.
 //
 // Whatever wrote the text: gzip-compressed or not, CRLF line ends, UTF-8
-// with a byte order mark, or UTF-16 (PowerShell). The format is detected
-// from the first lines (detect.go), never from the file's name.
+// with a byte order mark, UTF-16 (PowerShell) or Latin-1 (Windows tools).
+// The format is detected from the first lines (detect.go), never from the
+// file's name.
 //
 // Readings a log does not have, or reports as "[N/A]", "[Not Supported]",
 // "N/A", "-" and the like, are NaN (memory: unknown): they stay missing,
@@ -38,7 +50,8 @@
 //
 // Rows must be in time order: a row more than the slack before the group's
 // first row, or a row that starts a snapshot earlier than the previous
-// snapshot, is an error.
+// snapshot, is an error. Snapshots of a log whose times say seconds that
+// share a second are spread over it (bursts.go).
 package replay
 
 import (
@@ -106,6 +119,11 @@ type Options struct {
 	// names) instead of Logger, as plain lines ("warning: FILE:LINE:COL:
 	// …; row skipped", "note: …"), for commands that print them for people.
 	Warnings io.Writer
+	// Step is how often a log without times was sampled (a loop with
+	// `sleep 1`): its samples are taken Step apart, the last at the file's
+	// modification time. 0 leaves such a log an error; nvidia-smi dmon
+	// output without times is taken 1 s apart, dmon's default.
+	Step time.Duration
 }
 
 // Reader reads snapshots from a GPU log. It implements gpu.Source. A Reader
@@ -113,7 +131,7 @@ type Options struct {
 type Reader struct {
 	in     *input
 	f      format
-	kind   string // the format's name, for people
+	kinds  []string // the formats' names, for people, in the order the log has them
 	host   string
 	log    *slog.Logger
 	closer io.Closer
@@ -123,6 +141,9 @@ type Reader struct {
 	rw      row  // the row just parsed
 	pending bool // rw starts the next snapshot and is not in a group yet
 	prevNS  int64
+	// cut says that the log changed layout since the group began: the
+	// next row starts a snapshot of its own.
+	cut bool
 
 	// The snapshot being gathered.
 	group       []gpu.Device
@@ -138,6 +159,9 @@ type Reader struct {
 
 	skipped   int
 	skipLines []int
+
+	bursts     bursts // snapshots that share a second, spread over it
+	spreadSaid bool
 
 	totals map[string]uint64 // GPU memory by name, for logs without memory.total; 0 when unknown
 }
@@ -173,7 +197,7 @@ func newReader(r io.Reader, name string, opts Options, reopen func() (io.ReadClo
 	if err != nil {
 		return nil, err
 	}
-	return &Reader{in: in, f: f, kind: kind, log: log}, nil
+	return &Reader{in: in, f: f, kinds: []string{kind}, log: log}, nil
 }
 
 // Open opens the GPU log at path, gzip-compressed or not, and reads its
@@ -214,7 +238,7 @@ func HostFromPath(path string) string {
 	}
 	for {
 		switch ext := filepath.Ext(base); strings.ToLower(ext) {
-		case ".csv", ".log", ".txt", ".tsv", ".out", ".gz", ".bz2", ".xz", ".zst":
+		case ".csv", ".log", ".txt", ".tsv", ".out", ".hml", ".gz", ".bz2", ".xz", ".zst":
 			if ext == base {
 				return base
 			}
@@ -226,8 +250,10 @@ func HostFromPath(path string) string {
 }
 
 // Format names the log's format as detected, for people: "nvidia-smi CSV",
-// "nvidia-smi table", "nvidia-smi dmon", "gpustat".
-func (r *Reader) Format() string { return r.kind }
+// "nvidia-smi table", "nvidia-smi dmon", "gpustat", "GPU-Z sensor log",
+// "MSI Afterburner log", "script lines"; a log that changes layout names
+// each, in order ("nvidia-smi table, then nvidia-smi CSV").
+func (r *Reader) Format() string { return strings.Join(r.kinds, ", then ") }
 
 // Host is the host of the snapshots: Options.Host, or the host the log
 // names, or its file's name. It is known once the first snapshot is read.
@@ -264,6 +290,34 @@ func (r *Reader) Next(ctx context.Context) (*gpu.Snapshot, error) {
 		return nil, errClosed
 	}
 	for {
+		if s, ok := r.bursts.pop(); ok {
+			return s, nil
+		}
+		s, err := r.read()
+		switch {
+		case err == io.EOF:
+			r.bursts.flush()
+		case err != nil:
+			return nil, err // the snapshots held stay held: the reader goes on after a bad row
+		case r.in.tp.fine && r.bursts.empty():
+			return s, nil // times to the millisecond: the log's own, as they come
+		default:
+			r.bursts.add(s, !r.in.tp.fine)
+		}
+		if r.bursts.spread && !r.spreadSaid {
+			r.spreadSaid = true
+			r.in.notes.add("the log has several samples of a GPU within one second (its times say seconds, not less): " +
+				"they are taken evenly apart within their second")
+		}
+		if err == io.EOF && !r.bursts.flush() {
+			return nil, io.EOF
+		}
+	}
+}
+
+// read reads the next snapshot of the log from its rows.
+func (r *Reader) read() (*gpu.Snapshot, error) {
+	for {
 		if !r.pending {
 			err := r.f.next(&r.rw)
 			if err == io.EOF {
@@ -272,6 +326,12 @@ func (r *Reader) Next(ctx context.Context) (*gpu.Snapshot, error) {
 				}
 				r.finish()
 				return nil, io.EOF
+			}
+			if sw, ok := err.(*layoutChange); ok {
+				r.f = sw.f
+				r.kinds = append(r.kinds, sw.kind)
+				r.cut = len(r.group) > 0
+				continue
 			}
 			if err != nil {
 				if perr, ok := errors.AsType[*ParseError](err); ok && r.in.opts.SkipBad {
@@ -354,6 +414,9 @@ func (r *Reader) place() (next bool, _ *ParseError) {
 		return false, r.backwards(r.groupNS, r.groupLine)
 	}
 	switch {
+	case r.cut:
+		r.cut = false
+		next = true
 	case rw.sample > 0:
 		next = rw.sample != r.groupSample || !rw.ordinal && r.inGroup(rw.dev.Index)
 	case rw.ordinal:

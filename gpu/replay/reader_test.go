@@ -604,7 +604,6 @@ func TestHeaderErrors(t *testing.T) {
 		{"empty", "", 1, 1, "the log is empty"},
 		{"blank lines only", "\n\n", 2, 1, "the log is empty"},
 		{"noheader log", "2026/11/29 09:00:00.000, 0, 500 MiB\n", 1, 1, "--format=csv,noheader"},
-		{"column twice", "timestamp, index, memory.used [MiB], index\n", 1, 38, `column "index" appears twice (columns 2 and 4)`},
 		{"unknown memory unit", "timestamp, index, memory.used [MHz]\n", 1, 19, `column "memory.used [MHz]" has unknown memory unit "MHz"`},
 		{"a later line", "\n\nfoo, bar\n", 3, 1, `not a GPU log gpuwatch reads: "foo, bar" is none of`},
 	}

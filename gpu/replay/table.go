@@ -51,6 +51,9 @@ type tableFormat struct {
 	sample   int
 	cells    []tableCell // of the line being read
 	words    []span      // of the cell being read
+	// then is the layout the log goes on in (a CSV block after the
+	// tables), handed to the Reader once the tables' GPUs are out.
+	then *layoutChange
 }
 
 // span is where a word is in the text it was cut from.
@@ -92,6 +95,11 @@ func newTableFormat(in *input) *tableFormat { return &tableFormat{input: in} }
 
 func (f *tableFormat) next(rw *row) error {
 	for f.outAt == len(f.out) {
+		if f.then != nil {
+			then := f.then
+			f.then = nil
+			return then
+		}
 		if err := f.readLine(); err != nil {
 			return err
 		}
@@ -157,7 +165,10 @@ func (f *tableFormat) readLine() error {
 // outsideLine reads a line outside the table's frame: the date above it,
 // watch's title, or nvidia-smi's message when it could not read the GPUs.
 func (f *tableFormat) outsideLine(t []byte) error {
-	if ns, ok := f.tp.dateLine(t); ok {
+	if ns, ok, ferr := f.dateLine(t); ok {
+		if ferr != nil {
+			return f.errorAt(ferr)
+		}
 		f.flush()
 		f.dateNS, f.haveDate = ns, true
 		return nil
@@ -169,6 +180,25 @@ func (f *tableFormat) outsideLine(t []byte) error {
 	if bytes.HasPrefix(t, []byte("NVIDIA-SMI has failed")) || bytes.HasPrefix(t, []byte("No devices were found")) ||
 		bytes.HasPrefix(t, []byte("Failed to initialize NVML")) {
 		return nil // no GPUs then: the next table's GPUs start again
+	}
+	if isShellOutput(t) {
+		f.shellNote(t)
+		return nil
+	}
+	if h, herr := parseHeader(t); herr == nil && bytes.IndexByte(t, ',') > 0 && !looksLikeData(t) {
+		// A CSV block with its own header after the tables.
+		f.flush()
+		f.lr.unread()
+		csv := newCSVFormat(f.input, h)
+		if f.haveDate {
+			csv.blockNS, csv.block = f.dateNS, 1
+		}
+		kind := formatCSV
+		if h.gpuz {
+			kind = formatGPUZ
+		}
+		f.then = &layoutChange{csv, kind}
+		return nil
 	}
 	return f.errorAt(&fieldError{1, fmt.Sprintf("%q is not part of nvidia-smi's table, nor a date line above it; "+
 		"is the log the output of nvidia-smi (printed again and again) and nothing else?", clip(t, 40))})

@@ -30,6 +30,9 @@ type timeParser struct {
 	loc   *time.Location
 	local hourCache // hours in loc
 	utc   hourCache // hours of timestamps that carry a zone, in UTC
+	// fine says that a timestamp had a fraction of a second written
+	// (".000" included): the log's times are not whole seconds.
+	fine bool
 }
 
 // hourCache remembers the start of the last hour parsed.
@@ -47,6 +50,9 @@ func (p *timeParser) parse(b []byte) (int64, bool) {
 		return p.dateFirst(b)
 	}
 	if ns, ok := parseEpoch(b); ok {
+		if len(b) > 10 {
+			p.fine = true // a fraction, or milliseconds
+		}
 		return ns, true
 	}
 	if len(b) >= 19 && (b[2] == '-' || b[2] == '/') && b[5] == b[2] && b[10] == ' ' && b[13] == ':' && b[16] == ':' {
@@ -62,6 +68,9 @@ func (p *timeParser) dateFirst(b []byte) (int64, bool) {
 	rest, off, zoned, ok := timeSuffix(b[19:])
 	if !ok {
 		return 0, false
+	}
+	if len(b) > 19 && b[19] == '.' {
+		p.fine = true
 	}
 	c, loc := &p.local, p.loc
 	if zoned {
@@ -104,6 +113,9 @@ func (p *timeParser) monthFirst(b []byte) (int64, bool) {
 	loc := p.loc
 	if zoned {
 		loc = time.UTC
+	}
+	if len(b) > 19 && b[19] == '.' {
+		p.fine = true
 	}
 	return time.Date(y, time.Month(mo), d, h, mi, s, 0, loc).UnixNano() + rest - off, true
 }

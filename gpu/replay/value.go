@@ -125,7 +125,7 @@ var readingUnits = [numKinds][]struct {
 	unit   string
 	factor float64
 }{
-	colTemp:       {{"C", 1}, {"°C", 1}, {"degC", 1}},
+	colTemp:       {{"C", 1}, {"°C", 1}, {"degC", 1}, {"'C", 1}, {"℃", 1}},
 	colUtilGPU:    {{"%", 1}},
 	colUtilMem:    {{"%", 1}},
 	colPower:      {{"W", 1}, {"mW", 0.001}},
@@ -190,6 +190,9 @@ func memory(c *column, col int, v []byte) (n uint64, known bool, _ *fieldError) 
 	}
 	num, u := splitUnit(v)
 	scale := c.scale
+	if len(u) == 0 && c.unitless {
+		return 0, false, nil // an amount or a share? not read (a note says so)
+	}
 	if len(u) > 0 {
 		s, ok := memoryScale(u)
 		if !ok && (bytes.IndexByte(u, ' ') >= 0 || len(num) == 0) {
@@ -217,4 +220,27 @@ func notNumber(c *column, col int, v []byte, example string) *fieldError {
 func firstWord(s string) []byte {
 	num, _ := splitUnit([]byte(s))
 	return num
+}
+
+// memoryPair parses a memory value written as USED / TOTAL, as scripts
+// write it in one column or field ("8595 / 24576 MiB", "8.4GB/24GB"); v's
+// slash is at slash. A unit after the total alone is the used amount's
+// too.
+func memoryPair(c *column, col int, v []byte, slash int) (used uint64, haveUsed bool, total uint64, haveTotal bool, ferr *fieldError) {
+	a, b := trimSpace(v[:slash]), trimSpace(v[slash+1:])
+	first := *c
+	if _, ua := splitUnit(a); len(ua) == 0 {
+		if _, ub := splitUnit(b); len(ub) > 0 {
+			if s, ok := memoryScale(ub); ok {
+				first.scale, first.unitless = s, false
+			}
+		}
+	}
+	if used, haveUsed, ferr = memory(&first, col, a); ferr != nil {
+		return 0, false, 0, false, ferr
+	}
+	if total, haveTotal, ferr = memory(c, col+slash+1, b); ferr != nil {
+		return 0, false, 0, false, ferr
+	}
+	return used, haveUsed, total, haveTotal, nil
 }

@@ -185,10 +185,10 @@ func (u *ChartUploader) put(ctx context.Context, id, doneKey, channel, ts, comme
 // waitedTooLong reports whether chart id has waited ChartWait for its
 // message since it first found it missing (without a clock, never).
 func (u *ChartUploader) waitedTooLong(id string) bool {
-	now := u.n.now()
-	if now.IsZero() {
+	if u.n.opts.Wall == nil {
 		return false
 	}
+	now := u.n.opts.Wall()
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	first, ok := u.waiting[id]

@@ -24,7 +24,7 @@ func TestChartWaitsForItsMessage(t *testing.T) {
 	wall := time.Now()
 	clock := func() time.Time { return wall }
 	store := newMemStore()
-	n, err := New(receiver, Config{Channel: "#gpu-alerts"}, Options{BotToken: botToken, APIURL: fake.URL + "/api/", Messages: store, Now: clock})
+	n, err := New(receiver, Config{Channel: "#gpu-alerts"}, Options{BotToken: botToken, APIURL: fake.URL + "/api/", Messages: store, Now: clock, Wall: clock})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -181,6 +181,7 @@ func withOwners(a notifier.Alert, rec *ownerRecord, policy *notifier.Owners) not
 // whether the channel hears of it now.
 func (n *Notifier) announceToOwners(ctx context.Context, policy *notifier.Owners, a *notifier.Alert, rec *ownerRecord, now time.Time) (bool, error) {
 	critical := a.Severity == "critical"
+	wall := n.wall() // a person's day, quiet hours and mute go by the wall clock
 	if !rec.Found {
 		owners, unmapped, err := n.opts.People.Owners(ctx, a.Processes)
 		if err != nil {
@@ -188,7 +189,7 @@ func (n *Notifier) announceToOwners(ctx context.Context, policy *notifier.Owners
 		}
 		for _, o := range owners {
 			ref := ownerRef{Person: o.Person, Holds: o.Holds}
-			if ok, why := n.opts.People.MayDisturb(o.Person, critical, now); !ok {
+			if ok, why := n.opts.People.MayDisturb(o.Person, critical, wall); !ok {
 				ref.Why = why
 			}
 			rec.Owners = append(rec.Owners, ref)
@@ -205,7 +206,7 @@ func (n *Notifier) announceToOwners(ctx context.Context, policy *notifier.Owners
 			if retry, err := n.dmOwner(ctx, a, o, now); err != nil {
 				return retry, err
 			}
-			n.opts.People.Disturbed(o.Person, now)
+			n.opts.People.Disturbed(o.Person, wall)
 			n.saveOwners(a.Key, rec)
 		}
 	}
@@ -214,6 +215,14 @@ func (n *Notifier) announceToOwners(ctx context.Context, policy *notifier.Owners
 		n.saveOwners(a.Key, rec)
 	}
 	return false, nil
+}
+
+// wall is the wall clock, or the notifier's clock without one.
+func (n *Notifier) wall() time.Time {
+	if n.opts.Wall != nil {
+		return n.opts.Wall()
+	}
+	return n.now()
 }
 
 // dmOwner sends an owner the alert, with their buttons, in a direct

@@ -115,6 +115,11 @@ type Options struct {
 	// Now tells durations that the alert's own times do not (a firing
 	// alert without At). Nil: such durations are left out.
 	Now func() time.Time
+	// Wall is the wall clock, for what Slack times by its own: a
+	// Retry-After date in an answer without a Date header, how long a
+	// chart waits for its message. Nil: such a date is not counted, and
+	// a chart waits for its message as long as it takes.
+	Wall func() time.Time
 	// Logger gets what must not fail a delivery: a message record that
 	// could not be written or read. Nil: discarded.
 	Logger *slog.Logger
@@ -159,7 +164,7 @@ func New(name string, c Config, opts Options) (*Notifier, error) {
 	if opts.HTTPClient == nil {
 		opts.HTTPClient = &http.Client{}
 	}
-	opts.HTTPClient = notingClient(opts.HTTPClient, opts.Now)
+	opts.HTTPClient = notingClient(opts.HTTPClient, opts.Wall)
 	n := &Notifier{name: name, cfg: c, opts: opts, log: opts.Logger, unsaved: map[string][]byte{},
 		secrets: notifier.Secrets(append(notifier.URLSecrets(strings.TrimSpace(c.WebhookURL)), opts.BotToken)...)}
 	if n.log == nil {

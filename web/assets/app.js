@@ -35,7 +35,7 @@
     }
     const resp = await fetch(path, Object.assign({}, opts, { headers, credentials: 'same-origin' }));
     if (resp.status === 401) {
-      location.assign('/login');
+      location.assign('/login' + location.hash); // the view asked for, again after the login
       throw new Error('the login session has ended');
     }
     return resp;
@@ -233,6 +233,7 @@
     if (!hosts.length) groups.push(h('p', { class: 'empty' }, 'No sample yet: gpuwatch has not read its GPUs.'));
     else if (!groups.length) groups.push(h('p', { class: 'empty' }, 'No GPU matches.'));
     $('hosts').replaceChildren(...groups);
+    $('hosts').removeAttribute('aria-busy');
     if (focusID && $(focusID)) $(focusID).focus();
     const count = $('alert-count');
     count.textContent = String(firing);
@@ -245,6 +246,7 @@
   function renderAlerts() {
     const st = state.status;
     if (!st) return;
+    $('alerts').removeAttribute('aria-busy');
     const list = st.alerts || [];
     if (!list.length) {
       $('alerts').replaceChildren(h('p', { class: 'empty' }, 'No alert is pending or firing.'));
@@ -355,6 +357,25 @@
     return { text: v('--muted'), grid: v('--line'), mem: v('--c-mem'), util: v('--c-util'), temp: v('--c-temp') };
   }
 
+  // chartSize is the size the charts take in #charts as it is laid out
+  // now: its width less each chart's padding and border.
+  function chartSize() {
+    const width = Math.max(240, Math.floor($('charts').getBoundingClientRect().width) - 20);
+    return { width, height: width < 500 ? 160 : 200 };
+  }
+
+  // fitCharts redraws the charts at the width #charts has now: a scroll
+  // bar that appears, a window made narrower.
+  function fitCharts() {
+    if (state.view !== 'history' || !state.charts.length) return;
+    const size = chartSize();
+    if (size.width === state.charts[0].width) return;
+    for (const c of state.charts) c.setSize(size);
+  }
+
+  // windowSeconds reads a window as the history's select writes it: 1h, 24h, 30m.
+  const windowSeconds = (w) => parseFloat(w) * ({ s: 1, m: 60, h: 3600, d: 86400 }[w.slice(-1)] || 1);
+
   function summarize(label, unit, values) {
     const known = values.filter((v) => v !== null);
     if (!known.length) return label + ': no readings in this window.';
@@ -373,7 +394,9 @@
       return;
     }
     const [host, index] = [sel.value.slice(0, sel.value.lastIndexOf('/')), sel.value.slice(sel.value.lastIndexOf('/') + 1)];
-    const q = new URLSearchParams({ host, gpu: index, window: $('hist-window').value });
+    const win = $('hist-window').value;
+    const q = new URLSearchParams({ host, gpu: index, window: win });
+    if (!state.charts.length) $('charts').replaceChildren(h('p', { class: 'empty loading', role: 'status' }, 'Loading the history…'));
     let data;
     try {
       data = await getJSON('/api/v1/history?' + q);
@@ -381,14 +404,17 @@
       $('charts').replaceChildren(h('p', { class: 'error' }, 'Cannot read the history: ' + e.message));
       return;
     }
+    // The time axis spans the window asked for, up to the last reading
+    // (the server's clock), however little of it gpuwatch has seen.
+    const end = data.times.length ? data.times[data.times.length - 1] : Math.floor(Date.now() / 1000);
+    const span = [end - windowSeconds(win), end];
     // The minutes before gpuwatch first read the GPU are left out.
     const first = data.times.findIndex((_, i) => data.memory_used_percent[i] !== null || data.utilization_percent[i] !== null || data.temperature_c[i] !== null);
     if (first > 0) for (const k of ['times', 'memory_used_percent', 'utilization_percent', 'temperature_c']) data[k] = data[k].slice(first);
     for (const c of state.charts) c.destroy();
     state.charts = [];
     const colors = chartColors();
-    const width = Math.max(280, $('charts').clientWidth - 20);
-    const height = width < 500 ? 160 : 200;
+    const { width, height } = chartSize();
     const sync = uPlot.sync('gpu');
     const specs = [
       { key: 'memory_used_percent', label: 'Memory used', unit: '%', color: colors.mem, range: [0, 100] },
@@ -400,13 +426,18 @@
       box.append(h('h3', null, s.label), h('p', { class: 'sr-only' }, summarize(s.label, s.unit, data[s.key])));
       return box;
     });
-    $('charts').replaceChildren(...boxes);
+    // Say why most of the window is empty: gpuwatch began reading the GPU
+    // in it (a daemon just started), or has not read it at all.
+    const since = data.times.length ? data.times[0] : null;
+    const note = since === null || first < 0 ? 'No readings of this GPU in this window yet.'
+      : since - span[0] > 2 * (data.step_seconds || 60) ? 'Readings since ' + fmtTime(since * 1000) + ', when gpuwatch first read this GPU in this window.' : '';
+    $('charts').replaceChildren(...(note ? [h('p', { class: 'hint', id: 'history-note' }, note)] : []), ...boxes);
     specs.forEach((s, i) => {
       const opts = {
         width, height,
         cursor: { sync: { key: sync.key }, drag: { x: true, y: false } },
         legend: { live: true },
-        scales: { x: { time: true }, y: s.range ? { range: s.range } : { auto: true } },
+        scales: { x: { time: true, range: () => span }, y: s.range ? { range: s.range } : { auto: true } },
         axes: [
           { stroke: colors.text, grid: { stroke: colors.grid, width: 1 }, ticks: { stroke: colors.grid } },
           { stroke: colors.text, size: 64, grid: { stroke: colors.grid, width: 1 }, ticks: { stroke: colors.grid }, values: (u, vals) => vals.map((v) => +v.toFixed(1) + s.unit.trim()) },
@@ -415,7 +446,11 @@
           { label: 'time' },
           { label: s.label, stroke: s.color, width: 2, fill: s.color + '22', spanGaps: false, value: (u, v) => (v === null ? '–' : v.toFixed(1) + s.unit) },
         ],
-        hooks: { draw: [(u) => { boxes[i].dataset.drawn = String(u.data[0].length); }] },
+        hooks: { draw: [(u) => {
+          boxes[i].dataset.drawn = String(u.data[0].length);
+          boxes[i].dataset.from = String(u.scales.x.min);
+          boxes[i].dataset.to = String(u.scales.x.max);
+        }] },
       };
       state.charts.push(new uPlot(opts, [data.times, data[s.key]], boxes[i]));
     });
@@ -483,6 +518,7 @@
 
   window.addEventListener('hashchange', () => route(true));
   document.addEventListener('visibilitychange', () => { if (!document.hidden && state.session) refresh(); });
+  if (typeof ResizeObserver !== 'undefined') new ResizeObserver(fitCharts).observe($('charts'));
   window.addEventListener('resize', () => {
     clearTimeout(state.resizeTimer);
     state.resizeTimer = setTimeout(() => { if (state.view === 'history') showHistory(); }, 250);
