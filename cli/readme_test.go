@@ -434,7 +434,7 @@ func readmeCommands() map[string]readmeCommand {
 			got := r.gpuwatch(t, args(cmd)...)
 			want(t, cmd, got, cli.ExitOK)
 			for _, w := range []string{"no times in this log: taking its 15 samples 2s apart (--step), the last at the file's modification time",
-				"replayed 15 snapshots (28s of data", "nvidia-smi CSV of loop, a sample every 2s"} {
+				"replayed 15 snapshots (28s of data", "nvidia-smi CSV of loop (named after the log's file", "a sample every 2s"} {
 				if !strings.Contains(got.stderr, w) {
 					t.Errorf("%s: got stderr %q, want %q", cmd, got.stderr, w)
 				}

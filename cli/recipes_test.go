@@ -356,8 +356,8 @@ func startRecipes(t *testing.T) *recipeRun {
 		t.Fatalf("commit the copy of the checkout: %v\n%s", err, out)
 	}
 	// gpu.csv is a log the reader keeps ("Already logging with
-	// nvidia-smi?"); noheader.csv and cron.log the logs replay.md reads.
-	for from, to := range map[string]string{gpuCSV: "gpu.csv", "../gpu/replay/testdata/logs/smi-noheader.csv": "noheader.csv", "../gpu/replay/testdata/logs/cron-30min.log": "cron.log"} {
+	// nvidia-smi?"); noheader.csv, cron.log and loop.csv the logs replay.md reads.
+	for from, to := range map[string]string{gpuCSV: "gpu.csv", "../gpu/replay/testdata/logs/smi-noheader.csv": "noheader.csv", "../gpu/replay/testdata/logs/cron-30min.log": "cron.log", "../gpu/replay/testdata/logs/smi-untimed.csv": "loop.csv"} {
 		b, err := os.ReadFile(from)
 		if err != nil {
 			t.Fatal(err)
