@@ -106,12 +106,12 @@ func TestOwners(t *testing.T) {
 	dir := workspace()
 	p := people.New(section(), people.Options{Directory: dir, Store: &memStore{}, Now: func() time.Time { return t0 }})
 	procs := []gpu.Process{
-		{PID: 1, User: "alice", MemUsed: 40 << 30},                                  // by ID
-		{PID: 2, User: "bob", MemUsed: 20 << 30},                                    // by the email pattern
+		{PID: 1, User: "alice", MemUsed: 40 << 30},                                   // by ID
+		{PID: 2, User: "bob", MemUsed: 20 << 30},                                     // by the email pattern
 		{PID: 3, User: "1000", Container: "k8s:vision/jupyter-0/c0ffee", MemUsed: 9}, // by namespace
-		{PID: 4, User: "carol", MemUsed: 8},                                         // an email no one has
-		{PID: 5, User: "erin", Job: "slurm:4242", Account: "physics", MemUsed: 7},   // by Slurm account
-		{PID: 6, User: "alice", Job: "slurm:4250", MemUsed: 6},                      // alice again
+		{PID: 4, User: "carol", MemUsed: 8},                                          // an email no one has
+		{PID: 5, User: "erin", Job: "slurm:4242", Account: "physics", MemUsed: 7},    // by Slurm account
+		{PID: 6, User: "alice", Job: "slurm:4250", MemUsed: 6},                       // alice again
 	}
 	owners, unmapped, err := p.Owners(context.Background(), procs)
 	if err != nil {
