@@ -328,15 +328,23 @@ func TestPersonalDigest(t *testing.T) {
 	responses := notifiertest.NewServer(t, nil)
 	dir := t.TempDir()
 	env := map[string]string{"SLACK_BOT_TOKEN": "xoxb-1111-2222-digests", "SLACK_SIGNING_SECRET": signingSecret}
-	text := strings.Replace(peopleConfig(fake.URL), "route:", `  digest: {receiver: team}
+	// The alerts go to the console: the digests are what is looked at.
+	cfg := parseConfig(t, dir, strings.Replace(simSlackConfig(fake.URL, `
+people:
+  email: "{user}@example.org"
+  users:
+    alice: U0ALICE
+  namespaces:
+    vision: dave.smith@example.org
+  digest: {receiver: team}
   groups:
     - name: vision
       leads: [alice@example.org]
       members: [bob, namespace:vision]
-route:`, 1)
-	cfg := parseConfig(t, dir, text, env)
+route: {receiver: quiet}
+`), "receivers:\n", "receivers:\n  - {name: quiet, console: {}}\n", 1), env)
 	r, run := startSim(t, cfg, sim.ScenarioSharedNode, 2)
-	run.until(t, r, base.Add(3*time.Hour+50*time.Minute))
+	run.until(t, r, base.Add(2*time.Hour))
 
 	form := url.Values{"command": {"/gpu"}, "text": {"digest off"}, "user_id": {"U0BOB"}, "channel_id": {"DU0BOB"}, "response_url": {responses.URL + "/commands"}}
 	w := httptest.NewRecorder()
@@ -352,12 +360,14 @@ route:`, 1)
 	r.Drain()
 	posts := slackPosts(fake)[before:]
 	digests := map[string]int{}
+	digestTS := map[string]string{} // the personal digest's message, by direct message
 	for _, p := range posts {
 		if p.Method != "chat.postMessage" || p.ThreadTS != "" {
 			continue
 		}
 		if strings.Contains(p.Text, "Your GPUs") {
 			digests[p.Channel]++
+			digestTS[p.Channel] = p.TS
 			var blocks goslack.Blocks
 			if err := json.Unmarshal([]byte(p.Blocks), &blocks); err != nil {
 				t.Fatalf("the digest to %s: blocks %v", p.Channel, err)
@@ -381,19 +391,19 @@ route:`, 1)
 	if n := count(posts, "DU0ALICE", "Team vision", false); n != 1 {
 		t.Errorf("the vision team's digest: got %d to its lead, want 1", n)
 	}
-	if n := count(posts, "DU0DAVE", ", idle 2h", false); n != 1 {
+	if n := count(posts, "DU0DAVE", ", idle 1h", false); n != 1 {
 		t.Errorf("dave's digest: got %d lines saying his notebook's GPU sat idle for hours, want 1", n)
 	}
 	uploads := map[string]int{}
 	for _, u := range notifiertest.SlackUploads(t, fake) {
-		if strings.HasPrefix(u.Channel, "D") && u.ThreadTS != "" {
+		if u.ThreadTS != "" && u.ThreadTS == digestTS[u.Channel] {
 			notifiertest.DecodePNG(t, u.PNG)
 			uploads[u.Channel]++
 		}
 	}
 	for _, who := range []string{"DU0ALICE", "DU0DAVE"} {
 		if uploads[who] == 0 {
-			t.Errorf("no picture in %s's digest thread: uploads %v", who, uploads)
+			t.Errorf("no picture in the thread of %s's digest: uploads %v", who, uploads)
 		}
 	}
 }
