@@ -170,6 +170,9 @@ func (o *owned) snooze() time.Duration {
 // ownerTimers escalates the owned alerts whose owners did not answer in
 // time and asks again the owners whose snooze is over, at time at.
 func (d *Dispatcher) ownerTimers(c *Commit, at time.Time) {
+	if len(d.owned) == 0 {
+		return // no route tells owners: nothing waits
+	}
 	for _, key := range slices.Sorted(maps.Keys(d.owned)) {
 		o := d.owned[key]
 		if !d.fires(key) {
