@@ -1,8 +1,6 @@
 package notifier_test
 
 import (
-	"encoding/json"
-	"maps"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -20,25 +18,20 @@ import (
 func ownerOutbox(t testing.TB, c *notifier.Commit) []string {
 	t.Helper()
 	var out []string
-	for _, rcv := range slices.Sorted(maps.Keys(c.Outbox)) {
-		for _, raw := range c.Outbox[rcv] {
-			var n notifier.Notification
-			if err := json.Unmarshal(raw, &n); err != nil {
-				t.Fatalf("outbox of %s: %v", rcv, err)
-			}
-			if n.Owners == nil {
-				t.Errorf("notification %s carries no owners: block, want its route's", n.GroupKey)
-			}
-			if n.Event == nil {
-				out = append(out, describe(t, &n))
-				continue
-			}
-			s := rcv + " " + n.Alerts[0].Name + " " + string(n.Event.Kind) + " " + n.Alerts[0].UUID[len(n.Alerts[0].UUID)-1:]
-			if n.Event.Why != "" {
-				s += ": " + n.Event.Why
-			}
-			out = append(out, s)
+	for _, n := range notifications(t, c) {
+		if n.Owners == nil {
+			t.Errorf("notification %s carries no owners: block, want its route's", n.GroupKey)
 		}
+		if n.Event == nil {
+			out = append(out, describe(t, &n))
+			continue
+		}
+		a := n.Alerts[0]
+		s := n.Receiver + " " + a.Name + " " + string(n.Event.Kind) + " " + a.UUID[len(a.UUID)-1:]
+		if n.Event.Why != "" {
+			s += ": " + n.Event.Why
+		}
+		out = append(out, s)
 	}
 	return out
 }
