@@ -113,6 +113,11 @@ func TestExampleRulesOnTimeSlicedLeak(t *testing.T) {
 				if tr.Process.User == "" || tr.Labels["pid"] == "" {
 					t.Errorf("%s: process %+v labels %v, want its owner and pid", tr.Alert, tr.Process, tr.Labels)
 				}
+				// The owners told (people:) are those of the alert's
+				// processes: the leaking job's alone.
+				if len(tr.Processes) != 1 || tr.Processes[0].PID != leak.PID {
+					t.Errorf("%s: processes %+v, want the leaking process alone, for its owner to be told", tr.Alert, tr.Processes)
+				}
 			}
 			if fired != 1 {
 				t.Errorf("%d firings, want one, of ProcessMemoryLeak", fired)

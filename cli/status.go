@@ -238,7 +238,7 @@ func printProcesses(w io.Writer, d *gpu.Device, indent string) {
 			fmt.Fprintf(w, "%s… and %d more\n", indent, len(procs)-5)
 			break
 		}
-		fmt.Fprintf(w, "%spid %-7d %-10s %10s  %s", indent, p.PID, orDash(p.User), bytesText(float64(p.MemUsed)), orDash(p.Command))
+		fmt.Fprintf(w, "%spid %-7d %-10s %10s  %s", indent, p.PID, orDash(p.Who()), bytesText(float64(p.MemUsed)), orDash(p.Command))
 		if p.Container != "" {
 			fmt.Fprintf(w, "  (%s)", p.Container)
 		}

@@ -323,7 +323,11 @@ func (r *Report) utilMissing() string {
 const maxUserHosts = 3
 
 func (r *Report) userLine(u *UserReport, st style) string {
-	head := fmt.Sprintf("%s %s, %s GiB-hours on ", st.bold(st.text(u.User)), gpuTime(u.GPUHours), hours(u.GiBHours))
+	who := st.bold(st.text(u.User))
+	if len(u.Jobs) > 0 {
+		who += " (" + jobList(u.Jobs) + ")"
+	}
+	head := fmt.Sprintf("%s %s, %s GiB-hours on ", who, gpuTime(u.GPUHours), hours(u.GiBHours))
 	if !r.Fleet() {
 		if len(u.Hosts) == 1 {
 			return head + gpuList(u.Hosts[0].GPUs, u.Hosts[0].Labels)
@@ -359,8 +363,39 @@ func gpuList(indexes []int, labels []string) string {
 }
 
 func (r *Report) idleLine(h *IdleHolder, st style) string {
-	return fmt.Sprintf("%s held %s on %s idle for %s", st.bold(st.text(h.User)), formatBytes(h.MaxBytes), r.gpuName(h.Host, h.GPU, h.MIG, st),
+	who := st.bold(st.text(h.User))
+	if h.Job != "" {
+		// "job 4242 (alice)", as alerts name a Slurm job.
+		p := gpu.Process{Job: h.Job, User: h.User}
+		who = st.bold(st.text(p.Who()))
+	}
+	return fmt.Sprintf("%s held %s on %s idle for %s", who, formatBytes(h.MaxBytes), r.gpuName(h.Host, h.GPU, h.MIG, st),
 		duration(h.Seconds))
+}
+
+// maxJobsNamed is how many jobs a user's line names.
+const maxJobsNamed = 3
+
+// jobList names Slurm jobs: "job 4242", "jobs 4242, 4250 and 2 more".
+func jobList(jobs []string) string {
+	var ids []string
+	for _, j := range jobs {
+		if id, ok := (&gpu.Process{Job: j}).SlurmJob(); ok {
+			ids = append(ids, id)
+		}
+	}
+	if len(ids) == 0 {
+		return ""
+	}
+	label := "job "
+	if len(ids) > 1 {
+		label = "jobs "
+	}
+	text := label + strings.Join(ids[:min(len(ids), maxJobsNamed)], ", ")
+	if n := len(ids) - maxJobsNamed; n > 0 {
+		text += fmt.Sprintf(" and %d more", n)
+	}
+	return text
 }
 
 // idleGPULines name the GPUs held idle that no holder accounts for: the

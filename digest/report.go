@@ -45,6 +45,9 @@ const (
 // Options says what a report covers and how it is shown.
 type Options struct {
 	Name string // the digest's name in the config
+	// Team names the team (people: groups) a report of its members'
+	// usage is of; "" for everyone's.
+	Team string
 	// Host names the host in the title when the hours are of one host; a
 	// report of several hosts (a hub's fleet) counts them instead.
 	Host string
@@ -82,6 +85,7 @@ type FiringAlert struct {
 // render. Utilizations are percentages; shares are fractions (0–1).
 type Report struct {
 	Name     string         `json:"name"`
+	Team     string         `json:"team,omitempty"` // the team whose members' usage it is; "" for everyone's
 	Host     string         `json:"host"`
 	From     time.Time      `json:"from"`
 	To       time.Time      `json:"to"`
@@ -198,6 +202,9 @@ type UserReport struct {
 	GPUs     []int   `json:"gpus"` // the indexes of the GPUs used, ascending, whichever their host
 	// Hosts say which GPUs of which host the user used, by host.
 	Hosts []UserHost `json:"hosts"`
+	// Jobs are the Slurm jobs the user ran ("slurm:4242"), in the order
+	// first seen; none outside Slurm.
+	Jobs []string `json:"jobs,omitempty"`
 }
 
 // UserHost is the GPUs a user used on one host.
@@ -218,6 +225,8 @@ type IdleHolder struct {
 	MIG      *gpu.MIG `json:"mig,omitempty"`
 	Seconds  float64  `json:"seconds"`
 	MaxBytes uint64   `json:"max_bytes"`
+	// Job is the Slurm job that held it ("slurm:4242"); "" outside Slurm.
+	Job string `json:"job,omitempty"`
 }
 
 // AlertReport is one rule's alerts in the window: Fired counts those that
@@ -255,7 +264,7 @@ func Build(gpus []GPUHour, users []UserHour, alerts []AlertHour, o Options) *Rep
 	// Usage is kept by the clock hour: a window that starts within an
 	// hour covers all of it, and says so.
 	o.From = o.From.Truncate(time.Hour)
-	r := &Report{Name: o.Name, Host: o.Host, From: o.From, To: o.To, Location: o.Location,
+	r := &Report{Name: o.Name, Team: o.Team, Host: o.Host, From: o.From, To: o.To, Location: o.Location,
 		Currency: o.Currency, Priced: o.PricePerKWh > 0}
 	if o.MaxGap > MaxBridgedGap {
 		r.StepSeconds, r.MaxGapSeconds = o.Step.Seconds(), o.MaxGap.Seconds()
@@ -470,12 +479,23 @@ func weight(h *GPUHour) float64 {
 	case h.MIGEnabled:
 		return 0
 	case h.MIG != nil:
-		if w := gpu.ComputeShare(h.Name, h.MIG.Profile); w > 0 {
-			return w
-		}
-		return 1.0 / 7
+		return instanceShare(h.Name, h.MIG)
 	}
 	return 1
+}
+
+// instanceShare is how much of its GPU a device counts for in GPU-hours:
+// a MIG instance its share of the GPU's compute (a seventh when its
+// profile is unknown), a whole GPU all of it. name is the GPU's model,
+// "" when unknown.
+func instanceShare(name string, m *gpu.MIG) float64 {
+	if m == nil {
+		return 1
+	}
+	if w := gpu.ComputeShare(name, m.Profile); w > 0 {
+		return w
+	}
+	return 1.0 / 7
 }
 
 func (r *Report) buildGPUs(gpus []GPUHour, o Options) {
@@ -635,14 +655,11 @@ func (r *Report) buildUsers(users []UserHour, top int) {
 			accs = append(accs, &userAcc{UserReport: UserReport{User: name}})
 		}
 		a := accs[k]
-		w := 1.0
-		if h.MIG != nil { // a MIG instance's hours are its share of its GPU's
-			if w = gpu.ComputeShare("", h.MIG.Profile); w == 0 {
-				w = 1.0 / 7
-			}
-		}
-		a.GPUHours += w * h.GPUSeconds / 3600
+		a.GPUHours += instanceShare("", h.MIG) * h.GPUSeconds / 3600 // a MIG instance's hours are its share of its GPU's
 		a.GiBHours += h.ByteSeconds / (1 << 30) / 3600
+		if h.Job != "" && !slices.Contains(a.Jobs, h.Job) {
+			a.Jobs = append(a.Jobs, h.Job)
+		}
 		at := slotOf(h.Host, h.GPU, h.MIG)
 		if !slices.Contains(a.slots, at) {
 			a.slots = append(a.slots, at)
@@ -664,6 +681,9 @@ func (r *Report) buildUsers(users []UserHour, top int) {
 			}
 			ih.Seconds += h.IdleHeldSeconds
 			ih.MaxBytes = max(ih.MaxBytes, h.IdleHeldMax)
+			if h.Job != "" {
+				ih.Job = h.Job
+			}
 		}
 	}
 	var holders []IdleHolder
@@ -760,7 +780,11 @@ func (r *Report) Title() string {
 	case r.Host != "":
 		on = " on " + r.Host
 	}
-	return fmt.Sprintf("GPU usage%s, %s – %s", on, r.From.In(r.loc()).Format(layout), r.To.In(r.loc()).Format(layout))
+	title := fmt.Sprintf("GPU usage%s, %s – %s", on, r.From.In(r.loc()).Format(layout), r.To.In(r.loc()).Format(layout))
+	if r.Team != "" {
+		title = "Team " + r.Team + ": " + title
+	}
+	return title
 }
 
 func (r *Report) loc() *time.Location {

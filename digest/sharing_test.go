@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -100,3 +101,38 @@ func TestDigestOfTimeSlicedGPU(t *testing.T) {
 
 // simStart is when a simulation without a start begins.
 var simStart = time.Date(2026, 11, 29, 9, 0, 0, 0, time.UTC)
+
+// TestPersonalDigestOfMIGSlice: a person's digest names the slice they
+// used, "GPU 0 · MIG 1 (4g.40gb)", and counts its hours as the slice's
+// share of the GPU (four sevenths for a 4g slice), as the team's digest
+// does.
+func TestPersonalDigestOfMIGSlice(t *testing.T) {
+	r, _ := playInto(t, sim.ScenarioMIGMixed)
+	from, to := simStart, simStart.Add(3*time.Hour)
+	gpus, users, _ := r.Window(from, to)
+	var who string
+	var seconds float64
+	for _, u := range users {
+		if u.MIG != nil && u.MIG.GPUInstance == 1 {
+			who = u.User
+			seconds += u.GPUSeconds
+		}
+	}
+	if who == "" {
+		t.Fatal("no user on the 4g.40gb slice")
+	}
+	p := digest.BuildPersonal(gpus, users, who, []string{who}, digest.Options{From: from, To: to})
+	if p == nil {
+		t.Fatalf("%s: no personal digest", who)
+	}
+	g := p.GPUs[slices.IndexFunc(p.GPUs, func(g digest.PersonalGPU) bool { return g.MIG != nil && g.MIG.GPUInstance == 1 })]
+	if want := 4.0 / 7 * seconds / 3600; math.Abs(g.GPUHours-want) > 0.01 {
+		t.Errorf("%s on the 4g.40gb slice: %.2f GPU-hours, want %.2f (4/7 of the %.2f hours held)", who, g.GPUHours, want, seconds/3600)
+	}
+	if text := p.Text(); !strings.Contains(text, "GPU 0 · MIG 1 (4g.40gb) of node1 (NVIDIA H100 80GB HBM3): ") {
+		t.Errorf("the personal digest does not name the slice:\n%s", text)
+	}
+	if _, err := p.Picture(users).PNG(time.UTC); err != nil {
+		t.Errorf("picture: %v", err)
+	}
+}
