@@ -21,26 +21,14 @@ import (
 // process and its history; the leaking slice's alert is on its instance.
 func TestPageInBrowserShowsMIGInstances(t *testing.T) {
 	browser := browsertest.Browser(t)
-	dir := t.TempDir()
-	addr := freeAddr(t)
-	path := filepath.Join(dir, "gpuwatch.yaml")
-	writeFile(t, path, fmt.Sprintf(`host: lab1
-storage: {path: %s}
-server: {listen: %q}
-source: {type: sim, interval: 5s, sim: {scenario: mig-slice-leak, seed: 1, speed: 600}}
-receivers: [{name: console, console: {}}]
-route: {receiver: console, group_wait: 0s}
+	base := serveSim(t, "lab1", "mig-slice-leak", 600, `route: {receiver: console, group_wait: 0s}
 rules:
   - alert: SliceFillingUp
     when: memory.used_percent > 60
     for: 1m
     severity: warning
     summary: "{{.Label}} memory at {{.Value | percent}}"
-`, filepath.Join(dir, "state.db"), addr))
-	d := runInProcess(t, path)
-	defer d.stop()
-	waitFor(t, &d.stderr, "HTTP API listening")
-	base := "http://" + addr
+`)
 
 	tab := browsertest.Tab(t, browser)
 	browsertest.Do(t, tab, 30*time.Second, "open the page", browsertest.Viewport(1280, 1000, false), chromedp.Navigate(base+"/"))
@@ -91,4 +79,25 @@ rules:
 		t.Errorf("charts saying what a slice does not measure: %v, want its utilization (an A100) and temperature (the card's)", notes)
 	}
 	browsertest.Screenshot(t, tab, "mig-history-desktop", false)
+}
+
+// serveSim runs gpuwatch, its page and API on a free port, on a
+// simulated scenario at speed, with a console receiver and the rest of
+// the config (a route, rules); it returns the page's address. The test
+// stops it.
+func serveSim(t *testing.T, host, scenario string, speed int, rest string) string {
+	t.Helper()
+	dir := t.TempDir()
+	addr := freeAddr(t)
+	path := filepath.Join(dir, "gpuwatch.yaml")
+	writeFile(t, path, fmt.Sprintf(`host: %s
+storage: {path: %s}
+server: {listen: %q}
+source: {type: sim, interval: 5s, sim: {scenario: %s, seed: 1, speed: %d}}
+receivers: [{name: console, console: {}}]
+`, host, filepath.Join(dir, "state.db"), addr, scenario, speed)+rest)
+	d := runInProcess(t, path)
+	t.Cleanup(func() { d.stop() })
+	waitFor(t, &d.stderr, "HTTP API listening")
+	return "http://" + addr
 }
