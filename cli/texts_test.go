@@ -46,13 +46,27 @@ type textCheck struct {
 // idleUtil is the utilization below which the example rules call a GPU idle.
 const idleUtil = 5
 
+// label matches a GPU as a summary names it (gpu.Label): "GPU 0", or
+// "GPU 0 · MIG 3 (1g.10gb)".
+const label = `GPU \d+(?: · MIG \d+ \([^)]+\))?`
+
+// seriesKey is the key of the samples a transition speaks of: its GPU's
+// (or MIG instance's) UUID, with the PID of the process of a rule that
+// runs per process.
+func seriesKey(uuid string, p *gpu.Process) string {
+	if p != nil {
+		return uuid + "/pid/" + strconv.Itoa(p.PID)
+	}
+	return uuid
+}
+
 // textChecks say, per rule of the example config, what its summary claims
 // and how the samples show it.
 func textChecks() map[string]textCheck {
 	return map[string]textCheck{
 		// "computed nothing": no sample at idleUtil or more in the span it
 		// names, and it holds what it says.
-		"GPUIdleButHeld": {regexp.MustCompile(`^GPU \d+ holds (.+) but has computed nothing for (\S+)$`), func(tr *rules.Transition, m []string, rs readings) string {
+		"GPUIdleButHeld": {regexp.MustCompile(`^` + label + ` holds (.+) but has computed nothing for (\S+)$`), func(tr *rules.Transition, m []string, rs readings) string {
 			held, _, ok1 := parseQuantity(m[1])
 			span, _, ok2 := parseQuantity(m[2])
 			if !ok1 || !ok2 || span <= 0 {
@@ -70,7 +84,7 @@ func textChecks() map[string]textCheck {
 		}},
 		// "nearly full and will run out": above 80 % and memory rose in
 		// the last minutes.
-		"GPUMemoryFillingFast": {regexp.MustCompile(`^GPU \d+ is nearly full and will run out of memory in (\S+) at this rate$`), func(tr *rules.Transition, m []string, rs readings) string {
+		"GPUMemoryFillingFast": {regexp.MustCompile(`^` + label + ` is nearly full and will run out of memory in (\S+) at this rate$`), func(tr *rules.Transition, m []string, rs readings) string {
 			last := rs.within(tr.At.Add(-time.Minute), tr.At)
 			before := rs.within(tr.At.Add(-4*time.Minute), tr.At.Add(-3*time.Minute))
 			if len(last) == 0 || len(before) == 0 {
@@ -86,10 +100,18 @@ func textChecks() map[string]textCheck {
 		}},
 		// "keeps growing", "will run out at this rate": the floor of memory
 		// is higher now than in the hours it looked at.
-		"GPUMemoryLeak":      {regexp.MustCompile(`^GPU \d+ memory keeps growing: full in (\S+)$`), grew},
-		"GPUOutOfMemorySoon": {regexp.MustCompile(`^GPU \d+ will run out of memory in (\S+) at this rate$`), grew},
+		"GPUMemoryLeak":      {regexp.MustCompile(`^` + label + ` memory keeps growing: full in (\S+)$`), grew},
+		"GPUOutOfMemorySoon": {regexp.MustCompile(`^` + label + ` will run out of memory in (\S+) at this rate$`), grew},
+		// "<holder> (<user>) keeps growing": the process it names is the
+		// alert's, and its own memory's floor grew.
+		"ProcessMemoryLeak": {regexp.MustCompile(`^(.+) \((\S*)\) on ` + label + ` keeps growing: the GPU is full in (\S+)$`), func(tr *rules.Transition, m []string, rs readings) string {
+			if p := tr.Process; p == nil || m[1] != p.Holder() || m[2] != p.User {
+				return fmt.Sprintf("it is not the alert's process (%+v)", tr.Process)
+			}
+			return grew(tr, m, rs)
+		}},
 		// "up to X, above 85 C within every 2 minutes for D".
-		"GPUHot": {regexp.MustCompile(`^GPU \d+ on \S+ runs hot: up to (\S+ C), above 85 C within every 2 minutes for (\S+)$`), func(tr *rules.Transition, m []string, rs readings) string {
+		"GPUHot": {regexp.MustCompile(`^` + label + ` on \S+ runs hot: up to (\S+ C), above 85 C within every 2 minutes for (\S+)$`), func(tr *rules.Transition, m []string, rs readings) string {
 			peak, _, ok1 := parseQuantity(m[1])
 			span, _, ok2 := parseQuantity(m[2])
 			if !ok1 || !ok2 {
@@ -107,7 +129,7 @@ func textChecks() map[string]textCheck {
 		}},
 		// "died of CUDA out-of-memory N times in the last hour": N times the
 		// GPU went from 95 % full or more to free in the last hour.
-		"GPUOutOfMemoryLoop": {regexp.MustCompile(`^The job on GPU \d+ died of CUDA out-of-memory (\d+) times in the last hour, started again each time$`), func(tr *rules.Transition, m []string, rs readings) string {
+		"GPUOutOfMemoryLoop": {regexp.MustCompile(`^The job on ` + label + ` died of CUDA out-of-memory (\d+) times in the last hour, started again each time$`), func(tr *rules.Transition, m []string, rs readings) string {
 			n, _ := strconv.Atoi(m[1])
 			last := rs.within(tr.At.Add(-time.Hour-time.Minute), tr.At)
 			deaths := 0
@@ -121,20 +143,20 @@ func textChecks() map[string]textCheck {
 			}
 			return ""
 		}},
-		"GPUMemoryNearFull": {regexp.MustCompile(`^GPU \d+ memory at (\S+%) on \S+$`), func(tr *rules.Transition, m []string, rs readings) string {
+		"GPUMemoryNearFull": {regexp.MustCompile(`^` + label + ` memory at (\S+%) on \S+$`), func(tr *rules.Transition, m []string, rs readings) string {
 			pct, _, _ := parseQuantity(m[1])
 			if got := minOf(rs.within(tr.ValueAt.Add(-90*time.Second), tr.ValueAt), memPercent); got < pct-0.05 {
 				return fmt.Sprintf("memory was at %.1f%% within the 90 s before", got)
 			}
 			return ""
 		}},
-		"GPULost": {regexp.MustCompile(`^GPU \d+ on \S+ stopped reporting$`), func(tr *rules.Transition, _ []string, rs readings) string {
+		"GPULost": {regexp.MustCompile(`^` + label + ` on \S+ stopped reporting$`), func(tr *rules.Transition, _ []string, rs readings) string {
 			if len(rs.within(tr.At.Add(-time.Minute), tr.At)) > 0 {
 				return "it reported within the last minute"
 			}
 			return ""
 		}},
-		"GPUXidError": {regexp.MustCompile(`^GPU \d+ reported XID \d+$`), func(*rules.Transition, []string, readings) string { return "" }},
+		"GPUXidError": {regexp.MustCompile(`^` + label + ` reported XID \d+$`), func(*rules.Transition, []string, readings) string { return "" }},
 	}
 }
 
@@ -211,7 +233,7 @@ func TestAlertTextsAreTrue(t *testing.T) {
 					t.Fatal(err)
 				}
 				engine := rules.NewEngine(cfg.Rules, rules.Options{RepeatInterval: 4 * time.Hour})
-				samples := map[int]readings{}
+				samples := map[string]readings{} // by seriesKey
 				for {
 					s, err := src.Next(context.Background())
 					if errors.Is(err, io.EOF) {
@@ -222,7 +244,12 @@ func TestAlertTextsAreTrue(t *testing.T) {
 					}
 					for i := range s.Devices {
 						d := &s.Devices[i]
-						samples[d.Index] = append(samples[d.Index], readingOf(s.Time, d))
+						k := seriesKey(d.UUID, nil)
+						samples[k] = append(samples[k], readingOf(s.Time, d))
+						for _, p := range d.Processes {
+							k := seriesKey(d.UUID, &p)
+							samples[k] = append(samples[k], reading{at: s.Time, memUsed: float64(p.MemUsed), memPercent: math.NaN(), util: math.NaN(), temp: math.NaN()})
+						}
 					}
 					for _, tr := range engine.Eval(s) {
 						if tr.Resolved() {
@@ -234,11 +261,11 @@ func TestAlertTextsAreTrue(t *testing.T) {
 						}
 						m := c.summary.FindStringSubmatch(tr.Summary)
 						if m == nil {
-							t.Errorf("%s on GPU %d at %s: %q is not what the rule says (%s)", tr.Alert, tr.GPU, tr.At.Format(time.DateTime), tr.Summary, c.summary)
+							t.Errorf("%s on %s at %s: %q is not what the rule says (%s)", tr.Alert, tr.UUID, tr.At.Format(time.DateTime), tr.Summary, c.summary)
 							continue
 						}
-						if bad := c.check(&tr, m, samples[tr.GPU]); bad != "" {
-							t.Errorf("%s on GPU %d at %s says %q, but %s", tr.Alert, tr.GPU, tr.At.Format(time.DateTime), tr.Summary, bad)
+						if bad := c.check(&tr, m, samples[seriesKey(tr.UUID, tr.Process)]); bad != "" {
+							t.Errorf("%s on %s at %s says %q, but %s", tr.Alert, seriesKey(tr.UUID, tr.Process), tr.At.Format(time.DateTime), tr.Summary, bad)
 						}
 					}
 				}

@@ -90,6 +90,7 @@ func TestMetricNamesAndDimensions(t *testing.T) {
 		{"power.percent", Dimension{Base: Percent}},
 		{"process.memory", Dimension{Base: Bytes}},
 		{"process.count", Dimension{Base: Count}},
+		{"process.jobs", Dimension{Base: Count}},
 		{"oom_exits", Dimension{Base: Count}},
 		{"xid", Dimension{Base: Count}},
 		{"held_for", Dimension{Base: Seconds}},
