@@ -126,6 +126,8 @@ type gpuState struct {
 	lastNS    int64   // time of the previous sample, Unix nanoseconds
 	lastGapNS int64   // interval before the previous sample; 0 when unknown
 	lastPower float64 // watts at the previous sample; NaN when unknown
+	// rest is the GPU's resting level: what is in use above it is held.
+	rest gpu.RestingLevel
 
 	mig    *gpu.MIG // the MIG instance, nil for a whole GPU
 	hour   int64    // the hour of rec
@@ -258,6 +260,7 @@ func (r *Rollups) updateGPU(st *gpuState, d *gpu.Device, host string, ns, hour i
 	if !d.MemUsedKnown() {
 		st.rec.MemMissing++
 	}
+	st.rest.Observe(d)
 	r.account(st, d, host, hour, dt)
 	st.lastPower = d.PowerW
 	st.lastNS = ns
@@ -292,7 +295,7 @@ func (r *Rollups) account(st *gpuState, d *gpu.Device, host string, hour int64, 
 		if d.MemTotal > 0 {
 			h.MemTotal = d.MemTotal
 		}
-		held := d.MemUsed >= HeldBytes
+		held := st.rest.Above(d) >= HeldBytes
 		if idle && held {
 			h.IdleHeldSeconds += dt
 		}

@@ -120,11 +120,6 @@ func describeProcesses(ps []gpu.Process) string {
 	return strings.Join(parts, ", ")
 }
 
-// restingMax is the most a GPU's resting level can be: more memory in use
-// that no process accounts for belongs to a job whose processes the
-// source does not name (a log), not to the card.
-const restingMax = 2 << 30
-
 // oomWindow is how far back oom_exits counts a job's deaths.
 const oomWindow = time.Hour
 
@@ -140,11 +135,8 @@ type holder struct {
 	memory history
 	exit   Exit // the last job's exit; zero At when none yet
 	seen   bool // a sample has been observed
-	// rest is the GPU's resting level, in bytes: the least memory it has
-	// held that no process accounts for (all of it, where the source names
-	// no process), once it was at most restingMax; 0 until then.
-	rest      float64
-	restKnown bool
+	// rest is the GPU's resting level (see memory.held).
+	rest gpu.RestingLevel
 	// ooms are the exits of the last oomWindow that were likely a CUDA
 	// out-of-memory, oldest first.
 	ooms []Exit
@@ -156,7 +148,7 @@ type holder struct {
 func (h *holder) observe(at time.Time, d *gpu.Device) (changed bool) {
 	first := !h.seen
 	h.seen = true
-	h.learnRest(d)
+	h.rest.Observe(d)
 	pct := d.MemUsedPercent()
 	held := h.held(d)
 	exited := false
@@ -185,36 +177,16 @@ func (h *holder) observe(at time.Time, d *gpu.Device) (changed bool) {
 	return !first && (changed || exited)
 }
 
-// learnRest lowers the GPU's resting level to what no process accounts
-// for in d, when that is a resting level: a GPU first seen held by a job
-// of a source that names no process rests at 0 until the job leaves.
-func (h *holder) learnRest(d *gpu.Device) {
-	if !d.MemUsedKnown() {
-		return
-	}
-	own := float64(d.MemUsed)
-	for i := range d.Processes {
-		own -= float64(d.Processes[i].MemUsed)
-	}
-	own = max(own, 0)
-	if own <= restingMax && (!h.restKnown || own < h.rest) {
-		h.rest, h.restKnown = own, true
-	}
-}
-
 // held reports whether a job holds d: a compute process runs on it, or
 // more than 1 GiB above the GPU's resting level is in use.
 func (h *holder) held(d *gpu.Device) bool {
-	return len(d.Processes) > 0 || float64(d.MemUsed) > h.rest+heldBytes
+	return len(d.Processes) > 0 || float64(d.MemUsed) > h.rest.Bytes()+heldBytes
 }
 
 // memHeld is memory.held: the memory in use above the GPU's resting
 // level; NaN when d's memory is unknown.
 func (h *holder) memHeld(d *gpu.Device) float64 {
-	if !d.MemUsedKnown() {
-		return math.NaN()
-	}
-	return max(float64(d.MemUsed)-h.rest, 0)
+	return h.rest.Above(d)
 }
 
 // recordOOM keeps x, a likely out-of-memory exit, forgetting those older

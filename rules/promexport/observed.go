@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gpuwatch/gpuwatch/gpu"
 	"github.com/gpuwatch/gpuwatch/rules"
 )
 
@@ -64,7 +65,7 @@ func (r *ruleExport) heldForRecord() (expr, error) {
 // lookback keeps it). used is memory.used's recording rule.
 func (r *ruleExport) restingLevel(used expr) expr {
 	const name = "gpuwatch:memory_resting_bytes"
-	now := bin(used, "<=", number(restingMax))
+	now := bin(used, "<=", number(gpu.RestingMax))
 	before := call("last_over_time", rangeOf(raw(name), MaxInterval))
 	rest := r.exporter.record(name, "the GPU's resting level: the least memory in use it has reported, once at most 2 GiB",
 		join("or", bin(now, "<", before), before, now))

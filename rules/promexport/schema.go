@@ -43,11 +43,8 @@ func (s schema) gpuLabels() string {
 const mib = 1 << 20
 
 // heldBytes is how much memory in use above a GPU's resting level makes it
-// held, and restingMax the most its resting level can be (rules.Held).
-const (
-	heldBytes  = 1 << 30
-	restingMax = 2 << 30
-)
+// held (rules.Held); the resting level is at most gpu.RestingMax.
+const heldBytes = 1 << 30
 
 // oomLikelyPercent is how full a GPU whose job left it must have been for
 // the exit to be a likely CUDA out-of-memory (rules.Exit).
