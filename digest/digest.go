@@ -40,7 +40,8 @@ type GPUHour struct {
 	BusySeconds float64 `json:"busy_seconds"`
 	// IdleHeldSeconds: memory held (at least HeldBytes above the GPU's
 	// resting level, gpu.RestingLevel) while utilization was below
-	// BusyPercent.
+	// BusyPercent, and had been for IdleWindow: a service answering a
+	// request now and then is not idle.
 	IdleHeldSeconds float64 `json:"idle_held_seconds"`
 	// HeldSeconds is the time memory was held (as for IdleHeldSeconds), and
 	// HeldUtilSeconds integrates utilization (0–1) over it: how well a job
@@ -106,6 +107,10 @@ type AlertHour struct {
 const (
 	BusyPercent = 5       // utilization at or above this is busy
 	HeldBytes   = 1 << 30 // memory at or above this, above the GPU's resting level, is held
+	// IdleWindow is how long a GPU must compute nothing (no sample at
+	// BusyPercent or more) for its held time to count as idle, as
+	// GPUIdleButHeld's max(utilization.gpu, 5m) < 5 does.
+	IdleWindow = 5 * time.Minute
 	// LowUtilPercent: a GPU held busy for an hour at an average below this
 	// is underused — its job is starved by its input pipeline, or too
 	// small for the GPU.
