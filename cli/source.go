@@ -77,7 +77,7 @@ func replayOptions(c *config.Config, env *Env, logger *slog.Logger) replay.Optio
 }
 
 func openNVML(host string, logger *slog.Logger) (*nvml.Sampler, error) {
-	s, err := nvml.OpenSystem(nvml.Options{Host: host, Attributor: proc.NewReader("", ""), Logger: logger})
+	s, err := nvml.OpenSystem(nvml.Options{Host: host, Attributor: proc.NewReader("", "", nil), Logger: logger})
 	if errors.Is(err, nvml.ErrLibraryNotFound) {
 		return nil, fmt.Errorf("open NVML: %w, or run the daemon on simulated GPUs: `source: {type: sim}` in its config", err)
 	}
