@@ -7,10 +7,10 @@ import (
 	"crypto/rand"
 	"crypto/x509"
 	"crypto/x509/pkix"
-	"math/big"
 	"encoding/pem"
 	"errors"
 	"log/slog"
+	"math/big"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -227,7 +227,9 @@ func TestPodsSayWhyTheAPIServerRefuses(t *testing.T) {
 				t.Fatal(err)
 			}
 		}, "refused the service account's token: 401 Unauthorized"},
-		{"no right to list pods", func(s *kubetest.Server) { s.Fail(http.StatusForbidden, kubetest.Forbidden("gpuwatch", "gpuwatch-agent")) },
+		{"no right to list pods", func(s *kubetest.Server) {
+			s.Fail(http.StatusForbidden, kubetest.Forbidden("gpuwatch", "gpuwatch-agent"))
+		},
 			`may not list pods: 403 Forbidden: \"pods is forbidden: User \\\"system:serviceaccount:gpuwatch:gpuwatch-agent\\\" cannot list resource`},
 		{"no token", func(s *kubetest.Server) { os.Remove(s.TokenFile) }, "automountServiceAccountToken"},
 		{"a certificate of another CA", func(s *kubetest.Server) {

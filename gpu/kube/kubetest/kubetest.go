@@ -132,7 +132,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		meta := map[string]any{
 			"name": p.Name, "namespace": p.Namespace, "uid": p.UID, "resourceVersion": "48213",
 			"creationTimestamp": "2026-11-29T09:00:00Z",
-			"annotations": map[string]string{"kubectl.kubernetes.io/last-applied-configuration": `{"apiVersion":"v1","kind":"Pod"}`},
+			"annotations":       map[string]string{"kubectl.kubernetes.io/last-applied-configuration": `{"apiVersion":"v1","kind":"Pod"}`},
 			"managedFields": []map[string]any{{"manager": "kubectl", "operation": "Update", "fieldsType": "FieldsV1",
 				"fieldsV1": map[string]any{"f:metadata": map[string]any{"f:labels": map[string]any{}}}}},
 		}
