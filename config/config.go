@@ -62,6 +62,9 @@ type Source struct {
 	Sim        SimSource        `yaml:"sim"`
 	Replay     ReplaySource     `yaml:"replay"`
 	Prometheus PrometheusSource `yaml:"prometheus"`
+	// Kubernetes names an nvml source's pods, with their labels, from
+	// the Kubernetes API server.
+	Kubernetes KubernetesSource `yaml:"kubernetes"`
 }
 
 // SimSource configures simulated GPUs.
@@ -434,6 +437,7 @@ func (c *Config) validate(root *yaml.Node) strictyaml.Errors {
 	c.checkRouteReceivers(at("route"), "route", &c.Route, names, fail)
 	c.checkDigests(root, fail)
 	c.checkPeople(root, fail)
+	c.checkKubernetes(root, fail)
 	for _, r := range c.Rules {
 		for _, name := range r.Receivers {
 			if !names[name] {

@@ -27,7 +27,11 @@ func (c *Config) Warnings() []string {
 	}
 	if c.tellsOwners() && !c.People.Mapped() {
 		out = append(out, fmt.Sprintf("%s: a route tells owners (owners:), but the people: section maps no one: every alert goes to the channel alone; "+
-			"map Unix users, namespaces or Slurm accounts to Slack users (docs/people.md)", c.File))
+			"map Unix users, namespaces, pod labels or Slurm accounts to Slack users (docs/people.md)", c.File))
+	}
+	if c.Source.Type == "nvml" && c.Source.Kubernetes.Node == "" && len(c.People.PodLabelKeys()) > 0 {
+		out = append(out, fmt.Sprintf("%s: people: maps owners by pod label, which an agent reads from the Kubernetes API server: "+
+			"set source.kubernetes.node: ${NODE_NAME} (docs/people.md); until then no process has pod labels", c.File))
 	}
 	for _, r := range c.Rules {
 		for _, w := range r.Warnings {
