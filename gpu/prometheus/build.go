@@ -72,6 +72,9 @@ type hostState struct {
 type builder struct {
 	schema   Schema
 	families map[string]*family
+	// podKeys are the pod label keys read of dcgm-exporter's series,
+	// podNames their names there.
+	podKeys, podNames []string
 	hosts    map[string]*hostState
 	seen     map[deviceKey]bool // every GPU that ever reported
 	present  map[deviceKey]bool // the GPUs of the last evaluation
@@ -98,8 +101,13 @@ const upSeries = "up"
 // seconds) after it starts.
 const minGrace = 2 * time.Minute
 
-func newBuilder(schema Schema, interval time.Duration) *builder {
-	return &builder{schema: schema, families: familiesOf(schema), hosts: map[string]*hostState{},
+func newBuilder(schema Schema, interval time.Duration, podKeys []string) *builder {
+	podKeys = podKeys[:min(len(podKeys), gpu.MaxPodLabels)]
+	podNames := make([]string, len(podKeys))
+	for i, k := range podKeys {
+		podNames[i] = gpu.PodLabelSeriesName(k)
+	}
+	return &builder{schema: schema, podKeys: podKeys, podNames: podNames, families: familiesOf(schema), hosts: map[string]*hostState{},
 		seen: map[deviceKey]bool{}, present: map[deviceKey]bool{}, counters: map[counterKey]float64{},
 		grace: max(minGrace, 4*interval)}
 }
@@ -334,7 +342,7 @@ func (e *evaluation) add(ls *labelSet, value float64) {
 		f.apply(d, value)
 	}
 	if f.schema == SchemaDCGM {
-		d.addPod(ls)
+		d.addPod(ls, e.b.podKeys)
 	}
 }
 
@@ -374,15 +382,19 @@ func dcgmInstance(ls *labelSet) *gpu.MIG {
 }
 
 // addPod notes the Kubernetes pod dcgm-exporter says uses the GPU: it
-// names the pod, its namespace and container, not its processes.
-func (d *deviceBuild) addPod(ls *labelSet) {
+// names the pod, its namespace and container, not its processes, and
+// the pod's labels of keys (with --kubernetes-enable-pod-labels).
+func (d *deviceBuild) addPod(ls *labelSet, keys []string) {
 	if ls.pod == "" {
 		return
 	}
 	p := gpu.PodProcess(ls.namespace, ls.pod, ls.container)
-	if !slices.Contains(d.pods, p) {
-		d.pods = append(d.pods, p)
+	// Every series of the GPU names the pod: its labels are read once.
+	if slices.ContainsFunc(d.pods, func(q gpu.Process) bool { return q.Container == p.Container }) {
+		return
 	}
+	p.PodLabels = gpu.PodLabelsOf(keys, ls.podLabels[:len(keys)])
+	d.pods = append(d.pods, p)
 }
 
 // dropDoubles leaves out, with schema auto, the dcgm-exporter reading of
