@@ -75,9 +75,9 @@ type builder struct {
 	// podKeys are the pod label keys read of dcgm-exporter's series,
 	// podNames their names there.
 	podKeys, podNames []string
-	hosts    map[string]*hostState
-	seen     map[deviceKey]bool // every GPU that ever reported
-	present  map[deviceKey]bool // the GPUs of the last evaluation
+	hosts             map[string]*hostState
+	seen              map[deviceKey]bool // every GPU that ever reported
+	present           map[deviceKey]bool // the GPUs of the last evaluation
 	// spare maps, cleared and reused by the next evaluation: a fleet's
 	// are tens of thousands of entries, grown anew every evaluation
 	// otherwise.
