@@ -104,6 +104,10 @@ type Metrics struct {
 	// PerProcess adds gpuwatch_gpu_process_memory_bytes, one series per
 	// process on a GPU: a series per job, so off unless asked.
 	PerProcess bool `yaml:"per_process"`
+	// PodLabels are Kubernetes pod label keys the per-process series
+	// carry, each as label_KEY (an agent reads them from the API server,
+	// source.kubernetes): a hub's people: section maps owners by them.
+	PodLabels []string `yaml:"pod_labels"`
 }
 
 // Slack is the Slack app: the bot token Slack receivers post with, and

@@ -75,7 +75,7 @@ var configFailures = map[string][]string{
 	// metrics.per_process is a bool; the section has no other key.
 	"metrics.bad.yaml": {
 		`2:16: metrics.per_process must be true or false, not "maybe"`,
-		`3:3: unknown field "per_users" in metrics; valid fields: per_process`,
+		`3:3: unknown field "per_users" in metrics; valid fields: per_process, pod_labels`,
 	},
 	"unknown_rule_field.bad.yaml": {
 		`4:5: unknown field "severty" in rules[0] (did you mean "severity"?); ` + ruleFields,
@@ -125,8 +125,12 @@ var configFailures = map[string][]string{
 	"kubernetes.bad.yaml": {
 		`3:22: source.kubernetes.node "GPU_Node_1" is not a node name: lower-case letters, digits, '-' and '.'`,
 		`3:43: source.kubernetes.refresh 2s is too short: every node's agent lists its pods that often; use 10s or more (default 1m0s)`,
-		`6:30: people: pod labels "app-kubernetes.io/owner" and "app.kubernetes.io/owner" are both app_kubernetes_io_owner in dcgm-exporter's series, where a label name has letters, digits and '_' alone: a hub cannot tell them apart; map one of them`,
+		`6:30: pod labels "app-kubernetes.io/owner" and "app.kubernetes.io/owner" are both app_kubernetes_io_owner in a series (dcgm-exporter's, or label_app_kubernetes_io_owner in gpuwatch's), where a label name has letters, digits and '_' alone: a hub cannot tell them apart; read one of them`,
 		`8:16: people.pod_labels: "owner=x" is not a Kubernetes label key: a name of letters, digits, '-', '_' and '.' (at most 63), with an optional DNS prefix and '/', like owner or example.org/owner`,
+	},
+	"metrics_pod_labels.bad.yaml": {
+		`2:36: metrics.pod_labels[0]: "team name" is not a Kubernetes label key: a name of letters, digits, '-', '_' and '.' (at most 63), with an optional DNS prefix and '/', like owner or example.org/owner`,
+		`2:56: metrics.pod_labels[2]: "owner" is listed twice`,
 	},
 	"kubernetes_hub.bad.yaml": {
 		`3:22: source.kubernetes lists the pods of an agent's node for the processes NVML reads: it needs source.type nvml, not sim; a hub reads pod labels from dcgm-exporter's series (docs/people.md)`,

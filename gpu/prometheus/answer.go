@@ -7,6 +7,7 @@ import (
 	"io"
 	"math"
 	"strconv"
+	"unicode/utf8"
 
 	"github.com/gpuwatch/gpuwatch/gpu"
 )
@@ -51,8 +52,8 @@ type labelSet struct {
 	xid, pid, user, command                        string
 	// podLabels are the values of the pod labels the decoder reads
 	// (decoder.podNames), in their order: dcgm-exporter's
-	// --kubernetes-enable-pod-labels.
-	podLabels [gpu.MaxPodLabels]string
+	// (--kubernetes-enable-pod-labels), then gpuwatch's label_KEY.
+	podLabels [2 * gpu.MaxPodLabels]string
 }
 
 // field is the labelSet field a label name fills; nil for a label
@@ -125,10 +126,10 @@ func parseAnswer(data []byte) (*answer, error) {
 // reused after it returns) and not kept in the answer; without, the
 // answer keeps them. Label values are interned: the same host, model and
 // job repeat in every series of a GPU, and in every evaluation. The
-// labels podNames names (at most gpu.MaxPodLabels) are read into
+// labels podNames names (at most 2 × gpu.MaxPodLabels) are read into
 // labelSet.podLabels.
 func decodeAnswer(r io.Reader, limit int64, strs *interner, podNames []string, each func(ls *labelSet, samples []sample) error) (*answer, error) {
-	d := &decoder{r: r, limit: limit, buf: make([]byte, 0, 64<<10), strs: strs, podNames: podNames[:min(len(podNames), gpu.MaxPodLabels)], each: each}
+	d := &decoder{r: r, limit: limit, buf: make([]byte, 0, 64<<10), strs: strs, podNames: podNames[:min(len(podNames), 2*gpu.MaxPodLabels)], each: each}
 	a := &answer{}
 	err := d.object(func(key []byte) error {
 		switch string(key) {
@@ -619,6 +620,23 @@ func (d *decoder) sample() (sample, error) {
 	return out, d.expect(']')
 }
 
+// validUTF8 replaces each byte of b that is not UTF-8 with U+FFFD, as
+// encoding/json reads it: a label value is text that Slack and the page
+// show.
+func validUTF8(b []byte) []byte {
+	out := make([]byte, 0, len(b)+8)
+	for len(b) > 0 {
+		r, n := utf8.DecodeRune(b)
+		if r == utf8.RuneError && n == 1 {
+			out = utf8.AppendRune(out, utf8.RuneError)
+		} else {
+			out = append(out, b[:n]...)
+		}
+		b = b[n:]
+	}
+	return out
+}
+
 // field is the labelSet field a label fills, and the same field of the
 // series before; nil for a label gpuwatch does not read.
 func (d *decoder) field(ls *labelSet, key []byte) (dst, prev *string) {
@@ -658,6 +676,9 @@ func (d *decoder) labels(ls *labelSet) error {
 				d.bad = badLabel{label: string(key), size: size, start: string(raw)}
 			}
 			return nil
+		}
+		if !utf8.Valid(raw) {
+			raw = validUTF8(raw)
 		}
 		if *prev == string(raw) {
 			*dst = *prev

@@ -72,8 +72,9 @@ type hostState struct {
 type builder struct {
 	schema   Schema
 	families map[string]*family
-	// podKeys are the pod label keys read of dcgm-exporter's series,
-	// podNames their names there.
+	// podKeys are the pod label keys read of the series; podNames their
+	// names in dcgm-exporter's series, then in gpuwatch's per-process
+	// series (label_KEY).
 	podKeys, podNames []string
 	hosts             map[string]*hostState
 	seen              map[deviceKey]bool // every GPU that ever reported
@@ -103,9 +104,9 @@ const minGrace = 2 * time.Minute
 
 func newBuilder(schema Schema, interval time.Duration, podKeys []string) *builder {
 	podKeys = podKeys[:min(len(podKeys), gpu.MaxPodLabels)]
-	podNames := make([]string, len(podKeys))
+	podNames := make([]string, 2*len(podKeys))
 	for i, k := range podKeys {
-		podNames[i] = gpu.PodLabelSeriesName(k)
+		podNames[i], podNames[len(podKeys)+i] = gpu.PodLabelSeriesName(k), gpu.PodLabelExportName(k)
 	}
 	return &builder{schema: schema, podKeys: podKeys, podNames: podNames, families: familiesOf(schema), hosts: map[string]*hostState{},
 		seen: map[deviceKey]bool{}, present: map[deviceKey]bool{}, counters: map[counterKey]float64{},
@@ -330,8 +331,9 @@ func (e *evaluation) add(ls *labelSet, value float64) {
 		d.xids = append(d.xids, xidSample{value: value})
 	case gwProcessMemory:
 		pid, _ := strconv.Atoi(ls.pid)
+		n := len(e.b.podKeys)
 		d.processes = append(d.processes, gpu.Process{PID: pid, User: ls.user, Command: ls.command,
-			Container: ls.container, MemUsed: byteCount(value)})
+			Container: ls.container, PodLabels: gpu.PodLabelsOf(e.b.podKeys, ls.podLabels[n:2*n]), MemUsed: byteCount(value)})
 	case gwUserMemory:
 		d.users = append(d.users, gpu.Process{User: ls.user, MemUsed: byteCount(value)})
 	case gwMIGInfo:

@@ -57,3 +57,37 @@ func TestDCGMPodLabels(t *testing.T) {
 		}
 	}
 }
+
+// TestAgentPodLabels: a hub reads the pod labels of gpuwatch agents'
+// per-process series (metrics.pod_labels, as label_KEY): each process
+// carries those it is asked for.
+func TestAgentPodLabels(t *testing.T) {
+	f := newFakePrometheus(t)
+	f.addAgentGPU("node1", 0, at0.Add(-time.Hour))
+	for _, p := range []map[string]string{
+		{"pid": "7", "user": "1000", "container": "k8s:ml/train-0", "label_owner": "alice", "label_app_kubernetes_io_name": "llama"},
+		{"pid": "8", "user": "bob", "container": "", "label_owner": "", "label_app_kubernetes_io_name": ""},
+	} {
+		labels := map[string]string{"__name__": "gpuwatch_gpu_process_memory_bytes", "host": "node1", "gpu": "0", "uuid": "GPU-node1-0",
+			"instance": "node1:9477", "job": "gpuwatch", "command": "python"}
+		for k, v := range p {
+			labels[k] = v
+		}
+		f.add(labels, func(time.Time) (float64, bool) { return 1 << 30, true })
+	}
+	src := newSource(t, f, Options{PodLabelKeys: []string{"owner"}})
+	snaps, err := src.q.SampleFleet(t.Context(), at0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(snaps) != 1 || len(snaps[0].Devices) != 1 {
+		t.Fatalf("got %s, want node1's GPU", describe(snaps))
+	}
+	got := map[int]gpu.PodLabels{}
+	for _, p := range snaps[0].Devices[0].Processes {
+		got[p.PID] = p.PodLabels
+	}
+	if len(got) != 2 || got[7] != "owner=alice" || got[8] != "" {
+		t.Errorf("processes' pod labels %v, want pid 7 owner=alice and pid 8 none", got)
+	}
+}

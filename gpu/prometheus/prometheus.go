@@ -57,9 +57,10 @@ type Options struct {
 	Secrets func() []string
 	Logger  *slog.Logger
 	// PodLabelKeys are the Kubernetes pod label keys read of
-	// dcgm-exporter's series (--kubernetes-enable-pod-labels), sorted and
-	// distinct, at most gpu.MaxPodLabels: a pod holding a GPU carries
-	// them as its process's PodLabels.
+	// dcgm-exporter's series (--kubernetes-enable-pod-labels) and of
+	// gpuwatch agents' per-process series (label_KEY, metrics.pod_labels),
+	// sorted and distinct, at most gpu.MaxPodLabels: a process, or a pod
+	// holding a GPU, carries them as its PodLabels.
 	PodLabelKeys []string
 }
 
