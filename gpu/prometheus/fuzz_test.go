@@ -65,7 +65,7 @@ func FuzzAnswer(f *testing.F) {
 	f.Add([]byte(`{"status":"success","data":{"resultType":"matrix","result":[{"metric":{"__name__":"DCGM_FI_DEV_XID_ERRORS","Hostname":"a\u00e9","gpu":"0","UUID":"x"},"values":[[1,"+Inf"],[2.5,"79"]]}]}}`))
 	f.Add([]byte(`{"status":"error","errorType":"bad_data","error":"parse error"}`))
 	f.Add([]byte(`{"status":"success","data":{"resultType":"vector","result":[{"metric":{"__name__":"DCGM_FI_DEV_FB_USED","Hostname":"a","gpu":"0","UUID":"x",` +
-		`"namespace":"ml","pod":"p","owner":"alice","app_kubernetes_io_name":"-bad"},"value":[1,"7"]},`+
+		`"namespace":"ml","pod":"p","owner":"alice","app_kubernetes_io_name":"-bad"},"value":[1,"7"]},` +
 		`{"metric":{"__name__":"gpuwatch_gpu_process_memory_bytes","host":"a","gpu":"0","pid":"7","label_owner":"bob"},"value":[1,"7"]}]}}`))
 	// The pod labels a hub maps owners by, as dcgm-exporter names them.
 	podKeys := []string{"app.kubernetes.io/name", "owner"}
