@@ -323,3 +323,21 @@ func BenchmarkPodKnown(b *testing.B) {
 		}
 	}
 }
+
+// TestTheTokenNeverReachesAnError: an answer that quotes the request's
+// credentials (a careless proxy) is reported without the token.
+func TestTheTokenNeverReachesAnError(t *testing.T) {
+	s := kubetest.NewServer(t)
+	s.Fail(http.StatusBadGateway, "upstream refused the request with $AUTH")
+	p, _, logs := newPods(t, s, "owner")
+	err := p.Refresh(t.Context())
+	if err == nil || !strings.Contains(err.Error(), "502 Bad Gateway") {
+		t.Fatalf("Refresh: error %v, want the API server's 502", err)
+	}
+	if strings.Contains(err.Error(), s.Token) || strings.Contains(logs.String(), s.Token) {
+		t.Errorf("the token reached the error or the log:\nerror: %v\nlog: %s", err, logs)
+	}
+	if !strings.Contains(err.Error(), "Bearer <token>") {
+		t.Errorf("Refresh: error %v, want the quoted credentials cut out as <token>", err)
+	}
+}

@@ -7,8 +7,8 @@
 package kubetest
 
 import (
+	"crypto/tls"
 	"encoding/json"
-	"encoding/pem"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -19,6 +19,7 @@ import (
 	"testing"
 
 	"github.com/gpuwatch/gpuwatch/gpu/kube"
+	"github.com/gpuwatch/gpuwatch/internal/testcert"
 )
 
 // Pod is a pod the server lists.
@@ -53,18 +54,23 @@ type Server struct {
 	requests []Request
 }
 
-// NewServer starts a fake API server, closed when the test ends.
+// NewServer starts a fake API server, closed when the test ends. It
+// serves HTTPS with a certificate of internal/testcert, which its CAFile
+// holds, as a cluster's CA signs its API server's.
 func NewServer(t testing.TB) *Server {
 	t.Helper()
 	s := &Server{Token: "eyJhbGciOiJSUzI1NiJ9.service-account-token-of-the-agent.c2lnbmF0dXJl"}
-	s.Server = httptest.NewTLSServer(http.HandlerFunc(s.serve))
-	t.Cleanup(s.Close)
 	dir := t.TempDir()
-	s.TokenFile, s.CAFile = filepath.Join(dir, "token"), filepath.Join(dir, "ca.crt")
-	ca := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: s.Certificate().Raw})
-	if err := os.WriteFile(s.CAFile, ca, 0o600); err != nil {
+	certFile, keyFile := testcert.Write(t, dir)
+	cert, err := tls.LoadX509KeyPair(certFile, keyFile)
+	if err != nil {
 		t.Fatal(err)
 	}
+	s.Server = httptest.NewUnstartedServer(http.HandlerFunc(s.serve))
+	s.Server.TLS = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+	s.StartTLS()
+	t.Cleanup(s.Close)
+	s.TokenFile, s.CAFile = filepath.Join(dir, "token"), certFile
 	if err := os.WriteFile(s.TokenFile, []byte(s.Token+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
