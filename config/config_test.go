@@ -547,6 +547,7 @@ func FuzzParseConfig(f *testing.F) {
 		"", "~", "host: ${HOST}", "host: ${TOKEN}\nsource: {type: ${TOKEN}}", "rule_files: [r.yaml, r.yaml]",
 		"rule_files: ['*']", "receivers: [{name: a, console: ~}]\nroute: {receiver: a}", "source: &s {sim: *s}",
 		"rules: [{alert: A, when: temperature > 1, receivers: [x]}]", "server: {listen: \"$${x}\"}",
+		"source: {kubernetes: {node: ${HOST}, refresh: 30s}}\nmetrics: {per_process: true, pod_labels: [owner, a.b/c]}\npeople: {pod_labels: {a-b/c: {x: U0X}}}",
 	} {
 		f.Add([]byte(s))
 	}
