@@ -45,3 +45,27 @@ gpuwatch_gpu_process_memory_bytes{command="jupyter-lab",container="",` + gpu0 + 
 		t.Errorf("after a reload without pod labels: %v", err)
 	}
 }
+
+// BenchmarkCollectProcessesPodLabels gathers the per-process series of 16
+// GPUs of 2 processes each, without pod labels and with 2 keys.
+func BenchmarkCollectProcessesPodLabels(b *testing.B) {
+	snap := &gpu.Snapshot{Time: at, Host: "node1"}
+	for i := range 16 {
+		snap.Devices = append(snap.Devices, gpu.Device{Index: i, UUID: "GPU-" + strconv.Itoa(i), MemUsed: 20 << 30, MemTotal: 80 << 30,
+			Processes: []gpu.Process{
+				{PID: 100 + i, User: "1000", Command: "python train.py", Container: "k8s:ml/train-" + strconv.Itoa(i), PodLabels: "owner=alice,team=nlp", MemUsed: 15 << 30},
+				{PID: 200 + i, User: "bob", Command: "python eval.py", MemUsed: 5 << 30}}})
+	}
+	for _, keys := range [][]string{nil, {"owner", "team"}} {
+		b.Run(strconv.Itoa(len(keys))+" keys", func(b *testing.B) {
+			reg := metrics.NewRegistry(&fakeSource{snap: snap}, metrics.Options{PerProcess: func() bool { return true },
+				PodLabelKeys: func() []string { return keys }}, nil)
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := reg.Gather(); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
