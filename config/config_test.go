@@ -133,7 +133,7 @@ var configFailures = map[string][]string{
 		`2:56: metrics.pod_labels[2]: "owner" is listed twice`,
 	},
 	"kubernetes_hub.bad.yaml": {
-		`3:22: source.kubernetes lists the pods of an agent's node for the processes NVML reads: it needs source.type nvml, not sim; a hub reads pod labels from dcgm-exporter's series (docs/people.md)`,
+		`3:22: source.kubernetes lists the pods of an agent's node for the processes NVML reads: it needs source.type nvml, not sim; a hub reads pod labels from its series, dcgm-exporter's or the agents' (metrics.pod_labels; docs/people.md)`,
 	},
 	// Mappings' values (emails, perhaps) are never quoted; a route that
 	// tells owners must reach a Slack receiver with the bot token.

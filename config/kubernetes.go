@@ -40,7 +40,7 @@ func (c *Config) checkKubernetes(root *yaml.Node, fail func(*yaml.Node, string, 
 	case k.Node == "":
 	case c.Source.Type != "nvml":
 		fail(at("node"), "source.kubernetes lists the pods of an agent's node for the processes NVML reads: it needs source.type nvml, not %s; "+
-			"a hub reads pod labels from dcgm-exporter's series (docs/people.md)", c.Source.Type)
+			"a hub reads pod labels from its series, dcgm-exporter's or the agents' (metrics.pod_labels; docs/people.md)", c.Source.Type)
 	case !gpu.IsDNSSubdomain(k.Node):
 		fail(at("node"), "source.kubernetes.node %s is not a node name: lower-case letters, digits, '-' and '.'", gpu.Clip(k.Node, 80))
 	}
