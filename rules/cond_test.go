@@ -134,10 +134,10 @@ func TestParseCondInvalid(t *testing.T) {
 		msg string
 	}{
 		{"", 1, "empty condition; write a comparison such as memory.used_percent > 95"},
-		{"memory.use > 5", 1, `unknown metric "memory.use" (did you mean "memory.used"?); metrics are memory.used, memory.free, memory.total, memory.used_percent, utilization.gpu, utilization.memory, temperature, power, power.percent, process.memory, process.count, process.jobs, xid, held_for, missing_for`},
-		{"memroy.used > 5", 1, `unknown metric "memroy.used" (did you mean "memory.used"?); metrics are memory.used, memory.free, memory.total, memory.used_percent, utilization.gpu, utilization.memory, temperature, power, power.percent, process.memory, process.count, process.jobs, xid, held_for, missing_for`},
-		{"temp > 85", 1, `unknown metric "temp" (did you mean "temperature"?); metrics are memory.used, memory.free, memory.total, memory.used_percent, utilization.gpu, utilization.memory, temperature, power, power.percent, process.memory, process.count, process.jobs, xid, held_for, missing_for`},
-		{"gpu_util > 5", 1, `unknown metric "gpu_util"; metrics are memory.used, memory.free, memory.total, memory.used_percent, utilization.gpu, utilization.memory, temperature, power, power.percent, process.memory, process.count, process.jobs, xid, held_for, missing_for`},
+		{"memory.use > 5", 1, `unknown metric "memory.use" (did you mean "memory.used"?); metrics are memory.used, memory.free, memory.total, memory.used_percent, memory.held, utilization.gpu, utilization.memory, temperature, power, power.percent, process.memory, process.count, process.jobs, oom_exits, xid, held_for, missing_for`},
+		{"memroy.used > 5", 1, `unknown metric "memroy.used" (did you mean "memory.used"?); metrics are memory.used, memory.free, memory.total, memory.used_percent, memory.held, utilization.gpu, utilization.memory, temperature, power, power.percent, process.memory, process.count, process.jobs, oom_exits, xid, held_for, missing_for`},
+		{"temp > 85", 1, `unknown metric "temp" (did you mean "temperature"?); metrics are memory.used, memory.free, memory.total, memory.used_percent, memory.held, utilization.gpu, utilization.memory, temperature, power, power.percent, process.memory, process.count, process.jobs, oom_exits, xid, held_for, missing_for`},
+		{"gpu_util > 5", 1, `unknown metric "gpu_util"; metrics are memory.used, memory.free, memory.total, memory.used_percent, memory.held, utilization.gpu, utilization.memory, temperature, power, power.percent, process.memory, process.count, process.jobs, oom_exits, xid, held_for, missing_for`},
 		{"average(memory.used, 5m) > 3", 1, `unknown function "average"; functions are avg, min, max, slope, time_to_full, trend`},
 		{"slop(memory.used, 5m) > 3", 1, `unknown function "slop" (did you mean "slope"?); functions are avg, min, max, slope, time_to_full, trend`},
 		{"memory.used >", 14, `expected a number after ">", found the end`},

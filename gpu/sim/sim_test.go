@@ -41,7 +41,8 @@ func TestScenarios(t *testing.T) {
 	want := []string{"normal-training", "memory-leak", "batch-spike", "idle-hog", "thermal", "all",
 		"creep-plateau", "gpu-lost", "idle-resume", "leak-gappy", "leak-restart", "leak-slow", "node8", "noisy-1s", "tf-grab-all", "tf-prealloc", "thermal-cycle",
 		"leak-epoch", "leak-tiny", "leak-notebook", "leak-peaks", "leak-nearfull", "vllm-serve", "shared-node", "slurm-node",
-		"mig-slice-leak", "mig-mixed", "timeslice-leak"}
+		"mig-slice-leak", "mig-mixed", "timeslice-leak",
+		"model-reload", "frag-creep", "oom-retry-loop", "day-night-inference", "slow-leak-80gb", "hot-oscillation"}
 	if !slices.Equal(got, want) {
 		t.Errorf("Scenarios() = %q, want %q", got, want)
 	}
@@ -54,8 +55,11 @@ func TestScenarios(t *testing.T) {
 	if got, want := sim.PeopleScenarios(), want[23:25]; !slices.Equal(got, want) {
 		t.Errorf("PeopleScenarios() = %q, want %q", got, want)
 	}
-	if got, want := sim.SharingScenarios(), want[25:]; !slices.Equal(got, want) {
+	if got, want := sim.SharingScenarios(), want[25:28]; !slices.Equal(got, want) {
 		t.Errorf("SharingScenarios() = %q, want %q", got, want)
+	}
+	if got, want := sim.DayScenarios(), want[28:]; !slices.Equal(got, want) {
+		t.Errorf("DayScenarios() = %q, want %q", got, want)
 	}
 }
 
@@ -115,6 +119,7 @@ func TestNewDefaults(t *testing.T) {
 func TestDeterministic(t *testing.T) {
 	for _, sc := range sim.Scenarios() {
 		t.Run(sc, func(t *testing.T) {
+			t.Parallel()
 			cfg := sim.Config{Scenario: sc, Seed: 42, Host: "node-7"}
 			a, srcA := run(t, cfg)
 			b, srcB := run(t, cfg)
@@ -373,7 +378,9 @@ func checkPlausible(t testing.TB, snaps []*gpu.Snapshot, realistic bool) {
 				}
 				sum += p.MemUsed
 			}
-			if len(d.Processes) > 0 && (sum > d.MemUsed || d.MemUsed-sum > 1<<30) {
+			// What no process holds is the GPU's resting level: a few
+			// MiB, or up to 1.4 GiB where a display or a daemon keeps some.
+			if len(d.Processes) > 0 && (sum > d.MemUsed || d.MemUsed-sum > 1500<<20) {
 				at("processes hold %d MiB, the GPU %d MiB; want about the same", sum>>20, d.MemUsed>>20)
 			}
 		}
@@ -416,9 +423,13 @@ func checkInstance(t testing.TB, s *gpu.Snapshot, d *gpu.Device) {
 
 func TestReadingsPlausible(t *testing.T) {
 	for _, sc := range sim.Scenarios() {
-		for seed := uint64(1); seed <= 6; seed++ {
+		seeds := uint64(6)
+		if slices.Contains(sim.DayScenarios(), sc) {
+			seeds = 2 // days of samples each
+		}
+		for seed := uint64(1); seed <= seeds; seed++ {
 			snaps, _ := run(t, sim.Config{Scenario: sc, Seed: seed})
-			checkPlausible(t, snaps, slices.Contains(sim.RealisticScenarios(), sc) || slices.Contains(sim.LeakScenarios(), sc))
+			checkPlausible(t, snaps, hasTruthFile(sc))
 		}
 	}
 }
