@@ -15,8 +15,9 @@
 // down. A GPU an agent reports lost (gpuwatch_gpu_lost 1) is left out of
 // its host's. XID events are the increases of the agents'
 // XID counters, or the changes of dcgm-exporter's last XID, between
-// evaluations. At start, Backfill reads the past with one range query per
-// series family so that the engine's windows are full at once.
+// evaluations. At start, Backfill reads the past with range queries, each
+// reading over the span and at the step the rules need of it (Past), so
+// that the engine's windows are full at once.
 //
 // Only /api/v1/query and /api/v1/query_range are used. A failed query is a
 // *gpu.SourceError: the daemon keeps running and says so in an alert.
@@ -96,11 +97,10 @@ func New(opts Options) (*Source, error) {
 	return &Source{Poller: gpu.PollFleet(q, opts.Interval), q: q}, nil
 }
 
-// Backfill reads the past of the fleet, its last Fine one step per
-// evaluation interval (coarser when that would pass MaxPoints), the rest
-// one step per Past.Step, and hands each past evaluation's snapshots to
-// warm, in time order, before the first Next. It sends one range query
-// per series family of the schema and round.
+// Backfill reads the past of the fleet that past asks for and hands each
+// past evaluation's snapshots to warm, in time order, before the first
+// Next. It sends one range query per series family read and round of
+// chunkSteps steps.
 func (s *Source) Backfill(ctx context.Context, past Past, warm func(*gpu.Snapshot)) error {
 	return s.q.backfill(ctx, time.Now(), past, warm)
 }
