@@ -91,7 +91,7 @@ const maxDepth = 64
 
 // parseAnswer decodes a whole answer held in memory, keeping its series.
 func parseAnswer(data []byte) (*answer, error) {
-	return decodeAnswer(bytes.NewReader(data), int64(len(data)), newInterner(), nil)
+	return decodeAnswer(bytes.NewReader(data), int64(len(data)), nil, newInterner(), nil)
 }
 
 // decodeAnswer reads an answer of /api/v1/query or /api/v1/query_range
@@ -101,9 +101,18 @@ func parseAnswer(data []byte) (*answer, error) {
 // is handed to it as soon as it is read (the labelSet and samples are
 // reused after it returns) and not kept in the answer; without, the
 // answer keeps them. Label values are interned: the same host, model and
-// job repeat in every series of a GPU, and in every evaluation.
-func decodeAnswer(r io.Reader, limit int64, strs *interner, each func(ls *labelSet, samples []sample) error) (*answer, error) {
-	d := &decoder{r: r, limit: limit, buf: make([]byte, 0, 64<<10), strs: strs, each: each}
+// job repeat in every series of a GPU, and in every evaluation. buf, when
+// not nil, is the buffer to read through, kept for the next answer.
+func decodeAnswer(r io.Reader, limit int64, buf *[]byte, strs *interner, each func(ls *labelSet, samples []sample) error) (*answer, error) {
+	d := &decoder{r: r, limit: limit, strs: strs, each: each}
+	if buf != nil && *buf != nil {
+		d.buf = (*buf)[:0]
+	} else {
+		d.buf = make([]byte, 0, min(limit+1, readBuffer))
+	}
+	if buf != nil {
+		defer func() { *buf = d.buf }()
+	}
 	a := &answer{}
 	err := d.object(func(key []byte) error {
 		switch string(key) {
@@ -153,6 +162,11 @@ type decoder struct {
 	prev    labelSet // the series read before ls
 	samples []sample
 }
+
+// readBuffer is the size of the buffer an answer is read through: a
+// fleet's answer is tens of megabytes, read in as few reads of the
+// socket as that takes.
+const readBuffer = 1 << 20
 
 // minRead is the least room fill reads into.
 const minRead = 32 << 10

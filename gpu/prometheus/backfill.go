@@ -1,6 +1,7 @@
 package prometheus
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"net/url"
@@ -258,13 +259,17 @@ func (q *querier) rangeInto(ctx context.Context, name string, from, to time.Time
 // pastRound holds the series of one round of range queries, reused
 // round after round: their label sets (copied into place, the same series
 // coming at the same place round after round) and their samples, all in
-// one slice.
+// one slice. Its series are replayed GPU by GPU (the answers come family
+// by family), so that the builder finds each GPU once a step; the order
+// is kept from round to round while the series are the same.
 type pastRound struct {
 	labels  []labelSet
 	series  []pastSeries
 	samples []sample
 	cursor  []int
 	points  []point
+	order   []int // the series, GPU by GPU
+	changed bool  // the series differ from the last round's
 }
 
 // pastSeries is a series of the round: its labels, and its samples as
@@ -283,8 +288,10 @@ func (r *pastRound) add(ls *labelSet, samples []sample) error {
 	i := len(r.series)
 	if i == len(r.labels) {
 		r.labels = append(r.labels, *ls)
+		r.changed = true
 	} else if r.labels[i] != *ls {
 		r.labels[i] = *ls
+		r.changed = true
 	}
 	lo := len(r.samples)
 	r.samples = append(r.samples, samples...)
@@ -299,6 +306,14 @@ func (r *pastRound) add(ls *labelSet, samples []sample) error {
 func (r *pastRound) replay(f func(at time.Time, points []point)) {
 	for i := range r.series {
 		r.series[i].labels = &r.labels[i]
+	}
+	if r.changed || len(r.order) != len(r.series) {
+		r.order = r.order[:0]
+		for i := range r.series {
+			r.order = append(r.order, i)
+		}
+		slices.SortStableFunc(r.order, func(a, b int) int { return compareGPU(r.series[a].labels, r.series[b].labels) })
+		r.changed = false
 	}
 	r.cursor = slices.Grow(r.cursor[:0], len(r.series))[:len(r.series)]
 	for i, s := range r.series {
@@ -316,7 +331,8 @@ func (r *pastRound) replay(f func(at time.Time, points []point)) {
 			return
 		}
 		r.points = r.points[:0]
-		for i, s := range r.series {
+		for _, i := range r.order {
+			s := r.series[i]
 			for r.cursor[i] < s.hi && r.samples[r.cursor[i]].t <= next {
 				if smp := r.samples[r.cursor[i]]; smp.t == next {
 					r.points = append(r.points, point{labels: s.labels, value: smp.v})
@@ -326,4 +342,11 @@ func (r *pastRound) replay(f func(at time.Time, points []point)) {
 		}
 		f(time.UnixMilli(next).UTC(), r.points)
 	}
+}
+
+// compareGPU orders series by the GPU they are about, whatever their
+// schema's labels.
+func compareGPU(a, b *labelSet) int {
+	return cmp.Or(cmp.Compare(a.host, b.host), cmp.Compare(a.hostname, b.hostname), cmp.Compare(a.instance, b.instance),
+		cmp.Compare(a.gpu, b.gpu), cmp.Compare(a.uuid, b.uuid), cmp.Compare(a.uuidDCGM, b.uuidDCGM), cmp.Compare(a.gpuInstance, b.gpuInstance))
 }

@@ -112,6 +112,7 @@ type querier struct {
 	client *http.Client
 	build  *builder
 	strs   *interner // the label values of the answers, shared
+	buf    []byte    // the buffer answers are read through
 }
 
 // SampleFleet runs an evaluation at time at: one instant query, of the
@@ -189,7 +190,7 @@ func (q *querier) get(ctx context.Context, endpoint string, params url.Values, e
 		}
 		return nil, fmt.Errorf("HTTP %d: %s", resp.StatusCode, clip(strings.TrimSpace(string(body)), 300))
 	}
-	a, err := decodeAnswer(resp.Body, maxAnswer, q.strs, each)
+	a, err := decodeAnswer(resp.Body, maxAnswer, &q.buf, q.strs, each)
 	switch {
 	case err != nil:
 		return nil, err
