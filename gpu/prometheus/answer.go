@@ -91,7 +91,7 @@ const maxDepth = 64
 
 // parseAnswer decodes a whole answer held in memory, keeping its series.
 func parseAnswer(data []byte) (*answer, error) {
-	return decodeAnswer(bytes.NewReader(data), int64(len(data)), nil, newInterner(), nil)
+	return decodeAnswer(bytes.NewReader(data), int64(len(data)), nil, newInterner(), nil, nil)
 }
 
 // decodeAnswer reads an answer of /api/v1/query or /api/v1/query_range
@@ -102,9 +102,14 @@ func parseAnswer(data []byte) (*answer, error) {
 // reused after it returns) and not kept in the answer; without, the
 // answer keeps them. Label values are interned: the same host, model and
 // job repeat in every series of a GPU, and in every evaluation. buf, when
-// not nil, is the buffer to read through, kept for the next answer.
-func decodeAnswer(r io.Reader, limit int64, buf *[]byte, strs *interner, each func(ls *labelSet, samples []sample) error) (*answer, error) {
-	d := &decoder{r: r, limit: limit, strs: strs, each: each}
+// not nil, is the buffer to read through, kept for the next answer;
+// metrics, when not nil, the label sets of the last answer's series.
+func decodeAnswer(r io.Reader, limit int64, buf *[]byte, strs *interner, metrics *metricCache, each func(ls *labelSet, samples []sample) error) (*answer, error) {
+	d := &decoder{r: r, limit: limit, strs: strs, each: each, metrics: metrics}
+	if metrics != nil {
+		metrics.start()
+		defer metrics.finish()
+	}
 	if buf != nil && *buf != nil {
 		d.buf = (*buf)[:0]
 	} else {
@@ -157,6 +162,9 @@ type decoder struct {
 	err   error // what the reader failed with, or the answer being too big
 	strs  *interner
 	each  func(*labelSet, []sample) error
+	// metrics, when set, has the label sets of the last answer's series
+	// (an instant query's, every evaluation).
+	metrics *metricCache
 
 	ls      labelSet
 	prev    labelSet // the series read before ls
@@ -464,6 +472,9 @@ func (d *decoder) series() error {
 	return d.object(func(key []byte) error {
 		switch string(key) {
 		case "metric":
+			if d.metrics != nil {
+				return d.cachedLabels(&d.ls)
+			}
 			return d.labels(&d.ls)
 		case "value":
 			v, err := d.sample()

@@ -73,6 +73,7 @@ func FuzzAnswer(f *testing.F) {
 			return
 		}
 		sameLabelsAsJSON(t, data, a)
+		sameLabelsCached(t, data, a)
 		var points []point
 		for i := range a.series {
 			for _, s := range a.series[i].samples {
@@ -138,6 +139,32 @@ func checkSnapshots(t *testing.T, at time.Time, snaps []*gpu.Snapshot) {
 			}
 			if i > 0 && d.Index < s.Devices[i-1].Index {
 				t.Fatalf("%s: GPU %d after %d", s.Host, d.Index, s.Devices[i-1].Index)
+			}
+		}
+	}
+}
+
+// sameLabelsCached checks that an answer decoded through a metricCache,
+// twice (the second time from the cache), gives each series the labels
+// decoded without it.
+func sameLabelsCached(t *testing.T, data []byte, want *answer) {
+	t.Helper()
+	c := newMetricCache()
+	for pass := range 2 {
+		var got []labelSet
+		_, err := decodeAnswer(bytes.NewReader(data), int64(len(data)), nil, newInterner(), c, func(ls *labelSet, _ []sample) error {
+			got = append(got, *ls)
+			return nil
+		})
+		if err != nil {
+			t.Fatalf("pass %d: the answer decodes without the cache, not with it: %v", pass, err)
+		}
+		if len(got) != len(want.series) {
+			t.Fatalf("pass %d: %d series with the cache, %d without", pass, len(got), len(want.series))
+		}
+		for i := range got {
+			if got[i] != want.series[i].labels {
+				t.Fatalf("pass %d, series %d: labels %+v with the cache, %+v without", pass, i, got[i], want.series[i].labels)
 			}
 		}
 	}

@@ -93,7 +93,7 @@ func New(opts Options) (*Source, error) {
 	if client == nil {
 		client = http.DefaultClient
 	}
-	q := &querier{opts: opts, base: u, client: client, build: newBuilder(opts.Schema, opts.Interval), strs: newInterner()}
+	q := &querier{opts: opts, base: u, client: client, build: newBuilder(opts.Schema, opts.Interval), strs: newInterner(), metrics: newMetricCache()}
 	return &Source{Poller: gpu.PollFleet(q, opts.Interval), q: q}, nil
 }
 
@@ -113,6 +113,9 @@ type querier struct {
 	build  *builder
 	strs   *interner // the label values of the answers, shared
 	buf    []byte    // the buffer answers are read through
+	// metrics are the label sets of the last evaluation's series, by
+	// place: the next evaluation's are most often the same.
+	metrics *metricCache
 }
 
 // SampleFleet runs an evaluation at time at: one instant query, of the
@@ -122,7 +125,7 @@ type querier struct {
 func (q *querier) SampleFleet(ctx context.Context, at time.Time) ([]*gpu.Snapshot, error) {
 	e := q.build.start(at)
 	q.strs.next()
-	a, err := q.get(ctx, "/api/v1/query", url.Values{
+	a, err := q.get(ctx, instantPath, url.Values{
 		"query": {q.opts.Selector.Query(append(q.opts.Schema.names(), upSeries))},
 		"time":  {formatTime(at)},
 	}, func(ls *labelSet, samples []sample) error {
@@ -161,6 +164,9 @@ func (q *querier) silent(hosts []string) error {
 		q.opts.URL, len(hosts), len(q.build.hosts), some)
 }
 
+// instantPath is the query API's instant query: an evaluation.
+const instantPath = "/api/v1/query"
+
 // maxErrorAnswer is how much of an answer that is not a success is read
 // for the error to quote.
 const maxErrorAnswer = 64 << 10
@@ -190,7 +196,11 @@ func (q *querier) get(ctx context.Context, endpoint string, params url.Values, e
 		}
 		return nil, fmt.Errorf("HTTP %d: %s", resp.StatusCode, clip(strings.TrimSpace(string(body)), 300))
 	}
-	a, err := decodeAnswer(resp.Body, maxAnswer, &q.buf, q.strs, each)
+	var metrics *metricCache
+	if endpoint == instantPath {
+		metrics = q.metrics
+	}
+	a, err := decodeAnswer(resp.Body, maxAnswer, &q.buf, q.strs, metrics, each)
 	switch {
 	case err != nil:
 		return nil, err
