@@ -32,8 +32,10 @@ func (c *metricCache) start() { c.next = 0 }
 
 // finish ends an answer: the places after its last series are let go.
 func (c *metricCache) finish() {
-	clear(c.entries[c.next:])
-	c.entries = c.entries[:c.next]
+	if c.next < len(c.entries) {
+		clear(c.entries[c.next:])
+		c.entries = c.entries[:c.next]
+	}
 }
 
 // cachedLabels reads the "metric" object of the series at the cache's
@@ -46,7 +48,7 @@ func (d *decoder) cachedLabels(ls *labelSet) error {
 	if d.peek() != '{' {
 		return d.labels(ls)
 	}
-	if i < len(c.entries) {
+	if i < len(c.entries) && c.entries[i].length > 0 {
 		e := &c.entries[i]
 		for len(d.buf)-d.pos < e.length {
 			if _, ok := d.fill(d.pos); !ok {
@@ -59,30 +61,38 @@ func (d *decoder) cachedLabels(ls *labelSet) error {
 			return nil
 		}
 	}
+	for len(c.entries) <= i {
+		c.entries = append(c.entries, cachedMetric{})
+	}
+	c.entries[i] = cachedMetric{} // until read whole
 	n, ok := d.objectLength()
 	if !ok {
-		return d.labels(ls) // not flat: let the reader say what is wrong
+		// Not a flat object of strings, or a long one: read it as it
+		// comes, and let the reader say what is wrong with it.
+		return d.labels(ls)
 	}
-	text := d.buf[d.pos : d.pos+n]
-	hash := maphash.Bytes(c.seed, text)
-	if err := d.labels(ls); err != nil {
-		return err
+	hash := maphash.Bytes(c.seed, d.buf[d.pos:d.pos+n])
+	if err := d.labels(ls); err != nil || d.bad.label != "" {
+		return err // a series left out is read again each time, to say so
 	}
-	e := cachedMetric{hash: hash, length: n, labels: *ls}
-	if i < len(c.entries) {
-		c.entries[i] = e
-	} else {
-		c.entries = append(c.entries, e)
-	}
+	c.entries[i] = cachedMetric{hash: hash, length: n, labels: *ls}
 	return nil
 }
 
+// maxCachedObject is the longest "metric" object the cache keeps: a
+// series' labels are a few hundred bytes; a longer object is read as it
+// arrives (see decoder.str), not held whole.
+const maxCachedObject = 8 << 10
+
 // objectLength makes the object of string values at d.pos whole in the
 // buffer and returns its length, braces included; false when it is not
-// such an object.
+// such an object, or longer than maxCachedObject.
 func (d *decoder) objectLength() (int, bool) {
 	i := d.pos + 1 // after {
 	for {
+		if i-d.pos > maxCachedObject {
+			return 0, false
+		}
 		for i >= len(d.buf) {
 			shift, ok := d.fill(d.pos)
 			i -= shift
@@ -108,7 +118,8 @@ func (d *decoder) objectLength() (int, bool) {
 }
 
 // stringEnd is where the string whose opening quote is at open ends (its
-// closing quote), read into the buffer, which keeps d.pos on.
+// closing quote), read into the buffer, which keeps d.pos on; false when
+// it ends past maxCachedObject from d.pos, or not at all.
 func (d *decoder) stringEnd(open int) (int, bool) {
 	from := open + 1
 	for {
@@ -121,6 +132,9 @@ func (d *decoder) stringEnd(open int) (int, bool) {
 			return end, true
 		}
 		from = len(d.buf)
+		if from-d.pos > maxCachedObject {
+			return 0, false
+		}
 		shift, ok := d.fill(d.pos)
 		open, from = open-shift, from-shift
 		if !ok {

@@ -70,6 +70,15 @@ const MaxPoints = 11000
 // some 40 MB.
 const maxAnswer = 1 << 30
 
+// MaxSeries is the most series one answer may have: a fleet of 10,000
+// GPUs answers some 250,000. A larger answer fails the query, before
+// what it holds grows past what a hub's memory allows for.
+const MaxSeries = 500_000
+
+// MaxGPUs is the most GPUs a hub watches, twice the 10,000 it is measured
+// with (docs/fleet.md): an evaluation whose series name more fails.
+const MaxGPUs = 20_000
+
 // Source reads a fleet's GPUs from Prometheus; it is a gpu.Source (one
 // snapshot per host and evaluation, hosts in order) used by one goroutine.
 type Source struct {
@@ -93,7 +102,8 @@ func New(opts Options) (*Source, error) {
 	if client == nil {
 		client = http.DefaultClient
 	}
-	q := &querier{opts: opts, base: u, client: client, build: newBuilder(opts.Schema, opts.Interval), strs: newInterner(), metrics: newMetricCache()}
+	q := &querier{opts: opts, base: u, client: client, build: newBuilder(opts.Schema, opts.Interval), strs: newInterner(),
+		metrics: newMetricCache(), refused: newRefusedLog()}
 	return &Source{Poller: gpu.PollFleet(q, opts.Interval), q: q}, nil
 }
 
@@ -116,6 +126,8 @@ type querier struct {
 	// metrics are the label sets of the last evaluation's series, by
 	// place: the next evaluation's are most often the same.
 	metrics *metricCache
+	// refused are the series left out that the log has named.
+	refused *refusedLog
 }
 
 // SampleFleet runs an evaluation at time at: one instant query, of the
@@ -132,7 +144,7 @@ func (q *querier) SampleFleet(ctx context.Context, at time.Time) ([]*gpu.Snapsho
 		if len(samples) == 1 {
 			e.add(ls, samples[0].v)
 		}
-		return nil
+		return e.err
 	})
 	if err != nil {
 		return nil, &gpu.SourceError{At: at, Err: q.failure("query", err)}
@@ -210,6 +222,7 @@ func (q *querier) get(ctx context.Context, endpoint string, params url.Values, e
 		return nil, fmt.Errorf("HTTP %d: status %q", resp.StatusCode, a.status)
 	}
 	q.warn(a.warnings)
+	q.logRefused(a)
 	return a, nil
 }
 
