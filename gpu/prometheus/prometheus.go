@@ -191,6 +191,11 @@ func (q *querier) get(ctx context.Context, endpoint string, params url.Values, e
 	defer cancel()
 	u := *q.base
 	u.Path = path.Join(q.base.Path, endpoint)
+	// VictoriaMetrics answers a query of its last 30 s (its
+	// -search.latencyOffset) as of 30 s earlier, unless it is told not to
+	// cache: the hub would see every reading 30 s late. Prometheus, Thanos
+	// and Mimir ignore the parameter.
+	params.Set("nocache", "1")
 	u.RawQuery = params.Encode()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
 	if err != nil {
