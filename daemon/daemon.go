@@ -31,6 +31,7 @@ import (
 	"github.com/gpuwatch/gpuwatch/internal/strictyaml"
 	"github.com/gpuwatch/gpuwatch/notifier"
 	"github.com/gpuwatch/gpuwatch/notifier/slack"
+	"github.com/gpuwatch/gpuwatch/people"
 	"github.com/gpuwatch/gpuwatch/rules"
 	"github.com/gpuwatch/gpuwatch/slackbot"
 	"github.com/gpuwatch/gpuwatch/web"
@@ -134,6 +135,9 @@ type Daemon struct {
 	// bot uploads pictures and reads users' zones with slack.bot_token;
 	// nil without one.
 	bot *slack.Bot
+	// people maps the identities on the GPUs to Slack users; nil without
+	// a people: section.
+	people *people.People
 
 	digests *digests // usage rollups and the digest schedule
 
@@ -247,6 +251,9 @@ func (d *Daemon) start(cfg *config.Config) error {
 	if err := d.restoreAcks(); err != nil {
 		return err
 	}
+	if err := d.restoreOwned(); err != nil {
+		return err
+	}
 	if err := d.restoreHostsDown(); err != nil {
 		return fmt.Errorf("read the hosts the last run left down: %w", err)
 	}
@@ -261,6 +268,7 @@ func (d *Daemon) start(cfg *config.Config) error {
 	}
 	d.engine.Restore(records)
 	d.bot = d.newBot(cfg)
+	d.people = d.newPeople(cfg)
 	d.deliverers, err = d.buildDeliverers(cfg)
 	if err != nil {
 		return err
@@ -274,7 +282,7 @@ func (d *Daemon) start(cfg *config.Config) error {
 }
 
 func (d *Daemon) newEngine(cfg *config.Config) *rules.Engine {
-	return rules.NewEngine(cfg.Rules, rules.Options{RepeatFor: d.dispatcher.RepeatInterval})
+	return rules.NewEngine(cfg.Rules, rules.Options{RepeatFor: d.dispatcher.RepeatInterval, Logger: d.logger})
 }
 
 func (d *Daemon) loadAlerts() ([]rules.AlertRecord, error) {
@@ -294,7 +302,7 @@ func (d *Daemon) loadAlerts() ([]rules.AlertRecord, error) {
 	return records, nil
 }
 
-func alertRecordKey(t *rules.Transition) string { return t.Alert + "/" + t.UUID }
+func alertRecordKey(t *rules.Transition) string { return t.Alert + "/" + t.SeriesID() }
 
 // ruleLabels are the labels of the rule a transition is of.
 func ruleLabels(t *rules.Transition) map[string]string {
@@ -467,7 +475,7 @@ func (d *Daemon) evaluate(snap *gpu.Snapshot) *notifier.Commit {
 			continue
 		}
 		var b bytes.Buffer
-		if err := gob.NewEncoder(&b).Encode(rules.AlertRecord{Rule: t.Alert, UUID: t.UUID, Severity: t.Severity, Labels: ruleLabels(t), Alert: t.AlertState}); err != nil {
+		if err := gob.NewEncoder(&b).Encode(rules.AlertRecord{Rule: t.Alert, UUID: t.SeriesID(), Severity: t.Severity, Labels: ruleLabels(t), Alert: t.AlertState}); err != nil {
 			d.logger.Error("cannot encode an alert state", "alert", t.Alert, "err", err)
 			continue
 		}
@@ -680,6 +688,12 @@ func (d *Daemon) Reload(cfg *config.Config) {
 			return
 		}
 		d.dispatcher.SetRoute(route)
+	}
+	if !reflect.DeepEqual(cfg.People, d.cfg.People) {
+		// Who is who is built at start, with the bot and the schedules of
+		// the personal digests.
+		d.logger.Warn("the people: section changed: it takes effect when gpuwatch restarts")
+		cfg.People = d.cfg.People
 	}
 	d.configureMetrics(cfg)
 	d.history.keep(historySpan(cfg))

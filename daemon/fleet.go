@@ -140,4 +140,5 @@ var metricReadings = map[rules.Metric][]prometheus.Reading{
 	// dcgm-exporter names the pod holding a GPU on its memory series.
 	rules.MetricProcessMemory: {prometheus.ReadingHolders, prometheus.ReadingMemory},
 	rules.MetricProcessCount:  {prometheus.ReadingHolders, prometheus.ReadingMemory},
+	rules.MetricProcessJobs:   {prometheus.ReadingHolders, prometheus.ReadingMemory},
 }

@@ -8,7 +8,6 @@ package notifier
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"math"
 	"strings"
 	"time"
@@ -47,6 +46,13 @@ type Notification struct {
 	// Digest, when set, makes this a scheduled usage report instead of
 	// alerts (Status is StatusDigest and Alerts is empty).
 	Digest *Digest `json:"digest,omitempty"`
+	// Owners, when set, tells the receiver to tell the people who own
+	// the alerts' holders too, as the route's owners: block says.
+	Owners *Owners `json:"owners,omitempty"`
+	// Event, when set, makes this news about the owners of its one alert
+	// (an answer, an escalation, a question asked again) rather than a
+	// transition of it.
+	Event *OwnerEvent `json:"event,omitempty"`
 }
 
 // StatusDigest marks a notification that carries a usage digest.
@@ -62,6 +68,9 @@ type Digest struct {
 	Data     json.RawMessage `json:"data,omitempty"`   // the report as JSON, for the generic webhook
 	// Charts name the pictures of the day, one per host (see Charts).
 	Charts []string `json:"charts,omitempty"`
+	// To, when set, makes this a personal digest: a direct message to
+	// one Slack user, by ID.
+	To string `json:"to,omitempty"`
 }
 
 // Alert is one alert (a rule on a GPU) as receivers see it: what is wrong,
@@ -70,16 +79,22 @@ type Alert struct {
 	// Key identifies the alert across transitions and restarts:
 	// "host/rule/GPU-uuid". Receivers use it to deduplicate (PagerDuty's
 	// dedup_key) and to find the message to update (Slack).
-	Key      string            `json:"key"`
-	Name     string            `json:"alert"`
-	Status   Status            `json:"status"`
-	Repeat   bool              `json:"repeat,omitempty"` // a reminder of an alert still firing
-	Severity string            `json:"severity"`
-	Host     string            `json:"host"`
-	GPU      int               `json:"gpu"`
-	UUID     string            `json:"uuid"`
-	GPUName  string            `json:"gpu_name"`
-	Labels   map[string]string `json:"labels"` // rule labels plus alert, severity, host, gpu, uuid
+	Key      string `json:"key"`
+	Name     string `json:"alert"`
+	Status   Status `json:"status"`
+	Repeat   bool   `json:"repeat,omitempty"` // a reminder of an alert still firing
+	Severity string `json:"severity"`
+	Host     string `json:"host"`
+	GPU      int    `json:"gpu"`
+	UUID     string `json:"uuid"` // the GPU's, or the MIG instance's
+	GPUName  string `json:"gpu_name"`
+	// MIG is the MIG instance the alert is about; nil for a whole GPU.
+	MIG *gpu.MIG `json:"mig,omitempty"`
+	// Process is, for a rule that runs per process, the process the alert
+	// is about (whose job leaks on a shared GPU): its owner is the one to
+	// tell. nil for an alert about a GPU.
+	Process *gpu.Process      `json:"process,omitempty"`
+	Labels  map[string]string `json:"labels"` // rule labels plus alert, severity, host, gpu, uuid
 	// Summary says what is wrong; on a resolve, what is true now, and
 	// FiringSummary what was wrong.
 	Summary       string `json:"summary"`
@@ -118,6 +133,16 @@ type Alert struct {
 	// AcknowledgedBy is who acknowledged the firing alert ("alice
 	// (U0123ABCD)"), if anyone did: a message redrawn keeps saying so.
 	AcknowledgedBy string `json:"acknowledged_by,omitempty"`
+	// Idle says the alert is about a GPU held idle: its owners are asked
+	// whether they still use it, rather than told to watch their job.
+	Idle bool `json:"idle,omitempty"`
+	// Answer is what an owner answered about the firing alert, if one
+	// did: a message redrawn keeps saying so.
+	Answer *Answer `json:"answer,omitempty"`
+	// Owners are the owners of its holders as a message names them
+	// ("<@U0123ABCD>", or a name where they must not be notified); set by
+	// a receiver that tells owners.
+	Owners []string `json:"owners,omitempty"`
 	// Exit, on a resolve, is the job that left the GPU while the alert
 	// fired: its memory freed or the GPU taken over.
 	Exit *Exit `json:"exit,omitempty"`
@@ -151,16 +176,33 @@ func (a *Alert) ValueIsTimeToFull() bool { return strings.HasPrefix(a.ValueExpr,
 // no UUID, and notifications leave the GPU out of them.
 func (a *Alert) OnGPU() bool { return a.GPU >= 0 }
 
-// GPUText names the alert's GPU, "GPU 0 (NVIDIA H100 80GB HBM3)", or
-// "" for an alert not about a GPU.
-func (a *Alert) GPUText() string {
-	switch {
-	case !a.OnGPU():
+// Label names the alert's GPU (gpu.Label): "GPU 0", "GPU 0 · MIG 3
+// (1g.10gb)"; "" for an alert not about a GPU.
+func (a *Alert) Label() string {
+	if !a.OnGPU() {
 		return ""
-	case a.GPUName == "":
-		return fmt.Sprintf("GPU %d", a.GPU)
 	}
-	return fmt.Sprintf("GPU %d (%s)", a.GPU, a.GPUName)
+	return gpu.Label(a.GPU, a.MIG)
+}
+
+// GPUText names the alert's GPU with its model, "GPU 0 (NVIDIA H100 80GB
+// HBM3)", "GPU 0 · MIG 3 (1g.10gb) (NVIDIA A100-SXM4-80GB)", or "" for an
+// alert not about a GPU.
+func (a *Alert) GPUText() string {
+	if a.GPUName == "" {
+		return a.Label()
+	}
+	return a.Label() + " (" + a.GPUName + ")"
+}
+
+// Subject names what the alert is about: its GPU, and for a rule that
+// runs per process the process ("GPU 0, pid 4242"); "" for an alert not
+// about a GPU.
+func (a *Alert) Subject() string {
+	if a.Process == nil || !a.OnGPU() {
+		return a.Label()
+	}
+	return a.Label() + ", " + a.Process.Holder()
 }
 
 // Exit is a job leaving a GPU, as a resolve notice tells it.

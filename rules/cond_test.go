@@ -134,10 +134,10 @@ func TestParseCondInvalid(t *testing.T) {
 		msg string
 	}{
 		{"", 1, "empty condition; write a comparison such as memory.used_percent > 95"},
-		{"memory.use > 5", 1, `unknown metric "memory.use" (did you mean "memory.used"?); metrics are memory.used, memory.free, memory.total, memory.used_percent, utilization.gpu, utilization.memory, temperature, power, power.percent, process.memory, process.count, xid, held_for, missing_for`},
-		{"memroy.used > 5", 1, `unknown metric "memroy.used" (did you mean "memory.used"?); metrics are memory.used, memory.free, memory.total, memory.used_percent, utilization.gpu, utilization.memory, temperature, power, power.percent, process.memory, process.count, xid, held_for, missing_for`},
-		{"temp > 85", 1, `unknown metric "temp" (did you mean "temperature"?); metrics are memory.used, memory.free, memory.total, memory.used_percent, utilization.gpu, utilization.memory, temperature, power, power.percent, process.memory, process.count, xid, held_for, missing_for`},
-		{"gpu_util > 5", 1, `unknown metric "gpu_util"; metrics are memory.used, memory.free, memory.total, memory.used_percent, utilization.gpu, utilization.memory, temperature, power, power.percent, process.memory, process.count, xid, held_for, missing_for`},
+		{"memory.use > 5", 1, `unknown metric "memory.use" (did you mean "memory.used"?); metrics are memory.used, memory.free, memory.total, memory.used_percent, utilization.gpu, utilization.memory, temperature, power, power.percent, process.memory, process.count, process.jobs, xid, held_for, missing_for`},
+		{"memroy.used > 5", 1, `unknown metric "memroy.used" (did you mean "memory.used"?); metrics are memory.used, memory.free, memory.total, memory.used_percent, utilization.gpu, utilization.memory, temperature, power, power.percent, process.memory, process.count, process.jobs, xid, held_for, missing_for`},
+		{"temp > 85", 1, `unknown metric "temp" (did you mean "temperature"?); metrics are memory.used, memory.free, memory.total, memory.used_percent, utilization.gpu, utilization.memory, temperature, power, power.percent, process.memory, process.count, process.jobs, xid, held_for, missing_for`},
+		{"gpu_util > 5", 1, `unknown metric "gpu_util"; metrics are memory.used, memory.free, memory.total, memory.used_percent, utilization.gpu, utilization.memory, temperature, power, power.percent, process.memory, process.count, process.jobs, xid, held_for, missing_for`},
 		{"average(memory.used, 5m) > 3", 1, `unknown function "average"; functions are avg, min, max, slope, time_to_full, trend`},
 		{"slop(memory.used, 5m) > 3", 1, `unknown function "slop" (did you mean "slope"?); functions are avg, min, max, slope, time_to_full, trend`},
 		{"memory.used >", 14, `expected a number after ">", found the end`},
@@ -159,7 +159,7 @@ func TestParseCondInvalid(t *testing.T) {
 		{"time_to_full(memory.used, 15m) < 20GiB", 36, `unit "GiB" is a size but time_to_full(memory.used, 15m) is seconds; use ms, s, m, h or d`},
 		{"process.count > 5%", 18, `unit "%" is a percentage but process.count is a count; use a plain number`},
 		{"slope(xid, 5m) > 1", 7, "slope does not apply to xid: xid is an event, not a series; test it directly, e.g. xid in (79)"},
-		{"time_to_full(temperature, 5m) < 5m", 14, "time_to_full works only on memory.used and memory.used_percent, not temperature"},
+		{"time_to_full(temperature, 5m) < 5m", 14, "time_to_full works only on memory.used, memory.used_percent and process.memory, not temperature"},
 		{"avg(utilization.gpu, 10) < 5", 22, "window 10 needs a unit: ms, s, m, h or d (e.g. 10m)"},
 		{"avg(utilization.gpu, 0s) < 5", 22, "window 0s must be longer than 0"},
 		{"slope(memory.used, -5m) > 1", 20, "window -5m must be longer than 0"},

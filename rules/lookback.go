@@ -56,6 +56,12 @@ func (e *Engine) Lookbacks() []MetricLookback {
 			add(k.metric, longestScale(k.span, k.longest), 2*k.span/trendSlices/4)
 		}
 	}
+	// The rules that run per process read their metrics as the others.
+	if e.processes != nil {
+		for _, l := range e.processes.engine.Lookbacks() {
+			add(l.Metric, l.Span, l.Step)
+		}
+	}
 	// What another reads more of at least as finely adds nothing.
 	out = slices.DeleteFunc(out, func(l MetricLookback) bool {
 		return slices.ContainsFunc(out, func(o MetricLookback) bool {

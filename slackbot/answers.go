@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -21,10 +20,10 @@ import (
 // command answers a slash command: the function behind both
 // POST /slack/commands and Socket Mode's slash_commands.
 func (a *App) command(ctx context.Context, sc goslack.SlashCommand) *reply {
-	if !a.answersIn(sc.ChannelID, sc.ChannelName) {
+	cmd, perr := ParseCommand(sc.Text)
+	if !a.answersIn(sc.ChannelID, sc.ChannelName) && !cmd.personal() {
 		return notHere()
 	}
-	cmd, perr := ParseCommand(sc.Text)
 	by := asker{user: user{ID: sc.UserID, Name: sc.UserName}, channel: sc.ChannelID}
 	return a.withDeadline(ctx, sc.ResponseURL, func() *reply {
 		r := a.answer(ctx, cmd, perr, by)
@@ -68,6 +67,12 @@ func (a *App) answer(ctx context.Context, cmd Command, perr error, by asker) *re
 		return a.unsilence(cmd.SilenceID, u)
 	case CmdDigest:
 		return a.digest(cmd.Window)
+	case CmdMine:
+		return a.mine(ctx, u)
+	case CmdMuteMe:
+		return a.muteMe(u, cmd.Duration)
+	case CmdDigestChoice:
+		return a.digestChoice(u, cmd.Choice)
 	}
 	if perr != nil {
 		return notUnderstood(perr)
@@ -111,19 +116,29 @@ func (a *App) status(host string) *reply {
 func (a *App) hostStatus(snap *gpu.Snapshot) *reply {
 	now := a.backend.Now()
 	alerts := alertsOn(a.backend.Alerts(), snap.Host)
-	title := fmt.Sprintf("🖥 %s · %s", snap.Host, plural.Count(len(snap.Devices), "GPU"))
+	gpus, instances := countGPUs(snap.Devices)
+	title := fmt.Sprintf("🖥 %s · %s", snap.Host, plural.Count(gpus, "GPU"))
+	if instances > 0 {
+		title += " · " + plural.Count(instances, "MIG instance")
+	}
 	blocks := []goslack.Block{
 		header(title),
 		note(fmt.Sprintf("Sampled %s (%s ago) · %s · `/gpu top`, `/gpu alerts`, `/gpu history &lt;gpu&gt;`",
 			localTime(snap.Time), since(now, snap.Time), plural.Count(len(alerts), "active alert"))),
 	}
 	room := maxBlocks - len(blocks) - 1
-	for i := range snap.Devices {
-		if i == room {
-			blocks = append(blocks, note(fmt.Sprintf("…and %d more GPUs", len(snap.Devices)-i)))
+	shown := 0
+	for i := 0; i < len(snap.Devices); {
+		if shown == room {
+			blocks = append(blocks, note(fmt.Sprintf("…and %d more GPUs", countWhole(snap.Devices[i:]))))
 			break
 		}
-		blocks = append(blocks, section(deviceText(snap.Host, &snap.Devices[i], alerts, now)))
+		// A GPU split into MIG instances is one section with its
+		// instances under it.
+		n := 1 + countInstancesAfter(snap.Devices, i)
+		blocks = append(blocks, section(deviceText(snap.Host, snap.Devices[i:i+n], alerts, now)))
+		i += n
+		shown++
 	}
 	switch {
 	case snap.Down != "":
@@ -233,36 +248,79 @@ func elsewhere(f fleet, alerts []ActiveAlert) []string {
 	return lines
 }
 
-// deviceText is one GPU's lines in /gpu status.
-func deviceText(host string, d *gpu.Device, alerts []ActiveAlert, now time.Time) string {
+// deviceText is one GPU's lines in /gpu status: devs[0], and, for a GPU
+// split into MIG instances, its instances devs[1:] under it.
+func deviceText(host string, devs []gpu.Device, alerts []ActiveAlert, now time.Time) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "*GPU %d* · %s\n", d.Index, blockkit.EscapeClip(d.Name, 80))
-	if d.MemKnown() {
+	d := &devs[0]
+	fmt.Fprintf(&b, "*%s* · %s\n", d.Label(), blockkit.EscapeClip(d.Name, 80))
+	switch {
+	case d.MIGEnabled:
+		fmt.Fprintf(&b, "MIG: %s\n", plural.Count(len(devs)-1, "instance"))
+	case d.MemKnown():
 		pct := d.MemUsedPercent()
 		fmt.Fprintf(&b, "`%s` %s / %s (%.0f%%)\n", meter(pct), gib(d.MemUsed), gib(d.MemTotal), pct)
-	} else {
+	default:
 		b.WriteString("memory n/a\n")
 	}
 	power := reading(d.PowerW, "%.0f W")
 	if !math.IsNaN(d.PowerLimitW) && d.PowerLimitW > 0 && !math.IsNaN(d.PowerW) {
 		power = fmt.Sprintf("%.0f / %.0f W", d.PowerW, d.PowerLimitW)
 	}
-	fmt.Fprintf(&b, "util %s · %s · %s\n", reading(d.UtilGPU, "%.0f%%"), reading(d.TempC, "%.0f C"), power)
+	if d.MIGEnabled {
+		fmt.Fprintf(&b, "%s · %s\n", reading(d.TempC, "%.0f C"), power)
+	} else {
+		fmt.Fprintf(&b, "util %s · %s · %s\n", reading(d.UtilGPU, "%.0f%%"), reading(d.TempC, "%.0f C"), power)
+		processLine(&b, d)
+	}
+	alertLines(&b, host, d, alerts, now)
+	for i := range devs[1:] {
+		instanceText(&b, host, &devs[1+i], alerts, now)
+	}
+	return strings.TrimSuffix(b.String(), "\n")
+}
+
+// instanceText is a MIG instance's lines under its GPU in /gpu status:
+// "↳ *MIG 3 (1g.10gb)* `▓▓░░` 2.0 / 9.5 GiB (21%) · util n/a", its top
+// process and its alerts.
+func instanceText(b *strings.Builder, host string, d *gpu.Device, alerts []ActiveAlert, now time.Time) {
+	fmt.Fprintf(b, "↳ *%s*", strings.TrimPrefix(d.Label(), gpu.Label(d.Index, nil)+" · "))
+	if d.MemKnown() {
+		pct := d.MemUsedPercent()
+		fmt.Fprintf(b, " `%s` %s / %s (%.0f%%)", meter(pct), gib(d.MemUsed), gib(d.MemTotal), pct)
+	} else {
+		b.WriteString(" memory n/a")
+	}
+	fmt.Fprintf(b, " · util %s\n", reading(d.UtilGPU, "%.0f%%"))
+	b.WriteString("    ")
+	processLine(b, d)
+	alertLines(b, host, d, alerts, now)
+}
+
+// processLine is the device's top process, or that it runs none.
+func processLine(b *strings.Builder, d *gpu.Device) {
 	if p := topProcess(d.Processes); p != nil {
-		fmt.Fprintf(&b, "👤 %s: `%s` %s", blockkit.EscapeClip(p.User, 40), blockkit.EscapeClip(p.Command, 60), gib(p.MemUsed))
+		fmt.Fprintf(b, "👤 %s: `%s` %s", blockkit.EscapeClip(p.Who(), 60), blockkit.EscapeClip(p.Command, 60), gib(p.MemUsed))
 		if n := len(d.Processes) - 1; n > 0 {
-			fmt.Fprintf(&b, " (+%d more)", n)
+			fmt.Fprintf(b, " (+%d more)", n)
 		}
 		b.WriteByte('\n')
 	} else {
 		b.WriteString("no processes\n")
 	}
+}
+
+// alertLines are the device's alerts, one a line.
+func alertLines(b *strings.Builder, host string, d *gpu.Device, alerts []ActiveAlert, now time.Time) {
 	for i := range alerts {
 		if al := &alerts[i]; onDevice(al, host, d) {
-			fmt.Fprintf(&b, "%s *%s* %s %s\n", alertEmoji(al), blockkit.EscapeClip(al.Name, 80), al.stateText(), since(now, al.Since))
+			name := al.Name
+			if al.Process != nil {
+				name += " (" + al.Process.Holder() + ")"
+			}
+			fmt.Fprintf(b, "%s *%s* %s %s\n", alertEmoji(al), blockkit.EscapeClip(name, 100), al.stateText(), since(now, al.Since))
 		}
 	}
-	return strings.TrimSuffix(b.String(), "\n")
 }
 
 func topProcess(ps []gpu.Process) *gpu.Process {
@@ -286,19 +344,19 @@ func alertEmoji(al *ActiveAlert) string {
 	return "⏳"
 }
 
-// where names a GPU in mrkdwn: "GPU 3", or "node1 GPU 3" in a fleet.
-// An alert about no one GPU (GPU -1: the source is down) is "node1", or
-// "gpuwatch" on one host.
-func where(several bool, host string, index int) string {
+// where names a GPU in mrkdwn: "GPU 3", "GPU 0 · MIG 3 (1g.10gb)" (label,
+// gpu.Label), or "node1 GPU 3" in a fleet. An alert about no one GPU
+// (GPU -1: the source is down) is "node1", or "gpuwatch" on one host.
+func where(several bool, host string, index int, label string) string {
 	switch {
 	case index < 0 && several:
 		return hostName(host)
 	case index < 0:
 		return "gpuwatch"
 	case several:
-		return hostName(host) + " GPU " + strconv.Itoa(index)
+		return hostName(host) + " " + label
 	}
-	return "GPU " + strconv.Itoa(index)
+	return label
 }
 
 // gpuProcess is a process and the GPU it runs on; unnamed: a GPU that is
@@ -307,6 +365,7 @@ func where(several bool, host string, index int) string {
 type gpuProcess struct {
 	host    string
 	gpu     int
+	label   string // the GPU's, gpu.Label
 	unnamed bool
 	gpu.Process
 }
@@ -328,10 +387,10 @@ func (a *App) top(host string) *reply {
 		for i := range s.Devices {
 			d := &s.Devices[i]
 			for _, p := range d.Processes {
-				ps = append(ps, gpuProcess{host: s.Host, gpu: d.Index, Process: p})
+				ps = append(ps, gpuProcess{host: s.Host, gpu: d.Index, label: d.Label(), Process: p})
 			}
-			if len(d.Processes) == 0 && rules.Held(d) {
-				ps = append(ps, gpuProcess{host: s.Host, gpu: d.Index, unnamed: true, Process: gpu.Process{MemUsed: d.MemUsed}})
+			if len(d.Processes) == 0 && d.RunsJobs() && rules.Held(d) {
+				ps = append(ps, gpuProcess{host: s.Host, gpu: d.Index, label: d.Label(), unnamed: true, Process: gpu.Process{MemUsed: d.MemUsed}})
 			}
 		}
 	}
@@ -367,15 +426,17 @@ func (a *App) top(host string) *reply {
 // names no process" (dcgm-exporter outside Kubernetes; an agent that cannot
 // see the processes of other PID namespaces).
 func topLine(p gpuProcess, several bool) string {
-	line := fmt.Sprintf("`%s` *%s* ", where(several, p.host, p.gpu), gib(p.MemUsed))
+	line := fmt.Sprintf("`%s` *%s* ", where(several, p.host, p.gpu, p.label), gib(p.MemUsed))
 	if p.unnamed {
 		return line + "held · the source names no process"
 	}
 	if _, _, _, pod := p.Pod(); pod {
 		return line + blockkit.EscapeClip(p.Holder(), 160)
 	}
-	line += fmt.Sprintf("%s · `%s`", blockkit.EscapeClip(p.User, 40), blockkit.EscapeClip(p.Command, 80))
-	if h := p.Holder(); h != "" {
+	line += fmt.Sprintf("%s · `%s`", blockkit.EscapeClip(p.Who(), 60), blockkit.EscapeClip(p.Command, 80))
+	if _, isJob := p.SlurmJob(); isJob && p.PID > 0 {
+		line += fmt.Sprintf(" · pid %d", p.PID) // the job is named first
+	} else if h := p.Holder(); h != "" && !isJob {
 		line += " · " + h
 	}
 	if p.Container != "" {
@@ -427,7 +488,7 @@ func (a *App) alerts(host string) *reply {
 // alertText is one alert's lines in /gpu alerts.
 func alertText(al *ActiveAlert, several bool, now time.Time) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s *%s* · %s", alertEmoji(al), blockkit.EscapeClip(al.Name, 80), where(several, al.Host, al.GPU))
+	fmt.Fprintf(&b, "%s *%s* · %s", alertEmoji(al), blockkit.EscapeClip(al.Name, 80), where(several, al.Host, al.GPU, al.Subject()))
 	if al.Severity != "" {
 		b.WriteString(" · " + blockkit.EscapeClip(al.Severity, 20))
 	}
@@ -437,6 +498,9 @@ func alertText(al *ActiveAlert, several bool, now time.Time) string {
 	}
 	if al.Summary != "" {
 		b.WriteString("\n> " + blockkit.EscapeClip(al.Summary, 300))
+	}
+	if al.Answer != "" {
+		b.WriteString("\n🙋 " + blockkit.EscapeClip(al.Answer, 200))
 	}
 	if al.Acknowledged != "" {
 		b.WriteString("\n👀 acknowledged by " + blockkit.EscapeClip(al.Acknowledged, 80))
@@ -471,7 +535,9 @@ var commandHelp = []struct{ verb, usage, about string }{
 	{"silence", "`/gpu silence &lt;alert|gpu N|all&gt; &lt;duration&gt; [reason]`", "mute alerts, e.g. `/gpu silence GPUHot 2h fan repair`; `on &lt;host&gt;` after what to silence mutes one host's, e.g. `/gpu silence gpu 2 on node3 1h`"},
 	{"silences", "`/gpu silences`", "the silences; `/gpu unsilence &lt;id&gt;` ends one"},
 	{"unsilence", "`/gpu unsilence &lt;id&gt;`", "ends a silence (`/gpu silences` lists them)"},
-	{"digest", "`/gpu digest [window]`", "the usage digest: per GPU and per user, idle holders, alerts, energy (window 24h by default, up to 35d)"},
+	{"digest", "`/gpu digest [window]`", "the usage digest: per GPU and per user, idle holders, alerts, energy (window 24h by default, up to 35d); `/gpu digest weekly|daily|off` chooses your personal digest"},
+	{"mine", "`/gpu mine`", "your jobs now, on every host: GPU, memory, busy or idle, and their alerts"},
+	{"mute-me", "`/gpu mute-me [duration]`", "no alerts about your jobs by direct message or @mention for a while (8h by default, up to 7d; `off` ends it)"},
 }
 
 // helpText lists the commands.

@@ -42,6 +42,8 @@ type fakeGPU struct {
 	graphicsRet       gonvml.Return
 	registerRet       gonvml.Return
 	handleRet         gonvml.Return // DeviceGetHandleByIndex
+	migMode           int           // GetMigMode's current mode: 0, MIG disabled, as on most GPUs
+	migRet            gonvml.Return // ERROR_NOT_SUPPORTED for a GPU without MIG
 }
 
 // answer is the Return a call gets: ERROR_GPU_IS_LOST when lost, else ret.
@@ -83,6 +85,7 @@ func (f *fakeGPU) device() *mock.Device {
 			return f.graphics, f.answer(f.graphicsRet)
 		},
 		RegisterEventsFunc: func(uint64, gonvml.EventSet) gonvml.Return { return f.answer(f.registerRet) },
+		GetMigModeFunc:     func() (int, int, gonvml.Return) { return f.migMode, f.migMode, f.answer(f.migRet) },
 	}
 }
 

@@ -53,6 +53,12 @@ func builder(name string) func(*rand.Rand) *plan {
 	if b := realisticBuilder(name); b != nil {
 		return b
 	}
+	if b := peopleBuilder(name); b != nil {
+		return b
+	}
+	if b := sharingBuilder(name); b != nil {
+		return b
+	}
 	return leakBuilder(name)
 }
 

@@ -93,7 +93,13 @@ const (
 // may have several (a leak that nears OOM before the crash is both a leak
 // and near-oom).
 type Truth struct {
-	GPU    int    // device index
+	GPU int // device index
+	// Instance is, for a MIG instance, its GPU instance ID (the "MIG 3" of
+	// "GPU 0 · MIG 3"); 0 for a whole GPU.
+	Instance int
+	// PID is, on a GPU several jobs share, the process whose job it is
+	// about (the one that leaks); 0 otherwise.
+	PID    int
 	Expect string // ExpectNone, ExpectLeak, ExpectNearOOM, ExpectIdle, ExpectHot or ExpectLost
 	// From and Until are offsets from Config.Start: when the problem starts
 	// (the leak begins, the batch arrives, the notebook goes idle, the fan
@@ -109,11 +115,14 @@ type Truth struct {
 
 // Scenarios returns the names New accepts: the five two-hour, two-GPU
 // workloads of the reference traces, "all", the 100-minute, five-GPU demo
-// in which every problem starts and ends, and the eleven realistic
-// workloads of the second trace set (RealisticScenarios).
+// in which every problem starts and ends, the eleven realistic workloads
+// of the second trace set (RealisticScenarios), the leaks of every shape
+// (LeakScenarios), the nodes shared by several people, whose owners
+// matter (PeopleScenarios), and the GPUs shared by MIG or time-slicing
+// (SharingScenarios).
 func Scenarios() []string {
 	return slices.Concat([]string{ScenarioNormalTraining, ScenarioMemoryLeak, ScenarioBatchSpike, ScenarioIdleHog, ScenarioThermal, ScenarioAll},
-		RealisticScenarios(), LeakScenarios())
+		RealisticScenarios(), LeakScenarios(), PeopleScenarios(), SharingScenarios())
 }
 
 // Source plays a scenario. It implements gpu.Source and is used by one
@@ -252,7 +261,7 @@ func (s *Source) Next(ctx context.Context) (*gpu.Snapshot, error) {
 			continue
 		}
 		s.lostSent[i] = false // back after a reset: a second loss is reported again
-		snap.Devices = append(snap.Devices, g.sample(offset, s.noise[i], i, s.uuids[i]))
+		snap.Devices = g.appendSamples(snap.Devices, offset, s.noise[i], i, s.uuids[i], s.cfg.Host)
 	}
 	return snap, nil
 }

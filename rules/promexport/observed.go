@@ -131,7 +131,7 @@ func (r *ruleExport) xidIn(events expr, set []float64) expr {
 	for i, c := range set {
 		xs[i] = bin(bin(raw(fmt.Sprintf(`%s{xid=%q}`, events.s, strconv.FormatFloat(c, 'f', -1, 64))), "*", raw("0")), "+", number(c))
 	}
-	return raw("min by (" + gpuLabels + ") (" + join("or", xs...).s + ")")
+	return raw("min by (" + r.s.gpuLabels() + ") (" + join("or", xs...).s + ")")
 }
 
 // nameNumber writes a number for a recording rule's name: 48, 0p5, m1.

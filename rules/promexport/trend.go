@@ -185,7 +185,7 @@ func (r *ruleExport) trendIn(m rules.Metric, w time.Duration, slices *groupPlan)
 			// was recorded in the slice after it.
 			term := pair
 			if k > 0 {
-				term = raw("max by (" + gpuLabels + ") (" + slicesBack(call("last_over_time",
+				term = raw("max by (" + r.s.gpuLabels() + ") (" + slicesBack(call("last_over_time",
 					offset(rangeOf(sliceRate, S), -(S-time.Millisecond))), time.Duration(k)*S).s + ")")
 			}
 			inJob := bin(since, "<=", raw(fmt.Sprintf("%s - %s", sliceStart, seconds(time.Duration(k+1)*S).s)))
@@ -205,7 +205,7 @@ func (r *ruleExport) trendIn(m rules.Metric, w time.Duration, slices *groupPlan)
 	})
 	rank := make(map[int]expr)
 	for k := 3; k <= 6; k++ {
-		q := raw(fmt.Sprintf("quantile by (%s) (%s, %s)", gpuLabels, number(float64(k-1)/9).s, rates.s))
+		q := raw(fmt.Sprintf("quantile by (%s) (%s, %s)", r.s.gpuLabels(), number(float64(k-1)/9).s, rates.s))
 		if f.scale != 1 {
 			q = bin(number(f.scale), "*", q)
 		}

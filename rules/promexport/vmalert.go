@@ -20,9 +20,9 @@ func (x *exporter) keepFiring() {
 			continue
 		}
 		holds := "gpuwatch:holds:" + a.Alert
-		rec := Rule{Group: a.Group, Record: holds, Expr: "max by (" + gpuLabels + ") (\n" + indent(a.Expr) + "\n)",
+		rec := Rule{Group: a.Group, Record: holds, Expr: "max by (" + x.s.gpuLabels() + ") (\n" + indent(a.Expr) + "\n)",
 			Comment: []string{a.Alert + ": where its condition holds, for its keep_firing_for"}}
-		firing := fmt.Sprintf(`max by (%s) (ALERTS{alertname=%s, alertstate="firing"})`, gpuLabels, quote(a.Alert))
+		firing := fmt.Sprintf(`max by (%s) (ALERTS{alertname=%s, alertstate="firing"})`, x.s.gpuLabels(), quote(a.Alert))
 		a.Expr = fmt.Sprintf("%s\nor\n(last_over_time(%s[%s]) and %s)", a.Expr, holds, duration(a.KeepFiringFor), firing)
 		n := Note{Rule: a.Alert, Kind: Caveat, Part: "keep_firing_for",
 			Why: fmt.Sprintf("vmalert has no keep_firing_for before 1.91: the alert keeps firing while its condition held within the last %s, as the recording rule %s keeps it", duration(a.KeepFiringFor), holds)}
