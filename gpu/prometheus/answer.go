@@ -7,6 +7,7 @@ import (
 	"io"
 	"math"
 	"strconv"
+	"unicode/utf8"
 
 	"github.com/gpuwatch/gpuwatch/gpu"
 )
@@ -49,6 +50,10 @@ type labelSet struct {
 	profileDCGM, parentUUID, migGI, migCI, profile string
 	namespace, pod, container                      string
 	xid, pid, user, command                        string
+	// podLabels are the values of the pod labels the decoder reads
+	// (decoder.podNames), in their order: dcgm-exporter's
+	// (--kubernetes-enable-pod-labels), then gpuwatch's label_KEY.
+	podLabels [2 * gpu.MaxPodLabels]string
 }
 
 // field is the labelSet field a label name fills; nil for a label
@@ -110,7 +115,7 @@ const maxDepth = 64
 
 // parseAnswer decodes a whole answer held in memory, keeping its series.
 func parseAnswer(data []byte) (*answer, error) {
-	return decodeAnswer(bytes.NewReader(data), int64(len(data)), nil, newInterner(), nil, nil)
+	return decodeAnswer(bytes.NewReader(data), int64(len(data)), nil, newInterner(), nil, nil, nil)
 }
 
 // decodeAnswer reads an answer of /api/v1/query or /api/v1/query_range
@@ -120,11 +125,13 @@ func parseAnswer(data []byte) (*answer, error) {
 // is handed to it as soon as it is read (the labelSet and samples are
 // reused after it returns) and not kept in the answer; without, the
 // answer keeps them. Label values are interned: the same host, model and
-// job repeat in every series of a GPU, and in every evaluation. buf, when
-// not nil, is the buffer to read through, kept for the next answer;
-// metrics, when not nil, the label sets of the last answer's series.
-func decodeAnswer(r io.Reader, limit int64, buf *[]byte, strs *interner, metrics *metricCache, each func(ls *labelSet, samples []sample) error) (*answer, error) {
-	d := &decoder{r: r, limit: limit, strs: strs, each: each, metrics: metrics}
+// job repeat in every series of a GPU, and in every evaluation. The
+// labels podNames names (at most 2 × gpu.MaxPodLabels) are read into
+// labelSet.podLabels. buf, when not nil, is the buffer to read through,
+// kept for the next answer; metrics, when not nil, the label sets of the
+// last answer's series.
+func decodeAnswer(r io.Reader, limit int64, buf *[]byte, strs *interner, podNames []string, metrics *metricCache, each func(ls *labelSet, samples []sample) error) (*answer, error) {
+	d := &decoder{r: r, limit: limit, strs: strs, podNames: podNames[:min(len(podNames), 2*gpu.MaxPodLabels)], each: each, metrics: metrics}
 	if metrics != nil {
 		metrics.start()
 		defer metrics.finish()
@@ -184,6 +191,9 @@ type decoder struct {
 	// metrics, when set, has the label sets of the last answer's series
 	// (an instant query's, every evaluation).
 	metrics *metricCache
+	// podNames are the names of the pod labels read, as series carry
+	// them (gpu.PodLabelSeriesName).
+	podNames []string
 
 	ls      labelSet
 	prev    labelSet // the series read before ls
@@ -635,6 +645,37 @@ func (d *decoder) sample() (sample, error) {
 	return out, d.expect(']')
 }
 
+// validUTF8 replaces each byte of b that is not UTF-8 with U+FFFD, as
+// encoding/json reads it: a label value is text that Slack and the page
+// show.
+func validUTF8(b []byte) []byte {
+	out := make([]byte, 0, len(b)+8)
+	for len(b) > 0 {
+		r, n := utf8.DecodeRune(b)
+		if r == utf8.RuneError && n == 1 {
+			out = utf8.AppendRune(out, utf8.RuneError)
+		} else {
+			out = append(out, b[:n]...)
+		}
+		b = b[n:]
+	}
+	return out
+}
+
+// field is the labelSet field a label fills, and the same field of the
+// series before; nil for a label gpuwatch does not read.
+func (d *decoder) field(ls *labelSet, key []byte) (dst, prev *string) {
+	if dst := ls.field(key); dst != nil {
+		return dst, d.prev.field(key)
+	}
+	for i, name := range d.podNames {
+		if name == string(key) {
+			return &ls.podLabels[i], &d.prev.podLabels[i]
+		}
+	}
+	return nil, nil
+}
+
 // labels reads a series' label set, keeping the labels gpuwatch reads. A
 // value the series before had too is taken from it: Prometheus answers
 // in label order, so the series of one family and GPU index come
@@ -643,7 +684,7 @@ func (d *decoder) sample() (sample, error) {
 // MaxLabelBytes is not held: it marks the series bad (d.bad).
 func (d *decoder) labels(ls *labelSet) error {
 	return d.object(func(key []byte) error {
-		dst := ls.field(key)
+		dst, prev := d.field(ls, key)
 		if dst == nil {
 			if d.peek() != '"' {
 				return d.errorf("label %s has a value that is not a string", clip(string(key), 40))
@@ -661,7 +702,10 @@ func (d *decoder) labels(ls *labelSet) error {
 			}
 			return nil
 		}
-		if prev := d.prev.field(key); *prev == string(raw) {
+		if !utf8.Valid(raw) {
+			raw = validUTF8(raw)
+		}
+		if *prev == string(raw) {
 			*dst = *prev
 		} else {
 			*dst = d.strs.of(raw)

@@ -40,7 +40,7 @@ func TestMetricCache(t *testing.T) {
 			t.Fatal(err)
 		}
 		var got []labelSet
-		if _, err := decodeAnswer(strings.NewReader(answer), int64(len(answer)), nil, newInterner(), c, func(ls *labelSet, _ []sample) error {
+		if _, err := decodeAnswer(strings.NewReader(answer), int64(len(answer)), nil, newInterner(), nil, c, func(ls *labelSet, _ []sample) error {
 			got = append(got, *ls)
 			return nil
 		}); err != nil {
@@ -71,7 +71,7 @@ func TestMetricCacheReadsInPieces(t *testing.T) {
 	for pass := range 2 {
 		var got []labelSet
 		buf := make([]byte, 0, 8)
-		if _, err := decodeAnswer(&trickle{r: bytes.NewReader(answer)}, int64(len(answer)), &buf, newInterner(), c, func(ls *labelSet, _ []sample) error {
+		if _, err := decodeAnswer(&trickle{r: bytes.NewReader(answer)}, int64(len(answer)), &buf, newInterner(), nil, c, func(ls *labelSet, _ []sample) error {
 			got = append(got, *ls)
 			return nil
 		}); err != nil {
