@@ -96,9 +96,10 @@ func (r *ruleExport) memHeld() (expr, error) {
 }
 
 // oomExits records oom_exits: how many times in the last hour a job left
-// the GPU (the GPU held at the evaluation before, free at this one) with
-// memory at 95 % or more of what jobs can allocate, after it rose by a
-// point or more in the half hour before (read a minute apart).
+// the GPU (the GPU held at the group's evaluation before, free at this
+// one, read its own interval apart) with memory at 95 % or more of what
+// jobs can allocate, after it rose by a point or more in the half hour
+// before (read a minute apart).
 func (r *ruleExport) oomExits() (expr, error) {
 	if _, err := r.heldForRecord(); err != nil {
 		return expr{}, err
@@ -107,7 +108,7 @@ func (r *ruleExport) oomExits() (expr, error) {
 	if err != nil {
 		return expr{}, err
 	}
-	prev := "offset " + duration(r.opts.Interval)
+	prev := "offset " + duration(r.interval())
 	last := raw(pct.s + " " + prev)
 	// The half hour before at one sample a minute: enough to see a rise,
 	// at a thirtieth of what every sample costs a fleet.
@@ -116,7 +117,7 @@ func (r *ruleExport) oomExits() (expr, error) {
 		bin(last, ">=", number(oomLikelyPercent)), bin(bin(last, "-", low), ">=", raw("1")))
 	events := r.exporter.record("gpuwatch:oom_exit", "a job left the GPU at this evaluation with it nearly full, after its memory rose: a likely CUDA out-of-memory",
 		bin(bin(exit, "*", raw("0")), "+", raw("1")))
-	r.note(Approximate, "oom_exits", fmt.Sprintf("a job's exit is seen from one evaluation (every %s) to the next, so one started again within an evaluation is not; and every job on the GPU counts, where gpuwatch counts the runs of one job (its command or Slurm job)", duration(r.opts.Interval)))
+	r.note(Approximate, "oom_exits", fmt.Sprintf("a job's exit is seen from one evaluation (every %s) to the next, so one started again within an evaluation is not; and every job on the GPU counts, where gpuwatch counts the runs of one job (its command or Slurm job)", duration(r.interval())))
 	return r.exporter.record("gpuwatch:oom_exits", "oom_exits: likely out-of-memory exits of jobs on the GPU in the last hour",
 		bin(call("count_over_time", rangeOf(events, time.Hour)), "or", bin(raw("0"), "*", r.reportedAt()))), nil
 }
