@@ -213,6 +213,15 @@ func at(k int64) int {
 	return int(i)
 }
 
+// next returns the index in a scale's arrays of the slice after the one at
+// index i.
+func next(i int) int {
+	if i++; i == trendSlices {
+		return 0
+	}
+	return i
+}
+
 // Add records the value v observed at at. A time earlier than the latest
 // Add is ignored; NaN and ±Inf are not stored but still move the windows
 // on.
@@ -274,8 +283,13 @@ func (s *trendScale) add(k, ts, slice int64, v float64, finite bool) (stale bool
 		s.hasAny = true
 		i := at(k)
 		if math.IsNaN(s.floors[i]) || v < s.floors[i] {
+			// A lower floor of a newest slice that is young and had one
+			// changes nothing compute found: it leaves the young slice
+			// out of the rates, and counts only whether it has samples.
+			if math.IsNaN(s.floors[i]) || !s.young {
+				s.valid = false
+			}
 			s.floors[i], s.floorAt[i] = v, ts
-			s.valid = false
 		}
 		if math.IsNaN(s.highs[i]) || v > s.highs[i] {
 			s.highs[i] = v // the newest slice's high counts once the slice is over: nothing to recompute
@@ -306,8 +320,9 @@ func (t *Trend) Ready() bool {
 // that hold samples.
 func (s *trendScale) filledRange() (oldest, newest int64, ok bool) {
 	oldest, newest = -1, -1
-	for k := s.newest - trendSlices + 1; k <= s.newest; k++ {
-		if !math.IsNaN(s.floors[at(k)]) {
+	lo := s.newest - trendSlices + 1
+	for k, i := lo, at(lo); k <= s.newest; k, i = k+1, next(i) {
+		if !math.IsNaN(s.floors[i]) {
 			if !ok {
 				oldest, ok = k, true
 			}
@@ -464,8 +479,7 @@ func (s *trendScale) compute(now, slice int64) {
 	}
 	s.peak = 0
 	prev, prevAt, prevK := math.NaN(), int64(0), int64(0)
-	for k := lo; k <= last; k++ {
-		i := at(k)
+	for k, i := lo, at(lo); k <= last; k, i = k+1, next(i) {
 		f, fAt := s.floors[i], s.floorAt[i]
 		if math.IsNaN(f) {
 			continue
