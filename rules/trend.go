@@ -478,7 +478,7 @@ func (s *trendScale) compute(now, slice int64) {
 		last--
 	}
 	s.peak = 0
-	prev, prevAt, prevK := math.NaN(), int64(0), int64(0)
+	prev, prevAt, prevK, prevI := math.NaN(), int64(0), int64(0), 0
 	for k, i := lo, at(lo); k <= last; k, i = k+1, next(i) {
 		f, fAt := s.floors[i], s.floorAt[i]
 		if math.IsNaN(f) {
@@ -497,18 +497,18 @@ func (s *trendScale) compute(now, slice int64) {
 			if prevK+1 == k && k < s.newest {
 				// A peak: how far the slice before rose above the floor
 				// it came back to.
-				s.peak = max(s.peak, s.highs[at(prevK)]-max(prev, f))
+				s.peak = max(s.peak, s.highs[prevI]-max(prev, f))
 			}
 		}
-		prev, prevAt, prevK = f, fAt, k
+		prev, prevAt, prevK, prevI = f, fAt, k, i
 	}
 	inOrder := rates // the rates oldest first, for recentShare
 	// A selection sort up to the median: eleven numbers, no allocation.
 	for i := 0; i <= medianRank; i++ {
-		m := i
+		m, least := i, rates[i]
 		for j := i + 1; j < len(rates); j++ {
-			if rates[j] < rates[m] {
-				m = j
+			if rates[j] < least {
+				m, least = j, rates[j]
 			}
 		}
 		rates[i], rates[m] = rates[m], rates[i]
