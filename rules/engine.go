@@ -133,6 +133,7 @@ type Engine struct {
 	trends []windowKey // the trends kept on each GPU
 	// histories are the metrics whose last half hour each GPU keeps.
 	histories []Metric
+	readings  readings   // what feed reads of each sample
 	layout    []compiled // per rule
 	gpus      map[string]*gpuState
 	byIdx     map[int]*gpuState      // GPUs without a UUID
@@ -229,11 +230,10 @@ func newEngine(rules []*Rule, opts Options) *Engine {
 				k = windowKey{m, w.Span, w.Longest} // the trend the alert's value is about: one rate, not two
 			}
 			c.trend = slot(&e.trends, k)
-			if c.history = slices.Index(e.histories, m); c.history < 0 {
-				e.histories, c.history = append(e.histories, m), len(e.histories)
-			}
+			c.history = slot(&e.histories, m)
 		}
 	}
+	e.readings = newReadings(e.specs, e.trends, e.histories)
 	return e
 }
 
@@ -266,8 +266,8 @@ func slots(keys *[]windowKey, specs []WindowSpec) []int {
 	return out
 }
 
-// slot returns the index of the window k in keys, adding it if needed.
-func slot(keys *[]windowKey, k windowKey) int {
+// slot returns the index of k in keys, adding it if needed.
+func slot[K comparable](keys *[]K, k K) int {
 	if i := slices.Index(*keys, k); i >= 0 {
 		return i
 	}
@@ -441,16 +441,47 @@ func (e *Engine) observe(t time.Time, d *gpu.Device, gs *gpuState) {
 	}
 }
 
+// readings reads each metric that the windows, trends and histories of a
+// GPU follow once a sample, however many of them follow it.
+type readings struct {
+	metrics []Metric  // each once
+	values  []float64 // per metric: its reading of the sample being fed
+	// windows, trends and histories are, per window, trend and history
+	// slot, the index of its metric in metrics.
+	windows, trends, histories []int
+}
+
+// newReadings plans the readings of the windows specs, the trends and the
+// histories.
+func newReadings(specs, trends []windowKey, histories []Metric) readings {
+	var r readings
+	for _, k := range specs {
+		r.windows = append(r.windows, slot(&r.metrics, k.metric))
+	}
+	for _, k := range trends {
+		r.trends = append(r.trends, slot(&r.metrics, k.metric))
+	}
+	for _, m := range histories {
+		r.histories = append(r.histories, slot(&r.metrics, m))
+	}
+	r.values = make([]float64, len(r.metrics))
+	return r
+}
+
 // feed adds reading d at t to the GPU's windows, trends and histories.
 func (e *Engine) feed(t time.Time, d *gpu.Device, gs *gpuState) {
+	r := &e.readings
+	for i, m := range r.metrics {
+		r.values[i] = readMetric(m, d, e.ctx.GPU)
+	}
 	for i, w := range gs.windows {
-		w.Add(t, readMetric(e.specs[i].metric, d, e.ctx.GPU))
+		w.Add(t, r.values[r.windows[i]])
 	}
 	for i, tr := range gs.trends {
-		tr.Add(t, readMetric(e.trends[i].metric, d, e.ctx.GPU))
+		tr.Add(t, r.values[r.trends[i]])
 	}
 	for i := range gs.history {
-		gs.history[i].add(t, readMetric(e.histories[i], d, e.ctx.GPU))
+		gs.history[i].add(t, r.values[r.histories[i]])
 	}
 }
 
