@@ -90,8 +90,9 @@ type windowSample struct {
 	v float64
 }
 
-// NewWindow returns an empty window of the given span. A span ≤ 0 gives a
-// window that holds only the newest sample and is never Ready.
+// NewWindow returns an empty window of the given span, which keeps every
+// statistic up to date. A span ≤ 0 gives a window that holds only the
+// newest sample and is never Ready.
 func NewWindow(span time.Duration) *Window { return newWindowOf(span, statAll) }
 
 // newWindowOf returns an empty window of the given span that keeps the
