@@ -84,6 +84,18 @@ func (c *Cond) String() string { return c.src }
 // one metric and span appear once however many functions use them.
 func (c *Cond) Windows() []WindowSpec { return slices.Clone(c.windows) }
 
+// windowStats returns the statistics the condition reads of its window i
+// (as Windows numbers them), for a Window to keep up to date.
+func (c *Cond) windowStats(i int) windowStats {
+	var stats windowStats
+	for _, l := range c.leaves {
+		if l.val.fn != fnTrend && l.val.fn != fnTimeToFull && l.val.window == i {
+			stats |= l.val.fn.windowStats()
+		}
+	}
+	return stats
+}
+
 // Trends returns the trend windows the condition needs, in order of first
 // use: trend() keeps slice floors, not samples, so it has windows of its own.
 func (c *Cond) Trends() []WindowSpec { return slices.Clone(c.trends) }
@@ -606,6 +618,19 @@ func (f fn) String() string {
 		return "trend"
 	}
 	return ""
+}
+
+// windowStats returns the statistics of a Window the function reads.
+func (f fn) windowStats() windowStats {
+	switch f {
+	case fnMin:
+		return statMin
+	case fnMax:
+		return statMax
+	case fnAvg, fnSlope:
+		return statAll
+	}
+	return 0
 }
 
 // lookupFn finds the window function called name.

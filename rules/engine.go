@@ -125,12 +125,15 @@ type Options struct {
 // alert (rule × GPU). It is not safe for concurrent use; one sampling loop
 // drives it.
 type Engine struct {
-	rules  []*Rule
-	opts   Options
-	specs  []windowKey // the windows kept on each GPU: one per metric and span
+	rules []*Rule
+	opts  Options
+	specs []windowKey // the windows kept on each GPU: one per metric and span
+	// stats are, per window, the statistics the rules read of it.
+	stats  []windowStats
 	trends []windowKey // the trends kept on each GPU
 	// histories are the metrics whose last half hour each GPU keeps.
 	histories []Metric
+	readings  readings   // what feed reads of each sample
 	layout    []compiled // per rule
 	gpus      map[string]*gpuState
 	byIdx     map[int]*gpuState      // GPUs without a UUID
@@ -214,10 +217,10 @@ func newEngine(rules []*Rule, opts Options) *Engine {
 	e.layout = make([]compiled, len(rules))
 	for i, r := range rules {
 		c := &e.layout[i]
-		c.when = slots(&e.specs, r.When.Windows())
+		c.when = e.windowSlots(r.When)
 		c.whenTrends = slots(&e.trends, r.When.Trends())
 		if r.ClearWhen != nil {
-			c.clear = slots(&e.specs, r.ClearWhen.Windows())
+			c.clear = e.windowSlots(r.ClearWhen)
 			c.clearTrends = slots(&e.trends, r.ClearWhen.Trends())
 		}
 		c.trend, c.history = -1, -1
@@ -227,11 +230,10 @@ func newEngine(rules []*Rule, opts Options) *Engine {
 				k = windowKey{m, w.Span, w.Longest} // the trend the alert's value is about: one rate, not two
 			}
 			c.trend = slot(&e.trends, k)
-			if c.history = slices.Index(e.histories, m); c.history < 0 {
-				e.histories, c.history = append(e.histories, m), len(e.histories)
-			}
+			c.history = slot(&e.histories, m)
 		}
 	}
+	e.readings = newReadings(e.specs, e.trends, e.histories)
 	return e
 }
 
@@ -244,6 +246,17 @@ func (e *Engine) Rules() []*Rule {
 	return slices.Concat(e.rules, e.processes.engine.rules)
 }
 
+// windowSlots returns the slots of the windows cond reads, adding them,
+// and notes which statistics of each it reads.
+func (e *Engine) windowSlots(cond *Cond) []int {
+	out := slots(&e.specs, cond.Windows())
+	e.stats = append(e.stats, make([]windowStats, len(e.specs)-len(e.stats))...)
+	for i, s := range out {
+		e.stats[s] |= cond.windowStats(i)
+	}
+	return out
+}
+
 // slots returns the slots in keys of the windows specs, adding them.
 func slots(keys *[]windowKey, specs []WindowSpec) []int {
 	out := make([]int, len(specs))
@@ -253,8 +266,8 @@ func slots(keys *[]windowKey, specs []WindowSpec) []int {
 	return out
 }
 
-// slot returns the index of the window k in keys, adding it if needed.
-func slot(keys *[]windowKey, k windowKey) int {
+// slot returns the index of k in keys, adding it if needed.
+func slot[K comparable](keys *[]K, k K) int {
 	if i := slices.Index(*keys, k); i >= 0 {
 		return i
 	}
@@ -272,7 +285,7 @@ func (e *Engine) state(host, key string, d *gpu.Device) *gpuState {
 		gs = e.byIdx[d.Index]
 	}
 	if gs == nil {
-		gs = e.newState(func(k windowKey) *Window { return NewWindow(k.span) }, func(k windowKey) *Trend { return NewTrendScales(k.span, k.longest) })
+		gs = e.newState(e.newWindow, func(k windowKey) *Trend { return NewTrendScales(k.span, k.longest) })
 		gs.key = key
 		if key != "" {
 			e.gpus[key] = gs
@@ -301,9 +314,13 @@ func (e *Engine) refresh(gs *gpuState, host string, d *gpu.Device) {
 	gs.stale = false
 }
 
-// newState makes a GPU's state, taking each window from window and each
-// trend from trend.
-func (e *Engine) newState(window func(windowKey) *Window, trend func(windowKey) *Trend) *gpuState {
+// newWindow makes the empty window of slot i, which keeps the statistics
+// the rules read of it.
+func (e *Engine) newWindow(i int) *Window { return newWindowOf(e.specs[i].span, e.stats[i]) }
+
+// newState makes a GPU's state, taking the window of each slot from window
+// and each trend from trend.
+func (e *Engine) newState(window func(slot int) *Window, trend func(windowKey) *Trend) *gpuState {
 	gs := &gpuState{
 		stale:       true,
 		windows:     make([]*Window, len(e.specs)),
@@ -317,8 +334,8 @@ func (e *Engine) newState(window func(windowKey) *Window, trend func(windowKey) 
 		repeat:      make([]time.Duration, len(e.rules)),
 		history:     make([]history, len(e.histories)),
 	}
-	for i, k := range e.specs {
-		gs.windows[i] = window(k)
+	for i := range e.specs {
+		gs.windows[i] = window(i)
 	}
 	for i, k := range e.trends {
 		gs.trends[i] = trend(k)
@@ -424,16 +441,47 @@ func (e *Engine) observe(t time.Time, d *gpu.Device, gs *gpuState) {
 	}
 }
 
+// readings reads each metric that the windows, trends and histories of a
+// GPU follow once a sample, however many of them follow it.
+type readings struct {
+	metrics []Metric  // each once
+	values  []float64 // per metric: its reading of the sample being fed
+	// windows, trends and histories are, per window, trend and history
+	// slot, the index of its metric in metrics.
+	windows, trends, histories []int
+}
+
+// newReadings plans the readings of the windows specs, the trends and the
+// histories.
+func newReadings(specs, trends []windowKey, histories []Metric) readings {
+	var r readings
+	for _, k := range specs {
+		r.windows = append(r.windows, slot(&r.metrics, k.metric))
+	}
+	for _, k := range trends {
+		r.trends = append(r.trends, slot(&r.metrics, k.metric))
+	}
+	for _, m := range histories {
+		r.histories = append(r.histories, slot(&r.metrics, m))
+	}
+	r.values = make([]float64, len(r.metrics))
+	return r
+}
+
 // feed adds reading d at t to the GPU's windows, trends and histories.
 func (e *Engine) feed(t time.Time, d *gpu.Device, gs *gpuState) {
+	r := &e.readings
+	for i, m := range r.metrics {
+		r.values[i] = readMetric(m, d, e.ctx.GPU)
+	}
 	for i, w := range gs.windows {
-		w.Add(t, readMetric(e.specs[i].metric, d, e.ctx.GPU))
+		w.Add(t, r.values[r.windows[i]])
 	}
 	for i, tr := range gs.trends {
-		tr.Add(t, readMetric(e.trends[i].metric, d, e.ctx.GPU))
+		tr.Add(t, r.values[r.trends[i]])
 	}
 	for i := range gs.history {
-		gs.history[i].add(t, readMetric(e.histories[i], d, e.ctx.GPU))
+		gs.history[i].add(t, r.values[r.histories[i]])
 	}
 }
 
@@ -715,11 +763,13 @@ func (e *Engine) Active() []AlertState {
 // re-announces firing alerts nor forgets the last half hour.
 func (e *Engine) Inherit(old *Engine) {
 	adopt := func(ogs *gpuState) *gpuState {
-		gs := e.newState(func(k windowKey) *Window {
-			if i := slices.Index(old.specs, k); i >= 0 {
-				return ogs.windows[i]
+		gs := e.newState(func(slot int) *Window {
+			if i := slices.Index(old.specs, e.specs[slot]); i >= 0 {
+				w := ogs.windows[i]
+				w.keep(e.stats[slot])
+				return w
 			}
-			return NewWindow(k.span)
+			return e.newWindow(slot)
 		}, func(k windowKey) *Trend {
 			if i := slices.Index(old.trends, k); i >= 0 {
 				return ogs.trends[i]

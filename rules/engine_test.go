@@ -282,3 +282,38 @@ func warm(e *Engine, s *gpu.Snapshot, n int) {
 		e.Eval(s)
 	}
 }
+
+// TestEngineWindowsKeepWhatRulesRead checks that a GPU's windows keep up
+// to date only the statistics its rules read, and that a reload whose
+// rules read more of a window it keeps answers from its samples at once.
+func TestEngineWindowsKeepWhatRulesRead(t *testing.T) {
+	old := NewEngine(mustRules(t, `
+rules:
+  - alert: Hot
+    when: max(temperature, 2m) > 85
+  - alert: Idle
+    when: max(utilization.gpu, 5m) < 5
+    clear_when: avg(utilization.gpu, 5m) > 20
+`), Options{})
+	temps := []float64{70, 90, 80, 75}
+	for i, temp := range temps {
+		old.Eval(snapshot(time.Duration(i)*30*time.Second, device(0, 1, 0, temp)))
+	}
+	gs := old.gpus["GPU-a"]
+	if got := []windowStats{gs.windows[0].keeps, gs.windows[1].keeps}; got[0] != statMax || got[1] != statAll {
+		t.Fatalf("the windows keep %b, want max() of temperature to keep %b, max() and avg() of utilization %b", got, statMax, statAll)
+	}
+	e := NewEngine(mustRules(t, `
+rules:
+  - alert: Warm
+    when: avg(temperature, 2m) > 85
+`), Options{})
+	e.Inherit(old)
+	w := e.gpus["GPU-a"].windows[0]
+	if w.keeps != statAll {
+		t.Errorf("after a reload to avg() the temperature window keeps %b, want %b", w.keeps, statAll)
+	}
+	if got, want := w.Avg(), (70.0+90+80+75)/4; math.Abs(got-want) > 1e-12 {
+		t.Errorf("avg(temperature, 2m) after the reload = %v, want %v, from the samples the window kept", got, want)
+	}
+}

@@ -136,13 +136,14 @@ func (ps *processSeries) eval(s *gpu.Snapshot, out []Transition) []Transition {
 			e.evalReported(s, &ps.view, gs)
 		}
 	}
-	for i := 0; i < len(e.hosts[s.Host]); {
-		gs := e.hosts[s.Host][i]
+	for i, here := 0, e.hosts[s.Host]; i < len(here); {
+		gs := here[i]
 		if gs.eval == e.eval {
 			i++
 			continue
 		}
-		ps.exit(s, gs)
+		ps.exit(s, gs) // takes gs off the host's list
+		here = e.hosts[s.Host]
 	}
 	e.ctx.Process, e.ctx.GPU = nil, nil
 	e.warnUnmeasured(s.Host)

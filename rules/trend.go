@@ -213,6 +213,15 @@ func at(k int64) int {
 	return int(i)
 }
 
+// next returns the index in a scale's arrays of the slice after the one at
+// index i.
+func next(i int) int {
+	if i++; i == trendSlices {
+		return 0
+	}
+	return i
+}
+
 // Add records the value v observed at at. A time earlier than the latest
 // Add is ignored; NaN and ±Inf are not stored but still move the windows
 // on.
@@ -274,8 +283,13 @@ func (s *trendScale) add(k, ts, slice int64, v float64, finite bool) (stale bool
 		s.hasAny = true
 		i := at(k)
 		if math.IsNaN(s.floors[i]) || v < s.floors[i] {
+			// A lower floor of a newest slice that is young and had one
+			// changes nothing compute found: it leaves the young slice
+			// out of the rates, and counts only whether it has samples.
+			if math.IsNaN(s.floors[i]) || !s.young {
+				s.valid = false
+			}
 			s.floors[i], s.floorAt[i] = v, ts
-			s.valid = false
 		}
 		if math.IsNaN(s.highs[i]) || v > s.highs[i] {
 			s.highs[i] = v // the newest slice's high counts once the slice is over: nothing to recompute
@@ -306,8 +320,9 @@ func (t *Trend) Ready() bool {
 // that hold samples.
 func (s *trendScale) filledRange() (oldest, newest int64, ok bool) {
 	oldest, newest = -1, -1
-	for k := s.newest - trendSlices + 1; k <= s.newest; k++ {
-		if !math.IsNaN(s.floors[at(k)]) {
+	lo := s.newest - trendSlices + 1
+	for k, i := lo, at(lo); k <= s.newest; k, i = k+1, next(i) {
+		if !math.IsNaN(s.floors[i]) {
 			if !ok {
 				oldest, ok = k, true
 			}
@@ -463,9 +478,8 @@ func (s *trendScale) compute(now, slice int64) {
 		last--
 	}
 	s.peak = 0
-	prev, prevAt, prevK := math.NaN(), int64(0), int64(0)
-	for k := lo; k <= last; k++ {
-		i := at(k)
+	prev, prevAt, prevK, prevI := math.NaN(), int64(0), int64(0), 0
+	for k, i := lo, at(lo); k <= last; k, i = k+1, next(i) {
 		f, fAt := s.floors[i], s.floorAt[i]
 		if math.IsNaN(f) {
 			continue
@@ -483,18 +497,18 @@ func (s *trendScale) compute(now, slice int64) {
 			if prevK+1 == k && k < s.newest {
 				// A peak: how far the slice before rose above the floor
 				// it came back to.
-				s.peak = max(s.peak, s.highs[at(prevK)]-max(prev, f))
+				s.peak = max(s.peak, s.highs[prevI]-max(prev, f))
 			}
 		}
-		prev, prevAt, prevK = f, fAt, k
+		prev, prevAt, prevK, prevI = f, fAt, k, i
 	}
 	inOrder := rates // the rates oldest first, for recentShare
 	// A selection sort up to the median: eleven numbers, no allocation.
 	for i := 0; i <= medianRank; i++ {
-		m := i
+		m, least := i, rates[i]
 		for j := i + 1; j < len(rates); j++ {
-			if rates[j] < rates[m] {
-				m = j
+			if rates[j] < least {
+				m, least = j, rates[j]
 			}
 		}
 		rates[i], rates[m] = rates[m], rates[i]

@@ -201,6 +201,48 @@ func TestTrendDoesNotAllocate(t *testing.T) {
 	}
 }
 
+// TestTrendCachedMatchesRecomputed checks that the results a trend keeps
+// between changes of its slices are those it would compute afresh after
+// every sample, on noisy series with steps, leaks, gaps and NaN.
+func TestTrendCachedMatchesRecomputed(t *testing.T) {
+	for seed := uint64(1); seed <= 40; seed++ {
+		rng := rand.New(rand.NewPCG(seed, 7))
+		span, longest := 5*time.Minute, time.Duration(0)
+		if seed%2 == 0 {
+			span, longest = 10*time.Minute, 80*time.Minute
+		}
+		cached, fresh := NewTrendScales(span, longest), NewTrendScales(span, longest)
+		at, level := trendBase, 40e9
+		for step := range 3000 {
+			at = at.Add(time.Duration(1+rng.IntN(10)) * time.Second)
+			if rng.IntN(500) == 0 {
+				at = at.Add(span) // a gap
+			}
+			switch r := rng.IntN(100); {
+			case r < 2:
+				level += 1e9 // a step
+			case r < 40:
+				level += float64(rng.IntN(3)) * 1e6 // a leak
+			}
+			v := level + rng.NormFloat64()*5e6
+			if rng.IntN(50) == 0 {
+				v = math.NaN()
+			}
+			for i := range fresh.scales {
+				fresh.scales[i].valid = false // computed afresh at every sample
+			}
+			cached.Add(at, v)
+			fresh.Add(at, v)
+			full := 80e9
+			got := []float64{cached.Value(), cached.Rate(), cached.Peak(), cached.Level(), cached.TimeToFull(full)}
+			want := []float64{fresh.Value(), fresh.Rate(), fresh.Peak(), fresh.Level(), fresh.TimeToFull(full)}
+			if !slices.EqualFunc(got, want, func(a, b float64) bool { return a == b || math.IsNaN(a) && math.IsNaN(b) }) {
+				t.Fatalf("seed %d step %d: value, rate, peak, level, time to full = %v, computed afresh %v", seed, step, got, want)
+			}
+		}
+	}
+}
+
 func BenchmarkTrendAddValue(b *testing.B) {
 	tr := NewTrend(time.Hour)
 	r := rand.New(rand.NewPCG(3, 4))

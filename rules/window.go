@@ -31,6 +31,12 @@ const (
 // (t−span, t], where t is the time of the latest Add, and answers avg, min,
 // max, least-squares slope and linear prediction over them in O(1).
 //
+// A window the engine makes keeps up to date only the statistics its
+// rules read (windowStats): a window only max() reads keeps no minimum
+// and no regression sums. A statistic asked for that the window did not
+// keep is built from the stored samples first, so every query is always
+// answered, and the window keeps it from then on.
+//
 // Each Add costs O(1) amortized, whatever the span: the mean and the centred
 // regression sums are updated in place (Welford's method, with removal) and
 // rebuilt exactly from the stored samples every few window lengths; min and
@@ -41,7 +47,8 @@ const (
 // The zero Window is not usable; call NewWindow. A Window is not safe for
 // concurrent use.
 type Window struct {
-	span int64 // nanoseconds, ≥ 0
+	span  int64       // nanoseconds, ≥ 0
+	keeps windowStats // the statistics kept up to date
 
 	// samples holds the stored samples in time order. Their sequence
 	// numbers, samples.head ≤ s < samples.tail, are what the deques hold.
@@ -63,16 +70,61 @@ type Window struct {
 	peak     float64 // largest range of the values since the last rebuild
 }
 
+// windowStats is a set of the statistics a Window keeps up to date as
+// samples come and go.
+type windowStats uint8
+
+const (
+	statMin  windowStats = 1 << iota // the minimum's deque: Min
+	statMax                          // the maximum's deque: Max
+	statSums                         // the regression sums; only with both deques
+
+	// statAll is what Avg, Slope and Predict need: the sums, and both
+	// deques, which say whether the window is constant.
+	statAll = statMin | statMax | statSums
+)
+
 // windowSample is one stored observation: Unix nanoseconds and value.
 type windowSample struct {
 	t int64
 	v float64
 }
 
-// NewWindow returns an empty window of the given span. A span ≤ 0 gives a
-// window that holds only the newest sample and is never Ready.
-func NewWindow(span time.Duration) *Window {
-	return &Window{span: max(int64(span), 0)}
+// NewWindow returns an empty window of the given span, which keeps every
+// statistic up to date. A span ≤ 0 gives a window that holds only the
+// newest sample and is never Ready.
+func NewWindow(span time.Duration) *Window { return newWindowOf(span, statAll) }
+
+// newWindowOf returns an empty window of the given span that keeps the
+// statistics stats up to date (see Window).
+func newWindowOf(span time.Duration, stats windowStats) *Window {
+	return &Window{span: max(int64(span), 0), keeps: stats}
+}
+
+// keep makes the window keep the statistics stats from now on.
+func (w *Window) keep(stats windowStats) {
+	if stats&^w.keeps != 0 {
+		w.build(stats &^ w.keeps)
+	}
+}
+
+// build starts keeping the statistics stats, which the window did not
+// keep: it builds them from the stored samples, the deques first, since
+// the sums read them.
+func (w *Window) build(stats windowStats) {
+	w.keeps |= stats
+	for seq := w.samples.head; seq != w.samples.tail; seq++ {
+		v := w.samples.at(seq).v
+		if stats&statMin != 0 {
+			w.pushMin(seq, v)
+		}
+		if stats&statMax != 0 {
+			w.pushMax(seq, v)
+		}
+	}
+	if stats&statSums != 0 {
+		w.rebuild()
+	}
 }
 
 // Span returns the window's length.
@@ -92,7 +144,7 @@ func (w *Window) Add(t time.Time, v float64) {
 	if !math.IsNaN(v) && !math.IsInf(v, 0) {
 		w.store(ts, v)
 	}
-	if w.samples.len() < 2 {
+	if w.keeps&statSums == 0 || w.samples.len() < 2 {
 		return
 	}
 	spread := w.samples.at(w.maxq.front()).v - w.samples.at(w.minq.front()).v
@@ -112,31 +164,50 @@ func (w *Window) evict(ts int64) {
 		seq := w.samples.head
 		old := w.samples.front()
 		w.samples.popFront()
-		if w.minq.front() == seq {
+		if w.keeps&statMin != 0 && w.minq.front() == seq {
 			w.minq.popFront()
 		}
-		if w.maxq.front() == seq {
+		if w.keeps&statMax != 0 && w.maxq.front() == seq {
 			w.maxq.popFront()
 		}
-		w.exclude(old)
+		if w.keeps&statSums != 0 {
+			w.exclude(old)
+		}
 	}
 }
 
-// store appends a finite sample and updates the deques and the sums.
+// store appends a finite sample and updates the deques and the sums it
+// keeps.
 func (w *Window) store(ts int64, v float64) {
 	seq := w.samples.tail
 	w.samples.pushBack(windowSample{t: ts, v: v})
-	// Dropping older equal values keeps the deques short; the newer equal
-	// sample carries the same value and is evicted later.
+	if w.keeps&statMin != 0 {
+		w.pushMin(seq, v)
+	}
+	if w.keeps&statMax != 0 {
+		w.pushMax(seq, v)
+	}
+	if w.keeps&statSums != 0 {
+		w.include(windowSample{t: ts, v: v})
+	}
+}
+
+// pushMin and pushMax append the stored sample seq, of value v, to the
+// minimum's and the maximum's deque. Dropping older equal values keeps the
+// deques short; the newer equal sample carries the same value and is
+// evicted later.
+func (w *Window) pushMin(seq uint64, v float64) {
 	for w.minq.len() > 0 && w.samples.at(w.minq.back()).v >= v {
 		w.minq.popBack()
 	}
 	w.minq.pushBack(seq)
+}
+
+func (w *Window) pushMax(seq uint64, v float64) {
 	for w.maxq.len() > 0 && w.samples.at(w.maxq.back()).v <= v {
 		w.maxq.popBack()
 	}
 	w.maxq.pushBack(seq)
-	w.include(windowSample{t: ts, v: v})
 }
 
 // x converts a Unix-nanosecond time to seconds since the origin.
@@ -226,6 +297,7 @@ func (w *Window) constant() bool {
 
 // Avg returns the mean of the values in the window, or NaN when !Ready.
 func (w *Window) Avg() float64 {
+	w.keep(statAll)
 	switch {
 	case !w.Ready():
 		return math.NaN()
@@ -237,6 +309,7 @@ func (w *Window) Avg() float64 {
 
 // Min returns the smallest value in the window, or NaN when !Ready.
 func (w *Window) Min() float64 {
+	w.keep(statMin)
 	if !w.Ready() {
 		return math.NaN()
 	}
@@ -245,6 +318,7 @@ func (w *Window) Min() float64 {
 
 // Max returns the largest value in the window, or NaN when !Ready.
 func (w *Window) Max() float64 {
+	w.keep(statMax)
 	if !w.Ready() {
 		return math.NaN()
 	}
@@ -255,6 +329,7 @@ func (w *Window) Max() float64 {
 // the value per second: the number Prometheus deriv() gives over the same
 // samples. It is exactly 0 for a constant series and NaN when !Ready.
 func (w *Window) Slope() float64 {
+	w.keep(statAll)
 	switch {
 	case !w.Ready():
 		return math.NaN()
@@ -271,7 +346,7 @@ func (w *Window) Slope() float64 {
 // is Predict(now+d). The time until the line reaches a limit L is
 // (L − Predict(now)) / Slope() seconds when Slope() > 0.
 func (w *Window) Predict(t time.Time) float64 {
-	slope := w.Slope()
+	slope := w.Slope() // keeps what Predict needs too
 	switch {
 	case math.IsNaN(slope):
 		return math.NaN()

@@ -162,6 +162,12 @@ func TestWindowMatchesBruteForce(t *testing.T) {
 			span = time.Duration(1 + rng.IntN(5)) // a few nanoseconds
 		}
 		w := NewWindow(span)
+		// partial keeps the minimum, the maximum, both or neither, as
+		// the engine makes windows for the functions its rules read,
+		// until step partialAsked asks it for everything.
+		kept := windowStats(seed % 4)
+		partial := newWindowOf(span, kept)
+		const partialAsked = 200
 		var all []windowSample // every stored sample, never evicted
 		var now int64
 		hasNow := false
@@ -186,6 +192,7 @@ func TestWindowMatchesBruteForce(t *testing.T) {
 				v = 1e9 + rng.Float64()*1e3
 			}
 			w.Add(time.Unix(0, ts), v)
+			partial.Add(time.Unix(0, ts), v)
 
 			if !hasNow || ts >= now {
 				now, hasNow = ts, true
@@ -200,6 +207,11 @@ func TestWindowMatchesBruteForce(t *testing.T) {
 				}
 			}
 			checkWindowAgainstReference(t, seed, step, w, in)
+			if step < partialAsked {
+				checkKeptAgainstReference(t, seed, step, partial, kept, in)
+			} else {
+				checkWindowAgainstReference(t, seed, step, partial, in)
+			}
 			if t.Failed() {
 				return
 			}
@@ -246,6 +258,25 @@ func checkWindowAgainstReference(t *testing.T, seed uint64, step int, w *Window,
 	}
 	if ref.constant && w.Slope() != 0 {
 		t.Errorf("seed %d step %d: Slope() = %v for a constant series, want exactly 0", seed, step, w.Slope())
+	}
+}
+
+// checkKeptAgainstReference checks the statistics kept, and only those,
+// of a window that keeps no more than kept.
+func checkKeptAgainstReference(t *testing.T, seed uint64, step int, w *Window, kept windowStats, in []windowSample) {
+	t.Helper()
+	ref := windowReference(in)
+	if w.Len() != ref.n || w.Ready() != (ref.n >= 2 && 2*(ref.newest-ref.oldest) >= int64(w.Span())) {
+		t.Fatalf("seed %d step %d: a window keeping %b holds %d samples (Ready %v), want %d", seed, step, kept, w.Len(), w.Ready(), ref.n)
+	}
+	if w.Ready() && kept&statMin != 0 && w.Min() != ref.min {
+		t.Errorf("seed %d step %d: Min() = %v, want %v", seed, step, w.Min(), ref.min)
+	}
+	if w.Ready() && kept&statMax != 0 && w.Max() != ref.max {
+		t.Errorf("seed %d step %d: Max() = %v, want %v", seed, step, w.Max(), ref.max)
+	}
+	if w.keeps != kept {
+		t.Fatalf("seed %d step %d: the window keeps %b, want only %b", seed, step, w.keeps, kept)
 	}
 }
 
