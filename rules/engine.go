@@ -118,6 +118,7 @@ type Engine struct {
 	opts   Options
 	specs  []windowKey // the windows kept on each GPU: one per metric and span
 	trends []windowKey // the trends kept on each GPU
+	counts []CountSpec // the counts of XID events kept on each GPU: one per test and span
 	// histories are the metrics whose last half hour each GPU keeps.
 	histories []Metric
 	layout    []compiled // per rule
@@ -145,6 +146,7 @@ type windowKey struct {
 type compiled struct {
 	when, clear             []int // slots of the conditions' windows, in the conditions' order
 	whenTrends, clearTrends []int // slots of their trends
+	whenCounts, clearCounts []int // slots of their counts
 	trend                   int   // slot of the transition's trend; -1 for none
 	history                 int   // index into Engine.histories; -1 for none
 }
@@ -154,12 +156,14 @@ type gpuState struct {
 	seq     int       // its place in Engine.order
 	placed  bool      // it is in Engine.hosts, under seen.host
 	stale   bool      // applies must be recomputed (after Inherit)
-	windows []*Window // per slot
-	trends  []*Trend  // per trend slot
+	windows []*Window     // per slot
+	trends  []*Trend      // per trend slot
+	counts  []*EventCount // per count slot
 	history []history // per Engine.histories
 	// when and clear are, per rule, the windows its conditions read.
 	when, clear             [][]*Window
 	whenTrends, clearTrends [][]*Trend
+	whenCounts, clearCounts [][]*EventCount
 	alerts                  []Alert
 	applies                 []bool
 	repeat                  []time.Duration // per rule: how often to repeat a firing alert
@@ -184,9 +188,11 @@ func NewEngine(rules []*Rule, opts Options) *Engine {
 		c := &e.layout[i]
 		c.when = slots(&e.specs, r.When.Windows())
 		c.whenTrends = slots(&e.trends, r.When.Trends())
+		c.whenCounts = countSlots(&e.counts, r.When.Counts())
 		if r.ClearWhen != nil {
 			c.clear = slots(&e.specs, r.ClearWhen.Windows())
 			c.clearTrends = slots(&e.trends, r.ClearWhen.Trends())
+			c.clearCounts = countSlots(&e.counts, r.ClearWhen.Counts())
 		}
 		c.trend, c.history = -1, -1
 		if m := r.When.ValueMetric(); m != MetricXID && !m.Observed() && m.Dimension().Base != Count {
@@ -215,6 +221,27 @@ func slots(keys *[]windowKey, specs []WindowSpec) []int {
 	return out
 }
 
+// countSlots returns the slots in specs of the counts, adding them.
+func countSlots(specs *[]CountSpec, counts []CountSpec) []int {
+	out := make([]int, len(counts))
+	for i, c := range counts {
+		out[i] = slices.IndexFunc(*specs, func(o CountSpec) bool { return o.Span == c.Span && o.Test() == c.Test() })
+		if out[i] < 0 {
+			*specs, out[i] = append(*specs, c), len(*specs)
+		}
+	}
+	return out
+}
+
+// newWindow makes the window k: a counter's keeps counting across a
+// reset of the counter.
+func newWindow(k windowKey) *Window {
+	if k.metric.IsCounter() {
+		return NewCounterWindow(k.span)
+	}
+	return NewWindow(k.span)
+}
+
 // slot returns the index of the window k in keys, adding it if needed.
 func slot(keys *[]windowKey, k windowKey) int {
 	if i := slices.Index(*keys, k); i >= 0 {
@@ -232,7 +259,7 @@ func (e *Engine) state(host string, d *gpu.Device) *gpuState {
 		gs = e.byIdx[d.Index]
 	}
 	if gs == nil {
-		gs = e.newState(func(k windowKey) *Window { return NewWindow(k.span) }, func(k windowKey) *Trend { return NewTrendScales(k.span, k.longest) })
+		gs = e.newState(newWindow, func(k windowKey) *Trend { return NewTrendScales(k.span, k.longest) }, nil)
 		if d.UUID != "" {
 			e.gpus[d.UUID] = gs
 		} else {
@@ -259,17 +286,21 @@ func (e *Engine) refresh(gs *gpuState, host string, d *gpu.Device) {
 	gs.stale = false
 }
 
-// newState makes a GPU's state, taking each window from window and each
-// trend from trend.
-func (e *Engine) newState(window func(windowKey) *Window, trend func(windowKey) *Trend) *gpuState {
+// newState makes a GPU's state, taking each window from window, each
+// trend from trend and each count from count (a new one when count is nil
+// or gives nil).
+func (e *Engine) newState(window func(windowKey) *Window, trend func(windowKey) *Trend, count func(CountSpec) *EventCount) *gpuState {
 	gs := &gpuState{
 		stale:       true,
 		windows:     make([]*Window, len(e.specs)),
 		trends:      make([]*Trend, len(e.trends)),
+		counts:      make([]*EventCount, len(e.counts)),
 		when:        make([][]*Window, len(e.rules)),
 		clear:       make([][]*Window, len(e.rules)),
 		whenTrends:  make([][]*Trend, len(e.rules)),
 		clearTrends: make([][]*Trend, len(e.rules)),
+		whenCounts:  make([][]*EventCount, len(e.rules)),
+		clearCounts: make([][]*EventCount, len(e.rules)),
 		alerts:      make([]Alert, len(e.rules)),
 		applies:     make([]bool, len(e.rules)),
 		repeat:      make([]time.Duration, len(e.rules)),
@@ -281,9 +312,18 @@ func (e *Engine) newState(window func(windowKey) *Window, trend func(windowKey) 
 	for i, k := range e.trends {
 		gs.trends[i] = trend(k)
 	}
+	for i, c := range e.counts {
+		if count != nil {
+			gs.counts[i] = count(c)
+		}
+		if gs.counts[i] == nil {
+			gs.counts[i] = NewEventCount(c.Span)
+		}
+	}
 	for j, c := range e.layout {
 		gs.when[j], gs.clear[j] = pick(gs.windows, c.when), pick(gs.windows, c.clear)
 		gs.whenTrends[j], gs.clearTrends[j] = pick(gs.trends, c.whenTrends), pick(gs.trends, c.clearTrends)
+		gs.whenCounts[j], gs.clearCounts[j] = pick(gs.counts, c.whenCounts), pick(gs.counts, c.clearCounts)
 	}
 	return gs
 }
@@ -346,7 +386,23 @@ func (e *Engine) Warm(s *gpu.Snapshot) {
 		e.place(gs, s.Host)
 		e.observe(s.Time, d, gs)
 		e.feed(s.Time, d, gs)
+		e.countXIDs(s, d.Index, gs)
 		gs.last, gs.device = s.Time, *d
+	}
+}
+
+// countXIDs gathers the XID codes the snapshot reports for the GPU at
+// index into e.xids and feeds the GPU's counts with those that pass each
+// count's test.
+func (e *Engine) countXIDs(s *gpu.Snapshot, index int, gs *gpuState) {
+	e.xids = e.xids[:0]
+	for i := range s.Events {
+		if ev := &s.Events[i]; ev.Kind == gpu.EventXID && ev.GPU == index {
+			e.xids = append(e.xids, ev.XID)
+		}
+	}
+	for i, c := range gs.counts {
+		c.Add(s.Time, e.counts[i].Matches(e.xids))
 	}
 }
 
@@ -388,19 +444,14 @@ func (e *Engine) evalDevice(s *gpu.Snapshot, d *gpu.Device, gs *gpuState, procs 
 		e.resolveOrphans(s, d, gs, procs)
 	}
 	e.feed(s.Time, d, gs)
-	e.xids = e.xids[:0]
-	for i := range s.Events {
-		if ev := &s.Events[i]; ev.Kind == gpu.EventXID && ev.GPU == d.Index {
-			e.xids = append(e.xids, ev.XID)
-		}
-	}
+	e.countXIDs(s, d.Index, gs)
 	ctx := &e.ctx
 	ctx.Device, ctx.XIDs = d, e.xids
 	for j, r := range e.rules {
 		if !gs.applies[j] {
 			continue
 		}
-		ctx.Windows, ctx.Trends = gs.when[j], gs.whenTrends[j]
+		ctx.Windows, ctx.Trends, ctx.Counts = gs.when[j], gs.whenTrends[j], gs.whenCounts[j]
 		when, why := r.When.Decide(ctx)
 		a := &gs.alerts[j]
 		if when == TruthTrue {
@@ -410,7 +461,7 @@ func (e *Engine) evalDevice(s *gpu.Snapshot, d *gpu.Device, gs *gpuState, procs 
 		}
 		clear, clearWhy := TruthUnknown, -1
 		if r.ClearWhen != nil && a.State != StateInactive {
-			ctx.Windows, ctx.Trends = gs.clear[j], gs.clearTrends[j]
+			ctx.Windows, ctx.Trends, ctx.Counts = gs.clear[j], gs.clearTrends[j], gs.clearCounts[j]
 			clear, clearWhy = r.ClearWhen.Decide(ctx)
 		}
 		switch change := a.Step(s.Time, when, clear, r.Timing); {
@@ -420,7 +471,7 @@ func (e *Engine) evalDevice(s *gpu.Snapshot, d *gpu.Device, gs *gpuState, procs 
 		case change == Resolved:
 			// What resolved it: clear_when holding, or when not holding.
 			if r.ClearWhen == nil || clear != TruthTrue {
-				ctx.Windows, ctx.Trends = gs.when[j], gs.whenTrends[j]
+				ctx.Windows, ctx.Trends, ctx.Counts = gs.when[j], gs.whenTrends[j], gs.whenCounts[j]
 				e.emitResolve(s, d, gs, j, procs, r.When, why)
 			} else {
 				e.emitResolve(s, d, gs, j, procs, r.ClearWhen, clearWhy)
@@ -462,7 +513,7 @@ func (e *Engine) emit(s *gpu.Snapshot, d *gpu.Device, gs *gpuState, j int, procs
 	t.Value, t.ValueAt, t.ValueExpr = a.Value, a.ValueAt, r.When.Expr(a.ValueOf)
 	t.ValueText = r.When.FormatValue(a.ValueOf, a.Value)
 	ctx := &e.ctx
-	ctx.Windows, ctx.Trends = gs.when[j], gs.whenTrends[j]
+	ctx.Windows, ctx.Trends, ctx.Counts = gs.when[j], gs.whenTrends[j], gs.whenCounts[j]
 	now := a.Value
 	if !a.ValueAt.Equal(s.Time) {
 		now = r.When.ValueOf(ctx, a.ValueOf)
@@ -631,12 +682,17 @@ func (e *Engine) Inherit(old *Engine) {
 			if i := slices.Index(old.specs, k); i >= 0 {
 				return ogs.windows[i]
 			}
-			return NewWindow(k.span)
+			return newWindow(k)
 		}, func(k windowKey) *Trend {
 			if i := slices.Index(old.trends, k); i >= 0 {
 				return ogs.trends[i]
 			}
 			return NewTrendScales(k.span, k.longest)
+		}, func(c CountSpec) *EventCount {
+			if i := slices.IndexFunc(old.counts, func(o CountSpec) bool { return o.Span == c.Span && o.Test() == c.Test() }); i >= 0 {
+				return ogs.counts[i]
+			}
+			return nil
 		})
 		gs.index, gs.seen = ogs.index, ogs.seen
 		for i, m := range e.histories {
