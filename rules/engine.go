@@ -153,13 +153,13 @@ type compiled struct {
 
 type gpuState struct {
 	index   int
-	seq     int       // its place in Engine.order
-	placed  bool      // it is in Engine.hosts, under seen.host
-	stale   bool      // applies must be recomputed (after Inherit)
+	seq     int           // its place in Engine.order
+	placed  bool          // it is in Engine.hosts, under seen.host
+	stale   bool          // applies must be recomputed (after Inherit)
 	windows []*Window     // per slot
 	trends  []*Trend      // per trend slot
 	counts  []*EventCount // per count slot
-	history []history // per Engine.histories
+	history []history     // per Engine.histories
 	// when and clear are, per rule, the windows its conditions read.
 	when, clear             [][]*Window
 	whenTrends, clearTrends [][]*Trend
