@@ -64,6 +64,9 @@ type device struct {
 	// were logged, so a broken reading logs once, not every sample.
 	unsupported field
 	warned      field
+
+	// health is how the GPU's health is read; nil until it is loaded.
+	health *deviceHealth
 }
 
 // result sorts the answer of one call: true when the value can be used,
@@ -139,6 +142,7 @@ func (d *device) read(log *slog.Logger, attr Attributor, out *gpu.Device) error 
 	} else if mw, ok := get(r, fieldLimitManagement, d.handle.GetPowerManagementLimit); ok {
 		out.PowerLimitW = milliwatts(mw)
 	}
+	d.readHealth(r, &out.Health)
 	// A process that is both compute and graphics is listed by both calls.
 	var procs []gpu.Process
 	if infos, ok := get(r, fieldCompute, d.handle.GetComputeRunningProcesses); ok {
