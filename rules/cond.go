@@ -186,8 +186,8 @@ func (c *Cond) Value(ctx *EvalContext) float64 { return c.ValueOf(ctx, 0) }
 
 // ValueOf returns the left side of comparison i (as Decide numbers them):
 // the value an alert reports. For xid, xid.fault and xid.action it is the
-// code of the first of ctx.XIDs that satisfies the comparison, else the
-// first one; NaN when there is none.
+// code of ctx.XIDs that satisfies the comparison whose action costs most
+// (the first of them), else the first code; NaN when there is none.
 // A trend reports how fast the metric rises (Trend.Rate) when that still
 // satisfies the comparison, else the rate it was compared by; so a value
 // that made a condition true always satisfies its comparison.
@@ -203,10 +203,16 @@ func (c *Cond) ValueOf(ctx *EvalContext, i int) float64 {
 		}
 		return v
 	}
+	// Of the codes that pass, the one whose action is the most costly:
+	// XID 63 (reset the GPU) says more than XID 94 (restart the job).
+	found, best := false, uint64(0)
 	for _, x := range ctx.XIDs {
-		if l.testXID(x) {
-			return float64(x)
+		if l.testXID(x) && (!found || gpu.XIDActionOf(x) > gpu.XIDActionOf(best)) {
+			found, best = true, x
 		}
+	}
+	if found {
+		return float64(best)
 	}
 	if len(ctx.XIDs) > 0 {
 		return float64(ctx.XIDs[0])
@@ -763,8 +769,9 @@ func (v *valueNode) value(ctx *EvalContext) float64 {
 		return w.Rate()
 	case fnActive:
 		// The share of the window's samples the flag held, over the
-		// window's length.
-		return w.Avg() * v.span.Seconds()
+		// window's length, to the millisecond: the running mean's
+		// rounding must not make 4 minutes 239.99999 s.
+		return math.Round(w.Avg()*v.span.Seconds()*1000) / 1000
 	}
 	return w.Slope()
 }

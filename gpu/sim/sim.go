@@ -85,6 +85,16 @@ const (
 	ExpectIdle    = "idle"     // memory held while computing nothing
 	ExpectHot     = "hot"      // temperature above 85 C
 	ExpectLost    = "lost"     // the GPU fell off the bus and stopped reporting
+	// The GPU's health: an uncorrectable ECC error with a row remap
+	// pending (it needs a reset), a hardware slowdown (the power brake), a
+	// PCIe link below its width, an application's XIDs repeating, a
+	// hardware XID, NVLink errors climbing.
+	ExpectECC      = "ecc"
+	ExpectThrottle = "throttle"
+	ExpectPCIe     = "pcie"
+	ExpectXIDApp   = "xid-app"
+	ExpectXIDHW    = "xid-hw"
+	ExpectNVLink   = "nvlink"
 )
 
 // Truth is one thing that happens to one GPU in a scenario, so that tests can
@@ -109,11 +119,12 @@ type Truth struct {
 
 // Scenarios returns the names New accepts: the five two-hour, two-GPU
 // workloads of the reference traces, "all", the 100-minute, five-GPU demo
-// in which every problem starts and ends, and the eleven realistic
-// workloads of the second trace set (RealisticScenarios).
+// in which every problem starts and ends, the eleven realistic workloads
+// of the second trace set (RealisticScenarios), the leaks
+// (LeakScenarios) and the GPUs whose health fails (HealthScenarios).
 func Scenarios() []string {
 	return slices.Concat([]string{ScenarioNormalTraining, ScenarioMemoryLeak, ScenarioBatchSpike, ScenarioIdleHog, ScenarioThermal, ScenarioAll},
-		RealisticScenarios(), LeakScenarios())
+		RealisticScenarios(), LeakScenarios(), HealthScenarios())
 }
 
 // Source plays a scenario. It implements gpu.Source and is used by one
@@ -129,6 +140,7 @@ type Source struct {
 	plan     *plan
 	noise    []*rand.Rand // one noise stream per GPU, for the current cycle
 	lostSent []bool       // per GPU: its loss was reported in this cycle
+	prev     time.Duration // the offset of the cycle's previous snapshot; -1 before the first
 	closed   bool
 	horizon  time.Duration // the scenario's duration
 }
@@ -174,6 +186,7 @@ func (s *Source) startCycle(c int) {
 	s.plan = s.build(rand.New(rand.NewPCG(seed, planStream)))
 	s.noise = make([]*rand.Rand, len(s.plan.gpus))
 	s.lostSent = make([]bool, len(s.plan.gpus))
+	s.prev = -1
 	for i := range s.noise {
 		s.noise[i] = rand.New(rand.NewPCG(seed, noiseStream+uint64(i)))
 	}
@@ -244,6 +257,7 @@ func (s *Source) Next(ctx context.Context) (*gpu.Snapshot, error) {
 		Devices: make([]gpu.Device, 0, len(s.plan.gpus)),
 	}
 	for i, g := range s.plan.gpus {
+		snap.Events = g.xidsIn(snap.Events, s.prev, offset, snap.Time, i, s.uuids[i])
 		if g.lost(offset) {
 			if !s.lostSent[i] {
 				s.lostSent[i] = true
@@ -254,6 +268,7 @@ func (s *Source) Next(ctx context.Context) (*gpu.Snapshot, error) {
 		s.lostSent[i] = false // back after a reset: a second loss is reported again
 		snap.Devices = append(snap.Devices, g.sample(offset, s.noise[i], i, s.uuids[i]))
 	}
+	s.prev = offset
 	return snap, nil
 }
 
