@@ -2,7 +2,9 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"slices"
 	"time"
 
@@ -35,9 +37,11 @@ type trialResult struct {
 }
 
 // tryEvaluation evaluates the rules over simulated samples, source.interval
-// apart, and times each.
+// apart (at most sim.MaxStep), and times each. The simulation ends: a
+// long interval takes fewer samples than trialSamples, and samples=0
+// says none could be taken.
 func tryEvaluation(ctx context.Context, rs []*rules.Rule, interval time.Duration) (trialResult, error) {
-	src, err := sim.New(sim.Config{Scenario: sim.ScenarioAll, Step: interval, Seed: 1})
+	src, err := sim.New(sim.Config{Scenario: sim.ScenarioAll, Step: min(interval, sim.MaxStep), Seed: 1})
 	if err != nil {
 		return trialResult{}, err
 	}
@@ -47,6 +51,9 @@ func tryEvaluation(ctx context.Context, rs []*rules.Rule, interval time.Duration
 	began := time.Now()
 	for len(took) < trialSamples && time.Since(began) < trialTime {
 		snap, err := src.Next(ctx)
+		if errors.Is(err, io.EOF) {
+			break
+		}
 		if err != nil {
 			return trialResult{}, err
 		}
@@ -57,6 +64,9 @@ func tryEvaluation(ctx context.Context, rs []*rules.Rule, interval time.Duration
 		if took[len(took)-1] > interval {
 			break // one sample too slow is enough to know
 		}
+	}
+	if len(took) == 0 {
+		return trialResult{}, nil
 	}
 	r := trialResult{slowest: slices.Max(took), samples: len(took)}
 	slices.Sort(took)

@@ -18,6 +18,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/gpuwatch/gpuwatch/gpu"
 	"github.com/gpuwatch/gpuwatch/gpu/replay"
 	"github.com/gpuwatch/gpuwatch/gpu/sim"
 	"github.com/gpuwatch/gpuwatch/internal/plural"
@@ -397,10 +398,16 @@ func (c *Config) validate(root *yaml.Node) strictyaml.Errors {
 	}
 	c.checkServer(at, fail)
 	c.checkSlackTokens(at, fail)
+	if len(c.Host) > gpu.MaxNameBytes {
+		fail(at("host"), "host is %d bytes, the most is %d: give this machine's name as others know it", len(c.Host), gpu.MaxNameBytes)
+	}
 	names := map[string]bool{}
 	for i, r := range c.Receivers {
 		item := nodeAt(root, "receivers", i)
-		if names[r.Name] {
+		switch {
+		case len(r.Name) > MaxNameBytes:
+			fail(nodePath(item, "name"), "receiver name is %d bytes, the most is %d: name it in a few words (like team-slack)", len(r.Name), MaxNameBytes)
+		case names[r.Name]:
 			fail(item, "receiver %q is defined twice", r.Name)
 		}
 		names[r.Name] = true
@@ -534,6 +541,10 @@ func (c *Config) checkReceiver(r *Receiver) []string {
 // and windows of every rule on every GPU and evaluates them all at each
 // sample: far more rules than any fleet needs take gigabytes and seconds.
 const MaxRules = 10_000
+
+// MaxNameBytes is the longest name of a receiver or a digest: names go
+// into the store's keys and every notification.
+const MaxNameBytes = rules.MaxAlertNameBytes
 
 // checkRuleCount refuses a config with more than MaxRules rules, at the
 // first rule past the limit.

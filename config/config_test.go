@@ -70,7 +70,7 @@ var configFailures = map[string][]string{
 	},
 	"unknown_field.bad.yaml": {
 		`1:1: unknown field "sorce" in the file (did you mean "source"?); valid fields: host, source, storage, server, metrics, slack, receivers, route, rule_files, rules, digests`,
-		`5:3: unknown field "listn" in server (did you mean "listen"?); valid fields: listen, tls, basic_auth_users, bearer_token, bearer_token_file, external_url`,
+		`5:3: unknown field "listn" in server (did you mean "listen"?); valid fields: listen, tls, basic_auth_users, bearer_token, bearer_token_file, external_url, allowed_hosts, trusted_proxies`,
 	},
 	// metrics.per_process is a bool; the section has no other key.
 	"metrics.bad.yaml": {

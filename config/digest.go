@@ -31,9 +31,12 @@ type Digest struct {
 // Digest defaults.
 const (
 	DefaultRetention = 35 * 24 * time.Hour
-	DefaultTopUsers  = 5
-	DefaultCurrency  = "EUR"
-	DefaultCatchUp   = digest.DefaultCatchUp
+	// MaxRetention is the longest storage.retention: the longest window
+	// a digest reports, and draws an hour a column.
+	MaxRetention    = 400 * 24 * time.Hour
+	DefaultTopUsers = 5
+	DefaultCurrency = "EUR"
+	DefaultCatchUp  = digest.DefaultCatchUp
 )
 
 func (c *Config) digestDefaults() {
@@ -58,8 +61,12 @@ func (c *Config) checkDigests(root *yaml.Node, fail func(*yaml.Node, string, ...
 	for i := range c.Receivers {
 		receivers[c.Receivers[i].Name] = &c.Receivers[i]
 	}
-	if c.Storage.Retention < time.Hour {
+	switch {
+	case c.Storage.Retention < time.Hour:
 		fail(nodePath(root, "storage", "retention"), "storage.retention %v is too short: keep usage rollups at least 1h (default 35d)", c.Storage.Retention)
+	case c.Storage.Retention > MaxRetention:
+		fail(nodePath(root, "storage", "retention"), "storage.retention %v is longer than %s: a digest of that window would take gigabytes to draw; keep at most 400d (default 35d)",
+			c.Storage.Retention, "400d")
 	}
 	names := map[string]bool{}
 	for i := range c.Digests {
@@ -71,6 +78,8 @@ func (c *Config) checkDigests(root *yaml.Node, fail func(*yaml.Node, string, ...
 		switch {
 		case d.Name == "" && has("name"):
 			fail(at("name"), "digests[%d].name is empty: name each digest (daily, weekly)", i)
+		case len(d.Name) > MaxNameBytes:
+			fail(at("name"), "digest name is %d bytes, the most is %d: name it in a word or two (daily, weekly)", len(d.Name), MaxNameBytes)
 		case names[d.Name]:
 			fail(at("name"), "digest %q is defined twice: give each digest its own name", d.Name)
 		}

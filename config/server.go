@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"net"
+	"net/netip"
 	"net/url"
 	"slices"
 	"strings"
@@ -35,8 +36,67 @@ type Server struct {
 	BearerTokenFile string `yaml:"bearer_token_file"`
 	// ExternalURL is where people reach this API (https://gpuwatch.example.org),
 	// behind a proxy or not: webhook notifications link their charts there
-	// (chart_url). "" gives no links.
+	// (chart_url). "" gives no links. On a loopback listener its host is
+	// one the API answers to (see AllowedHosts).
 	ExternalURL string `yaml:"external_url"`
+	// AllowedHosts are more names a loopback listener answers to, besides
+	// localhost, loopback addresses and ExternalURL's host: the names a
+	// reverse proxy passes on in Host. A request for any other name is
+	// refused, so that a web page cannot reach the API by a name its
+	// owner points at 127.0.0.1 (DNS rebinding).
+	AllowedHosts []string `yaml:"allowed_hosts"`
+	// TrustedProxies are the addresses (203.0.113.7) and networks
+	// (10.0.0.0/8) of reverse proxies in front of the API: a request from
+	// one of them is from the client its X-Forwarded-For names, so that
+	// the limit on wrong passwords counts each client behind the proxy
+	// apart.
+	TrustedProxies []string `yaml:"trusted_proxies"`
+}
+
+// Proxies parses TrustedProxies; the config's check reports what does
+// not parse.
+func (s *Server) Proxies() ([]netip.Prefix, error) {
+	var out []netip.Prefix
+	for _, p := range s.TrustedProxies {
+		prefix, err := parseProxy(p)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, prefix)
+	}
+	return out, nil
+}
+
+// parseProxy reads an address or a network in CIDR notation.
+func parseProxy(text string) (netip.Prefix, error) {
+	text = strings.TrimSpace(text)
+	if strings.Contains(text, "/") {
+		p, err := netip.ParsePrefix(text)
+		if err != nil {
+			return netip.Prefix{}, fmt.Errorf("server.trusted_proxies: %q is not an address or a network: write it like 203.0.113.7 or 10.0.0.0/8", text)
+		}
+		return p.Masked(), nil
+	}
+	a, err := netip.ParseAddr(text)
+	if err != nil {
+		return netip.Prefix{}, fmt.Errorf("server.trusted_proxies: %q is not an address or a network: write it like 203.0.113.7 or 10.0.0.0/8", text)
+	}
+	a = a.Unmap()
+	return netip.PrefixFrom(a, a.BitLen()), nil
+}
+
+// AllowedHostNames are the names a loopback listener answers to besides
+// localhost and loopback addresses, lower-case: ExternalURL's host and
+// AllowedHosts.
+func (s *Server) AllowedHostNames() []string {
+	var out []string
+	if u, err := url.Parse(s.ExternalURL); err == nil && u.Hostname() != "" {
+		out = append(out, strings.ToLower(u.Hostname()))
+	}
+	for _, h := range s.AllowedHosts {
+		out = append(out, strings.ToLower(strings.TrimSuffix(strings.TrimSpace(h), ".")))
+	}
+	return out
 }
 
 // ChartURL is the link to chart id under ExternalURL; "" without one.
@@ -152,6 +212,16 @@ func (c *Config) checkServer(at func(...string) *yaml.Node, fail func(*yaml.Node
 	if s.ExternalURL != "" {
 		if u, err := url.Parse(s.ExternalURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil || u.RawQuery != "" {
 			fail(at("server", "external_url"), "server.external_url %q is not where people reach gpuwatch: write it like https://gpuwatch.example.org, without credentials or a query", s.ExternalURL)
+		}
+	}
+	for i, p := range s.TrustedProxies {
+		if _, err := parseProxy(p); err != nil {
+			fail(nodeAt(at("server"), "trusted_proxies", i), "%v", err)
+		}
+	}
+	for i, h := range s.AllowedHosts {
+		if h = strings.TrimSpace(h); h == "" || strings.ContainsAny(h, " /:@") {
+			fail(nodeAt(at("server"), "allowed_hosts", i), "server.allowed_hosts: %q is not a host name: write it like gpuwatch.example.org, without a scheme or port", h)
 		}
 	}
 	if listenErr != nil || IsLoopback(s.Listen) {

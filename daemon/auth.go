@@ -4,8 +4,8 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"math"
-	"net"
 	"net/http"
+	"net/netip"
 	"strconv"
 	"strings"
 	"sync"
@@ -24,10 +24,14 @@ import (
 //
 // A password costs a bcrypt (tens of milliseconds of CPU) to check, so a
 // client that sends wrong ones over and over could fill the machine's
-// cores: each client (by address) may fail a few times in a row, then
-// gets 429 with Retry-After, before any bcrypt, until its allowance
-// refills (see failures). Passwords bcrypt accepted are remembered, so a
-// client that sends its password with every request costs one bcrypt.
+// cores; and a client that guesses should not guess fast. Each client
+// (by address, or the address a trusted proxy's X-Forwarded-For names)
+// may fail a few times in a row, then gets 429 with Retry-After until its
+// allowance refills (see failures), whatever it sends: the limit comes
+// before any check of a password or token, so that a throttled client
+// cannot tell a right one from a wrong one. Passwords bcrypt accepted are
+// remembered, so a client that sends its password with every request
+// costs one bcrypt.
 type authenticator struct {
 	token []byte
 	users map[string][]byte // user → bcrypt hash
@@ -39,6 +43,9 @@ type authenticator struct {
 	verified map[string][sha256.Size]byte
 
 	failures failures
+	// proxies are server.trusted_proxies: a request from one is from the
+	// client its X-Forwarded-For names.
+	proxies []netip.Prefix
 
 	refused  atomic.Int64 // requests refused since the last log line
 	loggedAt atomic.Int64 // Unix ns of that line
@@ -61,7 +68,11 @@ func newAuthenticator(s *config.Server, now func() time.Time) (*authenticator, e
 	if err != nil {
 		return nil, err
 	}
-	a := &authenticator{token: []byte(token), users: map[string][]byte{}, basic: len(s.BasicAuthUsers) > 0,
+	proxies, err := s.Proxies()
+	if err != nil {
+		return nil, err
+	}
+	a := &authenticator{token: []byte(token), users: map[string][]byte{}, basic: len(s.BasicAuthUsers) > 0, proxies: proxies,
 		verified: map[string][sha256.Size]byte{}, failures: failures{now: now, clients: map[string]*allowance{}}}
 	for user, hash := range s.BasicAuthUsers {
 		a.users[user] = []byte(hash)
@@ -81,24 +92,25 @@ const (
 	tooManyFailures
 )
 
-// authenticate decides on r: the checks that cost nothing first (the
-// token, a password already verified), then, unless its client has failed
-// too often, bcrypt; a failure counts against the client, a success
-// clears its failures.
+// authenticate decides on r. A request without credentials is refused
+// and counts for nothing. One with credentials from a client that failed
+// too often is refused with the wait, before they are looked at; else
+// the checks that cost nothing (the token, a password already verified),
+// then bcrypt. A failure counts against the client, a success clears its
+// failures.
 func (a *authenticator) authenticate(r *http.Request) (verdict, time.Duration) {
-	client := clientOf(r)
+	if r.Header.Get("Authorization") == "" {
+		return refused, 0
+	}
+	client := a.clientOf(r)
+	if wait := a.failures.blocked(client); wait > 0 {
+		return tooManyFailures, wait
+	}
 	if a.authenticated(r) {
 		a.failures.forget(client)
 		return accepted, 0
 	}
-	user, password, ok := r.BasicAuth()
-	if !ok || len(a.users) == 0 {
-		return refused, 0
-	}
-	if wait := a.failures.blocked(client); wait > 0 {
-		return tooManyFailures, wait
-	}
-	if a.checkPassword(user, password) {
+	if user, password, ok := r.BasicAuth(); ok && len(a.users) > 0 && a.checkPassword(user, password) {
 		a.failures.forget(client)
 		return accepted, 0
 	}
@@ -142,13 +154,50 @@ func (a *authenticator) checkPassword(user, password string) bool {
 	return true
 }
 
-// clientOf names the client of r: its address, without the port.
-func clientOf(r *http.Request) string {
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		return r.RemoteAddr
+// clientOf names the client of r: its address, without the port; or,
+// when that is a trusted proxy's, the address X-Forwarded-For names
+// last that is not a trusted proxy's. Proxies append the address they
+// took the request from, so what a client wrote itself in the header
+// (to the left) is not believed.
+func (a *authenticator) clientOf(r *http.Request) string {
+	addr := remoteAddr(r)
+	if len(a.proxies) == 0 || !a.trusted(addr) {
+		return addr.String()
 	}
-	return host
+	forwarded := r.Header.Values("X-Forwarded-For")
+	for i := len(forwarded) - 1; i >= 0; i-- {
+		hops := strings.Split(forwarded[i], ",")
+		for j := len(hops) - 1; j >= 0; j-- {
+			hop, err := netip.ParseAddr(strings.TrimSpace(hops[j]))
+			if err != nil {
+				return addr.String() // garbage: the last proxy is the client
+			}
+			if addr = hop.Unmap(); !a.trusted(addr) {
+				return addr.String()
+			}
+		}
+	}
+	return addr.String()
+}
+
+// trusted reports whether addr is a trusted proxy's.
+func (a *authenticator) trusted(addr netip.Addr) bool {
+	for _, p := range a.proxies {
+		if p.Contains(addr) {
+			return true
+		}
+	}
+	return false
+}
+
+// remoteAddr is the address r came from.
+func remoteAddr(r *http.Request) netip.Addr {
+	ap, err := netip.ParseAddrPort(r.RemoteAddr)
+	if err != nil {
+		a, _ := netip.ParseAddr(r.RemoteAddr)
+		return a.Unmap()
+	}
+	return ap.Addr().Unmap()
 }
 
 // Each client may fail failureBurst password checks in a row; its
@@ -259,12 +308,12 @@ func (d *Daemon) requireAuth(a *authenticator, next http.Handler) http.Handler {
 		if now := time.Now().UnixNano(); now-a.loggedAt.Load() >= int64(time.Minute) {
 			a.loggedAt.Store(now)
 			a.refused.Store(0)
-			d.logger.Warn("HTTP API requests without valid credentials refused", "requests", n, "last_from", r.RemoteAddr, "path", r.URL.Path)
+			d.logger.Warn("HTTP API requests without valid credentials refused", "requests", n, "last_from", a.clientOf(r), "path", r.URL.Path)
 		}
 		if v == tooManyFailures {
 			secs := int(math.Ceil(wait.Seconds()))
 			w.Header().Set("Retry-After", strconv.Itoa(secs))
-			writeError(w, http.StatusTooManyRequests, "too many wrong passwords from this address: try again in "+strconv.Itoa(secs)+"s")
+			writeError(w, http.StatusTooManyRequests, "too many wrong passwords or tokens from this address: try again in "+strconv.Itoa(secs)+"s")
 			return
 		}
 		if a.basic {

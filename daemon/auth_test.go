@@ -176,21 +176,20 @@ func mustURL(t *testing.T, raw string) *url.URL {
 }
 
 // TestAuthFailuresLimited: a client that sends wrong passwords over and
-// over gets 429 with Retry-After once it has failed ten times, before
-// any password is checked (each check costs a bcrypt); the token still
-// lets it in, whatever the case of its scheme, and clears its failures.
+// over gets 429 with Retry-After once it has failed ten times, and from
+// then on nothing it sends is looked at until its wait is over: not a
+// password bcrypt would check, not alice's password that was accepted
+// before and is remembered, not the token, on the API or on the page's
+// login form; so a throttled client cannot tell a right password from a
+// wrong one. Another client is not held up.
 func TestAuthFailuresLimited(t *testing.T) {
 	dir := t.TempDir()
 	cfg := authConfig(t, dir)
 	r := start(t, cfg, nil)
 	client := trusting(t, cfg.Server.TLS.CertFile)
-	get := func(auth func(*http.Request)) *http.Response {
+	client.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	send := func(req *http.Request) *http.Response {
 		t.Helper()
-		req, err := http.NewRequest(http.MethodGet, "https://"+r.D.Addr()+"/api/v1/status", nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		auth(req)
 		resp, err := client.Do(req)
 		if err != nil {
 			t.Fatal(err)
@@ -198,6 +197,28 @@ func TestAuthFailuresLimited(t *testing.T) {
 		io.Copy(io.Discard, resp.Body)
 		resp.Body.Close()
 		return resp
+	}
+	get := func(auth func(*http.Request)) *http.Response {
+		t.Helper()
+		req, err := http.NewRequest(http.MethodGet, "https://"+r.D.Addr()+"/api/v1/status", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		auth(req)
+		return send(req)
+	}
+	login := func(user, secret string) *http.Response {
+		t.Helper()
+		req, err := http.NewRequest(http.MethodPost, "https://"+r.D.Addr()+"/login", strings.NewReader(url.Values{"user": {user}, "password": {secret}}.Encode()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		return send(req)
+	}
+	right := func(req *http.Request) { req.SetBasicAuth("alice", apiPassword) }
+	if resp := get(right); resp.StatusCode != http.StatusOK {
+		t.Fatalf("alice's password: HTTP %d, want 200", resp.StatusCode)
 	}
 	wrong := func(req *http.Request) { req.SetBasicAuth("alice", "wrong") }
 	for i := range 10 {
@@ -209,15 +230,103 @@ func TestAuthFailuresLimited(t *testing.T) {
 	if resp.StatusCode != http.StatusTooManyRequests || resp.Header.Get("Retry-After") == "" {
 		t.Errorf("the 11th wrong password in a row: HTTP %d (Retry-After %q), want 429 with Retry-After", resp.StatusCode, resp.Header.Get("Retry-After"))
 	}
-	if resp := get(func(req *http.Request) { req.SetBasicAuth("alice", apiPassword) }); resp.StatusCode != http.StatusTooManyRequests {
-		t.Errorf("the right password after too many wrong ones: HTTP %d, want 429: no password is checked until the wait is over", resp.StatusCode)
-	}
-	for _, scheme := range []string{"Bearer", "bearer", "BEARER"} {
-		if resp := get(func(req *http.Request) { req.Header.Set("Authorization", scheme+" "+apiToken) }); resp.StatusCode != http.StatusOK {
-			t.Errorf("Authorization: %s <token>: HTTP %d, want 200", scheme, resp.StatusCode)
+	for name, resp := range map[string]*http.Response{
+		"alice's remembered password":        get(right),
+		"the token":                          get(func(req *http.Request) { req.Header.Set("Authorization", "Bearer "+apiToken) }),
+		"a wrong token":                      get(func(req *http.Request) { req.Header.Set("Authorization", "Bearer "+apiToken+"x") }),
+		"alice's password on the login form": login("alice", apiPassword),
+		"the token on the login form":        login("", apiToken),
+		"a wrong token on the login form":    login("", "not-the-token-at-all"),
+	} {
+		if resp.StatusCode != http.StatusTooManyRequests || resp.Header.Get("Retry-After") == "" {
+			t.Errorf("%s after too many wrong passwords: HTTP %d (Retry-After %q), want 429 with Retry-After: nothing is checked until the wait is over",
+				name, resp.StatusCode, resp.Header.Get("Retry-After"))
 		}
 	}
-	if resp := get(wrong); resp.StatusCode != http.StatusUnauthorized {
-		t.Errorf("a wrong password after the token let the client in: HTTP %d, want 401: its failures were cleared", resp.StatusCode)
+}
+
+// TestAuthFailuresPerClientBehindProxy: behind a reverse proxy named in
+// server.trusted_proxies, the limit on wrong passwords counts each client
+// its X-Forwarded-For names apart: one that guesses is held up, the
+// others behind the same proxy are not. What a client writes in
+// X-Forwarded-For itself, before the proxy's own entry, is not believed;
+// and without trusted proxies the header changes nothing.
+func TestAuthFailuresPerClientBehindProxy(t *testing.T) {
+	for _, trusted := range []bool{true, false} {
+		dir := t.TempDir()
+		cfg := authConfig(t, dir)
+		if trusted {
+			cfg.Server.TrustedProxies = []string{"127.0.0.0/8"}
+		}
+		r := start(t, cfg, nil)
+		client := trusting(t, cfg.Server.TLS.CertFile)
+		get := func(forwarded string, password string) int {
+			t.Helper()
+			req, err := http.NewRequest(http.MethodGet, "https://"+r.D.Addr()+"/api/v1/status", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			req.Header.Set("X-Forwarded-For", forwarded)
+			req.SetBasicAuth("alice", password)
+			resp, err := client.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			return resp.StatusCode
+		}
+		for range 11 {
+			get("198.51.100.1, 203.0.113.7", "wrong") // a guesser behind the proxy, with a made-up first hop
+		}
+		if code := get("203.0.113.7", apiPassword); code != http.StatusTooManyRequests {
+			t.Errorf("trusted %v: the guesser with the right password: HTTP %d, want 429", trusted, code)
+		}
+		want := http.StatusOK
+		if !trusted {
+			want = http.StatusTooManyRequests // one address: the proxy's
+		}
+		if code := get("203.0.113.8", apiPassword); code != want {
+			t.Errorf("trusted %v: another client behind the proxy: HTTP %d, want %d", trusted, code, want)
+		}
+		if code := get("198.51.100.1, 203.0.113.9", apiPassword); code != want {
+			t.Errorf("trusted %v: a third client, claiming the guesser's made-up address first: HTTP %d, want %d", trusted, code, want)
+		}
+		r.Stop()
+	}
+}
+
+// TestNoStoreBehindAuthentication: every answer that credentials let see
+// (the API, /metrics, the pictures) says Cache-Control: no-store, so no
+// browser or proxy cache keeps it; the page's own files, open to all,
+// are checked again on each load (no-cache).
+func TestNoStoreBehindAuthentication(t *testing.T) {
+	dir := t.TempDir()
+	cfg := authConfig(t, dir)
+	r := start(t, cfg, newClock(base).Now)
+	for i := range 3 {
+		r.D.Step(snapshot(base.Add(time.Duration(i)*time.Minute), 60))
+	}
+	client := trusting(t, cfg.Server.TLS.CertFile)
+	for path, want := range map[string]string{
+		"/api/v1/status": "no-store", "/api/v1/alerts": "no-store", "/api/v1/silences": "no-store", "/api/v1/outbox": "no-store",
+		"/api/v1/digest": "no-store", "/api/v1/digest?format=png": "no-store", "/api/v1/charts/0123.png": "no-store",
+		"/api/v1/history?gpu=0": "no-store", "/metrics": "no-store", "/web/session": "no-store", "/": "no-cache",
+		"/assets/app.js": "no-cache",
+	} {
+		req, err := http.NewRequest(http.MethodGet, "https://"+r.D.Addr()+path, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Authorization", "Bearer "+apiToken)
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if got := resp.Header.Get("Cache-Control"); got != want {
+			t.Errorf("GET %s (HTTP %d): Cache-Control %q, want %q", path, resp.StatusCode, got, want)
+		}
 	}
 }

@@ -317,10 +317,11 @@ func (d *Daemon) chartFile(w http.ResponseWriter, r *http.Request) {
 	servePNG(w, png)
 }
 
-// servePNG answers with a picture.
+// servePNG answers with a picture. It shows what credentials let see:
+// no cache keeps it.
 func servePNG(w http.ResponseWriter, png []byte) {
 	w.Header().Set("Content-Type", "image/png")
-	w.Header().Set("Cache-Control", "private, max-age=3600")
+	w.Header().Set("Cache-Control", "no-store")
 	w.Write(png)
 }
 

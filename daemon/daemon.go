@@ -145,8 +145,9 @@ type Daemon struct {
 	chartsNow     map[string]string
 	pendingCharts []pendingChart
 
-	auth *authenticator // nil when the server section asks for no credentials
-	page *web.Server    // the page in the browser
+	auth  *authenticator // nil when the server section asks for no credentials
+	hosts *hostGuard     // the Host names the API answers to; nil on a network listener
+	page  *web.Server    // the page in the browser
 	// fleetHistory is a hub's Prometheus, read for /gpu history and the
 	// page's charts (see History); nil elsewhere.
 	fleetHistory atomic.Pointer[history.Prometheus]
@@ -163,6 +164,9 @@ type Daemon struct {
 	// hostsDown are the hosts of the fleet that are down, by host
 	// (guarded by mu).
 	hostsDown map[string]*hostDown
+	// leftOut is what snapshots held past gpuwatch's limits that the
+	// log has said (see admit).
+	leftOut saidOnce
 }
 
 // New is NewContext that nothing stops.
@@ -216,6 +220,7 @@ func (d *Daemon) start(cfg *config.Config) error {
 	if d.auth, err = newAuthenticator(&cfg.Server, d.opts.Wall); err != nil {
 		return err
 	}
+	d.hosts = newHostGuard(&cfg.Server)
 	if d.page, err = d.newPage(); err != nil {
 		return err
 	}
@@ -413,6 +418,9 @@ func (d *Daemon) Run(ctx context.Context, src gpu.Source, reload <-chan *config.
 // answer while a stalled disk holds it.
 func (d *Daemon) Step(snap *gpu.Snapshot) {
 	d.sampledAt.Store(d.opts.Wall().UnixNano())
+	if !d.admit(snap) {
+		return
+	}
 	d.commit(d.evaluate(snap))
 }
 

@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -155,7 +156,7 @@ func (d *Daemon) fireDigest(r digest.Run) error {
 		d.logger.Warn("a digest is no longer in the config; it takes effect on restart", "digest", r.Name)
 		return nil
 	}
-	report, days := d.report(c, r.From, r.To)
+	report, days, _ := d.report(c, r.From, r.To, allPictures)
 	commit := &notifier.Commit{Put: stamp}
 	charts := d.dayCharts(commit, r.Name, r.At, days)
 	outbox := map[string][][]byte{}
@@ -189,6 +190,22 @@ func (d *Daemon) fireDigest(r digest.Run) error {
 	return nil
 }
 
+// retention is how long usage rollups are kept, the longest window a
+// digest reports.
+func (d *Daemon) retention() time.Duration {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.cfg.Storage.Retention
+}
+
+// inDays writes a duration of whole days as the config does ("35d").
+func inDays(d time.Duration) string {
+	if d%(24*time.Hour) == 0 {
+		return fmt.Sprintf("%dd", d/(24*time.Hour))
+	}
+	return d.String()
+}
+
 // findDigest returns the digest named name in cfg, or nil.
 func findDigest(cfg *config.Config, name string) *config.Digest {
 	for i := range cfg.Digests {
@@ -199,10 +216,27 @@ func findDigest(cfg *config.Config, name string) *config.Digest {
 	return nil
 }
 
+// drawing says which pictures a report draws: none, every host's (a
+// scheduled digest's), or one host's (a picture the API serves: the
+// host's, or without one the first host's in name order).
+type drawing struct {
+	any, one bool
+	host     string
+}
+
+var (
+	noPictures  = drawing{}
+	allPictures = drawing{any: true}
+)
+
+func pictureOf(host string) drawing { return drawing{any: true, one: true, host: host} }
+
 // report builds digest c's report of [from, to) from the rollups and the
 // alerts firing now, which the rollups count only once they resolve, and
-// its pictures, one per host.
-func (d *Daemon) report(c *config.Digest, from, to time.Time) (*digest.Report, []*chart.Day) {
+// the pictures draw asks for, one per host, and returns the zone they
+// show times in. A request for one host's picture costs that host's,
+// whatever the size of the fleet: it gets no report (nil).
+func (d *Daemon) report(c *config.Digest, from, to time.Time, draw drawing) (*digest.Report, []*chart.Day, *time.Location) {
 	d.mu.Lock()
 	gpus, users, alerts := d.digests.rollups.Window(from, to)
 	host := d.cfg.Host
@@ -220,7 +254,40 @@ func (d *Daemon) report(c *config.Digest, from, to time.Time) (*digest.Report, [
 		Name: c.Name, Host: host, From: from, To: to, TopUsers: c.TopUsers,
 		PricePerKWh: c.PricePerKWh, Currency: c.Currency, Location: d.zone(c.Schedule), Firing: firing,
 	}
-	return digest.Build(gpus, users, alerts, opts), digest.Pictures(gpus, users, opts)
+	var days []*chart.Day
+	if draw.any {
+		pg, pu := gpus, users
+		if draw.one {
+			pg, pu = oneHost(gpus, users, draw.host, host)
+		}
+		days = digest.Pictures(pg, pu, opts)
+	}
+	if draw.one {
+		return nil, days, opts.Location
+	}
+	return digest.Build(gpus, users, alerts, opts), days, opts.Location
+}
+
+// oneHost keeps the hours of host, or, without one, of the first host in
+// name order; an hour that names no host is own's, this gpuwatch's.
+func oneHost(gpus []digest.GPUHour, users []digest.UserHour, host, own string) ([]digest.GPUHour, []digest.UserHour) {
+	of := func(h string) string { return cmp.Or(h, own) }
+	if host == "" && len(gpus) > 0 {
+		host = of(slices.MinFunc(gpus, func(a, b digest.GPUHour) int { return cmp.Compare(of(a.Host), of(b.Host)) }).Host)
+	}
+	var g []digest.GPUHour
+	for _, h := range gpus {
+		if of(h.Host) == host {
+			g = append(g, h)
+		}
+	}
+	var u []digest.UserHour
+	for _, h := range users {
+		if of(h.Host) == host {
+			u = append(u, h)
+		}
+	}
+	return g, u
 }
 
 // zone is the time zone a digest shows times in: its schedule's CRON_TZ,
@@ -244,13 +311,14 @@ func (d *Daemon) zone(schedule string) *time.Location {
 // window or, without one, the time since its previous scheduled run;
 // without name, a zero window is 24h.
 func (d *Daemon) UsageReport(name string, window time.Duration) (*digest.Report, error) {
-	r, _, err := d.usage(name, window)
+	r, _, _, err := d.usage(name, window, noPictures)
 	return r, err
 }
 
-// usage is the usage digest of the window that ends now and its pictures;
-// see UsageReport.
-func (d *Daemon) usage(name string, window time.Duration) (*digest.Report, []*chart.Day, error) {
+// usage is the usage digest of the window that ends now and the pictures
+// draw asks for, with the zone they show times in; see UsageReport and
+// report.
+func (d *Daemon) usage(name string, window time.Duration, draw drawing) (*digest.Report, []*chart.Day, *time.Location, error) {
 	to := d.opts.Now()
 	if s := d.last.Load(); s != nil {
 		to = s.Time
@@ -261,7 +329,7 @@ func (d *Daemon) usage(name string, window time.Duration) (*digest.Report, []*ch
 	c := &config.Digest{Name: "usage", TopUsers: config.DefaultTopUsers}
 	if name != "" {
 		if c = findDigest(cfg, name); c == nil {
-			return nil, nil, fmt.Errorf("no digest is named %q; the config has %s", name, digestNames(cfg))
+			return nil, nil, nil, fmt.Errorf("no digest is named %q; the config has %s", name, digestNames(cfg))
 		}
 		if window == 0 {
 			window = c.Window
@@ -269,7 +337,7 @@ func (d *Daemon) usage(name string, window time.Duration) (*digest.Report, []*ch
 		if window == 0 {
 			s, err := digest.ParseSchedule(c.Schedule)
 			if err != nil {
-				return nil, nil, fmt.Errorf("digest %q: %w", name, err)
+				return nil, nil, nil, fmt.Errorf("digest %q: %w", name, err)
 			}
 			window = to.Sub(digest.Previous(s, s.Next(to)))
 		}
@@ -277,8 +345,11 @@ func (d *Daemon) usage(name string, window time.Duration) (*digest.Report, []*ch
 	if window <= 0 {
 		window = 24 * time.Hour
 	}
-	r, days := d.report(c, to.Add(-window), to)
-	return r, days, nil
+	// Usage older than storage.retention is pruned: a digest whose
+	// schedule is rarer than that reports what is kept.
+	window = min(window, cfg.Storage.Retention)
+	r, days, loc := d.report(c, to.Add(-window), to, draw)
+	return r, days, loc, nil
 }
 
 // digestNames lists the digests of cfg for an error message.
@@ -318,14 +389,23 @@ func (d *Daemon) digestText(w http.ResponseWriter, r *http.Request) {
 			http.Error(w, fmt.Sprintf("window %s is shorter than an hour: usage is kept by the hour; ask for 1h or more", v), http.StatusBadRequest)
 			return
 		}
+		if kept := d.retention(); window > kept {
+			http.Error(w, fmt.Sprintf("window %s is longer than the %s of usage this gpuwatch keeps (storage.retention): ask for %s or less",
+				v, inDays(kept), inDays(kept)), http.StatusBadRequest)
+			return
+		}
 	}
-	report, days, err := d.usage(r.URL.Query().Get("name"), window)
+	draw := noPictures
+	if format == digest.FormatPNG {
+		draw = pictureOf(r.URL.Query().Get("host"))
+	}
+	report, days, loc, err := d.usage(r.URL.Query().Get("name"), window, draw)
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusNotFound)
 		return
 	}
 	if format == digest.FormatPNG {
-		d.servePicture(w, r.URL.Query().Get("host"), report, days)
+		d.servePicture(w, r.URL.Query().Get("host"), loc, days)
 		return
 	}
 	out, err := report.Render(format)
@@ -339,12 +419,12 @@ func (d *Daemon) digestText(w http.ResponseWriter, r *http.Request) {
 
 // servePicture answers /api/v1/digest?format=png: the picture of the
 // host asked (by default the first).
-func (d *Daemon) servePicture(w http.ResponseWriter, host string, report *digest.Report, days []*chart.Day) {
+func (d *Daemon) servePicture(w http.ResponseWriter, host string, loc *time.Location, days []*chart.Day) {
 	for _, day := range days {
 		if host != "" && day.Title != "GPU usage on "+host {
 			continue
 		}
-		png, err := day.PNG(report.Location)
+		png, err := day.PNG(loc)
 		releaseDrawing()
 		if err != nil {
 			d.logger.Error("cannot draw a digest's picture", "err", err)

@@ -87,6 +87,9 @@ func (d *Daemon) backfill(ctx context.Context, src gpu.Source) {
 	defer debug.SetGCPercent(debug.SetGCPercent(backfillGCPercent))
 	n := 0
 	err := b.Backfill(ctx, past, func(s *gpu.Snapshot) {
+		if !d.admit(s) {
+			return
+		}
 		d.engine.Warm(s)
 		d.history.Record(s)
 		n++

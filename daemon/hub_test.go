@@ -137,12 +137,14 @@ func runHub(t *testing.T, cfg *config.Config) (d *daemon.Daemon, logs *notifiert
 	if err != nil {
 		t.Fatal(err)
 	}
+	logs = &notifiertest.Buffer{}
+	dopts := options(logs, &notifiertest.Buffer{}, nil)
+	opts.Logger = dopts.Logger
 	src, err := prometheus.New(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	logs = &notifiertest.Buffer{}
-	d, err = daemon.New(cfg, options(logs, &notifiertest.Buffer{}, nil))
+	d, err = daemon.New(cfg, dopts)
 	if err != nil {
 		t.Fatal(err)
 	}

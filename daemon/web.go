@@ -55,7 +55,7 @@ func (d *Daemon) pageHandler(api http.Handler) http.Handler {
 	if d.auth != nil {
 		api = d.page.Login(api, d.requireAuth(d.auth, api), d.auth.verifyLogin)
 	}
-	return web.Protect(api)
+	return d.hosts.wrap(d.logger, web.Protect(api))
 }
 
 // daemonHistory gives the page's charts their data: on a hub, the

@@ -93,8 +93,11 @@ type DeliveryStats struct {
 // it takes; a permanent failure moves the notification to the dead letters.
 //
 // Delivered notifications leave the outbox together, in one transaction
-// per batch read (and before every wait), not one fsync each: a crash
-// between a delivery and its ack sends at most one batch again. When the
+// per batch read (and before every wait, and once a second while a batch
+// takes longer), not one fsync each: a crash between a delivery and its
+// ack sends again what the receiver took in the second before it, at
+// most a batch, at least one notification. Each carries the same
+// IdempotencyKey every time, for a receiver to drop what it has. When the
 // outbox refuses the ack (a full or failing disk), the deliverer backs off
 // as after a failed send and remembers what it delivered, so nothing is
 // sent twice while the process lives.
@@ -137,6 +140,11 @@ func (d *Deliverer) Wake() {
 // batch is how many notifications the deliverer reads from its outbox at once.
 const batch = 64
 
+// ackAfter bounds how long a delivered notification waits to leave the
+// outbox with the rest of its batch: a crash sends again at most what
+// the receiver took in that time (and at least the last one).
+const ackAfter = time.Second
+
 // Run delivers until ctx ends, waiting for Wake when the outbox is empty.
 func (d *Deliverer) Run(ctx context.Context) {
 	failures := 0    // reads of the outbox in a row that failed
@@ -167,12 +175,25 @@ func (d *Deliverer) Run(ctx context.Context) {
 			continue
 		}
 		var delivered []uint64
+		acked, since := true, time.Time{} // since: when the first of delivered went out
 		for _, e := range entries {
-			if !d.deliver(ctx, e, &delivered) {
+			alive := d.deliver(ctx, e, &delivered)
+			if len(delivered) == 1 {
+				since = d.now()
+			}
+			if !alive {
 				break
 			}
+			if len(delivered) > 0 && d.now().Sub(since) >= ackAfter {
+				// A slow receiver: what it took leaves the outbox now,
+				// not at the end of the batch.
+				if acked = d.ack(delivered); !acked {
+					break
+				}
+				delivered = delivered[:0]
+			}
 		}
-		if d.ack(delivered) {
+		if acked && d.ack(delivered) {
 			ackFailures = 0
 			continue
 		}

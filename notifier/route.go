@@ -3,6 +3,8 @@ package notifier
 import (
 	"fmt"
 	"time"
+
+	"github.com/gpuwatch/gpuwatch/rules"
 )
 
 // Defaults of the root route, inherited by every route that sets nothing.
@@ -77,6 +79,12 @@ func buildRoute(path string, c RouteConfig, parent *Route, problems *[]RouteProb
 	}
 	r.GroupWait = inheritDuration(path+".group_wait", c.GroupWait, parent.GroupWait, problems)
 	r.RepeatInterval = inheritDuration(path+".repeat_interval", c.RepeatInterval, parent.RepeatInterval, problems)
+	if c.RepeatInterval != nil && *c.RepeatInterval > 0 && *c.RepeatInterval < rules.MinRepeatInterval {
+		*problems = append(*problems, RouteProblem{Path: path + ".repeat_interval", Msg: fmt.Sprintf(
+			"%v is shorter than %v: a firing alert would be announced again at almost every sample; give %v or more (4h is the default), or 0 to never repeat",
+			*c.RepeatInterval, rules.MinRepeatInterval, rules.MinRepeatInterval)})
+		r.RepeatInterval = parent.RepeatInterval
+	}
 	for i, text := range c.Matchers {
 		ms, err := ParseMatchers(text)
 		if err != nil {

@@ -78,6 +78,8 @@ const (
 	MaxSilenceMatcherBytes = 1024
 	// MaxSilenceBytes is the most a silence may take in the store, as JSON.
 	MaxSilenceBytes = 4096
+	// MaxSilenceDuration is the longest a silence may last.
+	MaxSilenceDuration = 365 * 24 * time.Hour
 )
 
 // ErrTooManySilences is returned when MaxActiveSilences are active or
@@ -253,6 +255,10 @@ func validateSilence(sil *Silence) error {
 	if !sil.EndsAt.After(sil.StartsAt) {
 		return fmt.Errorf("a silence must end after it starts: ends_at %s is not after starts_at %s",
 			sil.EndsAt.Format(time.RFC3339), sil.StartsAt.Format(time.RFC3339))
+	}
+	if sil.EndsAt.Sub(sil.StartsAt) > MaxSilenceDuration {
+		return fmt.Errorf("a silence of %s is longer than %s, the longest gpuwatch keeps: silence for less, or remove the rule",
+			sil.EndsAt.Sub(sil.StartsAt).Round(time.Hour), "365d")
 	}
 	return nil
 }

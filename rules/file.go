@@ -1,6 +1,7 @@
 package rules
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"maps"
@@ -184,6 +185,10 @@ const (
 	MaxLabelNameBytes  = 128
 	MaxLabelValueBytes = 1024
 	MaxTemplateBytes   = 4096 // a summary or description, as written
+	// MinRepeatInterval is the shortest repeat_interval, of a rule or a
+	// route: a shorter one would announce a firing alert again at almost
+	// every sample.
+	MinRepeatInterval = time.Minute
 )
 
 var (
@@ -231,6 +236,10 @@ func parseRule(file string, node *yaml.Node, what string) (*Rule, strictyaml.Err
 	if !absent(&y.ClearWhen) {
 		r.ClearWhen = p.cond(&y.ClearWhen, "clear_when")
 		r.HasClear = true
+	}
+	if y.RepeatInterval < 0 || y.RepeatInterval > 0 && y.RepeatInterval < MinRepeatInterval {
+		p.fail(cmp.Or(mappingValue(node, "repeat_interval"), node), "repeat_interval %v is shorter than %v: the alert would be announced again at almost every sample; "+
+			"give %v or more, or leave it out for the route's", y.RepeatInterval, MinRepeatInterval, MinRepeatInterval)
 	}
 	r.Severity = p.severity(&y.Severity)
 	p.labels(node, r.Labels)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/gpuwatch/gpuwatch/history"
 	"github.com/gpuwatch/gpuwatch/internal/strictyaml"
+	"github.com/gpuwatch/gpuwatch/notifier"
 )
 
 // Command is what the text after /gpu asks for, as ParseCommand reads it.
@@ -114,7 +115,7 @@ const (
 	MaxHistoryWindow     = 24 * time.Hour
 	DefaultDigestWindow  = 24 * time.Hour
 	MaxDigestWindow      = 35 * 24 * time.Hour // the rollups' default retention
-	MaxSilenceDuration   = 365 * 24 * time.Hour
+	MaxSilenceDuration   = notifier.MaxSilenceDuration
 	maxCommandText       = 4000 // Slack's own limit on a slash command's text
 	maxReason            = 500
 )

@@ -3,8 +3,11 @@ package web
 import (
 	"crypto/subtle"
 	"embed"
+	"fmt"
 	"html/template"
+	"math"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -22,9 +25,10 @@ const PageHeader = "X-GPUWatch-Page"
 
 // Verifier checks a login form's credentials as the API checks those of
 // a request: a user and password (server.basic_auth_users) or, without a
-// user, the API token (server.bearer_token). r is the login request, for
-// its address.
-type Verifier func(r *http.Request, user, secret string) bool
+// user, the API token (server.bearer_token), under the same limit on
+// wrong tries. r is the login request, for its address. wait, when not
+// zero, says the client tried too often: try again after it.
+type Verifier func(r *http.Request, user, secret string) (ok bool, wait time.Duration)
 
 //go:embed templates
 var templates embed.FS
@@ -142,7 +146,18 @@ func (l *login) login(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		user, secret := strings.TrimSpace(r.PostForm.Get("user")), r.PostForm.Get("password")
-		if secret == "" || !l.verify(r, user, secret) {
+		ok, wait := false, time.Duration(0)
+		if secret != "" {
+			ok, wait = l.verify(r, user, secret)
+		}
+		switch {
+		case wait > 0:
+			l.refusedLogin(r)
+			secs := int(math.Ceil(wait.Seconds()))
+			w.Header().Set("Retry-After", strconv.Itoa(secs))
+			l.form(w, http.StatusTooManyRequests, loginForm{User: user, Error: fmt.Sprintf("Too many wrong tries from this address: try again in %d seconds.", secs)})
+			return
+		case !ok:
 			l.refusedLogin(r)
 			l.form(w, http.StatusUnauthorized, loginForm{User: user, Error: "Wrong user or password (or API token): try again."})
 			return

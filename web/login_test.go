@@ -27,7 +27,9 @@ func loginFront(t *testing.T, now *time.Time) http.Handler {
 		w.Header().Set("WWW-Authenticate", `Basic realm="gpuwatch"`)
 		w.WriteHeader(http.StatusUnauthorized)
 	})
-	verify := func(_ *http.Request, user, secret string) bool { return user == "alice" && secret == "s3cret" }
+	verify := func(_ *http.Request, user, secret string) (bool, time.Duration) {
+		return user == "alice" && secret == "s3cret", 0
+	}
 	return web.Protect(s.Login(mux, guarded, verify))
 }
 

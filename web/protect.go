@@ -9,7 +9,9 @@ const ContentSecurityPolicy = "default-src 'none'; script-src 'self'; style-src 
 	"connect-src 'self'; font-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
 
 // Protect adds the headers every answer carries (the Content-Security-
-// Policy, no sniffing, no framing, no referrer) and refuses, with 403, a
+// Policy, no sniffing, no framing, no referrer, and Cache-Control:
+// no-store, which the page's own files, open to all, replace with
+// no-cache: no cache keeps what credentials let see) and refuses, with 403, a
 // request that changes state (POST, PUT, PATCH, DELETE) which a browser
 // sends for a page of another origin: a site cannot make a visitor's
 // browser add silences on a gpuwatch it reaches, with or without
@@ -28,6 +30,7 @@ func Protect(next http.Handler) http.Handler {
 		h.Set("X-Content-Type-Options", "nosniff")
 		h.Set("X-Frame-Options", "DENY")
 		h.Set("Referrer-Policy", "no-referrer")
+		h.Set("Cache-Control", "no-store")
 		guarded.ServeHTTP(w, r)
 	})
 }

@@ -7,6 +7,8 @@ import (
 	"io"
 	"math"
 	"strconv"
+
+	"github.com/gpuwatch/gpuwatch/gpu"
 )
 
 // answer is an answer of the query API, decoded: its status and, on
@@ -19,6 +21,10 @@ type answer struct {
 	resultType                  string
 	series                      []seriesAnswer
 	warnings                    []string
+	// refused describes the first series left out for a label too long
+	// to read (see MaxLabelBytes), refusedCount counts them all.
+	refused      []string
+	refusedCount int
 }
 
 type seriesAnswer struct {
@@ -116,7 +122,7 @@ func decodeAnswer(r io.Reader, limit int64, strs *interner, each func(ls *labelS
 		case "warnings":
 			return d.array(func() error {
 				var w string
-				if err := d.stringInto(&w); err != nil {
+				if err := d.stringInto(&w); err != nil || len(a.warnings) == maxWarnings {
 					return err
 				}
 				a.warnings = append(a.warnings, w)
@@ -152,6 +158,8 @@ type decoder struct {
 	ls      labelSet
 	prev    labelSet // the series read before ls
 	samples []sample
+	bad     badLabel // the first label of ls too long to read; zero when none
+	count   int      // the series read so far
 }
 
 // minRead is the least room fill reads into.
@@ -238,11 +246,14 @@ func (d *decoder) object(field func(key []byte) error) error {
 	}
 	var key []byte
 	for {
-		raw, err := d.rawString()
+		raw, size, err := d.str(maxKey)
 		if err != nil {
 			return err
 		}
-		key = append(key[:0], raw...)
+		key = key[:0]
+		if size <= maxKey { // a longer key is none gpuwatch reads
+			key = append(key, raw...)
+		}
 		if err := d.expect(':'); err != nil {
 			return err
 		}
@@ -286,13 +297,46 @@ func (d *decoder) array(item func() error) error {
 	}
 }
 
+// Bounds on the strings of an answer: how much of one is held in memory.
+const (
+	// MaxLabelBytes is the longest label value gpuwatch reads (host, uuid,
+	// gpu, user, command, …): a series with a longer one is left out, and
+	// logged once, so that no store key is made of an exporter's text.
+	MaxLabelBytes = gpu.MaxNameBytes
+	// maxHeldString is the most of any other string held: a longer one
+	// (a label gpuwatch does not read) is read as it arrives and dropped.
+	maxHeldString = 64 << 10
+	// maxMessage is the most of Prometheus's status, error and warnings
+	// kept; the rest is clipped.
+	maxMessage = 4 << 10
+	// maxQuoted is how much of a string too long to hold a message quotes.
+	maxQuoted = 64
+	// maxKey is the longest object key read: a longer one is none
+	// gpuwatch reads.
+	maxKey = 256
+	// maxWarnings is how many of Prometheus's warnings are kept.
+	maxWarnings = 10
+)
+
 // rawString reads a string and returns its text, escapes decoded; the
-// bytes are valid until the next read. The closing quote is looked for
-// with bytes.IndexByte, a word at a time: label values are most of an
-// answer's bytes.
-func (d *decoder) rawString() ([]byte, error) {
+// bytes are valid until the next read. A string longer than
+// maxHeldString is read and dropped: text is its start, as sent, and long
+// is set.
+func (d *decoder) rawString() (text []byte, long bool, err error) {
+	text, size, err := d.str(maxHeldString)
+	return text, size > maxHeldString, err
+}
+
+// str reads a string. One of at most max bytes, as sent, comes back with
+// its escapes decoded, valid until the next read. Of a longer one only
+// its first maxQuoted bytes, as sent, are held, and the rest is read as it
+// arrives and dropped, so that memory stays bounded whatever an exporter
+// put in a label: size, its length as sent, is then more than max. The
+// closing quote is looked for with bytes.IndexByte, a word at a time:
+// label values are most of an answer's bytes.
+func (d *decoder) str(max int) (text []byte, size int64, err error) {
 	if d.peek() != '"' {
-		return nil, d.errorf("expected a string")
+		return nil, 0, d.errorf("expected a string")
 	}
 	start := d.pos
 	from := start + 1 // where the closing quote may be
@@ -303,16 +347,53 @@ func (d *decoder) rawString() ([]byte, error) {
 				from = end + 1
 				continue
 			}
+			if end-start-1 > max {
+				return d.longString(start)
+			}
 			d.pos = end + 1
-			return d.stringText(d.buf[start : end+1])
+			text, err := d.stringText(d.buf[start : end+1])
+			return text, int64(end - start - 1), err
+		}
+		if len(d.buf)-start-1 > max {
+			return d.longString(start)
 		}
 		from = len(d.buf)
 		shift, ok := d.fill(start)
 		start, from = start-shift, from-shift
 		if !ok {
 			d.pos = from
-			return nil, d.errorf("a string without its closing quote")
+			return nil, 0, d.errorf("a string without its closing quote")
 		}
+	}
+}
+
+// longString reads the string that starts at buf[start] as it arrives,
+// without holding it: it returns its first maxQuoted bytes and its
+// length, as sent.
+func (d *decoder) longString(start int) ([]byte, int64, error) {
+	begin := d.base + int64(start) + 1 // where its text starts in the answer
+	quoted := bytes.Clone(d.buf[start+1 : min(len(d.buf), start+1+maxQuoted)])
+	p, backslashes := start+1, 0 // backslashes: how many come just before p
+	for {
+		for ; p < len(d.buf); p++ {
+			switch c := d.buf[p]; {
+			case c == '"' && backslashes%2 == 0:
+				d.pos = p + 1
+				return quoted, d.base + int64(p) - begin, nil
+			case c == '\\':
+				backslashes++
+				continue
+			case c < 0x20:
+				d.pos = p
+				return nil, 0, d.errorf("a control character in a string")
+			}
+			backslashes = 0
+		}
+		d.pos = p
+		if _, ok := d.fill(p); !ok {
+			return nil, 0, d.errorf("a string without its closing quote")
+		}
+		p = d.pos
 	}
 }
 
@@ -346,10 +427,15 @@ func (d *decoder) stringText(quoted []byte) ([]byte, error) {
 	return []byte(s), nil
 }
 
-// stringInto reads a string into dst, interned.
+// stringInto reads a string into dst, interned; one longer than
+// maxMessage is clipped.
 func (d *decoder) stringInto(dst *string) error {
-	raw, err := d.rawString()
-	if err == nil {
+	raw, size, err := d.str(maxMessage)
+	switch {
+	case err != nil:
+	case size > maxMessage:
+		*dst = string(raw) + "…"
+	default:
 		*dst = d.strs.of(raw)
 	}
 	return err
@@ -363,6 +449,9 @@ func (d *decoder) numberText() []byte {
 		for d.pos < len(d.buf) {
 			c := d.buf[d.pos]
 			if c >= '0' && c <= '9' || c == '-' || c == '+' || c == '.' || c == 'e' || c == 'E' {
+				if d.pos-start == maxNumber {
+					return nil // no number is that long: held no further
+				}
 				d.pos++
 				continue
 			}
@@ -375,6 +464,9 @@ func (d *decoder) numberText() []byte {
 		}
 	}
 }
+
+// maxNumber is the longest number read.
+const maxNumber = 64
 
 // number reads a JSON number.
 func (d *decoder) number() (float64, error) {
@@ -397,7 +489,7 @@ func (d *decoder) skip(depth int) error {
 	case c == '[':
 		return d.array(func() error { return d.skip(depth + 1) })
 	case c == '"':
-		_, err := d.rawString()
+		_, _, err := d.rawString()
 		return err
 	case c == 't' || c == 'f' || c == 'n':
 		for _, lit := range []string{"true", "false", "null"} {
@@ -432,6 +524,14 @@ func (d *decoder) result(a *answer) error {
 				if err := d.series(); err != nil {
 					return err
 				}
+				if d.count++; d.count > MaxSeries {
+					return fmt.Errorf("the answer has more than %d series, the most gpuwatch reads (a fleet of 10,000 GPUs answers some 250,000): "+
+						"narrow source.prometheus.selector, or split the fleet between hubs", MaxSeries)
+				}
+				if d.bad.label != "" {
+					a.refuse(d.bad.describe(&d.ls))
+					return nil
+				}
 				if d.each != nil {
 					return d.each(&d.ls, d.samples)
 				}
@@ -446,7 +546,7 @@ func (d *decoder) result(a *answer) error {
 // series reads one series of a vector ("value") or a matrix ("values")
 // into d.ls and d.samples.
 func (d *decoder) series() error {
-	d.prev, d.ls, d.samples = d.ls, labelSet{}, d.samples[:0]
+	d.prev, d.ls, d.samples, d.bad = d.ls, labelSet{}, d.samples[:0], badLabel{}
 	return d.object(func(key []byte) error {
 		switch string(key) {
 		case "metric":
@@ -457,6 +557,9 @@ func (d *decoder) series() error {
 			return err
 		case "values":
 			return d.array(func() error {
+				if len(d.samples) > MaxPoints { // a range of MaxPoints steps has one more
+					return d.errorf("a series of more than %d points, the most gpuwatch asks for", MaxPoints+1)
+				}
 				v, err := d.sample()
 				d.samples = append(d.samples, v)
 				return err
@@ -480,11 +583,11 @@ func (d *decoder) sample() (sample, error) {
 	if err := d.expect(','); err != nil {
 		return out, err
 	}
-	text, err := d.rawString()
+	text, size, err := d.str(maxNumber)
 	if err != nil {
 		return out, err
 	}
-	if out.v, err = strconv.ParseFloat(string(text), 64); err != nil {
+	if out.v, err = strconv.ParseFloat(string(text), 64); err != nil || size > maxNumber {
 		return out, d.errorf("the value %q is not a number", clip(string(text), 20))
 	}
 	if math.IsNaN(t) || math.IsInf(t, 0) || math.Abs(t) > 1e15 {
@@ -498,7 +601,8 @@ func (d *decoder) sample() (sample, error) {
 // value the series before had too is taken from it: Prometheus answers
 // in label order, so the series of one family and GPU index come
 // together, with the same name, job and model, and only the map lookups
-// of what changes are made.
+// of what changes are made. A value gpuwatch reads that is longer than
+// MaxLabelBytes is not held: it marks the series bad (d.bad).
 func (d *decoder) labels(ls *labelSet) error {
 	return d.object(func(key []byte) error {
 		dst := ls.field(key)
@@ -506,12 +610,18 @@ func (d *decoder) labels(ls *labelSet) error {
 			if d.peek() != '"' {
 				return d.errorf("label %s has a value that is not a string", clip(string(key), 40))
 			}
-			_, err := d.rawString()
+			_, _, err := d.rawString()
 			return err
 		}
-		raw, err := d.rawString()
+		raw, size, err := d.str(MaxLabelBytes)
 		if err != nil {
 			return err
+		}
+		if size > MaxLabelBytes {
+			if d.bad.label == "" {
+				d.bad = badLabel{label: string(key), size: size, start: string(raw)}
+			}
+			return nil
 		}
 		if prev := d.prev.field(key); *prev == string(raw) {
 			*dst = *prev

@@ -111,6 +111,9 @@ type evaluation struct {
 	targets map[string][]target // by host, the targets its series came from
 	up      map[target]float64
 	skipped int
+	// err is set when the series name more than MaxGPUs GPUs: the
+	// evaluation is refused, and no GPU past them is gathered.
+	err error
 	// family is the family of the series added last (name its name):
 	// an answer lists a family's series together.
 	name   string
@@ -133,6 +136,9 @@ func (b *builder) build(at time.Time, points []point) []*gpu.Snapshot {
 	e := b.start(at)
 	for i := range points {
 		e.add(points[i].labels, points[i].value)
+	}
+	if e.err != nil {
+		return nil
 	}
 	snaps, _ := e.finish(false)
 	return snaps
@@ -287,6 +293,10 @@ func (e *evaluation) add(ls *labelSet, value float64) {
 		e.targets[key.host] = ts
 	}
 	d := e.devs[key]
+	if d == nil && len(e.devs) == MaxGPUs {
+		e.err = fmt.Errorf("the series name more than %d GPUs, the most a hub watches: split the fleet between hubs, each with its own source.prometheus.selector", MaxGPUs)
+		return
+	}
 	if d == nil {
 		nan := math.NaN()
 		d = &deviceBuild{key: key, memUsed: nan, memTotal: nan, memFree: nan, memReserved: nan,

@@ -69,6 +69,15 @@ const MaxPoints = 11000
 // some 40 MB.
 const maxAnswer = 1 << 30
 
+// MaxSeries is the most series one answer may have: a fleet of 10,000
+// GPUs answers some 250,000. A larger answer fails the query, before
+// what it holds grows past what a hub's memory allows for.
+const MaxSeries = 500_000
+
+// MaxGPUs is the most GPUs a hub watches, twice the 10,000 it is measured
+// with (docs/fleet.md): an evaluation whose series name more fails.
+const MaxGPUs = 20_000
+
 // Source reads a fleet's GPUs from Prometheus; it is a gpu.Source (one
 // snapshot per host and evaluation, hosts in order) used by one goroutine.
 type Source struct {
@@ -92,7 +101,8 @@ func New(opts Options) (*Source, error) {
 	if client == nil {
 		client = http.DefaultClient
 	}
-	q := &querier{opts: opts, base: u, client: client, build: newBuilder(opts.Schema, opts.Interval), strs: newInterner()}
+	q := &querier{opts: opts, base: u, client: client, build: newBuilder(opts.Schema, opts.Interval), strs: newInterner(),
+		refused: newRefusedLog()}
 	return &Source{Poller: gpu.PollFleet(q, opts.Interval), q: q}, nil
 }
 
@@ -112,6 +122,8 @@ type querier struct {
 	client *http.Client
 	build  *builder
 	strs   *interner // the label values of the answers, shared
+	// refused are the series left out that the log has named.
+	refused *refusedLog
 }
 
 // SampleFleet runs an evaluation at time at: one instant query, of the
@@ -128,7 +140,7 @@ func (q *querier) SampleFleet(ctx context.Context, at time.Time) ([]*gpu.Snapsho
 		if len(samples) == 1 {
 			e.add(ls, samples[0].v)
 		}
-		return nil
+		return e.err
 	})
 	if err != nil {
 		return nil, &gpu.SourceError{At: at, Err: q.failure("query", err)}
@@ -199,6 +211,7 @@ func (q *querier) get(ctx context.Context, endpoint string, params url.Values, e
 		return nil, fmt.Errorf("HTTP %d: status %q", resp.StatusCode, a.status)
 	}
 	q.warn(a.warnings)
+	q.logRefused(a)
 	return a, nil
 }
 

@@ -359,6 +359,15 @@ func (r *Reader) read() (*gpu.Snapshot, error) {
 			r.group = make([]gpu.Device, 0, max(r.lastCap, 1))
 			r.groupNS, r.groupLine, r.groupSample = r.rw.ns, r.rw.line, r.rw.sample
 		}
+		if len(r.group) == gpu.MaxDevices {
+			perr := &ParseError{r.in.lr.name, r.rw.line, 1, fmt.Sprintf(
+				"a sample of more than %d GPUs, the most gpuwatch watches on one host: split the log by host, or check that its rows have their time", gpu.MaxDevices)}
+			if r.in.opts.SkipBad {
+				r.skip(perr)
+				continue
+			}
+			return nil, perr
+		}
 		if r.rw.ordinal {
 			r.rw.dev.Index = len(r.group)
 		}

@@ -10,7 +10,9 @@ import (
 	"mime/multipart"
 	"net/url"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 )
 
 // SlackOptions say how NewSlack's fake answers.
@@ -22,6 +24,10 @@ type SlackOptions struct {
 	// Fail makes methods ("files.completeUploadExternal") answer ok:false
 	// with the error given ("not_in_channel").
 	Fail map[string]string
+	// Late, when set, says how long after doing it the fake answers the
+	// n-th call (0-based) of a method: Slack did what the call asked,
+	// and its answer may come after the client gave up.
+	Late func(method string, n int) time.Duration
 }
 
 // NewSlack plays Slack's Web API under /api/ and its upload URLs under
@@ -30,14 +36,29 @@ type SlackOptions struct {
 // server counts every request), chat.update echoes the ts, the upload
 // flow (files.getUploadURLExternal, the bytes, then
 // files.completeUploadExternal) answers file F<N>, users.info the user's
-// zone. Anything else is unknown_method.
+// zone, conversations.replies the files shared in a thread, each as a
+// message of its own. Anything else is unknown_method.
 func NewSlack(t testing.TB, o SlackOptions) *Server {
-	var base string
+	var (
+		base   string
+		mu     sync.Mutex
+		calls  = map[string]int{}      // by method
+		shared = map[string][]string{} // file IDs shared, by thread ts
+	)
 	srv := NewServer(t, func(n int, r *Request) Response {
 		form, _ := url.ParseQuery(string(r.Body))
 		header := map[string]string{"Content-Type": "application/json"}
 		method := strings.TrimPrefix(r.Path, "/api/")
 		body := `{"ok":false,"error":"unknown_method"}`
+		mu.Lock()
+		nth := calls[method]
+		calls[method]++
+		mu.Unlock()
+		if o.Late != nil {
+			if late := o.Late(method, nth); late > 0 {
+				defer time.Sleep(late)
+			}
+		}
 		switch {
 		case strings.HasPrefix(r.Path, "/upload/"):
 			return Response{Body: "OK"}
@@ -53,7 +74,22 @@ func NewSlack(t testing.TB, o SlackOptions) *Server {
 		case method == "files.getUploadURLExternal":
 			body = fmt.Sprintf(`{"ok":true,"upload_url":"%s/upload/F%d","file_id":"F%d"}`, base, n, n)
 		case method == "files.completeUploadExternal":
+			var files []struct{ ID string }
+			json.Unmarshal([]byte(form.Get("files")), &files)
+			mu.Lock()
+			for _, f := range files {
+				shared[form.Get("thread_ts")] = append(shared[form.Get("thread_ts")], f.ID)
+			}
+			mu.Unlock()
 			body = `{"ok":true,"files":[{"id":"F1","title":"chart"}]}`
+		case method == "conversations.replies":
+			var msgs []string
+			mu.Lock()
+			for i, id := range shared[form.Get("ts")] {
+				msgs = append(msgs, fmt.Sprintf(`{"type":"message","ts":"%s.%04d","thread_ts":%q,"files":[{"id":%q}]}`, form.Get("ts"), i+2, form.Get("ts"), id))
+			}
+			mu.Unlock()
+			body = `{"ok":true,"has_more":false,"messages":[` + strings.Join(msgs, ",") + `]}`
 		case method == "users.info":
 			user := form.Get("user")
 			tz, ok := o.Zones[user]

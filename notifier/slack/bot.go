@@ -60,6 +60,7 @@ func (n *Notifier) notifyBot(ctx context.Context, m *notifier.Notification) (boo
 		n.flushUnsaved()
 	}
 	now := n.now()
+	n.delivering = m.ID
 	p := n.plan(m)
 	if len(p.fresh) > 0 {
 		if retry, err := n.postNew(ctx, p.fresh, now); err != nil {
@@ -88,6 +89,9 @@ func (n *Notifier) plan(m *notifier.Notification) *plan {
 	p := &plan{index: map[string]*thread{}}
 	for _, a := range alertsOf(m) {
 		rec := n.load(a.Key)
+		if rec != nil && m.ID != 0 && m.ID < rec.Through {
+			continue // delivered before, and a later notification since
+		}
 		var entry *notifier.Alert
 		if rec != nil {
 			entry = rec.entry(a.Key)
@@ -105,9 +109,13 @@ func (n *Notifier) plan(m *notifier.Notification) *plan {
 			p.add("U", rec, a)
 		case a.Status == notifier.StatusResolved:
 			p.fresh = append(p.fresh, a)
-		case same && entry.Status != notifier.StatusResolved && !a.Repeat:
+		case same && entry.Status == notifier.StatusResolved:
+			// The firing (or a reminder) delivered again after its resolve,
+			// as after a crash before the outbox recorded both: the
+			// message tells the end already.
+		case same && !a.Repeat:
 			// Announced by an earlier try.
-		case same && entry.Status != notifier.StatusResolved:
+		case same:
 			if at, ok := rec.Replied[a.Key]; ok && !a.At.IsZero() && at.Equal(a.At) {
 				continue // replied by an earlier try
 			}
@@ -157,7 +165,7 @@ func (n *Notifier) replyRepeat(ctx context.Context, t *thread, now time.Time) (b
 // resolved and its other alerts as they were, and replies in its thread.
 // A message that is gone (deleted, too old to edit) gets a new one.
 func (n *Notifier) resolve(ctx context.Context, t *thread, now time.Time) (bool, error) {
-	rec := &record{Channel: t.rec.Channel, TS: t.rec.TS, Replied: t.rec.Replied,
+	rec := &record{Channel: t.rec.Channel, TS: t.rec.TS, Replied: t.rec.Replied, Through: t.rec.Through,
 		Alerts: append([]notifier.Alert(nil), t.rec.Alerts...)}
 	keys := alertKeys(t.alerts)
 	for _, a := range t.alerts {

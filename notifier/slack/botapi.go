@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -161,6 +162,12 @@ type File struct {
 	// Comment is the message the picture comes with; "" for none.
 	Comment string
 	PNG     []byte
+	// BeforeShare, when set, is told the file's ID once its bytes are
+	// uploaded, before files.completeUploadExternal shares it: an answer
+	// to that call can be lost after Slack shared the file, and whoever
+	// records the ID can look for it before sharing again. An error stops
+	// the upload.
+	BeforeShare func(fileID string) error
 }
 
 // Upload shares f in its conversation and returns the file's ID. Without
@@ -173,10 +180,7 @@ func (b *Bot) Upload(ctx context.Context, f File) (string, error) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, 3*b.opts.Timeout)
 	defer cancel()
-	file, err := b.api.UploadFileContext(ctx, goslack.UploadFileParameters{
-		Reader: bytes.NewReader(f.PNG), FileSize: len(f.PNG), Filename: f.Name,
-		Title: f.Title, AltTxt: f.Title, InitialComment: f.Comment, Channel: f.Channel, ThreadTimestamp: f.ThreadTS,
-	})
+	id, err := b.upload(ctx, f)
 	if err != nil {
 		if missingScope(err) {
 			b.refuseFiles("Slack refuses uploads: give the Slack app the files:write scope and reinstall it; alerts go without charts until a restart")
@@ -184,7 +188,34 @@ func (b *Bot) Upload(ctx context.Context, f File) (string, error) {
 		}
 		return "", err
 	}
-	return file.ID, nil
+	return id, nil
+}
+
+// upload runs Slack's upload flow: an upload URL and the file's ID, the
+// bytes, then the share into the conversation, telling f.BeforeShare the
+// ID in between.
+func (b *Bot) upload(ctx context.Context, f File) (string, error) {
+	u, err := b.api.GetUploadURLExternalContext(ctx, goslack.GetUploadURLExternalParameters{
+		FileName: f.Name, FileSize: len(f.PNG), AltTxt: f.Title,
+	})
+	if err != nil {
+		return "", fmt.Errorf("files.getUploadURLExternal: %w", err)
+	}
+	if err := b.api.UploadToURL(ctx, goslack.UploadToURLParameters{UploadURL: u.UploadURL, Reader: bytes.NewReader(f.PNG), Filename: f.Name}); err != nil {
+		return "", fmt.Errorf("upload the file's bytes: %w", err)
+	}
+	if f.BeforeShare != nil {
+		if err := f.BeforeShare(u.FileID); err != nil {
+			return "", err
+		}
+	}
+	if _, err := b.api.CompleteUploadExternalContext(ctx, goslack.CompleteUploadExternalParameters{
+		Files: []goslack.FileSummary{{ID: u.FileID, Title: f.Title}}, Channel: f.Channel,
+		InitialComment: f.Comment, ThreadTimestamp: f.ThreadTS,
+	}); err != nil {
+		return "", fmt.Errorf("files.completeUploadExternal: %w", err)
+	}
+	return u.FileID, nil
 }
 
 // Redact takes the token out of an error's text, for a log.

@@ -2,10 +2,14 @@ package slack
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
+
+	goslack "github.com/slack-go/slack"
 
 	"github.com/gpuwatch/gpuwatch/notifier"
 )
@@ -25,7 +29,12 @@ var errMessageNotYet = errors.New("the message the chart belongs in is not poste
 // files.completeUploadExternal). It is a notifier.Notifier of its own, fed
 // by its own outbox, so a message never waits for its picture and a
 // failing upload delays only pictures. An upload done is recorded: a
-// retry never posts a picture twice.
+// retry never posts a picture twice. The share itself is recorded as in
+// doubt before files.completeUploadExternal: when its answer is lost (a
+// timeout, a crash) after Slack shared the file, the retry looks for the
+// file in the thread (conversations.replies, the scope the resolved
+// replies need) and shares it again only when it is not there; without
+// the scope it shares it again, and the picture may show twice.
 type ChartUploader struct {
 	n      *Notifier
 	charts notifier.Charts
@@ -56,7 +65,7 @@ func (u *ChartUploader) Notify(ctx context.Context, m *notifier.Notification) (b
 	}
 	if m.Digest != nil {
 		for _, id := range m.Digest.Charts {
-			if retry, err := u.upload(ctx, id, digestRecordKey(id), time.Time{}, "Usage: "+m.Digest.Title); err != nil {
+			if retry, err := u.upload(ctx, id, digestRecordKey(id), time.Time{}, "Usage: "+m.Digest.Title, false); err != nil {
 				return retry, err
 			}
 		}
@@ -66,7 +75,7 @@ func (u *ChartUploader) Notify(ctx context.Context, m *notifier.Notification) (b
 		if a.Chart == "" {
 			continue
 		}
-		if retry, err := u.upload(ctx, a.Chart, a.Key, a.StartsAt, chartComment(&a)); err != nil {
+		if retry, err := u.upload(ctx, a.Chart, a.Key, a.StartsAt, chartComment(&a), a.Status == notifier.StatusResolved); err != nil {
 			return retry, err
 		}
 	}
@@ -90,16 +99,18 @@ func where(a *notifier.Alert) string {
 
 // upload posts chart id in the thread of the message recorded under key
 // (an alert key, whose record must be of the firing that started at
-// startsAt, or a digest's key, startsAt zero). Past ChartWait without the
-// message, or when the alert's message is already of a later firing (a
-// replayed log outruns the pictures), the picture is given up.
-func (u *ChartUploader) upload(ctx context.Context, id, key string, startsAt time.Time, comment string) (bool, error) {
+// startsAt, or a digest's key, startsAt zero). The picture of a resolve
+// waits for the message that tells the resolve: the alert's message
+// updated, or a new one when that was deleted. Past ChartWait without
+// the message, or when the alert's message is already of a later firing
+// (a replayed log outruns the pictures), the picture is given up.
+func (u *ChartUploader) upload(ctx context.Context, id, key string, startsAt time.Time, comment string, resolved bool) (bool, error) {
 	n := u.n
 	doneKey := n.name + "/chart/" + id
 	if _, done, err := n.opts.Messages.Get(doneKey); err == nil && done {
 		return false, nil
 	}
-	channel, ts, state := u.message(key, startsAt)
+	channel, ts, state := u.message(key, startsAt, resolved)
 	if state != messageNotYet {
 		u.mu.Lock()
 		delete(u.waiting, id)
@@ -122,8 +133,23 @@ func (u *ChartUploader) upload(ctx context.Context, id, key string, startsAt tim
 		return false, nil
 	}
 	ctx = withRetryAfterNote(ctx)
+	sharingKey := n.name + "/chart-sharing/" + id
+	if u.sharedBefore(ctx, id, sharingKey, doneKey) {
+		return false, nil
+	}
 	file, err := u.bot.Upload(ctx, File{
 		Channel: channel, ThreadTS: ts, Name: "gpuwatch-" + id + ".png", Title: comment, PNG: png,
+		BeforeShare: func(fileID string) error {
+			b, err := json.Marshal(sharing{File: fileID, Channel: channel, TS: ts})
+			if err == nil {
+				err = n.opts.Messages.Put(sharingKey, b)
+			}
+			if err != nil {
+				n.log.Warn("a chart's share could not be recorded before it was made: if Slack's answer is lost, a retry may post it again",
+					"chart", id, "err", n.redact(err))
+			}
+			return nil
+		},
 	})
 	switch {
 	case errors.Is(err, ErrNoFilesScope):
@@ -131,10 +157,52 @@ func (u *ChartUploader) upload(ctx context.Context, id, key string, startsAt tim
 	case err != nil:
 		return n.fail(ctx, "chart upload", err)
 	}
+	u.shared(id, file, sharingKey, doneKey)
+	return false, nil
+}
+
+// sharing is what is recorded, under "receiver/chart-sharing/ID", just
+// before a chart is shared: the file and the thread it goes to.
+type sharing struct {
+	File    string `json:"file"`
+	Channel string `json:"channel"`
+	TS      string `json:"ts"`
+}
+
+// sharedBefore reports whether an earlier try shared chart id while its
+// answer was lost: the file it recorded before the share is in the
+// thread. A share found is recorded as done.
+func (u *ChartUploader) sharedBefore(ctx context.Context, id, sharingKey, doneKey string) bool {
+	n := u.n
+	b, found, err := n.opts.Messages.Get(sharingKey)
+	var s sharing
+	if err != nil || !found || decodeJSON(b, &s) != nil || s.File == "" {
+		return false
+	}
+	shared, err := n.findInThread(ctx, s.Channel, s.TS, func(m *goslack.Message) bool {
+		return slices.ContainsFunc(m.Files, func(f goslack.File) bool { return f.ID == s.File })
+	})
+	if err != nil {
+		n.log.Warn("cannot read the thread to see whether an earlier try shared a chart; sharing it again, so it may show twice "+
+			"(give the Slack app the channels:history scope, groups:history for a private channel)", "chart", id, "err", n.redact(err))
+		return false
+	}
+	if shared {
+		u.shared(id, s.File, sharingKey, doneKey)
+	}
+	return shared
+}
+
+// shared records chart id as shared, as file.
+func (u *ChartUploader) shared(id, file, sharingKey, doneKey string) {
+	n := u.n
 	if err := n.opts.Messages.Put(doneKey, []byte(file)); err != nil {
 		n.log.Warn("a chart upload could not be recorded: a retry may post it again", "chart", id, "err", n.redact(err))
+		return
 	}
-	return false, nil
+	if err := n.opts.Messages.Delete(sharingKey); err != nil {
+		n.log.Warn("a chart's share, done, could not be unmarked as in doubt", "chart", id, "err", n.redact(err))
+	}
 }
 
 // waitedTooLong reports whether chart id has waited ChartWait for its
@@ -168,9 +236,10 @@ const (
 )
 
 // message finds the channel and ts of the message recorded under key:
-// an alert's, of the firing that started at startsAt, or (startsAt zero)
-// a digest's.
-func (u *ChartUploader) message(key string, startsAt time.Time) (channel, ts string, state messageState) {
+// an alert's, of the firing that started at startsAt (and, for the
+// picture of a resolve, once it tells the resolve), or (startsAt zero) a
+// digest's.
+func (u *ChartUploader) message(key string, startsAt time.Time, resolved bool) (channel, ts string, state messageState) {
 	n := u.n
 	n.mu.Lock()
 	defer n.mu.Unlock()
@@ -194,6 +263,10 @@ func (u *ChartUploader) message(key string, startsAt time.Time) (channel, ts str
 		return "", "", messageNotYet // the record is of an earlier firing
 	case e.StartsAt.After(startsAt):
 		return "", "", messageReplaced
+	case resolved && e.Status != notifier.StatusResolved:
+		// The resolve is not delivered yet: it updates this message, or
+		// posts a new one when this one was deleted.
+		return "", "", messageNotYet
 	}
 	return rec.Channel, rec.TS, messagePosted
 }

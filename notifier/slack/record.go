@@ -31,6 +31,12 @@ type record struct {
 	// thread reply was about to be posted when the record was written:
 	// a retry finds out whether it was (see finishResolvedReply).
 	ReplyPending map[string]time.Time `json:"reply_pending,omitempty"`
+	// Through is the outbox ID of the last notification that wrote the
+	// record. A receiver's notifications are delivered in the order of
+	// their IDs, so one with a lower ID is an earlier one delivered
+	// again (a crash before the outbox recorded its delivery): its work
+	// is done, and the record already tells what came after it.
+	Through uint64 `json:"through,omitempty"`
 }
 
 // entry returns the record's copy of the alert with key, or nil.
@@ -107,6 +113,7 @@ func (n *Notifier) save(r *record, alertKeys []string) {
 	if n.opts.Messages == nil || r.Channel == "" || r.TS == "" || len(alertKeys) == 0 {
 		return
 	}
+	r.Through = max(r.Through, n.delivering)
 	b, err := encodeRecord(r)
 	if err != nil {
 		n.log.Warn("slack message record not encoded", "receiver", n.name, "err", err)

@@ -89,7 +89,21 @@ func (n *Notifier) replied(rec *record, alerts []notifier.Alert, keys []string) 
 // every one of alerts resolved.
 func (n *Notifier) findResolvedReply(ctx context.Context, rec *record, alerts []notifier.Alert) (bool, error) {
 	want := replyTokens(alerts)
-	params := &goslack.GetConversationRepliesParameters{ChannelID: rec.Channel, Timestamp: rec.TS, IncludeAllMetadata: true, Limit: 200}
+	return n.findInThread(ctx, rec.Channel, rec.TS, func(m *goslack.Message) bool {
+		if m.Metadata.EventType != resolvedEvent {
+			return false
+		}
+		told, _ := m.Metadata.EventPayload["resolved"].([]any)
+		return !slices.ContainsFunc(want, func(w any) bool { return !slices.Contains(told, w) })
+	})
+}
+
+// findInThread reads the thread of the message channel/ts, with its
+// metadata, at most maxThreadPages pages of it (conversations.replies,
+// which needs channels:history, or groups:history in a private channel),
+// and reports whether a message of it is one match looks for.
+func (n *Notifier) findInThread(ctx context.Context, channel, ts string, match func(*goslack.Message) bool) (bool, error) {
+	params := &goslack.GetConversationRepliesParameters{ChannelID: channel, Timestamp: ts, IncludeAllMetadata: true, Limit: 200}
 	for range maxThreadPages {
 		callCtx, cancel := context.WithTimeout(ctx, n.opts.Timeout)
 		msgs, more, cursor, err := n.api.GetConversationRepliesContext(callCtx, params)
@@ -97,12 +111,8 @@ func (n *Notifier) findResolvedReply(ctx context.Context, rec *record, alerts []
 		if err != nil {
 			return false, err
 		}
-		for _, m := range msgs {
-			if m.Metadata.EventType != resolvedEvent {
-				continue
-			}
-			told, _ := m.Metadata.EventPayload["resolved"].([]any)
-			if !slices.ContainsFunc(want, func(w any) bool { return !slices.Contains(told, w) }) {
+		for i := range msgs {
+			if match(&msgs[i]) {
 				return true, nil
 			}
 		}

@@ -146,6 +146,9 @@ type Notifier struct {
 	// unsaved are message records the store refused, by record key; see
 	// save. Guarded by mu.
 	unsaved map[string][]byte
+	// delivering is the outbox ID of the notification being delivered,
+	// which the records it writes carry (record.Through). Guarded by mu.
+	delivering uint64
 }
 
 // New returns the Slack notifier of receiver name. It checks c first and

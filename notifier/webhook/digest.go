@@ -49,7 +49,7 @@ func (n *Notifier) notifyDigest(ctx context.Context, m *notifier.Notification) (
 	if err != nil {
 		return false, n.fail(fmt.Errorf("%s: digest: %w", n.cfg.Format, err))
 	}
-	return n.post(ctx, target, body, n.answerCheck())
+	return n.post(ctx, target, body, m.IdempotencyKey(), n.answerCheck())
 }
 
 // encodeDigest builds the request's URL and body of a digest.

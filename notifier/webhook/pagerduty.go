@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -99,7 +100,7 @@ func (n *Notifier) notifyPagerDuty(ctx context.Context, m *notifier.Notification
 		body, err := encodePagerDuty(n.cfg.RoutingKey, a)
 		if err == nil {
 			var r bool
-			r, err = n.post(ctx, n.url, body, nil)
+			r, err = n.post(ctx, n.url, body, m.IdempotencyKey()+"-"+strconv.Itoa(i), nil)
 			retry = retry || r
 		}
 		if err != nil {

@@ -5,8 +5,10 @@
 //
 // Each Notify makes exactly one attempt (one request, or one per alert for
 // PagerDuty) and says whether a failure is worth a retry; retries live in
-// the notifier's outbox. Errors never quote the URL, the signing secret,
-// the routing key or header values.
+// the notifier's outbox. Every request carries the notification's
+// Idempotency-Key header (notifier.IdempotencyKey), the same on every try,
+// for the far side to drop a repeat. Errors never quote the URL, the
+// signing secret, the routing key or header values.
 //
 // # The generic format
 //
@@ -318,10 +320,10 @@ func (n *Notifier) Notify(ctx context.Context, m *notifier.Notification) (retry 
 	}
 	if n.cfg.Format == FormatDiscord && n.charts != nil {
 		if withImages, ctype, ok := n.discordImages(m, body); ok {
-			return n.postAs(ctx, target, withImages, ctype, nil)
+			return n.postAs(ctx, target, withImages, ctype, m.IdempotencyKey(), nil)
 		}
 	}
-	return n.post(ctx, target, body, n.answerCheck())
+	return n.post(ctx, target, body, m.IdempotencyKey(), n.answerCheck())
 }
 
 // encode builds the request's URL and body in the receiver's format.
@@ -367,19 +369,21 @@ func (n *Notifier) answerCheck() func([]byte) (bool, error) {
 }
 
 // post sends one request and classifies the answer: the HTTP status by
-// notifier.CheckResponse, then the body by answer when it is set.
-func (n *Notifier) post(ctx context.Context, target string, body []byte, answer func([]byte) (bool, error)) (bool, error) {
-	return n.postAs(ctx, target, body, n.ctype, answer)
+// notifier.CheckResponse, then the body by answer when it is set. key is
+// the notification's notifier.IdempotencyKey, sent in its header.
+func (n *Notifier) post(ctx context.Context, target string, body []byte, key string, answer func([]byte) (bool, error)) (bool, error) {
+	return n.postAs(ctx, target, body, n.ctype, key, answer)
 }
 
 // postAs is post with the body's Content-Type.
-func (n *Notifier) postAs(ctx context.Context, target string, body []byte, ctype string, answer func([]byte) (bool, error)) (bool, error) {
+func (n *Notifier) postAs(ctx context.Context, target string, body []byte, ctype, key string, answer func([]byte) (bool, error)) (bool, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, target, bytes.NewReader(body))
 	if err != nil {
 		return false, n.fail(fmt.Errorf("%s: build request: %w", n.cfg.Format, err))
 	}
 	req.Header.Set("Content-Type", ctype)
 	req.Header.Set("User-Agent", userAgent)
+	req.Header.Set(notifier.IdempotencyHeader, key)
 	for k, v := range n.cfg.Headers {
 		req.Header.Set(k, v)
 	}
