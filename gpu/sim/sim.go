@@ -138,8 +138,8 @@ type Source struct {
 	cycle    int
 	n        int // beats of the current cycle already used
 	plan     *plan
-	noise    []*rand.Rand // one noise stream per GPU, for the current cycle
-	lostSent []bool       // per GPU: its loss was reported in this cycle
+	noise    []*rand.Rand  // one noise stream per GPU, for the current cycle
+	lostSent []bool        // per GPU: its loss was reported in this cycle
 	prev     time.Duration // the offset of the cycle's previous snapshot; -1 before the first
 	closed   bool
 	horizon  time.Duration // the scenario's duration
