@@ -46,6 +46,7 @@ type labelSet struct {
 	gpuName, modelName               string // name, modelName
 	namespace, pod, container        string
 	xid, pid, user, command          string
+	window                           string // window_size_in_ms, of dcgm-exporter's XID count
 }
 
 // field is the labelSet field a label name fills; nil for a label
@@ -82,6 +83,8 @@ func (ls *labelSet) field(key []byte) *string {
 		return &ls.container
 	case "xid":
 		return &ls.xid
+	case "window_size_in_ms":
+		return &ls.window
 	case "pid":
 		return &ls.pid
 	case "user":

@@ -23,7 +23,7 @@ type Past struct {
 }
 
 // backfill reads [end−past.Span, end] with one range query per series
-// family a round, coarsely then finely, and builds one evaluation per
+// family (one for all the health readings) a round, coarsely then finely, and builds one evaluation per
 // step, in time order.
 func (q *querier) backfill(ctx context.Context, end time.Time, past Past, warm func(*gpu.Snapshot)) error {
 	if past.Span <= 0 {
@@ -48,8 +48,9 @@ func (q *querier) backfill(ctx context.Context, end time.Time, past Past, warm f
 }
 
 // Range reads [from, to] of the fleet, one evaluation a step (longer
-// when that would pass MaxPoints), with one range query per series family,
-// and hands each evaluation's snapshots to each, in time order. Unlike
+// when that would pass MaxPoints), with one range query per series family
+// (one for all the health readings), and hands each evaluation's
+// snapshots to each, in time order. Unlike
 // Next and Backfill it may be called from any goroutine, alongside them:
 // it builds its snapshots apart (for /gpu history and charts on a hub).
 func (s *Source) Range(ctx context.Context, from, to time.Time, step time.Duration, each func(*gpu.Snapshot)) error {
@@ -70,7 +71,8 @@ func (s *Source) Range(ctx context.Context, from, to time.Time, step time.Durati
 const chunkSteps = 10
 
 // rangeRead reads [end−span, end] at step, in rounds of chunk steps in
-// time order: one range query per series family a round.
+// time order: one range query per series family (one for all the health
+// readings) a round.
 func (q *querier) rangeRead(ctx context.Context, end time.Time, span, step time.Duration, chunk int, warm func(*gpu.Snapshot)) error {
 	start := end.Add(-span)
 	for from := start; !from.After(end); from = from.Add(time.Duration(chunk) * step) {
@@ -88,9 +90,9 @@ func (q *querier) rangeRead(ctx context.Context, end time.Time, span, step time.
 // rangeChunk reads [from, to] at step and replays it.
 func (q *querier) rangeChunk(ctx context.Context, from, to time.Time, step time.Duration, warm func(*gpu.Snapshot)) error {
 	var series []seriesAnswer
-	for _, name := range q.opts.Schema.names() {
+	for _, names := range q.opts.Schema.backfillGroups() {
 		a, err := q.get(ctx, "/api/v1/query_range", url.Values{
-			"query": {q.opts.Selector.Query([]string{name})},
+			"query": {q.opts.Selector.Query(names)},
 			"start": {formatTime(from)},
 			"end":   {formatTime(to)},
 			"step":  {strconv.FormatFloat(step.Seconds(), 'f', -1, 64)},

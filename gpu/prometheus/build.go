@@ -35,6 +35,7 @@ type deviceBuild struct {
 	lost                                    bool
 	processes, users, pods                  []gpu.Process
 	xids                                    []xidSample
+	xidCounts                               []xidCount // dcgm-exporter's counts of XIDs by code within a window
 }
 
 // xidSample is an XID series of a GPU: gpuwatch's counter of one code
@@ -80,6 +81,9 @@ type builder struct {
 	sparePresent map[deviceKey]bool
 	spareDevs    map[deviceKey]*deviceBuild
 	counters     map[counterKey]float64
+	// xidTimes are, per dcgm-exporter XID count, the times of the events
+	// it counted that are still within its window.
+	xidTimes map[countKey][]time.Time
 	// grace is how long a host may be unknown (its series and its
 	// targets' up gone, as while Prometheus starts) before it is down.
 	grace time.Duration
@@ -99,7 +103,7 @@ const minGrace = 2 * time.Minute
 
 func newBuilder(schema Schema, interval time.Duration) *builder {
 	return &builder{schema: schema, families: familiesOf(schema), hosts: map[string]*hostState{},
-		seen: map[deviceKey]bool{}, present: map[deviceKey]bool{}, counters: map[counterKey]float64{},
+		seen: map[deviceKey]bool{}, present: map[deviceKey]bool{}, counters: map[counterKey]float64{}, xidTimes: map[countKey][]time.Time{},
 		grace: max(minGrace, 4*interval)}
 }
 
@@ -312,8 +316,10 @@ func (e *evaluation) add(ls *labelSet, value float64) {
 	switch f.name {
 	case gwXID:
 		d.xids = append(d.xids, xidSample{code: ls.xid, value: value})
-	case dcgmXID:
+	case dcgmXID, dcgm49XID:
 		d.xids = append(d.xids, xidSample{value: value})
+	case dcgmXIDCount:
+		d.addXIDCount(ls, value)
 	case gwProcessMemory:
 		pid, _ := strconv.Atoi(ls.pid)
 		d.processes = append(d.processes, gpu.Process{PID: pid, User: ls.user, Command: ls.command,
@@ -384,7 +390,7 @@ func dropDoubles(devs map[deviceKey]*deviceBuild) {
 func (d *deviceBuild) device() gpu.Device {
 	dev := d.dev
 	total := d.memTotal
-	if d.key.schema == SchemaDCGM {
+	if d.key.schema == SchemaDCGM && !finite(total) { // dcgm-exporter before 4.9 says no total
 		total = d.memUsed + d.memFree
 		if finite(d.memReserved) {
 			total += d.memReserved
@@ -421,11 +427,17 @@ func (d *deviceBuild) device() gpu.Device {
 // first time it is the baseline.
 func (b *builder) events(at time.Time, d *deviceBuild, known bool) []gpu.Event {
 	var out []gpu.Event
+	counted := len(d.xidCounts) > 0
+	if counted {
+		// dcgm-exporter counts every XID; its latest code misses one that
+		// repeats the code before it.
+		out = b.countEvents(at, d, known)
+	}
 	for _, x := range d.xids {
 		key := counterKey{dev: d.key, code: x.code}
 		prev, had := b.counters[key]
 		b.counters[key] = x.value
-		if !finite(x.value) {
+		if !finite(x.value) || counted && x.code == "" {
 			continue
 		}
 		if ev, ok := xidEvent(d, x, prev, had, known); ok {
