@@ -37,7 +37,9 @@ func (f *fakePrometheus) addDCGMGPU(host string, gen healthseries.Generation, h 
 		return map[string]string{"__name__": name, "gpu": "0", "UUID": "GPU-" + host, "modelName": "NVIDIA H100 80GB HBM3",
 			"hostname": host, "instance": host + ":9400", "job": "dcgm"}
 	}
-	always := func(v float64) func(time.Time) (float64, bool) { return func(time.Time) (float64, bool) { return v, true } }
+	always := func(v float64) func(time.Time) (float64, bool) {
+		return func(time.Time) (float64, bool) { return v, true }
+	}
 	base := map[string]float64{"DCGM_FI_DEV_FB_USED": 40 << 10, "DCGM_FI_DEV_FB_FREE": 40 << 10, "DCGM_FI_DEV_GPU_UTIL": 90,
 		"DCGM_FI_DEV_GPU_TEMP": 70, "DCGM_FI_DEV_POWER_USAGE": 350}
 	if gen == healthseries.DCGM49 {
