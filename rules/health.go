@@ -205,3 +205,25 @@ func xidValue(m Metric, code uint64) float64 {
 	}
 	return float64(code)
 }
+
+// HealthSource says how a health metric is read from a GPU's health: the
+// reading (in the metric's base unit × 1/Scale: clocks are read in MHz,
+// compared in Hz), the clock event reason a throttle.* flag tests, or the
+// maximum a *_below_max metric is below.
+type HealthSource struct {
+	Reading  gpu.HealthReading
+	Throttle gpu.ClockEvents // a throttle.* flag: 1 while this reason is in Reading's mask
+	BelowMax bool            // a *_below_max metric: Max − Reading, at least 0
+	Max      gpu.HealthReading
+	Scale    float64
+}
+
+// HealthSource returns how metric m reads a GPU's health, false for a
+// metric that is not a health reading.
+func (m Metric) HealthSource() (HealthSource, bool) {
+	h, ok := healthMetricOf(m)
+	if !ok {
+		return HealthSource{}, false
+	}
+	return HealthSource{Reading: h.reading, Throttle: h.throttle, BelowMax: h.belowMax != 0, Max: h.belowMax, Scale: h.scale}, true
+}
