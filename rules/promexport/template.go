@@ -50,7 +50,7 @@ type tmplTranslator struct {
 	// xidCodes, when set, are the XID codes the alert's value may be:
 	// .ValueText says what each means, as gpuwatch's does.
 	xidCodes []float64
-	why          string // the first part that does not translate
+	why      string // the first part that does not translate
 }
 
 // translate returns the template in Prometheus's language, or why it
