@@ -2,8 +2,8 @@ package gpu
 
 import (
 	"encoding/json"
+	"fmt"
 	"math"
-	"strings"
 )
 
 // HealthReading names one of the readings a GPU gives of its own health:
@@ -206,6 +206,50 @@ func (h Health) MarshalJSON() ([]byte, error) {
 	return json.Marshal(m)
 }
 
+// UnmarshalJSON reads what MarshalJSON wrote; a name it does not know is
+// left out, as a reading of a newer gpuwatch.
+func (h *Health) UnmarshalJSON(b []byte) error {
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(b, &m); err != nil {
+		return err
+	}
+	*h = Health{}
+	for name, raw := range m {
+		r, ok := LookupHealthReading(name)
+		if !ok {
+			continue
+		}
+		switch r {
+		case ClockEventReasons:
+			var names []string
+			if err := json.Unmarshal(raw, &names); err != nil {
+				return fmt.Errorf("%s: %w", name, err)
+			}
+			var e ClockEvents
+			for _, n := range names {
+				bit, _ := LookupClockEvent(n)
+				e |= bit
+			}
+			h.Set(r, float64(e))
+		case RecoveryActionReading:
+			var n string
+			if err := json.Unmarshal(raw, &n); err != nil {
+				return fmt.Errorf("%s: %w", name, err)
+			}
+			if rec, ok := LookupRecovery(n); ok {
+				h.Set(r, float64(rec))
+			}
+		default:
+			var v float64
+			if err := json.Unmarshal(raw, &v); err != nil {
+				return fmt.Errorf("%s: %w", name, err)
+			}
+			h.Set(r, v)
+		}
+	}
+	return nil
+}
+
 // ClockEvents is a set of clock event (throttle) reasons: why the GPU's
 // clocks are below their maximum. The bits are NVML's and DCGM's
 // (nvmlClocksEventReason*, DCGM_CLOCKS_EVENT_REASON_*).
@@ -331,15 +375,4 @@ func (r Recovery) Advice() string {
 		return "drain the GPU's jobs, then reset it"
 	}
 	return "see what nvidia-smi -q says"
-}
-
-// joinNames writes names as "a, b or c".
-func joinNames(names []string, last string) string {
-	switch len(names) {
-	case 0:
-		return ""
-	case 1:
-		return names[0]
-	}
-	return strings.Join(names[:len(names)-1], ", ") + " " + last + " " + names[len(names)-1]
 }

@@ -51,6 +51,7 @@ const (
 	CmdUnsilence
 	CmdDigest
 	CmdFree
+	CmdHealth
 )
 
 // String returns the subcommand as typed.
@@ -74,6 +75,8 @@ func (k CommandKind) String() string {
 		return "digest"
 	case CmdFree:
 		return "free"
+	case CmdHealth:
+		return "health"
 	}
 	return "help"
 }
@@ -158,6 +161,9 @@ func ParseCommand(text string) (Command, error) {
 		c.Host, err = optionalHost(verb, args)
 	case "free":
 		c.Kind = CmdFree
+		c.Host, err = optionalHost(verb, args)
+	case "health":
+		c.Kind = CmdHealth
 		c.Host, err = optionalHost(verb, args)
 	case "silences":
 		c.Kind, err = CmdSilences, noArgs(verb, args)
