@@ -126,7 +126,7 @@
 
   function matchesFilter(host, g, text) {
     if (!text) return true;
-    const hay = [host, 'gpu' + g.index, g.name, g.uuid, g.use].concat((g.processes || []).flatMap((p) => [p.user, p.command, String(p.pid), p.container]));
+    const hay = [host, 'gpu' + g.index, g.name, g.uuid, g.use, healthOf(g).condition].concat((g.processes || []).flatMap((p) => [p.user, p.command, String(p.pid), p.container]));
     return hay.some((s) => s && String(s).toLowerCase().includes(text));
   }
 
@@ -141,10 +141,18 @@
       (s.comment ? ' (' + s.comment + ')' : '');
   }
 
+  // healthOf is the GPU's health as the API says it: its condition (ok,
+  // degraded, needs reset, needs service) and the reasons.
+  function healthOf(g) {
+    const hl = g.health || {};
+    return { condition: hl.condition || 'ok', reasons: hl.reasons || [], known: !!hl.known };
+  }
+
   function card(host, g, alerts, several) {
     const title = (several ? host + ' · ' : '') + 'GPU ' + g.index;
     const id = 'gpu-' + host + '-' + g.index;
     const firing = alerts.filter((a) => a.state === 'firing' && !isSilenced(a));
+    const health = healthOf(g);
     const el = h('article', { class: 'card ' + g.use + (firing.length ? ' alerting' : ''), id, 'aria-labelledby': id + '-t', 'data-host': host, 'data-index': g.index, 'data-use': g.use });
     el.append(h('header', null, h('h3', { id: id + '-t' }, title), h('span', { class: 'badge ' + g.use, 'data-field': 'use' }, useLabel[g.use] || g.use)));
     el.append(h('p', { class: 'model', 'data-field': 'model' }, g.name || 'unknown model'));
@@ -161,7 +169,12 @@
     el.append(h('dl', { class: 'readings' },
       h('div', null, h('dt', null, 'Utilization'), h('dd', { 'data-field': 'utilization' }, fmtPct(g.utilization_gpu))),
       h('div', null, h('dt', null, 'Temperature'), h('dd', { 'data-field': 'temperature' }, fmtTemp(g.temperature_c))),
-      h('div', null, h('dt', null, 'Power'), h('dd', { 'data-field': 'power' }, fmtPower(g.power_w, g.power_limit_w)))));
+      h('div', null, h('dt', null, 'Power'), h('dd', { 'data-field': 'power' }, fmtPower(g.power_w, g.power_limit_w))),
+      h('div', null, h('dt', null, 'Health'), h('dd', { 'data-field': 'health', class: 'health ' + health.condition.replace(' ', '-'),
+        title: health.known ? '' : 'no health readings: nothing known is wrong' }, health.known || health.condition !== 'ok' ? health.condition : 'ok (no readings)'))));
+    if (health.reasons.length) {
+      el.append(h('p', { class: 'health-reason', 'data-field': 'health-reason' }, health.reasons.join('; ')));
+    }
     if (g.use !== 'free') {
       const held = g.held_since ? (g.use === 'idle-held' ? 'Idle but held for ' : 'Held for ') + fmtSince(g.held_since) : 'Held';
       const procs = g.processes || [];
@@ -192,6 +205,7 @@
     const onlyFree = $('only-free').checked;
     const byGPU = alertsByGPU(st);
     const counts = { free: 0, busy: 0, 'idle-held': 0 };
+    const conditions = {};
     const free = [];
     let total = 0;
     const groups = [];
@@ -200,6 +214,8 @@
       for (const g of gpus) {
         total++;
         counts[g.use] = (counts[g.use] || 0) + 1;
+        const c = healthOf(g).condition;
+        if (c !== 'ok') conditions[c] = (conditions[c] || 0) + 1;
         if (g.use === 'free') free.push({ host: hs.host, g });
       }
       const shown = gpus.filter((g) => (!onlyFree || g.use === 'free') && matchesFilter(hs.host, g, text));
@@ -215,7 +231,8 @@
     const summary = $('summary');
     summary.replaceChildren(total + ' GPU' + (total === 1 ? '' : 's') + (several ? ' on ' + hosts.length + ' hosts' : '') + ': ' +
       counts.free + ' free, ' + counts.busy + ' busy, ' + counts['idle-held'] + ' idle but held' +
-      (firing ? ' · ' + firing + ' alert' + (firing === 1 ? '' : 's') + ' firing' : ''));
+      (firing ? ' · ' + firing + ' alert' + (firing === 1 ? '' : 's') + ' firing' : '') +
+      (Object.keys(conditions).length ? ' · health: ' + ['needs service', 'needs reset', 'degraded'].filter((c) => conditions[c]).map((c) => conditions[c] + ' ' + c).join(', ') : ''));
     if (several && free.length) {
       summary.append(h('br'), 'Free now: ', free.slice(0, 24).map((f, i) =>
         [i ? ', ' : '', h('a', { href: '#now', 'data-target': 'gpu-' + f.host + '-' + f.g.index }, f.host + ' GPU ' + f.g.index)]));
