@@ -2,12 +2,14 @@ package chart
 
 import (
 	"bytes"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"image"
 	"image/color"
 	"image/png"
 	"maps"
+	"math"
 	"path/filepath"
 	"syscall"
 	"testing"
@@ -270,5 +272,23 @@ func TestGridForManyGPUs(t *testing.T) {
 	h := node(20)
 	if got := h.Figure(paris).Subtitle[0]; got != "The first 16 of 20 GPUs; ask for one host or GPU to see the others" {
 		t.Errorf("20 GPUs: subtitle %q", got)
+	}
+}
+
+// TestDayJSON: a day's hours without data (NaN) survive the store, as
+// JSON nulls: a digest's picture is kept as JSON until it is drawn.
+func TestDayJSON(t *testing.T) {
+	d := Day{Title: "GPU usage on node1", Start: time.Date(2026, 11, 29, 0, 0, 0, 0, time.UTC),
+		GPUs: []DayGPU{{Label: "GPU 0", Utilization: Values{math.NaN(), 50, math.NaN()}, HeldHours: 1}}}
+	raw, err := json.Marshal(d)
+	if err != nil {
+		t.Fatalf("a day with unknown hours does not encode: %v", err)
+	}
+	var back Day
+	if err := json.Unmarshal(raw, &back); err != nil {
+		t.Fatal(err)
+	}
+	if u := back.GPUs[0].Utilization; len(u) != 3 || !math.IsNaN(u[0]) || u[1] != 50 || !math.IsNaN(u[2]) {
+		t.Errorf("utilization after JSON: %v, want [NaN 50 NaN]", u)
 	}
 }

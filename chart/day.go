@@ -19,10 +19,10 @@ type Day struct {
 
 // DayGPU is one GPU's day.
 type DayGPU struct {
-	Label         string    // "GPU 0"
-	Utilization   []float64 // percent, an hour each; NaN when unknown
-	HeldHours     float64   // hours memory was held
-	IdleHeldHours float64   // hours memory was held while the GPU was idle
+	Label         string  // "GPU 0"
+	Utilization   Values  // percent, an hour each; NaN (null in JSON) when unknown
+	HeldHours     float64 // hours memory was held
+	IdleHeldHours float64 // hours memory was held while the GPU was idle
 }
 
 // UserHours is one user's GPU-hours.

@@ -14,8 +14,10 @@ func checkCommand(ctx context.Context, env *Env, args []string) error {
 	fs := newFlags(env, "check", "[--config] FILE", `
 Validates the config file and every rule file it names, and tries the rules
 on simulated samples of an eight-GPU server: a sample that takes longer than
-source.interval is a problem. Prints each problem as FILE:LINE:COL: message
-and exits 1; prints a one-line summary and exits 0 when everything is valid.`)
+source.interval is a problem. With a people: section and slack.bot_token,
+asks Slack about each person the section names and warns about those it
+does not know. Prints each problem as FILE:LINE:COL: message and exits 1;
+prints a one-line summary and exits 0 when everything is valid.`)
 	path := fs.String("config", "", "the config file to check (required)")
 	args, err := parseFlags(env, fs, args)
 	if err != nil {
@@ -33,7 +35,7 @@ and exits 1; prints a one-line summary and exits 0 when everything is valid.`)
 			return err
 		}
 	}
-	for _, w := range cfg.Warnings() {
+	for _, w := range append(cfg.Warnings(), checkPeople(ctx, cfg)...) {
 		fmt.Fprintln(env.Stderr, "warning: "+w)
 	}
 	problem, warning, err := checkEvaluationTime(ctx, cfg)

@@ -76,7 +76,7 @@ func TestDocsConfigs(t *testing.T) {
 	}
 	// Inline examples that start with a key of the config file, such as
 	// `slack: {bot_token: …}`, are parts of a config too.
-	topLevel := regexp.MustCompile(`^(host|source|storage|server|metrics|slack|receivers|route|rule_files|rules|digests): \S`)
+	topLevel := regexp.MustCompile(`^(host|source|storage|server|metrics|slack|receivers|route|rule_files|rules|digests|people): \S`)
 	for _, span := range rd.spans {
 		if !topLevel.MatchString(span) {
 			continue
@@ -152,7 +152,7 @@ func TestDocsConfigTable(t *testing.T) {
 	for _, key := range []string{"host", "source.type", "source.interval", "source.sim.scenario", "source.sim.seed", "source.sim.speed",
 		"source.replay.file", "source.replay.speed", "source.prometheus.url", "source.prometheus.selector", "storage.path", "storage.retention", "server.listen", "metrics.per_process",
 		"slack.bot_token", "slack.signing_secret", "slack.app_token", "slack.api_url", "slack.allowed_channels", "slack.admins",
-		"receivers", "route", "rule_files", "rules", "digests"} {
+		"receivers", "route", "rule_files", "rules", "digests", "people"} {
 		if !strings.Contains(rd.text, "| `"+key+"` |") {
 			t.Errorf("docs/configuration.md's config table has no row for %s", key)
 		}

@@ -344,6 +344,18 @@ func readmeCommands() map[string]readmeCommand {
 			byFlag := r.gpuwatch(t, "replay", "--trace", "gpu.csv")
 			want(t, cmd, r.gpuwatch(t, args(cmd)...), cli.ExitOK, byFlag.stdout)
 		}},
+		"gpuwatch demo --scenario slurm-node --speed 0": {run: func(t *testing.T, r *readmeRun, cmd string) {
+			got := r.gpuwatch(t, args(cmd)...)
+			want(t, cmd, got, cli.ExitOK, "\ndemo finished: ")
+			claim := r.readme.block(t, "prints, among its alerts:")
+			for _, part := range strings.Split(strings.Join(claim.lines, "\n"), "\n...\n") {
+				if !strings.Contains(got.stdout, part+"\n") {
+					t.Errorf("%s: docs/people.md shows\n%s\nwhich the demo does not print; it prints\n%s", cmd, part, got.stdout)
+				}
+			}
+		}},
+		"GPUWATCH_STORE=/tmp/owners.db SLACK_BOT_TOKEN=xoxb-… SLACK_SIGNING_SECRET=… gpuwatch run --config examples/owners.yaml": {
+			skip: "needs a Slack workspace; TestOwnersExample runs examples/owners.yaml as it is against a Slack fake"},
 		"gpuwatch check":                         {same: check},
 		"gpuwatch status":                        {same: "./gpuwatch status"},
 		"gpuwatch silence add":                   {same: add},

@@ -106,6 +106,13 @@ func recipeLines() map[string]recipeLine {
 					t.Errorf("hash-password: got %q, want the line for basic_auth_users", out)
 				}
 			}},
+		"GPUWATCH_STORE=/tmp/owners.db SLACK_BOT_TOKEN=xoxb-… SLACK_SIGNING_SECRET=… gpuwatch run --config examples/owners.yaml": {
+			skip: "needs a Slack workspace; TestOwnersExample runs examples/owners.yaml as it is against a Slack fake"},
+		"gpuwatch demo --scenario slurm-node --speed 0": {check: func(t *testing.T, r *recipeRun, out string) {
+			if !strings.Contains(out, "\ndemo finished: ") || !strings.Contains(out, " (alice) pid ") {
+				t.Errorf("the Slurm node's demo: want its alerts to name the jobs, \"job 4213 (alice)\"; got\n%s", out)
+			}
+		}},
 		"mv /var/lib/gpuwatch/gpuwatch.db /var/lib/gpuwatch/gpuwatch.db.damaged": {skip: "moves the store of an installed gpuwatch; TestDocsCommands does it to a store of its own"},
 		"wrk -t2 -c10 -d30s --latency -s scripts/loadtest/slash.lua http://127.0.0.1:9477 -- 200 10": {
 			as: "wrk -t2 -c10 -d3s --latency -s scripts/loadtest/slash.lua http://127.0.0.1:9477 -- 200 10", why: "a short run: a check that every signed request is answered, not a measure",

@@ -198,7 +198,7 @@ func printStatus(w io.Writer, s *gpu.Snapshot, loc *time.Location) {
 				fmt.Fprintf(w, "  … and %d more\n", len(procs)-5)
 				break
 			}
-			fmt.Fprintf(w, "  pid %-7d %-10s %10s  %s", p.PID, orDash(p.User), bytesText(float64(p.MemUsed)), orDash(p.Command))
+			fmt.Fprintf(w, "  pid %-7d %-10s %10s  %s", p.PID, orDash(p.Who()), bytesText(float64(p.MemUsed)), orDash(p.Command))
 			if p.Container != "" {
 				fmt.Fprintf(w, "  (%s)", p.Container)
 			}

@@ -27,6 +27,7 @@ import (
 	"github.com/gpuwatch/gpuwatch/notifier/alertmanager"
 	"github.com/gpuwatch/gpuwatch/notifier/slack"
 	"github.com/gpuwatch/gpuwatch/notifier/webhook"
+	"github.com/gpuwatch/gpuwatch/people"
 	"github.com/gpuwatch/gpuwatch/rules"
 )
 
@@ -48,6 +49,8 @@ type Config struct {
 	Rules []*rules.Rule
 	// Digests are the scheduled usage digests.
 	Digests []Digest
+	// People maps the identities on the GPUs to Slack users (people:).
+	People people.Config
 
 	root *yaml.Node // the file's document, for the positions of later checks
 }
@@ -149,6 +152,7 @@ type fileYAML struct {
 	RuleFiles []string             `yaml:"rule_files"`
 	Rules     yaml.Node            `yaml:"rules"`
 	Digests   []Digest             `yaml:"digests"`
+	People    people.Config        `yaml:"people"`
 }
 
 // Load reads, expands, decodes and validates the config file at path;
@@ -184,7 +188,7 @@ func parse(file string, data []byte, lookup func(string) (string, bool), parts [
 	c := &Config{
 		File: file, Host: y.Host, Source: y.Source, Storage: y.Storage, Server: y.Server, Metrics: y.Metrics,
 		Slack: y.Slack, Receivers: y.Receivers, Route: y.Route, RuleFiles: y.RuleFiles,
-		Digests: y.Digests, root: root,
+		Digests: y.Digests, People: y.People, root: root,
 	}
 	c.applyDefaults(lookup)
 	// Files a config names are relative to it, like rule_files.
@@ -248,6 +252,7 @@ func (c *Config) applyDefaults(lookup func(string) (string, bool)) {
 		c.Storage.Retention = DefaultRetention
 	}
 	c.digestDefaults()
+	c.People.ApplyDefaults()
 	if c.Server.Listen == "" {
 		c.Server.Listen = DefaultListen
 	}
@@ -428,6 +433,7 @@ func (c *Config) validate(root *yaml.Node) strictyaml.Errors {
 	}
 	c.checkRouteReceivers(at("route"), "route", &c.Route, names, fail)
 	c.checkDigests(root, fail)
+	c.checkPeople(root, fail)
 	for _, r := range c.Rules {
 		for _, name := range r.Receivers {
 			if !names[name] {

@@ -69,7 +69,7 @@ var configFailures = map[string][]string{
 		"6:15: alias *loop is inside the value of its own anchor &loop: it would stand for an endless document; write the value out",
 	},
 	"unknown_field.bad.yaml": {
-		`1:1: unknown field "sorce" in the file (did you mean "source"?); valid fields: host, source, storage, server, metrics, slack, receivers, route, rule_files, rules, digests`,
+		`1:1: unknown field "sorce" in the file (did you mean "source"?); valid fields: host, source, storage, server, metrics, slack, receivers, route, rule_files, rules, digests, people`,
 		`5:3: unknown field "listn" in server (did you mean "listen"?); valid fields: listen, tls, basic_auth_users, bearer_token, bearer_token_file, external_url, allowed_hosts, trusted_proxies`,
 	},
 	// metrics.per_process is a bool; the section has no other key.
@@ -117,8 +117,23 @@ var configFailures = map[string][]string{
 		`9:16: source.prometheus.tls.ca_file: testdata/bad/prometheus_auth.bad.yaml holds no PEM certificate`,
 	},
 	"sim_scenario.bad.yaml": {
-		`5:15: source.sim.scenario "leak" is not one of normal-training, memory-leak, batch-spike, idle-hog, thermal, all, creep-plateau, gpu-lost, idle-resume, leak-gappy, leak-restart, leak-slow, node8, noisy-1s, tf-grab-all, tf-prealloc, thermal-cycle, leak-epoch, leak-tiny, leak-notebook, leak-peaks, leak-nearfull, vllm-serve`,
+		`5:15: source.sim.scenario "leak" is not one of normal-training, memory-leak, batch-spike, idle-hog, thermal, all, creep-plateau, gpu-lost, idle-resume, leak-gappy, leak-restart, leak-slow, node8, noisy-1s, tf-grab-all, tf-prealloc, thermal-cycle, leak-epoch, leak-tiny, leak-notebook, leak-peaks, leak-nearfull, vllm-serve, shared-node, slurm-node`,
 		`6:12: source.sim.speed must be 0 (as fast as possible) or more`,
+	},
+	// Mappings' values (emails, perhaps) are never quoted; a route that
+	// tells owners must reach a Slack receiver with the bot token.
+	"people.bad.yaml": {
+		`7:10: people.email knows only the placeholder {user}: "{user}@example.org"`,
+		`10:10: people.users.bob is neither a Slack user ID (U0123ABCD: Slack profile → ⋯ → Copy member ID) nor an email`,
+		`12:30: people.groups[0].leads[0] is neither a Slack user ID (U0123ABCD: Slack profile → ⋯ → Copy member ID) nor an email`,
+		`12:49: people.groups[0].members[0]: "job:4242" is not an identity: write a Unix user (alice), namespace:NAME or slurm_account:NAME`,
+		`13:16: people.quiet_hours "10pm-7am" is not a span of the day: write it like 22:00-08:00`,
+		`14:22: people.digest.receiver "hook" must be a Slack receiver with a channel (and slack.bot_token): personal digests are direct messages`,
+		`14:37: people.digest.default "hourly" is not weekly, daily or off`,
+		`17:18: route.owners.tell: "sms" is not dm, mention, both or none`,
+		`17:36: route.owners.escalate_to is neither a Slack user ID (U0123ABCD: Slack profile → ⋯ → Copy member ID) nor an email`,
+		`20:17: route.routes[0] tells owners through receiver "hook", which cannot: owners are told by a Slack receiver with a channel and slack.bot_token; give this route owners: {tell: none}, or route it to such a receiver`,
+		`22:12: digest "people:weekly": names starting "people:" are the personal digests' (people.digest): name it otherwise`,
 	},
 	"replay_no_file.bad.yaml": {
 		`4:5: source.replay.file is required with type replay: the nvidia-smi CSV log to replay`,
@@ -204,7 +219,7 @@ var configFailures = map[string][]string{
 	// One file, several problems: all reported at once, in file order,
 	// whichever stage (decoding, rules, validation) found them.
 	"many.bad.yaml": {
-		`5:15: source.sim.scenario "leaky" is not one of normal-training, memory-leak, batch-spike, idle-hog, thermal, all, creep-plateau, gpu-lost, idle-resume, leak-gappy, leak-restart, leak-slow, node8, noisy-1s, tf-grab-all, tf-prealloc, thermal-cycle, leak-epoch, leak-tiny, leak-notebook, leak-peaks, leak-nearfull, vllm-serve`,
+		`5:15: source.sim.scenario "leaky" is not one of normal-training, memory-leak, batch-spike, idle-hog, thermal, all, creep-plateau, gpu-lost, idle-resume, leak-gappy, leak-restart, leak-slow, node8, noisy-1s, tf-grab-all, tf-prealloc, thermal-cycle, leak-epoch, leak-tiny, leak-notebook, leak-peaks, leak-nearfull, vllm-serve, shared-node, slurm-node`,
 		`6:3: unknown field "intervall" in source (did you mean "interval"?); valid fields: type, interval, sim, replay, prometheus`,
 		`10:5: receiver "console" is defined twice`,
 		`13:13: route.receiver "pager" is not a receiver; define it under receivers:`,

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"strings"
 	"time"
 
 	"gopkg.in/yaml.v3"
@@ -27,6 +28,10 @@ type Digest struct {
 	// still be sent.
 	CatchUp time.Duration `yaml:"catch_up"`
 }
+
+// PersonalDigestPrefix starts the names of the personal digests' runs
+// ("people:weekly"): no digest of the config may be named so.
+const PersonalDigestPrefix = "people:"
 
 // Digest defaults.
 const (
@@ -84,6 +89,9 @@ func (c *Config) checkDigests(root *yaml.Node, fail func(*yaml.Node, string, ...
 			fail(at("name"), "digest %q is defined twice: give each digest its own name", d.Name)
 		}
 		names[d.Name] = true
+		if strings.HasPrefix(d.Name, PersonalDigestPrefix) {
+			fail(at("name"), "digest %q: names starting %q are the personal digests' (people.digest): name it otherwise", d.Name, PersonalDigestPrefix)
+		}
 		if _, err := digest.ParseSchedule(d.Schedule); err != nil && has("schedule") {
 			fail(at("schedule"), "digest %q: %v", d.Name, err)
 		}

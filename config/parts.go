@@ -28,6 +28,7 @@ const (
 	PartRuleFiles Part = "rule_files"
 	PartRules     Part = "rules"
 	PartDigests   Part = "digests"
+	PartPeople    Part = "people"
 )
 
 // LoadParts is Load for a command that uses only some parts of the config,

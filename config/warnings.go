@@ -25,6 +25,10 @@ func (c *Config) Warnings() []string {
 		out = append(out, fmt.Sprintf("%s: source.prometheus.url is plain http:// to another machine, and the credentials would cross the network "+
 			"in clear; use https:// (with tls.ca_file for a private CA)", c.File))
 	}
+	if c.tellsOwners() && !c.People.Mapped() {
+		out = append(out, fmt.Sprintf("%s: a route tells owners (owners:), but the people: section maps no one: every alert goes to the channel alone; "+
+			"map Unix users, namespaces or Slurm accounts to Slack users (docs/people.md)", c.File))
+	}
 	for _, r := range c.Rules {
 		for _, w := range r.Warnings {
 			out = append(out, w.Error())

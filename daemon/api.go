@@ -370,6 +370,9 @@ type AlertJSON struct {
 	ValueText      string    `json:"value_text"`
 	Summary        string    `json:"summary"`
 	AcknowledgedBy string    `json:"acknowledged_by,omitempty"`
+	// Answer is what the owner of its job answered, if one did: "alice
+	// (U0123) is still using it · asked again at Mon 16:00 UTC".
+	Answer string `json:"answer,omitempty"`
 	// Silenced is the silence that mutes the alert now; absent when none
 	// does. A silenced alert still fires: its notifications are not sent.
 	Silenced *SilencedJSON `json:"silenced,omitempty"`
@@ -406,7 +409,7 @@ func (d *Daemon) alertsJSON() []AlertJSON {
 	out := make([]AlertJSON, len(active))
 	for i, a := range active {
 		out[i] = AlertJSON{Key: a.Key, Alert: a.Name, Severity: a.Severity, State: a.State, Host: a.Host, GPU: a.GPU, UUID: a.UUID,
-			Since: a.Since, ValueText: a.ValueText, Summary: a.Summary, AcknowledgedBy: a.Acknowledged}
+			Since: a.Since, ValueText: a.ValueText, Summary: a.Summary, AcknowledgedBy: a.Acknowledged, Answer: a.Answer}
 		if s := a.Silenced; s != nil {
 			out[i].Silenced = &SilencedJSON{ID: s.ID, EndsAt: s.EndsAt, CreatedBy: s.CreatedBy, Comment: s.Comment}
 		}

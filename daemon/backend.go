@@ -61,6 +61,9 @@ func (d *Daemon) Alerts() []slackbot.ActiveAlert {
 		if a.State == rules.StateFiring {
 			al.Since = a.FiredAt
 			al.Acknowledged, _ = d.dispatcher.Acknowledged(al.Key)
+			if ans := d.dispatcher.Answered(al.Key); ans != nil {
+				al.Answer = ans.Text(ans.By, nil)
+			}
 		}
 		al.Silenced = d.silencing(a.Labels(), now)
 		out = append(out, al)

@@ -31,6 +31,7 @@ import (
 	"github.com/gpuwatch/gpuwatch/internal/strictyaml"
 	"github.com/gpuwatch/gpuwatch/notifier"
 	"github.com/gpuwatch/gpuwatch/notifier/slack"
+	"github.com/gpuwatch/gpuwatch/people"
 	"github.com/gpuwatch/gpuwatch/rules"
 	"github.com/gpuwatch/gpuwatch/slackbot"
 	"github.com/gpuwatch/gpuwatch/web"
@@ -136,6 +137,9 @@ type Daemon struct {
 	// bot uploads pictures and reads users' zones with slack.bot_token;
 	// nil without one.
 	bot *slack.Bot
+	// people maps the identities on the GPUs to Slack users; nil without
+	// a people: section.
+	people *people.People
 
 	digests *digests // usage rollups and the digest schedule
 
@@ -249,6 +253,9 @@ func (d *Daemon) start(cfg *config.Config) error {
 	if err := d.restoreAcks(); err != nil {
 		return err
 	}
+	if err := d.restoreOwned(); err != nil {
+		return err
+	}
 	if err := d.restoreHostsDown(); err != nil {
 		return fmt.Errorf("read the hosts the last run left down: %w", err)
 	}
@@ -263,6 +270,7 @@ func (d *Daemon) start(cfg *config.Config) error {
 	}
 	d.engine.Restore(records)
 	d.bot = d.newBot(cfg)
+	d.people = d.newPeople(cfg)
 	d.deliverers, err = d.buildDeliverers(cfg)
 	if err != nil {
 		return err
@@ -683,6 +691,12 @@ func (d *Daemon) Reload(cfg *config.Config) {
 			return
 		}
 		d.dispatcher.SetRoute(route)
+	}
+	if !reflect.DeepEqual(cfg.People, d.cfg.People) {
+		// Who is who is built at start, with the bot and the schedules of
+		// the personal digests.
+		d.logger.Warn("the people: section changed: it takes effect when gpuwatch restarts")
+		cfg.People = d.cfg.People
 	}
 	d.configureMetrics(cfg)
 	d.history.keep(historySpan(cfg))

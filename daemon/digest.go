@@ -77,6 +77,11 @@ func (d *Daemon) startDigests(cfg *config.Config) (*digests, error) {
 		}
 		list = append(list, digest.Digest{Name: c.Name, Schedule: s, Window: c.Window, CatchUp: c.CatchUp})
 	}
+	personal, err := d.personalDigests(cfg)
+	if err != nil {
+		return nil, err
+	}
+	list = append(list, personal...)
 	g.scheduler = digest.NewScheduler(list, last, d.opts.Now())
 	return g, nil
 }
@@ -148,6 +153,37 @@ func (d *Daemon) fireDigest(r digest.Run) error {
 	if r.Missed {
 		d.logger.Warn("older runs of a digest were missed while gpuwatch was down; sending the newest only", "digest", r.Name, "scheduled", r.At)
 	}
+	commit := &notifier.Commit{Put: stamp}
+	var outbox map[string][][]byte
+	if choice, ok := personalChoice(r.Name); ok {
+		var err error
+		if outbox, err = d.personalOutbox(commit, r, choice); err != nil {
+			d.logger.Error("cannot make the personal digests; trying again in a minute", "digest", r.Name, "err", err)
+			return err
+		}
+	} else if outbox = d.digestOutbox(commit, r); outbox == nil {
+		return nil
+	}
+	commit.Outbox = outbox
+	d.queueChartUploads(commit)
+	if err := d.db.Commit(commit.Outbox, commit.Put, nil); err != nil {
+		d.logger.Error("cannot write a digest to the store; trying again in a minute", "digest", r.Name, "err", err)
+		return err
+	}
+	d.depth.committed(commit)
+	d.logger.Info("digest queued", "digest", r.Name, "scheduled", r.At, "from", r.From, "to", r.To, "receivers", len(outbox))
+	for receiver := range commit.Outbox {
+		if dl, ok := d.deliverers[receiver]; ok {
+			dl.Wake()
+		}
+	}
+	return nil
+}
+
+// digestOutbox renders the configured digest r is a run of, for each of
+// its receivers, its pictures in commit; nil when the config no longer
+// has it.
+func (d *Daemon) digestOutbox(commit *notifier.Commit, r digest.Run) map[string][][]byte {
 	d.mu.Lock()
 	cfg := d.cfg
 	d.mu.Unlock()
@@ -157,7 +193,6 @@ func (d *Daemon) fireDigest(r digest.Run) error {
 		return nil
 	}
 	report, days, _ := d.report(c, r.From, r.To, allPictures)
-	commit := &notifier.Commit{Put: stamp}
 	charts := d.dayCharts(commit, r.Name, r.At, days)
 	outbox := map[string][][]byte{}
 	for _, receiver := range c.Receivers {
@@ -174,20 +209,7 @@ func (d *Daemon) fireDigest(r digest.Run) error {
 		}
 		outbox[receiver] = append(outbox[receiver], raw)
 	}
-	commit.Outbox = outbox
-	d.queueChartUploads(commit)
-	if err := d.db.Commit(commit.Outbox, commit.Put, nil); err != nil {
-		d.logger.Error("cannot write a digest to the store; trying again in a minute", "digest", r.Name, "err", err)
-		return err
-	}
-	d.depth.committed(commit)
-	d.logger.Info("digest queued", "digest", r.Name, "scheduled", r.At, "from", r.From, "to", r.To, "receivers", len(outbox))
-	for receiver := range commit.Outbox {
-		if dl, ok := d.deliverers[receiver]; ok {
-			dl.Wake()
-		}
-	}
-	return nil
+	return outbox
 }
 
 // retention is how long usage rollups are kept, the longest window a

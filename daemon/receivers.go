@@ -73,14 +73,14 @@ func (d *Daemon) newBot(cfg *config.Config) *slack.Bot {
 		return nil
 	}
 	return slack.NewBot(slack.BotOptions{Token: cfg.Slack.BotToken, APIURL: cfg.Slack.APIURL, HTTPClient: d.opts.HTTPClient,
-		Logger: d.logger.With("component", "slack"), Now: d.opts.Wall})
+		Logger: d.logger.With("component", "slack"), Now: d.opts.Wall, People: cfg.People.Mapped()})
 }
 
 // checkSlackScopes asks Slack, once for the bot token every Slack
 // receiver and the Slack app share, what it may do: without files:write
 // it warns once and alerts and answers go as text alone.
 func (d *Daemon) checkSlackScopes(ctx context.Context) {
-	if d.bot != nil && (len(d.chartQueues) > 0 || d.app != nil) {
+	if d.bot != nil && (len(d.chartQueues) > 0 || d.app != nil || d.people != nil) {
 		d.bot.CheckScopes(ctx)
 	}
 }
@@ -89,11 +89,15 @@ func (d *Daemon) buildNotifier(cfg *config.Config, r *config.Receiver) (notifier
 	client := d.opts.HTTPClient // nil: each integration makes one with its own timeout
 	switch {
 	case r.Slack != nil:
-		return slack.New(r.Name, *r.Slack, slack.Options{
+		o := slack.Options{
 			BotToken: cfg.Slack.BotToken, APIURL: cfg.Slack.APIURL, HTTPClient: client,
 			Messages: d.bucket(BucketSlackMessages), Now: d.opts.Now, Wall: d.opts.Wall, Logger: d.logger.With("receiver", r.Name),
 			Acknowledged: d.acknowledged,
-		})
+		}
+		if d.people != nil { // an interface holding a nil *people.People would not be nil
+			o.People = d.people
+		}
+		return slack.New(r.Name, *r.Slack, o)
 	case r.Webhook != nil:
 		n, err := webhook.New(r.Name, *r.Webhook, client, d.opts.Wall)
 		if err != nil {

@@ -36,6 +36,9 @@ func (d *Daemon) newSlackApp(cfg *config.Config) (*slackbot.App, error) {
 	if d.bot != nil { // an interface holding a nil *slack.Bot would not be nil
 		c.Uploader, c.Zones = d.bot, d.bot
 	}
+	if d.people != nil {
+		c.Owners = ownerDesk{d}
+	}
 	app, err := slackbot.New(d, c)
 	if err != nil {
 		return nil, fmt.Errorf("the Slack app (slack:): %w", err)

@@ -69,6 +69,16 @@ type UserHour struct {
 	// Command is the command line of the user's largest process on the GPU
 	// at the hour's last sample: the job, for people.
 	Command string `json:"command,omitempty"`
+	// Job is the Slurm job of that process ("slurm:4242"); "" outside a
+	// job.
+	Job string `json:"job,omitempty"`
+	// HeldSeconds is the time the user had processes on the GPU, and
+	// HeldUtilSeconds integrates the GPU's utilization (0–1) over it: how
+	// well the user's jobs used the GPU they held. MemMax is the most GPU
+	// memory the user's processes held at once.
+	HeldSeconds     float64 `json:"held_seconds,omitempty"`
+	HeldUtilSeconds float64 `json:"held_util_seconds,omitempty"`
+	MemMax          uint64  `json:"mem_max_bytes,omitempty"`
 }
 
 // AlertHour counts one rule's alerts that fired in one clock hour.

@@ -12,6 +12,7 @@ import (
 
 	goslack "github.com/slack-go/slack"
 
+	"github.com/gpuwatch/gpuwatch/gpu"
 	"github.com/gpuwatch/gpuwatch/internal/blockkit"
 	"github.com/gpuwatch/gpuwatch/internal/plural"
 	"github.com/gpuwatch/gpuwatch/rules"
@@ -283,7 +284,11 @@ func (r *Report) gpuLine(g *GPUReport, st style) string {
 const maxUserHosts = 3
 
 func (r *Report) userLine(u *UserReport, st style) string {
-	head := fmt.Sprintf("%s %s, %s GiB-hours on ", st.bold(st.text(u.User)), gpuTime(u.GPUHours), hours(u.GiBHours))
+	who := st.bold(st.text(u.User))
+	if len(u.Jobs) > 0 {
+		who += " (" + jobList(u.Jobs) + ")"
+	}
+	head := fmt.Sprintf("%s %s, %s GiB-hours on ", who, gpuTime(u.GPUHours), hours(u.GiBHours))
 	if !r.Fleet() {
 		return head + gpuList(u.GPUs)
 	}
@@ -311,8 +316,39 @@ func gpuList(indexes []int) string {
 }
 
 func (r *Report) idleLine(h *IdleHolder, st style) string {
-	return fmt.Sprintf("%s held %s on %s idle for %s", st.bold(st.text(h.User)), formatBytes(h.MaxBytes), r.gpuName(h.Host, h.GPU, st),
+	who := st.bold(st.text(h.User))
+	if h.Job != "" {
+		// "job 4242 (alice)", as alerts name a Slurm job.
+		p := gpu.Process{Job: h.Job, User: h.User}
+		who = st.bold(st.text(p.Who()))
+	}
+	return fmt.Sprintf("%s held %s on %s idle for %s", who, formatBytes(h.MaxBytes), r.gpuName(h.Host, h.GPU, st),
 		duration(h.Seconds))
+}
+
+// maxJobsNamed is how many jobs a user's line names.
+const maxJobsNamed = 3
+
+// jobList names Slurm jobs: "job 4242", "jobs 4242, 4250 and 2 more".
+func jobList(jobs []string) string {
+	var ids []string
+	for _, j := range jobs {
+		if id, ok := (&gpu.Process{Job: j}).SlurmJob(); ok {
+			ids = append(ids, id)
+		}
+	}
+	if len(ids) == 0 {
+		return ""
+	}
+	label := "job "
+	if len(ids) > 1 {
+		label = "jobs "
+	}
+	text := label + strings.Join(ids[:min(len(ids), maxJobsNamed)], ", ")
+	if n := len(ids) - maxJobsNamed; n > 0 {
+		text += fmt.Sprintf(" and %d more", n)
+	}
+	return text
 }
 
 // idleGPULines name the GPUs held idle that no holder accounts for: the

@@ -44,6 +44,9 @@ const (
 // Options says what a report covers and how it is shown.
 type Options struct {
 	Name string // the digest's name in the config
+	// Team names the team (people: groups) a report of its members'
+	// usage is of; "" for everyone's.
+	Team string
 	// Host names the host in the title when the hours are of one host; a
 	// report of several hosts (a hub's fleet) counts them instead.
 	Host string
@@ -84,6 +87,7 @@ type FiringAlert struct {
 // render. Utilizations are percentages; shares are fractions (0–1).
 type Report struct {
 	Name     string         `json:"name"`
+	Team     string         `json:"team,omitempty"` // the team whose members' usage it is; "" for everyone's
 	Host     string         `json:"host"`
 	From     time.Time      `json:"from"`
 	To       time.Time      `json:"to"`
@@ -199,6 +203,9 @@ type UserReport struct {
 	GPUs     []int   `json:"gpus"` // the indexes of the GPUs used, ascending, whichever their host
 	// Hosts say which GPUs of which host the user used, by host.
 	Hosts []UserHost `json:"hosts"`
+	// Jobs are the Slurm jobs the user ran ("slurm:4242"), in the order
+	// first seen; none outside Slurm.
+	Jobs []string `json:"jobs,omitempty"`
 }
 
 // UserHost is the GPUs a user used on one host.
@@ -215,6 +222,8 @@ type IdleHolder struct {
 	UUID     string  `json:"uuid"`
 	Seconds  float64 `json:"seconds"`
 	MaxBytes uint64  `json:"max_bytes"`
+	// Job is the Slurm job that held it ("slurm:4242"); "" outside Slurm.
+	Job string `json:"job,omitempty"`
 }
 
 // AlertReport is one rule's alerts in the window: Fired counts those that
@@ -252,7 +261,7 @@ func Build(gpus []GPUHour, users []UserHour, alerts []AlertHour, o Options) *Rep
 	// Usage is kept by the clock hour: a window that starts within an
 	// hour covers all of it, and says so.
 	o.From = o.From.Truncate(time.Hour)
-	r := &Report{Name: o.Name, Host: o.Host, From: o.From, To: o.To, Location: o.Location,
+	r := &Report{Name: o.Name, Team: o.Team, Host: o.Host, From: o.From, To: o.To, Location: o.Location,
 		Currency: o.Currency, Priced: o.PricePerKWh > 0}
 	if o.MaxGap > MaxBridgedGap {
 		r.StepSeconds, r.MaxGapSeconds = o.Step.Seconds(), o.MaxGap.Seconds()
@@ -573,6 +582,9 @@ func (r *Report) buildUsers(users []UserHour, top int) {
 		a := accs[k]
 		a.GPUHours += h.GPUSeconds / 3600
 		a.GiBHours += h.ByteSeconds / (1 << 30) / 3600
+		if h.Job != "" && !slices.Contains(a.Jobs, h.Job) {
+			a.Jobs = append(a.Jobs, h.Job)
+		}
 		at := slot{h.Host, h.GPU}
 		if !slices.Contains(a.slots, at) {
 			a.slots = append(a.slots, at)
@@ -588,6 +600,9 @@ func (r *Report) buildUsers(users []UserHour, top int) {
 			}
 			ih.Seconds += h.IdleHeldSeconds
 			ih.MaxBytes = max(ih.MaxBytes, h.IdleHeldMax)
+			if h.Job != "" {
+				ih.Job = h.Job
+			}
 		}
 	}
 	var holders []IdleHolder
@@ -683,7 +698,11 @@ func (r *Report) Title() string {
 	case r.Host != "":
 		on = " on " + r.Host
 	}
-	return fmt.Sprintf("GPU usage%s, %s – %s", on, r.From.In(r.loc()).Format(layout), r.To.In(r.loc()).Format(layout))
+	title := fmt.Sprintf("GPU usage%s, %s – %s", on, r.From.In(r.loc()).Format(layout), r.To.In(r.loc()).Format(layout))
+	if r.Team != "" {
+		title = "Team " + r.Team + ": " + title
+	}
+	return title
 }
 
 func (r *Report) loc() *time.Location {

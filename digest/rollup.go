@@ -144,6 +144,7 @@ type userState struct {
 	procs   int
 	largest uint64 // memory of the user's largest process in the sample
 	command string // its command line
+	job     string // and its Slurm job
 	hour    int64
 	rec     *userRecord
 }
@@ -306,7 +307,7 @@ func (r *Rollups) account(st *gpuState, d *gpu.Device, host string, hour int64, 
 		h.EnergyJoules += (d.PowerW + st.lastPower) / 2 * dt
 	}
 	if len(d.Processes) > 0 {
-		r.updateUsers(st, d.Processes, dt, idle)
+		r.updateUsers(st, d.Processes, dt, idle, util)
 	}
 }
 
@@ -340,20 +341,26 @@ func (r *Rollups) bucket(hour int64) *hourBucket {
 }
 
 // updateUsers shares the sample's dt among the users of the GPU's
-// processes by their memory, or equally per process when none holds any.
-func (r *Rollups) updateUsers(st *gpuState, procs []gpu.Process, dt float64, idle bool) {
+// processes by their memory, or equally per process when none holds any;
+// util is the GPU's utilization (NaN when unknown).
+func (r *Rollups) updateUsers(st *gpuState, procs []gpu.Process, dt float64, idle bool, util float64) {
 	st.gen++
 	var total uint64
 	for i := range procs {
 		p := &procs[i]
 		u := &st.users[st.user(p.Owner())]
 		if u.gen != st.gen {
-			u.gen, u.mem, u.procs, u.largest, u.command = st.gen, 0, 0, 0, ""
+			u.gen, u.mem, u.procs, u.largest, u.command, u.job = st.gen, 0, 0, 0, "", ""
 		}
 		u.mem += p.MemUsed
 		u.procs++
 		if p.MemUsed >= u.largest && p.Command != "" {
-			u.largest, u.command = p.MemUsed, p.Command
+			u.largest = p.MemUsed
+			// Written only when they change: a string written is a
+			// pointer the collector must be told of, at every sample.
+			if u.command != p.Command || u.job != p.Job {
+				u.command, u.job = p.Command, p.Job
+			}
 		}
 		total += p.MemUsed
 	}
@@ -371,10 +378,15 @@ func (r *Rollups) updateUsers(st *gpuState, procs []gpu.Process, dt float64, idl
 		}
 		u.rec.dirty = true
 		h := &u.rec.UserHour
-		if u.command != "" {
-			h.Command = u.command
+		if u.command != "" && (h.Command != u.command || h.Job != u.job) {
+			h.Command, h.Job = u.command, u.job
 		}
 		h.GPUSeconds += share * dt
+		h.MemMax = max(h.MemMax, u.mem)
+		if !math.IsNaN(util) {
+			h.HeldSeconds += dt
+			h.HeldUtilSeconds += util / 100 * dt
+		}
 		h.ByteSeconds += float64(u.mem) * dt
 		if idle && u.mem >= HeldBytes {
 			h.IdleHeldSeconds += dt

@@ -105,7 +105,10 @@ type Process struct {
 	// Job is the batch job the process belongs to, "slurm:4242", from the
 	// cgroup path as Container is; "" outside a scheduler's job. A job
 	// that leaves a GPU to another job is a change of hands.
-	Job     string `json:"job,omitempty"`
+	Job string `json:"job,omitempty"`
+	// Account is the account the job charges (Slurm's --account), from
+	// the job's environment; "" outside a job, or when unknown.
+	Account string `json:"account,omitempty"`
 	MemUsed uint64 `json:"memory_bytes"` // bytes of this GPU's memory the process holds
 }
 

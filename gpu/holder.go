@@ -65,10 +65,82 @@ func (p *Process) SlurmJob() (id string, ok bool) {
 
 // Owner is whom the process's use counts for: its user, or for a pod the
 // source names without its processes the pod, "NAMESPACE/POD"; "" when
-// unknown.
+// unknown. A process of a named pod whose user says nothing of whom it
+// runs for (root, or a bare uid the host does not name, as a container's
+// users mostly are) counts for its pod too.
 func (p *Process) Owner() string {
+	if !strings.HasPrefix(p.Container, "k8s:") {
+		return p.User // no pod: the rollups ask this of every process at every sample
+	}
 	if ns, pod, _, ok := p.Pod(); ok {
 		return ns + "/" + pod
 	}
+	if ns, pod, ok := p.NamedPod(); ok && anonymousUser(p.User) {
+		return ns + "/" + pod
+	}
 	return p.User
+}
+
+// NamedPod returns the namespace and name of the pod a process runs in,
+// when the source names it ("k8s:NAMESPACE/POD[/CONTAINER]"); false for a
+// pod known by its UID alone ("k8s:POD-UID/ID") and outside pods.
+func (p *Process) NamedPod() (ns, pod string, ok bool) {
+	rest, isK8s := strings.CutPrefix(p.Container, "k8s:")
+	if !isK8s {
+		return "", "", false
+	}
+	parts := strings.SplitN(rest, "/", 3)
+	if len(parts) < 2 || parts[0] == "" || parts[1] == "" || isPodUID(parts[0]) {
+		return "", "", false
+	}
+	return parts[0], parts[1], true
+}
+
+// anonymousUser reports whether a user name says nothing of whom a pod's
+// process runs for: none, root, or a bare uid.
+func anonymousUser(user string) bool {
+	if user == "" || user == "root" {
+		return true
+	}
+	for i := 0; i < len(user); i++ {
+		if user[i] < '0' || user[i] > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// isPodUID reports whether s has a pod UID's shape, 8-4-4-4-12 hex
+// digits.
+func isPodUID(s string) bool {
+	if len(s) != 36 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; i {
+		case 8, 13, 18, 23:
+			if c != '-' {
+				return false
+			}
+		default:
+			if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// Who names whom a process's use is for, for people: "job 4242 (alice)"
+// for a process of a Slurm job (its user in brackets when known), the pod
+// "NAMESPACE/POD" for a pod the source names without its processes, else
+// the user; "" when unknown.
+func (p *Process) Who() string {
+	if id, ok := p.SlurmJob(); ok {
+		if p.User == "" {
+			return "job " + id
+		}
+		return "job " + id + " (" + p.User + ")"
+	}
+	return p.Owner()
 }

@@ -8,18 +8,22 @@ import (
 
 func TestHolderAndOwner(t *testing.T) {
 	for _, tc := range []struct {
-		p             gpu.Process
-		holder, owner string
+		p                  gpu.Process
+		holder, owner, who string
 	}{
-		{gpu.Process{PID: 4242, User: "alice", Command: "python train.py", Container: "k8s:ml/train-0/3f2a9c1b"}, "pid 4242", "alice"},
-		{gpu.Process{PID: 5150, User: "alice", Command: "python train.py", Job: "slurm:4242"}, "job 4242, pid 5150", "alice"},
-		{gpu.Process{User: "alice", Job: "slurm:4242"}, "job 4242", "alice"}, // a job the source names without its processes
-		{gpu.PodProcess("ml", "train-0", "trainer"), "pod ml/train-0, container trainer", "ml/train-0"},
-		{gpu.PodProcess("ml", "train-0", ""), "pod ml/train-0", "ml/train-0"},
-		{gpu.Process{User: "bob"}, "", "bob"},           // a user's share of a GPU
-		{gpu.Process{Container: "k8s:0f1e"}, "", ""},    // a pod UID the source could not name
-		{gpu.Process{Container: "docker:3f2a"}, "", ""}, // nothing to name
+		{gpu.Process{PID: 4242, User: "alice", Command: "python train.py", Container: "k8s:ml/train-0/3f2a9c1b"}, "pid 4242", "alice", "alice"},
+		{gpu.Process{PID: 5150, User: "alice", Command: "python train.py", Job: "slurm:4242"}, "job 4242, pid 5150", "alice", "job 4242 (alice)"},
+		{gpu.Process{User: "alice", Job: "slurm:4242"}, "job 4242", "alice", "job 4242 (alice)"}, // a job the source names without its processes
+		{gpu.Process{PID: 7, Job: "slurm:17"}, "job 17, pid 7", "", "job 17"},
+		{gpu.PodProcess("ml", "train-0", "trainer"), "pod ml/train-0, container trainer", "ml/train-0", "ml/train-0"},
+		{gpu.PodProcess("ml", "train-0", ""), "pod ml/train-0", "ml/train-0", "ml/train-0"},
+		{gpu.Process{User: "bob"}, "", "bob", "bob"},        // a user's share of a GPU
+		{gpu.Process{Container: "k8s:0f1e"}, "", "", ""},    // a pod UID the source could not name
+		{gpu.Process{Container: "docker:3f2a"}, "", "", ""}, // nothing to name
 	} {
+		if got := tc.p.Who(); got != tc.who {
+			t.Errorf("%+v: Who %q, want %q", tc.p, got, tc.who)
+		}
 		if got := tc.p.Holder(); got != tc.holder {
 			t.Errorf("%+v: Holder %q, want %q", tc.p, got, tc.holder)
 		}

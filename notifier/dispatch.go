@@ -108,6 +108,8 @@ type Dispatcher struct {
 	sent     map[string]time.Time     // receiver/alert key → last told it fires
 	firing   map[string]bool          // alert key → fires, as the transitions said
 	acks     map[string]Ack           // alert key → who acknowledged it
+	owned    map[string]*owned        // alert key → what its owners were told
+	lastAt   time.Time                // the latest Dispatch's time
 	charts   func(t *rules.Transition) string
 }
 
@@ -126,7 +128,7 @@ type Ack struct {
 func NewDispatcher(route *Route, silences Muter, logger *slog.Logger) *Dispatcher {
 	return &Dispatcher{route: route, silences: silences, logger: logger,
 		groups: map[string]*Notification{}, due: map[string]time.Time{}, sent: map[string]time.Time{},
-		firing: map[string]bool{}, acks: map[string]Ack{}}
+		firing: map[string]bool{}, acks: map[string]Ack{}, owned: map[string]*owned{}}
 }
 
 // SetRoute replaces the route tree (a config reload).
@@ -233,6 +235,7 @@ type target struct {
 	receiver       string
 	groupWait      time.Duration
 	repeatInterval time.Duration
+	owners         *Owners // how the route tells the alert's owners; nil: it does not
 }
 
 // targets are the receivers the routes (or the rule's own receivers) send
@@ -242,11 +245,11 @@ func (d *Dispatcher) targets(t *rules.Transition) []target {
 	var out []target
 	if t.Rule != nil && len(t.Rule.Receivers) > 0 {
 		for _, name := range t.Rule.Receivers {
-			out = append(out, target{name, d.route.GroupWait, d.route.RepeatInterval})
+			out = append(out, target{name, d.route.GroupWait, d.route.RepeatInterval, d.route.Owners})
 		}
 	} else {
 		for _, r := range d.route.Match(t.Labels) {
-			out = append(out, target{r.Receiver, r.GroupWait, r.RepeatInterval})
+			out = append(out, target{r.Receiver, r.GroupWait, r.RepeatInterval, r.Owners})
 		}
 	}
 	if t.Rule != nil && t.Rule.RepeatInterval > 0 {
@@ -268,7 +271,7 @@ func (d *Dispatcher) told(alertKey string, routed []target) []target {
 		if !ok {
 			continue
 		}
-		tg := target{receiver, d.route.GroupWait, d.route.RepeatInterval}
+		tg := target{receiver, d.route.GroupWait, d.route.RepeatInterval, d.route.Owners}
 		if i := slices.IndexFunc(routed, func(r target) bool { return r.receiver == receiver }); i >= 0 {
 			tg = routed[i]
 		}
@@ -298,10 +301,16 @@ func (d *Dispatcher) RepeatInterval(labels map[string]string) time.Duration {
 // waiting groups go out on time.
 func (d *Dispatcher) Dispatch(at time.Time, ts []rules.Transition) *Commit {
 	c := &Commit{}
+	if at.After(d.lastAt) {
+		d.lastAt = at
+	}
 	for i := range ts {
 		t := &ts[i]
 		alert := FromTransition(t)
 		alert.AcknowledgedBy = d.acks[alert.Key].By
+		if o := d.owned[alert.Key]; o != nil && o.Alert.StartsAt.Equal(alert.StartsAt) {
+			alert.Answer = o.Answer
+		}
 		if d.charts != nil {
 			alert.Chart = d.charts(t)
 		}
@@ -319,12 +328,19 @@ func (d *Dispatcher) Dispatch(at time.Time, ts []rules.Transition) *Commit {
 			if _, acked := d.acks[alert.Key]; acked && alert.Repeat {
 				continue // acknowledged: no more reminders, for anyone
 			}
+			if alert.Repeat && alert.Answer.Quiets() {
+				continue // its owner answered: no more reminders until asked again
+			}
 		}
 		for _, tg := range targets {
 			d.route1(c, at, &alert, tg)
 		}
+		if alert.Status == StatusResolved {
+			d.disown(c, alert.Key)
+		}
 	}
 	d.flush(c, at, false)
+	d.ownerTimers(c, at)
 	return c
 }
 
@@ -374,6 +390,9 @@ func (d *Dispatcher) route1(c *Commit, at time.Time, a *Alert, tg target) {
 	d.sent[sentKey] = at
 	stamp, _ := at.MarshalText()
 	c.PutRecord(BucketSent, sentKey, stamp)
+	if tg.owners != nil {
+		d.own(c, at, a, tg)
+	}
 	d.add(c, at, *a, tg)
 }
 
@@ -387,7 +406,7 @@ func (d *Dispatcher) add(c *Commit, at time.Time, a Alert, tg target) string {
 	key := tg.receiver + "/" + a.Name + "/" + kind
 	g, ok := d.groups[key]
 	if !ok {
-		g = &Notification{Receiver: tg.receiver, GroupKey: key, Status: a.Status, CreatedAt: at}
+		g = &Notification{Receiver: tg.receiver, GroupKey: key, Status: a.Status, CreatedAt: at, Owners: tg.owners}
 		d.groups[key], d.due[key] = g, at.Add(tg.groupWait)
 	}
 	g.Alerts = slices.DeleteFunc(g.Alerts, func(old Alert) bool { return old.Key == a.Key })

@@ -86,13 +86,24 @@ func resolves(r *rules.Rule, gpu int, startsAt, at time.Time) rules.Transition {
 func outbox(t testing.TB, c *notifier.Commit) []string {
 	t.Helper()
 	var out []string
+	for _, n := range notifications(t, c) {
+		out = append(out, describe(t, &n))
+	}
+	return out
+}
+
+// notifications decodes a commit's notifications, receivers in name
+// order, each receiver's in outbox order.
+func notifications(t testing.TB, c *notifier.Commit) []notifier.Notification {
+	t.Helper()
+	var out []notifier.Notification
 	for _, rcv := range slices.Sorted(maps.Keys(c.Outbox)) {
 		for _, raw := range c.Outbox[rcv] {
 			var n notifier.Notification
 			if err := json.Unmarshal(raw, &n); err != nil {
 				t.Fatalf("outbox of %s: %v", rcv, err)
 			}
-			out = append(out, describe(t, &n))
+			out = append(out, n)
 		}
 	}
 	return out

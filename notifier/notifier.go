@@ -47,6 +47,13 @@ type Notification struct {
 	// Digest, when set, makes this a scheduled usage report instead of
 	// alerts (Status is StatusDigest and Alerts is empty).
 	Digest *Digest `json:"digest,omitempty"`
+	// Owners, when set, tells the receiver to tell the people who own
+	// the alerts' holders too, as the route's owners: block says.
+	Owners *Owners `json:"owners,omitempty"`
+	// Event, when set, makes this news about the owners of its one alert
+	// (an answer, an escalation, a question asked again) rather than a
+	// transition of it.
+	Event *OwnerEvent `json:"event,omitempty"`
 }
 
 // StatusDigest marks a notification that carries a usage digest.
@@ -62,6 +69,9 @@ type Digest struct {
 	Data     json.RawMessage `json:"data,omitempty"`   // the report as JSON, for the generic webhook
 	// Charts name the pictures of the day, one per host (see Charts).
 	Charts []string `json:"charts,omitempty"`
+	// To, when set, makes this a personal digest: a direct message to
+	// one Slack user, by ID.
+	To string `json:"to,omitempty"`
 }
 
 // Alert is one alert (a rule on a GPU) as receivers see it: what is wrong,
@@ -118,6 +128,16 @@ type Alert struct {
 	// AcknowledgedBy is who acknowledged the firing alert ("alice
 	// (U0123ABCD)"), if anyone did: a message redrawn keeps saying so.
 	AcknowledgedBy string `json:"acknowledged_by,omitempty"`
+	// Idle says the alert is about a GPU held idle: its owners are asked
+	// whether they still use it, rather than told to watch their job.
+	Idle bool `json:"idle,omitempty"`
+	// Answer is what an owner answered about the firing alert, if one
+	// did: a message redrawn keeps saying so.
+	Answer *Answer `json:"answer,omitempty"`
+	// Owners are the owners of its holders as a message names them
+	// ("<@U0123ABCD>", or a name where they must not be notified); set by
+	// a receiver that tells owners.
+	Owners []string `json:"owners,omitempty"`
 	// Exit, on a resolve, is the job that left the GPU while the alert
 	// fired: its memory freed or the GPU taken over.
 	Exit *Exit `json:"exit,omitempty"`

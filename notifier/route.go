@@ -22,7 +22,10 @@ type RouteConfig struct {
 	Continue       bool           `yaml:"continue"`
 	GroupWait      *time.Duration `yaml:"group_wait"`      // nil: inherit (root default 10s); 0: send at once
 	RepeatInterval *time.Duration `yaml:"repeat_interval"` // nil: inherit (root default 4h); 0: never repeat
-	Routes         []RouteConfig  `yaml:"routes"`
+	// Owners tells the owners of an alert's holders too (see
+	// OwnersConfig); nil: inherit (the root tells no owner).
+	Owners *OwnersConfig `yaml:"owners"`
+	Routes []RouteConfig `yaml:"routes"`
 }
 
 // Route is one node of the routing tree, with inherited values filled in.
@@ -35,7 +38,10 @@ type Route struct {
 	Continue       bool
 	GroupWait      time.Duration
 	RepeatInterval time.Duration
-	Routes         []*Route
+	// Owners is how the route tells the owners of an alert's holders;
+	// nil tells none.
+	Owners *Owners
+	Routes []*Route
 }
 
 // RouteProblem is one thing wrong in a route config: Path names the field,
@@ -84,6 +90,10 @@ func buildRoute(path string, c RouteConfig, parent *Route, problems *[]RouteProb
 			"%v is shorter than %v: a firing alert would be announced again at almost every sample; give %v or more (4h is the default), or 0 to never repeat",
 			*c.RepeatInterval, rules.MinRepeatInterval, rules.MinRepeatInterval)})
 		r.RepeatInterval = parent.RepeatInterval
+	}
+	r.Owners = parent.Owners
+	if c.Owners != nil {
+		r.Owners = newOwners(path+".owners", c.Owners, problems)
 	}
 	for i, text := range c.Matchers {
 		ms, err := ParseMatchers(text)

@@ -19,7 +19,7 @@ func FromTransition(t *rules.Transition) Alert {
 		Value: Float(t.Value), ValueText: t.ValueText, ValueExpr: t.ValueExpr, NowText: t.NowText,
 		Trend: Float(t.Trend), TrendText: t.TrendText,
 		TimeToFull: Float(math.NaN()), StartsAt: t.StartsAt, EndsAt: t.EndsAt, At: t.At,
-		Processes: t.Processes, HistoryUnit: t.HistoryDim.String(), LastReport: t.LastReport,
+		Processes: t.Processes, HistoryUnit: t.HistoryDim.String(), LastReport: t.LastReport, Idle: Idle(t.Rule),
 	}
 	if x := t.Exit; x != nil {
 		a.Exit = &Exit{At: x.At, MemoryPercent: Float(x.MemPercent), OOMLikely: x.OOMLikely, Text: x.Text(t.GPU)}

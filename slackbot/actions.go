@@ -48,6 +48,12 @@ func (a *App) action(ctx context.Context, cb *goslack.InteractionCallback, raw [
 	if act == nil {
 		return
 	}
+	if kind, ok := ownerAction(act.ActionID); ok {
+		// An owner answers from a direct message as well as from a
+		// channel: who may is who owns the job, wherever they press.
+		a.postLater(ctx, cb.ResponseURL, a.fit(a.ownerAnswer(ctx, cb, act, kind)))
+		return
+	}
 	if r := a.buttonReply(cb, act, raw); r != nil {
 		a.postLater(ctx, cb.ResponseURL, a.fit(r))
 	}

@@ -21,10 +21,10 @@ import (
 // command answers a slash command: the function behind both
 // POST /slack/commands and Socket Mode's slash_commands.
 func (a *App) command(ctx context.Context, sc goslack.SlashCommand) *reply {
-	if !a.answersIn(sc.ChannelID, sc.ChannelName) {
+	cmd, perr := ParseCommand(sc.Text)
+	if !a.answersIn(sc.ChannelID, sc.ChannelName) && !cmd.personal() {
 		return notHere()
 	}
-	cmd, perr := ParseCommand(sc.Text)
 	by := asker{user: user{ID: sc.UserID, Name: sc.UserName}, channel: sc.ChannelID}
 	return a.withDeadline(ctx, sc.ResponseURL, func() *reply {
 		r := a.answer(ctx, cmd, perr, by)
@@ -70,6 +70,12 @@ func (a *App) answer(ctx context.Context, cmd Command, perr error, by asker) *re
 		return a.unsilence(cmd.SilenceID, u)
 	case CmdDigest:
 		return a.digest(cmd.Window)
+	case CmdMine:
+		return a.mine(ctx, u)
+	case CmdMuteMe:
+		return a.muteMe(u, cmd.Duration)
+	case CmdDigestChoice:
+		return a.digestChoice(u, cmd.Choice)
 	}
 	if perr != nil {
 		return notUnderstood(perr)
@@ -251,7 +257,7 @@ func deviceText(host string, d *gpu.Device, alerts []ActiveAlert, now time.Time)
 	}
 	fmt.Fprintf(&b, "util %s · %s · %s\n", reading(d.UtilGPU, "%.0f%%"), reading(d.TempC, "%.0f C"), power)
 	if p := topProcess(d.Processes); p != nil {
-		fmt.Fprintf(&b, "👤 %s: `%s` %s", blockkit.EscapeClip(p.User, 40), blockkit.EscapeClip(p.Command, 60), gib(p.MemUsed))
+		fmt.Fprintf(&b, "👤 %s: `%s` %s", blockkit.EscapeClip(p.Who(), 60), blockkit.EscapeClip(p.Command, 60), gib(p.MemUsed))
 		if n := len(d.Processes) - 1; n > 0 {
 			fmt.Fprintf(&b, " (+%d more)", n)
 		}
@@ -376,8 +382,10 @@ func topLine(p gpuProcess, several bool) string {
 	if _, _, _, pod := p.Pod(); pod {
 		return line + blockkit.EscapeClip(p.Holder(), 160)
 	}
-	line += fmt.Sprintf("%s · `%s`", blockkit.EscapeClip(p.User, 40), blockkit.EscapeClip(p.Command, 80))
-	if h := p.Holder(); h != "" {
+	line += fmt.Sprintf("%s · `%s`", blockkit.EscapeClip(p.Who(), 60), blockkit.EscapeClip(p.Command, 80))
+	if _, isJob := p.SlurmJob(); isJob && p.PID > 0 {
+		line += fmt.Sprintf(" · pid %d", p.PID) // the job is named first
+	} else if h := p.Holder(); h != "" && !isJob {
 		line += " · " + h
 	}
 	if p.Container != "" {
@@ -440,6 +448,9 @@ func alertText(al *ActiveAlert, several bool, now time.Time) string {
 	if al.Summary != "" {
 		b.WriteString("\n> " + blockkit.EscapeClip(al.Summary, 300))
 	}
+	if al.Answer != "" {
+		b.WriteString("\n🙋 " + blockkit.EscapeClip(al.Answer, 200))
+	}
 	if al.Acknowledged != "" {
 		b.WriteString("\n👀 acknowledged by " + blockkit.EscapeClip(al.Acknowledged, 80))
 	}
@@ -474,7 +485,9 @@ var commandHelp = []struct{ verb, usage, about string }{
 	{"silence", "`/gpu silence &lt;alert|gpu N|all&gt; &lt;duration&gt; [reason]`", "mute alerts, e.g. `/gpu silence GPUHot 2h fan repair`; `on &lt;host&gt;` after what to silence mutes one host's, e.g. `/gpu silence gpu 2 on node3 1h`"},
 	{"silences", "`/gpu silences`", "the silences; `/gpu unsilence &lt;id&gt;` ends one"},
 	{"unsilence", "`/gpu unsilence &lt;id&gt;`", "ends a silence (`/gpu silences` lists them)"},
-	{"digest", "`/gpu digest [window]`", "the usage digest: per GPU and per user, idle holders, alerts, energy (window 24h by default, up to 35d)"},
+	{"digest", "`/gpu digest [window]`", "the usage digest: per GPU and per user, idle holders, alerts, energy (window 24h by default, up to 35d); `/gpu digest weekly|daily|off` chooses your personal digest"},
+	{"mine", "`/gpu mine`", "your jobs now, on every host: GPU, memory, busy or idle, and their alerts"},
+	{"mute-me", "`/gpu mute-me [duration]`", "no alerts about your jobs by direct message or @mention for a while (8h by default, up to 7d; `off` ends it)"},
 }
 
 // helpText lists the commands.

@@ -59,6 +59,10 @@ type Config struct {
 	// Drawn, when set, is called after each chart is drawn (the daemon
 	// hands the chart's memory back to the system).
 	Drawn func()
+	// Owners answers owners' buttons and the personal commands (/gpu
+	// mine, mute-me, digest weekly|daily|off); nil without a people:
+	// section.
+	Owners Owners
 	// Replays keeps the signatures of recent requests across restarts,
 	// so a captured request sent again after a restart does not act
 	// again. Nil: they are kept in memory only.
@@ -79,6 +83,7 @@ type App struct {
 	now        func() time.Time
 	uploader   Uploader
 	zones      Zones
+	owners     Owners
 	location   *time.Location // the host's zone, of charts when the reader's is unknown
 	drawn      func()
 
@@ -108,6 +113,7 @@ func New(b Backend, c Config) (*App, error) {
 		now:        c.Now,
 		uploader:   c.Uploader,
 		zones:      c.Zones,
+		owners:     c.Owners,
 		location:   c.Location,
 		drawn:      c.Drawn,
 		slowAfter:  2 * time.Second,

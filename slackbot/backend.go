@@ -61,6 +61,9 @@ type ActiveAlert struct {
 	ValueText    string
 	Summary      string
 	Acknowledged string // who acknowledged it; "" if nobody
+	// Answer is what its owner answered ("alice (U0123) is still using
+	// it · asked again at Mon 16:00 UTC"); "" if nobody did.
+	Answer string
 	// Silenced is the silence that mutes it now (its notifications are
 	// not sent); nil when none does.
 	Silenced *notifier.Silence

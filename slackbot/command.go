@@ -34,6 +34,9 @@ type Command struct {
 	Reason   string        // silence: why (optional)
 
 	SilenceID string // unsilence: the silence to end
+
+	// Choice is the personal digest chosen (digest weekly|daily|off).
+	Choice string
 }
 
 // CommandKind names a /gpu subcommand.
@@ -52,6 +55,9 @@ const (
 	CmdDigest
 	CmdFree
 	CmdHealth
+	CmdMine
+	CmdMuteMe
+	CmdDigestChoice
 )
 
 // String returns the subcommand as typed.
@@ -77,6 +83,12 @@ func (k CommandKind) String() string {
 		return "free"
 	case CmdHealth:
 		return "health"
+	case CmdMine:
+		return "mine"
+	case CmdMuteMe:
+		return "mute-me"
+	case CmdDigestChoice:
+		return "digest"
 	}
 	return "help"
 }
@@ -119,6 +131,8 @@ const (
 	DefaultDigestWindow  = 24 * time.Hour
 	MaxDigestWindow      = 35 * 24 * time.Hour // the rollups' default retention
 	MaxSilenceDuration   = notifier.MaxSilenceDuration
+	DefaultMute          = 8 * time.Hour
+	MaxMute              = 7 * 24 * time.Hour
 	maxCommandText       = 4000 // Slack's own limit on a slash command's text
 	maxReason            = 500
 )
@@ -181,6 +195,11 @@ func ParseCommand(text string) (Command, error) {
 	case "digest":
 		c.Kind = CmdDigest
 		err = parseDigest(&c, args)
+	case "mine":
+		c.Kind, err = CmdMine, noArgs(verb, args)
+	case "mute-me", "muteme":
+		c.Kind = CmdMuteMe
+		err = parseMuteMe(&c, args)
 	default:
 		err = fmt.Errorf("%q is not a /gpu command%s", clipWord(words[0]), suggestVerb(verb))
 		verb = ""
@@ -367,9 +386,16 @@ func parseHistory(c *Command, args []string) error {
 }
 
 func parseDigest(c *Command, args []string) error {
-	const usage = "write /gpu digest [window], e.g. /gpu digest 7d"
+	const usage = "write /gpu digest [window], e.g. /gpu digest 7d, or /gpu digest weekly|daily|off for your own"
 	if len(args) > 1 {
 		return fmt.Errorf("/gpu digest takes at most a window: %s", usage)
+	}
+	if len(args) == 1 {
+		switch choice := strings.ToLower(args[0]); choice {
+		case "weekly", "daily", "off":
+			c.Kind, c.Choice = CmdDigestChoice, choice
+			return nil
+		}
 	}
 	c.Window = DefaultDigestWindow
 	if len(args) == 1 {
@@ -382,6 +408,30 @@ func parseDigest(c *Command, args []string) error {
 		}
 		c.Window = w
 	}
+	return nil
+}
+
+// parseMuteMe reads /gpu mute-me [duration|off]: 8h when no duration is
+// given, "off" (a zero Duration) to end a mute.
+func parseMuteMe(c *Command, args []string) error {
+	const usage = "write /gpu mute-me [duration], e.g. /gpu mute-me 8h, or /gpu mute-me off"
+	switch {
+	case len(args) == 0:
+		c.Duration = DefaultMute
+		return nil
+	case len(args) > 1:
+		return fmt.Errorf("/gpu mute-me takes at most a duration: %s", usage)
+	case strings.EqualFold(args[0], "off"):
+		return nil
+	}
+	d, err := ParseDuration(args[0])
+	if err != nil {
+		return fmt.Errorf("mute-me duration: %w", err)
+	}
+	if d > MaxMute {
+		return fmt.Errorf("mute-me duration %s is too long: at most 7d", clipWord(args[0]))
+	}
+	c.Duration = d
 	return nil
 }
 

@@ -17,6 +17,7 @@ func FuzzParseCommand(f *testing.F) {
 		"status node1", "free", "free gpu-b.example.org public", "top [::1]:9400", "alerts node3", "history node1 0 6h",
 		"history gpu1 2", "history gpu1 2h", "history", "history node1", "history 6h 0", "history 0 1h x", "history 2h 3h node1",
 		"silence gpu 2 on node3 1h reboot", "silence all ON node3 1d", "silence on on x 1h",
+		"mine", "mine public", "mute-me", "mute-me 8h", "mute-me off", "mute-me 8d", "digest off", "digest WEEKLY public", "muteme 1w",
 	} {
 		f.Add(s)
 	}
@@ -58,6 +59,14 @@ func FuzzParseCommand(f *testing.F) {
 		case CmdDigest:
 			if c.Window < time.Hour || c.Window > MaxDigestWindow {
 				t.Fatalf("ParseCommand(%q): got digest window %v out of range", text, c.Window)
+			}
+		case CmdMuteMe:
+			if c.Duration < 0 || c.Duration > MaxMute {
+				t.Fatalf("ParseCommand(%q): got mute %v out of range", text, c.Duration)
+			}
+		case CmdDigestChoice:
+			if c.Choice != "weekly" && c.Choice != "daily" && c.Choice != "off" {
+				t.Fatalf("ParseCommand(%q): got digest choice %q", text, c.Choice)
 			}
 		case CmdUnsilence:
 			if c.SilenceID == "" || strings.ContainsAny(c.SilenceID, " \t\n") {

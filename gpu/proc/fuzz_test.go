@@ -60,6 +60,21 @@ func FuzzParseSlurmJob(f *testing.F) {
 	})
 }
 
+func FuzzParseSlurmAccount(f *testing.F) {
+	f.Add("SLURM_JOB_ID=4242\x00SLURM_JOB_ACCOUNT=physics\x00")
+	f.Add("SLURM_JOB_ACCOUNT=\x00SLURM_JOB_ACCOUNT=a b\x00")
+	f.Add("SLURM_JOB_ACCOUNT=x")
+	f.Fuzz(func(t *testing.T, text string) {
+		got := ParseSlurmAccount(text)
+		if got == "" {
+			return
+		}
+		if !isAccountName(got) || !strings.Contains(text, "SLURM_JOB_ACCOUNT="+got) {
+			t.Errorf("ParseSlurmAccount(%q) = %q, want an account the text names", text, got)
+		}
+	})
+}
+
 func FuzzParseStatusUID(f *testing.F) {
 	f.Add(statusFixture)
 	f.Add("Uid:\t0\t0\t0\t0\n")

@@ -4,11 +4,12 @@
 // the kubelet's pod log folders.
 //
 // Parsing is kept apart from I/O: ParseStatusUID, ParsePasswd, ParseCmdline,
-// ParseCgroup and ParsePodLogDir take the text of one file or name, and
+// ParseCgroup, ParseSlurmJob, ParseSlurmAccount and ParsePodLogDir take the text of one file or name, and
 // Reader and PodNames do the reading.
 package proc
 
 import (
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -68,7 +69,8 @@ func NewReader(procRoot string, passwdPath string) *Reader {
 // brackets, as ps shows it ("[kworker/0:1]"). Container is as ParseCgroup
 // returns it, "" outside containers, except that a Kubernetes pod the pod
 // log folder names is "k8s:NAMESPACE/NAME" rather than its UID. Job is
-// as ParseSlurmJob returns it.
+// as ParseSlurmJob returns it, and a job's Account as ParseSlurmAccount
+// reads it from the process's environment.
 func (r *Reader) Attribute(p *gpu.Process) {
 	if p == nil || p.PID <= 0 {
 		return
@@ -86,6 +88,24 @@ func (r *Reader) Attribute(p *gpu.Process) {
 		p.Container = r.pods.podContainer(ParseCgroup(string(cgroup)))
 		p.Job = ParseSlurmJob(string(cgroup))
 	}
+	if p.Job != "" {
+		// Only a job's process has an account; the environment is
+		// readable by root or the process's own user.
+		if environ, err := readAtMost(filepath.Join(dir, "environ"), maxEnviron); err == nil {
+			p.Account = ParseSlurmAccount(environ)
+		}
+	}
+}
+
+// readAtMost reads the first n bytes of a file.
+func readAtMost(path string, n int64) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, n))
+	return string(b), err
 }
 
 // command returns the command line of the process whose /proc directory is

@@ -16,7 +16,7 @@ const fakePasswd = "root:x:0:0:root:/root:/bin/bash\nalice:x:1001:1001:Alice:/ho
 
 // fakeProc is one process directory of a fake proc file system.
 type fakeProc struct {
-	status, cmdline, cgroup, stat, comm string
+	status, cmdline, cgroup, stat, comm, environ string
 }
 
 // writeFakeProc writes the processes under a new proc root and returns the
@@ -30,7 +30,7 @@ func writeFakeProc(t testing.TB, procs map[int]fakeProc) string {
 		if err := os.Mkdir(dir, 0o755); err != nil {
 			t.Fatal(err)
 		}
-		files := map[string]string{"status": p.status, "cmdline": p.cmdline, "cgroup": p.cgroup, "stat": p.stat, "comm": p.comm}
+		files := map[string]string{"status": p.status, "cmdline": p.cmdline, "cgroup": p.cgroup, "stat": p.stat, "comm": p.comm, "environ": p.environ}
 		for name, text := range files {
 			if text == "" && name != "cmdline" {
 				continue
@@ -85,6 +85,7 @@ func fakeTree() map[int]fakeProc {
 			cgroup:  "0::/system.slice/slurmstepd.scope/job_4242/step_0/user/task_0\n",
 			stat:    "5150 (python) S 1 5150 5150 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 99 0 0\n",
 			comm:    "python\n",
+			environ: "SLURM_JOB_ID=4242\x00SLURM_JOB_ACCOUNT=physics\x00HOME=/home/alice\x00",
 		},
 		77: {
 			status: "Name:\tdefunct job\nUid:\t1001\t1001\t1001\t1001\n",
@@ -102,7 +103,7 @@ func TestReaderAttribute(t *testing.T) {
 	}{
 		{1234, gpu.Process{PID: 1234, User: "alice", Command: "python3 train.py --batch 64", Container: "k8s:" + podDsh + "/3c8e1a5f0b2d", MemUsed: 1 << 30}},
 		{2000, gpu.Process{PID: 2000, User: "4242", Command: "/opt/conda/bin/python -m jupyter lab", Container: "docker:9f8e7d6c5b4a", MemUsed: 1 << 30}},
-		{5150, gpu.Process{PID: 5150, User: "alice", Command: "python train.py", Job: "slurm:4242", MemUsed: 1 << 30}},
+		{5150, gpu.Process{PID: 5150, User: "alice", Command: "python train.py", Job: "slurm:4242", Account: "physics", MemUsed: 1 << 30}},
 		{3, gpu.Process{PID: 3, User: "root", Command: "[kworker/0:1]", Container: "", MemUsed: 1 << 30}},
 		{77, gpu.Process{PID: 77, User: "alice", Command: "[defunct job]", Container: "", MemUsed: 1 << 30}},
 	}

@@ -72,3 +72,40 @@ func isJobID(s string) bool {
 	}
 	return true
 }
+
+// maxEnviron is the most of a process's environment ParseSlurmAccount
+// reads: the variables slurmd sets come first, and a process with a
+// huge environment must not cost a huge read at every sample.
+const maxEnviron = 64 << 10
+
+// ParseSlurmAccount returns the Slurm account a job's process charges,
+// from the text of its /proc/PID/environ file: SLURM_JOB_ACCOUNT, which
+// slurmd sets in every step's environment; "" when the text does not
+// have it. Variables are separated by NUL bytes; the text is read up to
+// maxEnviron bytes.
+func ParseSlurmAccount(environ string) string {
+	if len(environ) > maxEnviron {
+		environ = environ[:maxEnviron]
+	}
+	for v := range strings.SplitSeq(environ, "\x00") {
+		if account, ok := strings.CutPrefix(v, "SLURM_JOB_ACCOUNT="); ok && isAccountName(account) {
+			return account
+		}
+	}
+	return ""
+}
+
+// isAccountName reports whether s can be a Slurm account: a short name of
+// letters, digits and . _ - (sacctmgr refuses anything else).
+func isAccountName(s string) bool {
+	if s == "" || len(s) > 64 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '.' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return true
+}

@@ -48,3 +48,31 @@ func TestParseSlurmJobFiles(t *testing.T) {
 		}
 	}
 }
+
+func TestParseSlurmAccount(t *testing.T) {
+	for _, tc := range []struct{ name, text, want string }{
+		{"empty", "", ""},
+		{"no slurm", "HOME=/root\x00PATH=/bin\x00", ""},
+		{"account", "SLURM_JOB_ID=1\x00SLURM_JOB_ACCOUNT=physics\x00", "physics"},
+		{"last without NUL", "SLURM_JOB_ACCOUNT=bio_lab-2", "bio_lab-2"},
+		{"empty account", "SLURM_JOB_ACCOUNT=\x00", ""},
+		{"not a name", "SLURM_JOB_ACCOUNT=a;rm -rf\x00", ""},
+		{"a prefix of another variable", "XSLURM_JOB_ACCOUNT=x\x00", ""},
+	} {
+		if got := ParseSlurmAccount(tc.text); got != tc.want {
+			t.Errorf("%s: ParseSlurmAccount = %q, want %q", tc.name, got, tc.want)
+		}
+	}
+}
+
+// TestParseSlurmAccountFile reads the environment of a step of a job on a
+// Slurm node, as /proc/PID/environ holds it.
+func TestParseSlurmAccountFile(t *testing.T) {
+	text, err := os.ReadFile(filepath.Join("testdata", "slurm-step0.environ"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := ParseSlurmAccount(string(text)); got != "vision-lab" {
+		t.Errorf("ParseSlurmAccount = %q, want vision-lab", got)
+	}
+}

@@ -56,6 +56,9 @@ func builder(name string) func(*rand.Rand) *plan {
 	if b := healthBuilder(name); b != nil {
 		return b
 	}
+	if b := peopleBuilder(name); b != nil {
+		return b
+	}
 	return leakBuilder(name)
 }
 

@@ -120,11 +120,13 @@ type Truth struct {
 // Scenarios returns the names New accepts: the five two-hour, two-GPU
 // workloads of the reference traces, "all", the 100-minute, five-GPU demo
 // in which every problem starts and ends, the eleven realistic workloads
-// of the second trace set (RealisticScenarios), the leaks
-// (LeakScenarios) and the GPUs whose health fails (HealthScenarios).
+// of the second trace set (RealisticScenarios), the leaks of every shape
+// (LeakScenarios), the nodes shared by several people, whose owners
+// matter (PeopleScenarios), and the GPUs whose health fails
+// (HealthScenarios).
 func Scenarios() []string {
 	return slices.Concat([]string{ScenarioNormalTraining, ScenarioMemoryLeak, ScenarioBatchSpike, ScenarioIdleHog, ScenarioThermal, ScenarioAll},
-		RealisticScenarios(), LeakScenarios(), HealthScenarios())
+		RealisticScenarios(), LeakScenarios(), PeopleScenarios(), HealthScenarios())
 }
 
 // Source plays a scenario. It implements gpu.Source and is used by one

@@ -40,7 +40,7 @@ func TestScenarios(t *testing.T) {
 	got := sim.Scenarios()
 	want := []string{"normal-training", "memory-leak", "batch-spike", "idle-hog", "thermal", "all",
 		"creep-plateau", "gpu-lost", "idle-resume", "leak-gappy", "leak-restart", "leak-slow", "node8", "noisy-1s", "tf-grab-all", "tf-prealloc", "thermal-cycle",
-		"leak-epoch", "leak-tiny", "leak-notebook", "leak-peaks", "leak-nearfull", "vllm-serve",
+		"leak-epoch", "leak-tiny", "leak-notebook", "leak-peaks", "leak-nearfull", "vllm-serve", "shared-node", "slurm-node",
 		"ecc-row-remap", "power-brake", "pcie-degraded", "xid-storm", "nvlink-errors"}
 	if !slices.Equal(got, want) {
 		t.Errorf("Scenarios() = %q, want %q", got, want)
@@ -51,7 +51,10 @@ func TestScenarios(t *testing.T) {
 	if got, want := sim.LeakScenarios(), want[17:23]; !slices.Equal(got, want) {
 		t.Errorf("LeakScenarios() = %q, want %q", got, want)
 	}
-	if got, want := sim.HealthScenarios(), want[23:]; !slices.Equal(got, want) {
+	if got, want := sim.PeopleScenarios(), want[23:25]; !slices.Equal(got, want) {
+		t.Errorf("PeopleScenarios() = %q, want %q", got, want)
+	}
+	if got, want := sim.HealthScenarios(), want[25:]; !slices.Equal(got, want) {
 		t.Errorf("HealthScenarios() = %q, want %q", got, want)
 	}
 }

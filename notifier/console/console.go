@@ -140,7 +140,16 @@ func Format(b *strings.Builder, a *notifier.Alert, loc *time.Location) {
 			fmt.Fprintf(b, "    … and %d more processes\n", len(a.Processes)-3)
 			break
 		}
-		fmt.Fprintf(b, "    %s %s  %s  %s", orDash(p.Holder()), orDash(p.Owner()), formatBytes(p.MemUsed), orDash(p.Command))
+		if _, isJob := p.SlurmJob(); isJob {
+			// "job 4242 (alice) pid 5150": the job first, as people know it.
+			holder := p.Who()
+			if p.PID > 0 {
+				holder += fmt.Sprintf(" pid %d", p.PID)
+			}
+			fmt.Fprintf(b, "    %s  %s  %s", holder, formatBytes(p.MemUsed), orDash(p.Command))
+		} else {
+			fmt.Fprintf(b, "    %s %s  %s  %s", orDash(p.Holder()), orDash(p.Owner()), formatBytes(p.MemUsed), orDash(p.Command))
+		}
 		if _, _, _, pod := p.Pod(); p.Container != "" && !pod {
 			fmt.Fprintf(b, "  (%s)", p.Container)
 		}

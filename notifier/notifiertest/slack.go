@@ -21,6 +21,10 @@ type SlackOptions struct {
 	Scopes string
 	// Zones are the users users.info knows, by ID, with their IANA zone.
 	Zones map[string]string
+	// Users are the members of the workspace, by ID: users.info and
+	// users.lookupByEmail know them, conversations.open opens a direct
+	// message "D" + ID with each.
+	Users map[string]SlackUser
 	// Fail makes methods ("files.completeUploadExternal") answer ok:false
 	// with the error given ("not_in_channel").
 	Fail map[string]string
@@ -30,14 +34,21 @@ type SlackOptions struct {
 	Late func(method string, n int) time.Duration
 }
 
+// SlackUser is a member of a NewSlack fake's workspace.
+type SlackUser struct {
+	Name, Email, TZ string
+}
+
 // NewSlack plays Slack's Web API under /api/ and its upload URLs under
 // /upload/: auth.test tells the token's scopes, chat.postMessage answers
-// channel C1 and ts "N.0001" for its N-th request (0-based, as the
-// server counts every request), chat.update echoes the ts, the upload
-// flow (files.getUploadURLExternal, the bytes, then
-// files.completeUploadExternal) answers file F<N>, users.info the user's
-// zone, conversations.replies the files shared in a thread, each as a
-// message of its own. Anything else is unknown_method.
+// channel C1 (or the direct message "D…" posted to) and ts "N.0001" for
+// its N-th request (0-based, as the server counts every request),
+// chat.update echoes the ts, the upload flow (files.getUploadURLExternal,
+// the bytes, then files.completeUploadExternal) answers file F<N>,
+// users.info the user's name and zone, users.lookupByEmail the user of an
+// email, conversations.open the direct message "D" + the user's ID,
+// conversations.replies the files shared in a thread, each as a message
+// of its own. Anything else is unknown_method.
 func NewSlack(t testing.TB, o SlackOptions) *Server {
 	var (
 		base   string
@@ -68,9 +79,31 @@ func NewSlack(t testing.TB, o SlackOptions) *Server {
 			header["X-OAuth-Scopes"] = o.Scopes
 			body = `{"ok":true,"user_id":"U0BOT","team_id":"T1"}`
 		case method == "chat.postMessage":
-			body = fmt.Sprintf(`{"ok":true,"channel":"C1","ts":"%d.0001"}`, n+1)
+			channel := "C1"
+			if strings.HasPrefix(form.Get("channel"), "D") {
+				channel = form.Get("channel")
+			}
+			body = fmt.Sprintf(`{"ok":true,"channel":%q,"ts":"%d.0001"}`, channel, n+1)
 		case method == "chat.update":
-			body = fmt.Sprintf(`{"ok":true,"channel":"C1","ts":%q,"text":""}`, form.Get("ts"))
+			channel := "C1"
+			if strings.HasPrefix(form.Get("channel"), "D") {
+				channel = form.Get("channel")
+			}
+			body = fmt.Sprintf(`{"ok":true,"channel":%q,"ts":%q,"text":""}`, channel, form.Get("ts"))
+		case method == "conversations.open":
+			user := form.Get("users")
+			if _, ok := o.Users[user]; !ok {
+				body = `{"ok":false,"error":"user_not_found"}`
+				break
+			}
+			body = fmt.Sprintf(`{"ok":true,"channel":{"id":"D%s"}}`, user)
+		case method == "users.lookupByEmail":
+			body = `{"ok":false,"error":"users_not_found"}`
+			for id, u := range o.Users {
+				if u.Email != "" && strings.EqualFold(u.Email, form.Get("email")) {
+					body = slackUserJSON(id, u)
+				}
+			}
 		case method == "files.getUploadURLExternal":
 			body = fmt.Sprintf(`{"ok":true,"upload_url":"%s/upload/F%d","file_id":"F%d"}`, base, n, n)
 		case method == "files.completeUploadExternal":
@@ -82,6 +115,8 @@ func NewSlack(t testing.TB, o SlackOptions) *Server {
 			}
 			mu.Unlock()
 			body = `{"ok":true,"files":[{"id":"F1","title":"chart"}]}`
+		case method == "users.info" && o.Users[form.Get("user")] != (SlackUser{}):
+			body = slackUserJSON(form.Get("user"), o.Users[form.Get("user")])
 		case method == "conversations.replies":
 			var msgs []string
 			mu.Lock()
@@ -103,6 +138,14 @@ func NewSlack(t testing.TB, o SlackOptions) *Server {
 	})
 	base = srv.URL
 	return srv
+}
+
+// slackUserJSON is Slack's answer about a user (no email: gpuwatch never
+// needs it back).
+func slackUserJSON(id string, u SlackUser) string {
+	b, _ := json.Marshal(map[string]any{"ok": true, "user": map[string]any{
+		"id": id, "name": u.Name, "real_name": u.Name, "tz": u.TZ, "tz_offset": 0, "profile": map[string]any{"display_name": u.Name}}})
+	return string(b)
 }
 
 // SlackUpload is a file a NewSlack fake received and shared.

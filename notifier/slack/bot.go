@@ -61,7 +61,18 @@ func (n *Notifier) notifyBot(ctx context.Context, m *notifier.Notification) (boo
 	}
 	now := n.now()
 	n.delivering = m.ID
-	p := n.plan(m)
+	if m.Event != nil {
+		return n.ownerEvent(ctx, m, now)
+	}
+	alerts := alertsOf(m)
+	if m.Owners != nil {
+		var retry bool
+		var err error
+		if alerts, retry, err = n.tellOwners(ctx, m.Owners, alerts, now); err != nil {
+			return retry, err
+		}
+	}
+	p := n.plan(m, alerts)
 	if len(p.fresh) > 0 {
 		if retry, err := n.postNew(ctx, p.fresh, now); err != nil {
 			return retry, err
@@ -85,9 +96,11 @@ func (n *Notifier) notifyBot(ctx context.Context, m *notifier.Notification) (boo
 	return false, nil
 }
 
-func (n *Notifier) plan(m *notifier.Notification) *plan {
+// plan sorts the alerts of m the channel hears of (all of them, unless a
+// route holds some back for their owners).
+func (n *Notifier) plan(m *notifier.Notification, alerts []notifier.Alert) *plan {
 	p := &plan{index: map[string]*thread{}}
-	for _, a := range alertsOf(m) {
+	for _, a := range alerts {
 		rec := n.load(a.Key)
 		if rec != nil && m.ID != 0 && m.ID < rec.Through {
 			continue // delivered before, and a later notification since

@@ -17,6 +17,7 @@ import (
 	goslack "github.com/slack-go/slack"
 
 	"github.com/gpuwatch/gpuwatch/notifier"
+	"github.com/gpuwatch/gpuwatch/people"
 )
 
 // The scopes gpuwatch asks of the Slack app beyond posting messages.
@@ -50,7 +51,9 @@ type Bot struct {
 	// noUsers is set once Slack says the token lacks users:read: charts
 	// show the host's zone.
 	noUsers atomic.Bool
-	zones   zoneCache
+	// noEmails is set once Slack says the token lacks users:read.email.
+	noEmails atomic.Bool
+	zones    zoneCache
 }
 
 // BotOptions say how a Bot reaches Slack.
@@ -68,6 +71,9 @@ type BotOptions struct {
 	Logger *slog.Logger
 	// Now is the clock users' zones are kept by; nil means time.Now.
 	Now func() time.Time
+	// People says the config tells owners (a people: section): the
+	// scopes of direct messages and email lookups are checked too.
+	People bool
 }
 
 // NewBot returns the Bot of a bot token.
@@ -136,6 +142,13 @@ func (b *Bot) CheckScopes(ctx context.Context) {
 	if !slices.Contains(scopes, UsersScope) {
 		b.noUsers.Store(true)
 		b.log.Info("the Slack app lacks the optional users:read scope: charts of /gpu history show the host's time zone, not each reader's; add the scope and reinstall the app for theirs")
+	}
+	if b.opts.People && !slices.Contains(scopes, IMScope) {
+		b.log.Warn("the Slack app lacks the im:write scope: owners get no direct messages (their alerts fail to reach them); add the scope (deploy/slack-app-manifest.yaml lists it) and reinstall the app")
+	}
+	if b.opts.People && !slices.Contains(scopes, EmailScope) {
+		b.noEmails.Store(true)
+		b.log.Warn("the Slack app lacks the users:read.email scope: people mapped by email are not found, and their alerts go to the channel alone; add the scope and reinstall the app")
 	}
 }
 
@@ -296,4 +309,72 @@ func (b *Bot) lookUpZone(ctx context.Context, userID string) (*time.Location, er
 		return loc, nil
 	}
 	return time.FixedZone(u.TZ, u.TZOffset), nil
+}
+
+// The scopes of the people: section: looking users up by email (optional
+// without emails in the section), and direct messages to owners.
+const (
+	EmailScope = "users:read.email"
+	IMScope    = "im:write"
+)
+
+// LookupByEmail asks Slack (users.lookupByEmail, scope users:read.email)
+// whose an email is. It makes the Bot a people.Directory. Slack knowing no
+// one with it, or refusing for want of the scope (said once in the log),
+// is people.ErrUnknown; other errors have the token and the email taken
+// out of their text.
+func (b *Bot) LookupByEmail(ctx context.Context, email string) (people.Person, error) {
+	if b.noEmails.Load() {
+		return people.Person{}, people.ErrUnknown
+	}
+	ctx, cancel := context.WithTimeout(ctx, b.opts.Timeout)
+	defer cancel()
+	u, err := b.api.GetUserByEmailContext(ctx, email)
+	if err != nil {
+		if missingScope(err) {
+			if !b.noEmails.Swap(true) {
+				b.log.Warn("Slack refuses users.lookupByEmail: give the Slack app the users:read.email scope and reinstall it; until then people mapped by email are not told")
+			}
+			return people.Person{}, people.ErrUnknown
+		}
+		if unknownUser(err) {
+			return people.Person{}, people.ErrUnknown
+		}
+		return people.Person{}, errors.New(notifier.Redact(b.Redact(err), email))
+	}
+	return personOf(u), nil
+}
+
+// UserInfo asks Slack (users.info, scope users:read) for a user's name and
+// time zone. It makes the Bot a people.Directory.
+func (b *Bot) UserInfo(ctx context.Context, id string) (people.Person, error) {
+	ctx, cancel := context.WithTimeout(ctx, b.opts.Timeout)
+	defer cancel()
+	u, err := b.api.GetUserInfoContext(ctx, id)
+	switch {
+	case unknownUser(err):
+		return people.Person{}, people.ErrUnknown
+	case err != nil:
+		return people.Person{}, errors.New(b.Redact(err))
+	}
+	return personOf(u), nil
+}
+
+// unknownUser reports whether Slack says there is no such user.
+func unknownUser(err error) bool {
+	var apiErr goslack.SlackErrorResponse
+	return errors.As(err, &apiErr) && (apiErr.Err == "users_not_found" || apiErr.Err == "user_not_found")
+}
+
+// personOf is what gpuwatch keeps of a Slack user: the ID, how Slack shows
+// the name, the zone. Never the email.
+func personOf(u *goslack.User) people.Person {
+	name := u.Profile.DisplayName
+	if name == "" {
+		name = u.RealName
+	}
+	if name == "" {
+		name = u.Name
+	}
+	return people.Person{ID: u.ID, Name: name, Zone: u.TZ, Offset: u.TZOffset}
 }

@@ -1,6 +1,7 @@
 package slack
 
 import (
+	"fmt"
 	"strconv"
 	"strings"
 
@@ -80,4 +81,78 @@ func IsUserID(s string) bool {
 		}
 	}
 	return true
+}
+
+// The action IDs of the owner's buttons, on an owner's direct message and
+// (for the owner only: the Slack app checks who presses) on the channel
+// message. Each button's value is the alert's key.
+const (
+	ActionStillUsing = "gpuwatch_still_using"
+	ActionDone       = "gpuwatch_done"
+	ActionNotMine    = "gpuwatch_not_mine"
+	ActionWatching   = "gpuwatch_watching"
+)
+
+// OwnerBlockPrefix starts the block ID of each alert's owner buttons; the
+// alert's position in the message follows ("gpuwatch_owner_0").
+const OwnerBlockPrefix = "gpuwatch_owner_"
+
+// OwnerAnswers maps each owner button to the answer it gives.
+var OwnerAnswers = map[string]notifier.AnswerKind{
+	ActionStillUsing: notifier.AnswerStillUsing,
+	ActionDone:       notifier.AnswerDone,
+	ActionNotMine:    notifier.AnswerNotMine,
+	ActionWatching:   notifier.AnswerWatching,
+}
+
+// ownerActionsBlock is the row of the owner's buttons under a firing
+// alert: for a GPU held idle "Still using it", "I'm done" and "Not mine";
+// for anything else (near OOM, a leak) "Watching it" and "Not mine".
+func ownerActionsBlock(a *notifier.Alert, i int) goslack.Block {
+	value := a.Key
+	if len(value) > maxButtonValue {
+		value = ""
+	}
+	var buttons []goslack.BlockElement
+	if a.Idle {
+		buttons = append(buttons,
+			goslack.NewButtonBlockElement(ActionStillUsing, value, plain("Still using it")).WithStyle(goslack.StylePrimary),
+			goslack.NewButtonBlockElement(ActionDone, value, plain("I'm done")))
+	} else {
+		buttons = append(buttons, goslack.NewButtonBlockElement(ActionWatching, value, plain("Watching it")).WithStyle(goslack.StylePrimary))
+	}
+	buttons = append(buttons, goslack.NewButtonBlockElement(ActionNotMine, value, plain("Not mine")))
+	return goslack.NewActionBlock(OwnerBlockPrefix+strconv.Itoa(i), buttons...)
+}
+
+// answerBlock takes the place of the owner's buttons once an owner
+// answered.
+func answerBlock(a *notifier.Alert) goslack.Block {
+	return goslack.NewContextBlock("", mrkdwn("🙋 "+answerText(a.Answer)))
+}
+
+// answerText says an owner's answer, the owner @mentioned.
+func answerText(ans *notifier.Answer) string {
+	who := mention(ans.By)
+	if IsUserID(ans.ByID) {
+		who = "<@" + ans.ByID + ">"
+	}
+	return ans.Text(who, slackDate)
+}
+
+// clipMentions joins the owners as a message names them, within a
+// field's room.
+func clipMentions(owners []string) string {
+	var b strings.Builder
+	for i, o := range owners {
+		if b.Len()+len(o) > maxFieldRunes*2 {
+			fmt.Fprintf(&b, " and %d more", len(owners)-i)
+			break
+		}
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(o)
+	}
+	return b.String()
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -107,6 +108,17 @@ func where(a *notifier.Alert) string {
 func (u *ChartUploader) upload(ctx context.Context, id, key string, startsAt time.Time, comment string, resolved bool) (bool, error) {
 	n := u.n
 	doneKey := n.name + "/chart/" + id
+	// The owners' direct messages get the picture too; an alert held back
+	// from the channel for its owners, only they.
+	dms, heldBack := u.ownerThreads(key, startsAt)
+	for _, dm := range dms {
+		if retry, err := u.put(ctx, id, doneKey+"/"+dm.Person.ID, dm.DM, dm.TS, comment); err != nil {
+			return retry, err
+		}
+	}
+	if heldBack {
+		return false, nil
+	}
 	if _, done, err := n.opts.Messages.Get(doneKey); err == nil && done {
 		return false, nil
 	}
@@ -127,13 +139,49 @@ func (u *ChartUploader) upload(ctx context.Context, id, key string, startsAt tim
 		}
 		return true, errMessageNotYet
 	}
+	return u.put(ctx, id, doneKey, channel, ts, comment)
+}
+
+// ownerThreads are the direct messages of the owners of the firing of an
+// alert that started at startsAt, and whether the channel has no message
+// about it (held back for them); none for a digest, or before the owners
+// were looked up.
+func (u *ChartUploader) ownerThreads(key string, startsAt time.Time) ([]ownerRef, bool) {
+	if startsAt.IsZero() {
+		return nil, false
+	}
+	n := u.n
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	rec := n.loadOwners(key)
+	if rec == nil || !rec.StartsAt.Equal(startsAt) || !rec.Found {
+		return nil, false
+	}
+	var dms []ownerRef
+	for _, o := range rec.Owners {
+		if o.TS != "" {
+			dms = append(dms, o)
+		}
+	}
+	return dms, !rec.Channel && len(dms) > 0
+}
+
+// put uploads chart id in the thread of channel and ts, unless doneKey
+// says it was, and records it under doneKey.
+func (u *ChartUploader) put(ctx context.Context, id, doneKey, channel, ts, comment string) (bool, error) {
+	n := u.n
+	if _, done, err := n.opts.Messages.Get(doneKey); err == nil && done {
+		return false, nil
+	}
 	png, err := u.charts.ChartPNG(id)
 	if err != nil {
 		n.log.Warn("a chart could not be drawn; the message goes without it", "chart", id, "err", err)
 		return false, nil
 	}
 	ctx = withRetryAfterNote(ctx)
-	sharingKey := n.name + "/chart-sharing/" + id
+	// One share in doubt per place: the channel's is the chart's, an
+	// owner's direct message's has the owner after it, as doneKey has.
+	sharingKey := n.name + "/chart-sharing/" + strings.TrimPrefix(doneKey, n.name+"/chart/")
 	if u.sharedBefore(ctx, id, sharingKey, doneKey) {
 		return false, nil
 	}
@@ -161,7 +209,8 @@ func (u *ChartUploader) upload(ctx context.Context, id, key string, startsAt tim
 	return false, nil
 }
 
-// sharing is what is recorded, under "receiver/chart-sharing/ID", just
+// sharing is what is recorded, under "receiver/chart-sharing/ID" (and
+// ".../ID/USER" for an owner's direct message), just
 // before a chart is shared: the file and the thread it goes to.
 type sharing struct {
 	File    string `json:"file"`

@@ -15,7 +15,8 @@ import (
 )
 
 // notifyDigest posts a usage digest as one new message, in bot mode and
-// with a webhook alike. Digests are never updated, so no record is kept.
+// with a webhook alike; a personal digest (Digest.To) as a direct message
+// to its person. Digests are never updated, so no record is kept.
 func (n *Notifier) notifyDigest(ctx context.Context, d *notifier.Digest) (bool, error) {
 	if d == nil {
 		return false, errors.New("slack: a digest notification without its digest (a gpuwatch bug: please report it)")
@@ -30,9 +31,21 @@ func (n *Notifier) notifyDigest(ctx context.Context, d *notifier.Digest) (bool, 
 	}
 	text := blockkit.Escape(title)
 	if n.api == nil {
+		if d.To != "" {
+			return false, errors.New("slack: a personal digest needs a receiver with a channel and slack.bot_token, not a webhook")
+		}
 		return n.fail(ctx, "webhook", n.postWebhook(ctx, blocks, text))
 	}
-	channel, ts, err := n.post(ctx, "", blocks, text)
+	to := strings.TrimSpace(n.cfg.Channel)
+	if d.To != "" {
+		// A personal digest: a direct message to its person.
+		dm, err := n.openDM(ctx, d.To)
+		if err != nil {
+			return n.fail(ctx, "conversations.open", err)
+		}
+		to = dm
+	}
+	channel, ts, err := n.postIn(ctx, to, "", blocks, text)
 	if err != nil {
 		return n.fail(ctx, "chat.postMessage", err)
 	}

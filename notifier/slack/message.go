@@ -17,7 +17,7 @@ import (
 // (package blockkit) with room to spare. Every budget counts escaped text:
 // user text is escaped first and clipped after.
 const (
-	maxAlertsInFull = 9    // 5 blocks each (with buttons and a divider), plus a header and a tail, under Slack's 50
+	maxAlertsInFull = 9    // 5 to 7 blocks each (with buttons and a divider), plus a header and a tail, within Slack's 50
 	maxProcesses    = 3    // per GPU
 	maxTextRunes    = 600  // a summary or description
 	maxNameRunes    = 100  // a GPU's model or a host name
@@ -58,25 +58,46 @@ func statusEmoji(a *notifier.Alert) string {
 }
 
 // render lays out one message about alerts (of one rule, on one or more
-// GPUs): the Block Kit blocks and the plain-text fallback Slack shows in
-// notifications. now fills in durations the alerts' own times do not give.
+// GPUs) for a channel: the Block Kit blocks and the plain-text fallback
+// Slack shows in notifications. now fills in durations the alerts' own
+// times do not give.
 func render(alerts []notifier.Alert, now time.Time) ([]goslack.Block, string) {
+	return renderFor(alerts, now, false)
+}
+
+// renderFor is render for a channel, or for an owner's direct message:
+// there the owner's buttons take the place of the channel's.
+func renderFor(alerts []notifier.Alert, now time.Time, owner bool) ([]goslack.Block, string) {
 	blocks := []goslack.Block{goslack.NewHeaderBlock(plain(blockkit.Clip(header(alerts), blockkit.MaxHeaderText)))}
 	for i := range alerts {
-		if i == maxAlertsInFull {
+		var part []goslack.Block
+		if i > 0 {
+			part = append(part, goslack.NewDividerBlock())
+		}
+		a := &alerts[i]
+		part = append(part, alertBlocks(a, now)...)
+		firing := a.Status != notifier.StatusResolved
+		switch {
+		case firing && owner && a.Answer == nil:
+			part = append(part, ownerActionsBlock(a, i))
+		case firing && !owner:
+			part = append(part, actionsBlock(a, i))
+			if len(a.Owners) > 0 && a.Answer == nil {
+				part = append(part, ownerActionsBlock(a, i))
+			}
+		}
+		if a.Answer != nil && firing {
+			part = append(part, answerBlock(a))
+		}
+		if a.AcknowledgedBy != "" {
+			part = append(part, acknowledgedBlock(a))
+		}
+		// The rest as a summary, when the next alert would not fit.
+		if i == maxAlertsInFull || len(blocks)+len(part) > blockkit.MaxBlocks-1 {
 			blocks = append(blocks, goslack.NewSectionBlock(mrkdwn(blockkit.ClipEscaped(moreAlerts(alerts[i:]), maxSectionRunes)), nil, nil))
 			break
 		}
-		if i > 0 {
-			blocks = append(blocks, goslack.NewDividerBlock())
-		}
-		blocks = append(blocks, alertBlocks(&alerts[i], now)...)
-		if alerts[i].Status != notifier.StatusResolved {
-			blocks = append(blocks, actionsBlock(&alerts[i], i))
-		}
-		if alerts[i].AcknowledgedBy != "" {
-			blocks = append(blocks, acknowledgedBlock(&alerts[i]))
-		}
+		blocks = append(blocks, part...)
 	}
 	return blocks, fallback(alerts, now)
 }
@@ -152,6 +173,9 @@ func alertBlocks(a *notifier.Alert, now time.Time) []goslack.Block {
 	}
 	blocks := []goslack.Block{goslack.NewSectionBlock(mrkdwn(text.String()), facts(a, now), nil)}
 	if p := processes(a); p != "" {
+		if len(a.Owners) > 0 {
+			p += "\n👤 Owner: " + clipMentions(a.Owners)
+		}
 		blocks = append(blocks, goslack.NewSectionBlock(mrkdwn(p), nil, nil))
 	}
 	var context []goslack.MixedElement
@@ -258,12 +282,19 @@ func processes(a *notifier.Alert) string {
 			fmt.Fprintf(&b, "\n… and %d more", len(a.Processes)-maxProcesses)
 			break
 		}
-		who := p.Owner()
+		who := p.Who()
 		if who == "" {
 			who = "?"
 		}
 		fmt.Fprintf(&b, "\n• *%s* · %s", blockkit.EscapeClip(who, 64), formatBytes(float64(p.MemUsed)))
-		if h := p.Holder(); h != "" {
+		h := p.Holder()
+		if _, isJob := p.SlurmJob(); isJob {
+			h = "" // the job is named first
+			if p.PID > 0 {
+				h = fmt.Sprintf("pid %d", p.PID)
+			}
+		}
+		if h != "" {
 			fmt.Fprintf(&b, " · %s", blockkit.EscapeClip(h, 160))
 		}
 		if p.Command != "" {

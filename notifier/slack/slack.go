@@ -128,6 +128,10 @@ type Options struct {
 	// acknowledgement instead of showing the buttons again. Nil: only
 	// the notification's own alerts say.
 	Acknowledged func(alertKey string) (by string, ok bool)
+	// People finds the owners of an alert's holders, for notifications
+	// whose route tells them (notifier.Notification.Owners). Nil: owners
+	// are not told, and such notifications go to the channel alone.
+	People People
 }
 
 // DefaultTimeout bounds one API call when Options.Timeout is 0.
@@ -196,6 +200,9 @@ func (n *Notifier) Notify(ctx context.Context, m *notifier.Notification) (retry 
 	}
 	if m == nil || len(m.Alerts) == 0 {
 		return false, nil
+	}
+	if n.api == nil && m.Event != nil {
+		return false, nil // owners are told with the bot only
 	}
 	if n.api == nil {
 		return n.notifyWebhook(ctx, m)

@@ -143,7 +143,8 @@ func alertText(a *notifier.Alert, s style) string {
 				add("- … and %d more", len(a.Processes)-maxProcesses)
 				break
 			}
-			parts := []string{s.esc(orNA(p.Owner())), s.esc(shorten(orNA(p.Command), 80))}
+			_, isJob := p.SlurmJob()
+			parts := []string{s.esc(orNA(p.Who())), s.esc(shorten(orNA(p.Command), 80))}
 			_, _, _, pod := p.Pod()
 			if pod {
 				parts = parts[:1]
@@ -152,7 +153,10 @@ func alertText(a *notifier.Alert, s style) string {
 				parts = append(parts, s.esc(p.Container))
 			}
 			parts = append(parts, formatBytes(float64(p.MemUsed)))
-			if h := p.Holder(); h != "" {
+			switch h := p.Holder(); {
+			case isJob && p.PID > 0:
+				parts = append(parts, fmt.Sprintf("pid %d", p.PID)) // the job is named first
+			case h != "" && !isJob:
 				parts = append(parts, s.esc(h))
 			}
 			add("- %s", strings.Join(parts, " · "))

@@ -55,6 +55,13 @@
   // Formats, shared by every view.
   const GiB = 1024 * 1024 * 1024;
   const fmtGiB = (b) => (b / GiB).toFixed(1) + ' GiB';
+  // who names whom a process's use is for: "job 4242 (alice)" for a
+  // Slurm job's process, else its user.
+  const who = (p) => {
+    const job = (p.job || '').startsWith('slurm:') ? p.job.slice(6) : '';
+    if (job) return 'job ' + job + (p.user ? ' (' + p.user + ')' : '');
+    return p.user || 'unknown user';
+  };
   const fmtPct = (v) => (v === null || v === undefined ? '–' : Math.round(v) + '%');
   const fmtTemp = (v) => (v === null || v === undefined ? '–' : Math.round(v) + ' °C');
   const fmtPower = (v, limit) => (v === null || v === undefined ? '–' : Math.round(v) + (limit ? ' / ' + Math.round(limit) : '') + ' W');
@@ -126,7 +133,7 @@
 
   function matchesFilter(host, g, text) {
     if (!text) return true;
-    const hay = [host, 'gpu' + g.index, g.name, g.uuid, g.use, healthOf(g).condition].concat((g.processes || []).flatMap((p) => [p.user, p.command, String(p.pid), p.container]));
+    const hay = [host, 'gpu' + g.index, g.name, g.uuid, g.use, healthOf(g).condition].concat((g.processes || []).flatMap((p) => [p.user, p.command, String(p.pid), p.container, p.job]));
     return hay.some((s) => s && String(s).toLowerCase().includes(text));
   }
 
@@ -183,7 +190,7 @@
         // A hub knows what the agents export: the user and the memory,
         // not always the pid and command.
         el.append(h('ul', { class: 'holders', 'aria-label': 'Processes' }, procs.map((p) =>
-          h('li', { 'data-pid': p.pid }, h('strong', null, p.user || 'unknown user'), p.pid > 0 ? ' · pid ' + p.pid : '',
+          h('li', { 'data-pid': p.pid }, h('strong', null, who(p)), p.pid > 0 ? ' · pid ' + p.pid : '',
             p.command ? [' · ', h('span', { class: 'cmd' }, p.command)] : '', p.container ? ' · ' + p.container : '', ' · ' + fmtGiB(p.memory_bytes)))));
       }
     }
@@ -267,6 +274,7 @@
       const where = a.gpu >= 0 ? a.host + ' · GPU ' + a.gpu : a.host;
       const meta = [a.state + ' since ' + fmtTime(a.since) + ' (' + fmtSince(a.since) + ')'];
       if (a.value_text) meta.push('value ' + a.value_text);
+      if (a.answer) meta.push(a.answer);
       if (a.acknowledged_by) meta.push('acknowledged by ' + a.acknowledged_by);
       if (silenced) meta.push(silencedText(a.silenced));
       return h('article', { class: 'item ' + (silenced ? 'silenced' : a.state), role: 'listitem', 'data-alert': a.alert, 'data-key': a.key },
