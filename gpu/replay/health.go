@@ -66,16 +66,6 @@ func healthColumns() map[string]healthColumn {
 	return m
 }
 
-// HealthColumnNames returns the --query-gpu fields gpuwatch reads a GPU's
-// health from, normalized as ColumnNames writes them.
-func HealthColumnNames() []string {
-	var out []string
-	for name := range healthColumns() {
-		out = append(out, name)
-	}
-	return out
-}
-
 // healthField parses a health column's value into d's health: a count or
 // reading ("12", "1980 MHz", "45 %"), a flag ("Yes", "No"), a clock event
 // reason ("Active", "Not Active") or the reasons' bitmask
