@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"time"
+
+	"github.com/gpuwatch/gpuwatch/gpu"
 )
 
 // Kind is the question an alert's chart answers.
@@ -27,12 +29,13 @@ const (
 // history it keeps when the alert fires or resolves; it is stored as JSON
 // until the chart is drawn, so every field encodes.
 type Alert struct {
-	Kind    Kind   `json:"kind"`
-	Alert   string `json:"alert"`  // the rule's name
-	Status  string `json:"status"` // "firing" or "resolved"
-	Host    string `json:"host"`
-	GPU     int    `json:"gpu"`
-	GPUName string `json:"gpu_name,omitempty"`
+	Kind    Kind     `json:"kind"`
+	Alert   string   `json:"alert"`  // the rule's name
+	Status  string   `json:"status"` // "firing" or "resolved"
+	Host    string   `json:"host"`
+	GPU     int      `json:"gpu"`
+	MIG     *gpu.MIG `json:"mig,omitempty"` // the MIG instance; nil for a whole GPU
+	GPUName string   `json:"gpu_name,omitempty"`
 	// Holder names who holds the GPU: "pid 4242 · alice · python train.py".
 	Holder string `json:"holder,omitempty"`
 	// At is the transition's time, the right end of the history.
@@ -114,7 +117,7 @@ func (a *Alert) Figure(loc *time.Location) *Figure {
 func (a *Alert) PNG(loc *time.Location) ([]byte, error) { return a.Figure(loc).PNG() }
 
 func (a *Alert) title() string {
-	title := fmt.Sprintf("%s · GPU %d on %s", a.Alert, a.GPU, a.Host)
+	title := fmt.Sprintf("%s · %s on %s", a.Alert, gpu.Label(a.GPU, a.MIG), a.Host)
 	if a.Resolved() {
 		title += " · resolved"
 	}

@@ -4,15 +4,18 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/gpuwatch/gpuwatch/gpu"
 	"github.com/gpuwatch/gpuwatch/internal/plural"
 )
 
 // GPUHistory is one GPU's recent readings, for /gpu history and replay
 // plots.
 type GPUHistory struct {
-	Host  string `json:"host"`
-	Index int    `json:"gpu"`
-	Name  string `json:"name,omitempty"`
+	Host  string   `json:"host"`
+	Index int      `json:"gpu"`
+	Name  string   `json:"name,omitempty"`
+	UUID  string   `json:"uuid,omitempty"`
+	MIG   *gpu.MIG `json:"mig,omitempty"` // a MIG instance of GPU Index; nil for the GPU
 	// MemoryPercent is the share of memory in use, in percent;
 	// Utilization in percent; Temperature in °C. Each may be empty.
 	MemoryPercent Series `json:"memory_percent"`
@@ -24,9 +27,9 @@ type GPUHistory struct {
 // figure shows several hosts.
 func (g *GPUHistory) label(withHost bool) string {
 	if withHost {
-		return fmt.Sprintf("%s GPU %d", g.Host, g.Index)
+		return g.Host + " " + gpu.Label(g.Index, g.MIG)
 	}
-	return fmt.Sprintf("GPU %d", g.Index)
+	return gpu.Label(g.Index, g.MIG)
 }
 
 // History is what /gpu history shows: memory, utilization and temperature
@@ -45,6 +48,7 @@ type AlertSpan struct {
 	Alert      string
 	Host       string
 	GPU        int
+	MIG        *gpu.MIG // the MIG instance; nil for a whole GPU
 	FiredAt    time.Time
 	ResolvedAt time.Time // zero while firing
 }
@@ -92,7 +96,7 @@ func (h *History) alertLines(n int, withHost bool, loc *time.Location) []string 
 			out = append(out, fmt.Sprintf("and %d more", len(h.Alerts)-i))
 			break
 		}
-		g := GPUHistory{Host: a.Host, Index: a.GPU}
+		g := GPUHistory{Host: a.Host, Index: a.GPU, MIG: a.MIG}
 		when := "since " + clock(a.FiredAt, loc)
 		if !a.ResolvedAt.IsZero() {
 			when = clock(a.FiredAt, loc) + " – " + clock(a.ResolvedAt, loc)
@@ -130,7 +134,7 @@ func (h *History) panels(gpus []GPUHistory, withHost bool, loc *time.Location) [
 	}
 	marks := h.marks(loc, h.Alerts, func(a AlertSpan) string {
 		if len(gpus) > 1 {
-			return fmt.Sprintf("%s GPU %d", a.Alert, a.GPU)
+			return a.Alert + " " + gpu.Label(a.GPU, a.MIG)
 		}
 		return a.Alert
 	})
@@ -170,7 +174,7 @@ func (h *History) grid(gpus []GPUHistory, withHost bool, loc *time.Location) []B
 		}
 		var alerts []AlertSpan
 		for _, a := range h.Alerts {
-			if a.GPU == g.Index && (a.Host == g.Host || a.Host == "") {
+			if a.GPU == g.Index && gpu.CompareInstances(a.MIG, g.MIG) == 0 && (a.Host == g.Host || a.Host == "") {
 				alerts = append(alerts, a)
 			}
 		}

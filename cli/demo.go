@@ -70,7 +70,7 @@ or SLACK_BOT_TOKEN (with SLACK_CHANNEL, default #gpuwatch-demo), is set.`)
 	print := textPrinter(env)
 	w := &watcher{
 		source: gpu.Pace(src, *speed),
-		engine: rules.NewEngine(cfg.Rules, rules.Options{RepeatInterval: 4 * time.Hour}),
+		engine: rules.NewEngine(cfg.Rules, rules.Options{RepeatInterval: 4 * time.Hour, Logger: logger}),
 		emit: func(ts []rules.Transition) error {
 			for i := range ts {
 				if ts[i].Resolved() {

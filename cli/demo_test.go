@@ -14,7 +14,7 @@ import (
 )
 
 // consoleLine matches the first line of a console notification.
-var consoleLine = regexp.MustCompile(`(?m)^(\d{4}-\d\d-\d\d) \d\d:\d\d:\d\d UTC  (FIRING  |RESOLVED) (\w+) \[\w+\] \S+ gpu(\d+)\b`)
+var consoleLine = regexp.MustCompile(`(?m)^(\d{4}-\d\d-\d\d) \d\d:\d\d:\d\d UTC  (FIRING  |RESOLVED) (\w+) \[\w+\] \S+ GPU (\d+)\b`)
 
 // transitionCounts counts the FIRING and RESOLVED console lines per alert.
 func transitionCounts(out string) (fired, resolved map[string]int) {

@@ -150,6 +150,9 @@ for the time since the one before (up to three of its steps).`)
 	for _, s := range latest {
 		for i := range s.Devices {
 			d := &s.Devices[i]
+			if d.MIG != nil {
+				continue // a MIG instance's health is its GPU's
+			}
 			opts.Health = append(opts.Health, digest.GPUHealth{Host: s.Host, GPU: d.Index, UUID: d.UUID, Verdict: gpu.Assess(d, recent.Of(s.Host, d, last))})
 		}
 	}

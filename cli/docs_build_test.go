@@ -29,7 +29,7 @@ import (
 // cache.
 func firstBuildWithoutWarnings(t *testing.T, r *readmeRun, cmd string) {
 	suites.Long(t)
-	claimRE := regexp.MustCompile(`with (\d+) gcc .-Wdeprecated-declarations. warnings`)
+	claimRE := regexp.MustCompile(`with (\d+) gcc\s+.-Wdeprecated-declarations.\s+warnings`)
 	var claim int
 	for _, name := range []string{"README.md", "docs/development.md"} {
 		m := claimRE.FindStringSubmatch(r.readme.page(t, name).text)

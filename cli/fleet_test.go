@@ -250,7 +250,7 @@ receivers: [{name: hook, webhook_configs: [{url: %q, send_resolved: true}]}]
 	}
 	// gpuwatch status asks the hub: every host, and the alerts with theirs.
 	status := gpuwatch(t, "status", "--config", hubPath)
-	for _, want := range []string{"a · ", "\nb · ", "\nc · ", "\nd · ", "GPUHot [critical] a gpu0 since"} {
+	for _, want := range []string{"a · ", "\nb · ", "\nc · ", "\nd · ", "GPUHot [critical] a GPU 0 since"} {
 		if !strings.Contains(status.stdout, want) {
 			t.Errorf("gpuwatch status --config hub.yaml: got\n%s\nwant it to contain %q", status.stdout, want)
 		}

@@ -3,7 +3,6 @@ package cli_test
 import (
 	"fmt"
 	"net/http"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -19,20 +18,7 @@ import (
 // the API gives them.
 func TestPageNamesSlurmJobs(t *testing.T) {
 	browser := browsertest.Browser(t)
-	dir := t.TempDir()
-	addr := freeAddr(t)
-	path := filepath.Join(dir, "gpuwatch.yaml")
-	writeFile(t, path, fmt.Sprintf(`host: slurm1
-storage: {path: %s}
-server: {listen: %q}
-source: {type: sim, interval: 5s, sim: {scenario: slurm-node, seed: 1, speed: 60}}
-receivers: [{name: console, console: {}}]
-route: {receiver: console}
-`, filepath.Join(dir, "state.db"), addr))
-	d := runInProcess(t, path)
-	defer d.stop()
-	waitFor(t, &d.stderr, "HTTP API listening")
-	base := "http://" + addr
+	base := serveSim(t, "slurm1", "slurm-node", 60, "route: {receiver: console}\n")
 
 	tab := browsertest.Tab(t, browser)
 	browsertest.Do(t, tab, 30*time.Second, "open the page", browsertest.Viewport(1280, 900, false), chromedp.Navigate(base+"/"))

@@ -220,6 +220,21 @@ func readmeCommands() map[string]readmeCommand {
 				t.Errorf("demo: the README says the leak is warned about %s minutes before the GPU is full; the demo says full in %s", lead[1], full[1])
 			}
 		}},
+		"gpuwatch demo --scenario mig-slice-leak --speed 0": {run: func(t *testing.T, r *readmeRun, cmd string) {
+			got := r.gpuwatch(t, args(cmd)...)
+			want(t, cmd, got, cli.ExitOK, "\ndemo finished: ")
+			claimDemo(t, r, cmd, got.stdout, "say nothing of the other six slices or the card:")
+			for _, line := range consoleLine.FindAllString(got.stdout, -1) {
+				if !strings.Contains(got.stdout, line+" · MIG 7 (1g.10gb)") {
+					t.Errorf("%s: %q is not about the leaking slice, GPU 0 · MIG 7 (1g.10gb)", cmd, line)
+				}
+			}
+		}},
+		"gpuwatch demo --scenario timeslice-leak --speed 0": {run: func(t *testing.T, r *readmeRun, cmd string) {
+			got := r.gpuwatch(t, args(cmd)...)
+			want(t, cmd, got, cli.ExitOK, "\ndemo finished: 1 alert fired, 1 resolved.")
+			claimDemo(t, r, cmd, got.stdout, "owner, not the GPU, and resolves when it stops growing or exits:")
+		}},
 		"go test ./...":                    {skip: "the test suite, which runs this test"},
 		"go test -race ./...":              {skip: "the test suite with the race detector, which runs this test"},
 		"go test -run '^$' -bench . ./...": {skip: "the benchmarks: minutes of measuring, not a check"},
@@ -472,7 +487,7 @@ func readmeCommands() map[string]readmeCommand {
 		}},
 		"gpuwatch rules export --schema dcgm --config config.yaml --interval 20s --tests examples/rules_test.yaml --out prom": {run: func(t *testing.T, r *readmeRun, cmd string) {
 			got := r.gpuwatch(t, args(cmd)...)
-			if got.code != cli.ExitOK || !strings.Contains(got.stderr, "wrote prom/gpuwatch.rules.yml: 8 alerts; and 1 promtool test file\n") {
+			if got.code != cli.ExitOK || !strings.Contains(got.stderr, "wrote prom/gpuwatch.rules.yml: 8 alerts (1 rule left out); and 1 promtool test file\n") {
 				t.Errorf("%s: got %v", cmd, got)
 			}
 		}},
@@ -774,6 +789,17 @@ func TestDocsCommands(t *testing.T) {
 		t.Run(strings.Join(strings.Fields(cmd)[:min(3, len(strings.Fields(cmd)))], " "), func(t *testing.T) {
 			run(t, r, cmd)
 		})
+	}
+}
+
+// claimDemo checks that a demo printed the lines the docs show after
+// prose, its date standing for today's.
+func claimDemo(t *testing.T, r *readmeRun, cmd, stdout, prose string) {
+	t.Helper()
+	today := regexp.MustCompile(`\b\d{4}-\d\d-\d\d\b`)
+	claim := today.ReplaceAllString(strings.Join(r.readme.block(t, prose).lines, "\n"), "DATE")
+	if !strings.Contains(today.ReplaceAllString(stdout, "DATE"), claim+"\n") {
+		t.Errorf("%s: the docs show\n%s\nwhich the demo does not print; it prints\n%s", cmd, claim, stdout)
 	}
 }
 

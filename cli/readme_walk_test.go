@@ -54,7 +54,7 @@ func TestREADMEWalk(t *testing.T) {
 		path := filepath.Join(dir, "config.yaml")
 		text := mustRead(t, "../config.example.yaml")
 		writeFile(t, path, text)
-		if got := gpuwatch(t, "check", "--config", path); got.code != cli.ExitOK || !strings.Contains(got.stdout, ": ok: 8 rules, 1 receiver, source nvml every 5s") {
+		if got := gpuwatch(t, "check", "--config", path); got.code != cli.ExitOK || !strings.Contains(got.stdout, ": ok: 9 rules, 1 receiver, source nvml every 5s") {
 			t.Errorf("check of the example: exit %d\n%s%s", got.code, got.stdout, got.stderr)
 		}
 		if got := gpuwatch(t, "status"); got.code != cli.ExitOK &&
@@ -80,7 +80,7 @@ func TestREADMEWalk(t *testing.T) {
 		deadline := time.Now().Add(30 * time.Second)
 		for {
 			got := gpuwatch(t, "status", "--config", path)
-			m := regexp.MustCompile(`(?m)^  FIRING   GPUHot \[critical\] \S+ gpu\d+ since [^:]+:\d\d:\d\d \S+: (.+)$`).FindStringSubmatch(got.stdout)
+			m := regexp.MustCompile(`(?m)^  FIRING   GPUHot \[critical\] \S+ GPU \d+ since [^:]+:\d\d:\d\d \S+: (.+)$`).FindStringSubmatch(got.stdout)
 			if m != nil {
 				checkValue(t, "status: GPUHot", example["GPUHot"], m[1])
 				break
@@ -110,7 +110,7 @@ func exampleRules(t *testing.T) map[string]*rules.Rule {
 }
 
 // consoleHead is the first line of an alert on the console.
-var consoleHead = regexp.MustCompile(`^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d \S+  (FIRING  |STILL FIRING|RESOLVED) (\w+) \[\w+\] \S+ gpu(\d+)`)
+var consoleHead = regexp.MustCompile(`^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d \S+  (FIRING  |STILL FIRING|RESOLVED) (\w+) \[\w+\] \S+ (GPU \d+(?: · MIG \d+(?: \([^)]*\))?)?(?:.*, pid \d+)?)`)
 
 // checkMessages reads the console's alerts in out: a firing's value (its
 // facts line) and its summary's quantity of the same kind satisfy its

@@ -67,7 +67,7 @@ Make a log with:
 	var first, last time.Time
 	w := &watcher{
 		source: probe,
-		engine: rules.NewEngine(cfg.Rules, rules.Options{}),
+		engine: rules.NewEngine(cfg.Rules, rules.Options{Logger: logger}),
 		emit: func(ts []rules.Transition) error {
 			transitions += len(ts)
 			plot.transitions(ts)
@@ -121,6 +121,11 @@ type transitionJSON struct {
 	Severity string   `json:"severity"`
 	Repeat   bool     `json:"repeat"` // a reminder of an alert already announced
 	Value    *float64 `json:"value"`  // null when unknown
+	// MIG is the MIG instance the alert is about (uuid is then its own);
+	// absent for a whole GPU.
+	MIG *gpu.MIG `json:"mig,omitempty"`
+	// PID is the process of a rule that runs per process; absent otherwise.
+	PID int `json:"pid,omitempty"`
 }
 
 func jsonPrinter(w io.Writer) func([]rules.Transition) error {
@@ -129,7 +134,10 @@ func jsonPrinter(w io.Writer) func([]rules.Transition) error {
 		for i := range ts {
 			t := &ts[i]
 			line := transitionJSON{At: t.At.Format(time.RFC3339), Alert: t.Alert, GPU: t.GPU, UUID: t.UUID,
-				State: t.StateName(), Severity: string(t.Severity), Repeat: t.Repeat}
+				State: t.StateName(), Severity: string(t.Severity), Repeat: t.Repeat, MIG: t.MIG}
+			if t.Process != nil {
+				line.PID = t.Process.PID
+			}
 			if !math.IsNaN(t.Value) && !math.IsInf(t.Value, 0) {
 				line.Value = &t.Value
 			}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/gpuwatch/gpuwatch/cli"
+	"github.com/gpuwatch/gpuwatch/gpu"
 )
 
 // transition is one line of `gpuwatch replay --json`.
@@ -114,7 +115,7 @@ func TestReplayText(t *testing.T) {
 	if got.code != cli.ExitOK {
 		t.Fatalf("replay: got exit %d, want %d\nstderr:\n%s", got.code, cli.ExitOK, got.stderr)
 	}
-	line := regexp.MustCompile(`(?m)^2026-11-29 \d\d:\d\d:\d\d UTC  (FIRING  |RESOLVED) GPU\w+ \[\w+\] \S+ gpu0 \(NVIDIA A100-SXM4-40GB\)$`)
+	line := regexp.MustCompile(`(?m)^2026-11-29 \d\d:\d\d:\d\d UTC  (FIRING  |RESOLVED) GPU\w+ \[\w+\] \S+ GPU 0 \(NVIDIA A100-SXM4-40GB\)$`)
 	var firing, resolved int
 	for _, m := range line.FindAllString(got.stdout, -1) {
 		if strings.Contains(m, "FIRING") {
@@ -236,7 +237,7 @@ func TestReplayLogWithout(t *testing.T) {
 	if got.code != cli.ExitOK || !strings.Contains(got.stdout, "FIRING   GPUHot [critical] ") {
 		t.Fatalf("replay of a hot GPU: got exit %d, stdout\n%s\nstderr\n%s\nwant GPUHot firing", got.code, got.stdout, got.stderr)
 	}
-	if line := firstLine(got.stdout); !strings.HasSuffix(line, " gpu0") {
+	if line := firstLine(got.stdout); !strings.HasSuffix(line, " GPU 0") {
 		t.Errorf("replay of a log without names: got %q, want it to end with the GPU, without \"()\"", line)
 	}
 }
@@ -264,6 +265,28 @@ func TestReplayKnowsObservedMetrics(t *testing.T) {
 	}
 }
 
+// TestReplayMIGTable replays nvidia-smi's table of a GPU in MIG mode: the
+// alert is the instance's, as text ("GPU 0 · MIG 1") and in --json (its
+// mig object, its uuid named after its GPU).
+func TestReplayMIGTable(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "gpuwatch.yaml")
+	writeFile(t, path, "rules:\n  - alert: SliceFull\n    when: memory.used_percent > 25\n    gpus: [\"0/*\"]\n    summary: \"{{.Label}} at {{.Value | percent}}\"\n")
+	trace := "../gpu/replay/testdata/mig/table-535-mig.log"
+	got := gpuwatch(t, "replay", "--config", path, "--trace", trace)
+	if got.code != cli.ExitOK || !strings.Contains(got.stdout, "FIRING   SliceFull [warning] table-535-mig GPU 0 · MIG 1 (NVIDIA A100-SXM4-80GB)\n    GPU 0 · MIG 1 at 2") {
+		t.Fatalf("replay: exit %d\n%s%s\nwant SliceFull on GPU 0 · MIG 1", got.code, got.stdout, got.stderr)
+	}
+	got = gpuwatch(t, "replay", "--config", path, "--trace", trace, "--json")
+	var line struct {
+		Alert, UUID string
+		GPU         int
+		MIG         *gpu.MIG
+	}
+	if err := json.Unmarshal([]byte(firstLine(got.stdout)), &line); err != nil || line.MIG == nil || line.MIG.GPUInstance != 1 || line.UUID != "MIG-gpu0/1/0" {
+		t.Errorf("replay --json: got %q (%v), want the instance's mig and uuid", firstLine(got.stdout), err)
+	}
+}
+
 // TestReplayHostNamedAfterFile: a log that names no host is of the host
 // its file is named after, and the summary says so and how to name it;
 // --host names it.
@@ -273,7 +296,7 @@ func TestReplayHostNamedAfterFile(t *testing.T) {
 		t.Errorf("replay of a log without its host: stderr %q does not say where the host came from", got.stderr)
 	}
 	got = gpuwatch(t, "replay", "--host", "node1", "--trace", "testdata/traces/memory-leak.csv")
-	if !strings.Contains(got.stderr, "nvidia-smi CSV of node1, a sample every") || !strings.Contains(got.stdout, " node1 gpu0") {
+	if !strings.Contains(got.stderr, "nvidia-smi CSV of node1, a sample every") || !strings.Contains(got.stdout, " node1 GPU 0") {
 		t.Errorf("replay --host node1: stderr %q, stdout starts %q; want node1 named as such", got.stderr, got.stdout[:min(200, len(got.stdout))])
 	}
 }

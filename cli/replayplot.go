@@ -39,7 +39,7 @@ func (p *replayPlot) transitions(ts []rules.Transition) {
 	}
 	for i := range ts {
 		t := &ts[i]
-		key := fmt.Sprintf("%s/%s/%d", t.Alert, t.UUID, t.GPU)
+		key := fmt.Sprintf("%s/%s/%d", t.Alert, t.SeriesID(), t.GPU)
 		switch {
 		case t.Resolved():
 			if k, ok := p.open[key]; ok {
@@ -48,7 +48,7 @@ func (p *replayPlot) transitions(ts []rules.Transition) {
 			}
 		case !t.Repeat:
 			p.open[key] = len(p.spans)
-			p.spans = append(p.spans, chart.AlertSpan{Alert: t.Alert, Host: t.Host, GPU: t.GPU, FiredAt: t.StartsAt})
+			p.spans = append(p.spans, chart.AlertSpan{Alert: t.Alert, Host: t.Host, GPU: t.GPU, MIG: t.MIG, FiredAt: t.StartsAt})
 		}
 	}
 }

@@ -94,7 +94,7 @@ func TestRunReload(t *testing.T) {
 	}()
 
 	waitFor(t, &stderr, "gpuwatch started")
-	waitFor(t, &stdout, "FIRING   GPUMemoryNearFull [critical] test-host gpu0")
+	waitFor(t, &stdout, "FIRING   GPUMemoryNearFull [critical] test-host GPU 0")
 
 	writeFile(t, path, brokenConfig)
 	reload(t, reloads, done)

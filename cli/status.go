@@ -123,7 +123,7 @@ func (v *statusView) snapshots() []*gpu.Snapshot {
 func snapshotOf(host string, at time.Time, gpus []daemon.GPUJSON) *gpu.Snapshot {
 	s := &gpu.Snapshot{Host: host, Time: at}
 	for _, g := range gpus {
-		d := gpu.Device{Index: g.Index, UUID: g.UUID, Name: g.Name, UtilGPU: float64(g.UtilizationGPU),
+		d := gpu.Device{Index: g.Index, UUID: g.UUID, Name: g.Name, MIGEnabled: g.MIGEnabled, MIG: g.MIG, UtilGPU: float64(g.UtilizationGPU),
 			UtilMem: float64(g.UtilizationMemory), TempC: float64(g.TemperatureC), PowerW: float64(g.PowerW),
 			PowerLimitW: float64(g.PowerLimitW), Processes: g.Processes}
 		if g.MemoryUsedBytes != nil && g.MemoryTotalBytes != nil {
@@ -152,7 +152,10 @@ func printAlerts(env *Env, alerts []daemon.AlertJSON) {
 	}
 	fmt.Fprintln(env.Stdout, "\nactive alerts:")
 	for _, a := range alerts {
-		where := fmt.Sprintf("gpu%d", a.GPU)
+		where := gpu.Label(a.GPU, a.MIG)
+		if a.Process != nil {
+			where += ", " + a.Process.Holder()
+		}
 		switch {
 		case a.GPU < 0: // not about a GPU: gpuwatch's own, such as GPUWatchSourceDown
 			where = a.Host
@@ -179,31 +182,67 @@ func printAlerts(env *Env, alerts []daemon.AlertJSON) {
 	}
 }
 
-// printStatus writes the status view of a snapshot.
+// printStatus writes the status view of a snapshot: each GPU, and a GPU
+// split into MIG instances with its instances under it, indented.
 func printStatus(w io.Writer, s *gpu.Snapshot, loc *time.Location) {
-	fmt.Fprintf(w, "%s · %s · %s\n", s.Host, s.Time.In(loc).Format(timeLayout), plural.Count(len(s.Devices), "GPU"))
+	gpus, instances := 0, 0
+	for i := range s.Devices {
+		if s.Devices[i].MIG != nil {
+			instances++
+		} else {
+			gpus++
+		}
+	}
+	head := plural.Count(gpus, "GPU")
+	if instances > 0 {
+		head += " · " + plural.Count(instances, "MIG instance")
+	}
+	fmt.Fprintf(w, "%s · %s · %s\n", s.Host, s.Time.In(loc).Format(timeLayout), head)
 	for i := range s.Devices {
 		d := &s.Devices[i]
-		fmt.Fprintf(w, "\nGPU %d  %s  %s\n", d.Index, d.Name, d.UUID)
+		if d.MIG != nil {
+			printInstance(w, d)
+			continue
+		}
+		fmt.Fprintf(w, "\n%s  %s  %s\n", d.Label(), d.Name, d.UUID)
+		if d.MIGEnabled {
+			fmt.Fprintf(w, "  MIG mode: memory and processes are its instances'\n")
+			fmt.Fprintf(w, "  temp %s  power %s\n", orNA(d.TempC, "%.0f C"), powerText(d))
+			continue
+		}
 		fmt.Fprintf(w, "  memory  %s %s\n", bar(d.MemUsedPercent(), 24), memoryText(d))
 		fmt.Fprintf(w, "  util %s  mem util %s  temp %s  power %s\n",
 			percentText(d.UtilGPU), percentText(d.UtilMem), orNA(d.TempC, "%.0f C"), powerText(d))
-		procs := slices.Clone(d.Processes)
-		slices.SortFunc(procs, func(a, b gpu.Process) int { return int(b.MemUsed>>20) - int(a.MemUsed>>20) })
-		if len(procs) == 0 {
-			fmt.Fprintln(w, "  no processes")
+		printProcesses(w, d, "  ")
+	}
+}
+
+// printInstance writes a MIG instance under its GPU: its label, memory,
+// utilization and processes; the card's readings are the GPU's.
+func printInstance(w io.Writer, d *gpu.Device) {
+	fmt.Fprintf(w, "  %s  %s\n", d.Label(), d.UUID)
+	fmt.Fprintf(w, "    memory  %s %s\n", bar(d.MemUsedPercent(), 20), memoryText(d))
+	fmt.Fprintf(w, "    util %s  mem util %s\n", percentText(d.UtilGPU), percentText(d.UtilMem))
+	printProcesses(w, d, "    ")
+}
+
+// printProcesses writes a device's five largest processes, indented.
+func printProcesses(w io.Writer, d *gpu.Device, indent string) {
+	procs := slices.Clone(d.Processes)
+	slices.SortFunc(procs, func(a, b gpu.Process) int { return int(b.MemUsed>>20) - int(a.MemUsed>>20) })
+	if len(procs) == 0 {
+		fmt.Fprintln(w, indent+"no processes")
+	}
+	for j, p := range procs {
+		if j == 5 {
+			fmt.Fprintf(w, "%s… and %d more\n", indent, len(procs)-5)
+			break
 		}
-		for j, p := range procs {
-			if j == 5 {
-				fmt.Fprintf(w, "  … and %d more\n", len(procs)-5)
-				break
-			}
-			fmt.Fprintf(w, "  pid %-7d %-10s %10s  %s", p.PID, orDash(p.Who()), bytesText(float64(p.MemUsed)), orDash(p.Command))
-			if p.Container != "" {
-				fmt.Fprintf(w, "  (%s)", p.Container)
-			}
-			fmt.Fprintln(w)
+		fmt.Fprintf(w, "%spid %-7d %-10s %10s  %s", indent, p.PID, orDash(p.Who()), bytesText(float64(p.MemUsed)), orDash(p.Command))
+		if p.Container != "" {
+			fmt.Fprintf(w, "  (%s)", p.Container)
 		}
+		fmt.Fprintln(w)
 	}
 }
 

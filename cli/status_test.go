@@ -60,3 +60,32 @@ func TestStatusBrokenConfig(t *testing.T) {
 		t.Errorf("status with a broken config: got stderr\n%s\nwant the problems as FILE:LINE:COL", got.stderr)
 	}
 }
+
+// TestStatusMIG: a GPU split into MIG instances shows the card's
+// readings, and its instances under it, each with its memory and
+// processes.
+func TestStatusMIG(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "gpuwatch.yaml")
+	writeFile(t, path, "host: test-host\nsource:\n  type: sim\n  sim: {scenario: mig-mixed, seed: 1, speed: 60}\n")
+	got := gpuwatch(t, "status", "--config", path)
+	if got.code != cli.ExitOK {
+		t.Fatalf("status: got exit %d, want %d\nstderr:\n%s", got.code, cli.ExitOK, got.stderr)
+	}
+	want := regexp.MustCompile(`^test-host · \S+ \S+ UTC · 1 GPU · 2 MIG instances
+
+GPU 0  NVIDIA H100 80GB HBM3  GPU-\S+
+  MIG mode: memory and processes are its instances'
+  temp \d+ C  power \d+ W / 700 W
+  GPU 0 · MIG 1 \(4g\.40gb\)  MIG-\S+
+    memory  \[[█░]{20}\] 20(\.\d+)? GiB / 39\.4 GiB \(\d+%\)
+    util \d+%  mem util \d+%
+    pid \d+ +bob +20(\.\d+)? GiB  jupyter-lab .*
+  GPU 0 · MIG 2 \(3g\.40gb\)  MIG-\S+
+    memory  \[[█░]{20}\] \d+(\.\d+)? GiB / 39\.4 GiB \(\d+%\)
+    util \d+%  mem util \d+%
+    pid \d+ .*
+`)
+	if !want.MatchString(got.stdout) {
+		t.Errorf("status: got\n%s\nwant it to match\n%s", got.stdout, want)
+	}
+}

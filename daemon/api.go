@@ -264,7 +264,7 @@ type DeadLetterJSON struct {
 	Attempts int       `json:"attempts"`
 	Reason   string    `json:"reason"`
 	Status   string    `json:"status"`
-	Alerts   []string  `json:"alerts"` // "GPUHot on gpu 3"
+	Alerts   []string  `json:"alerts"` // "GPUHot on GPU 3"
 }
 
 func (d *Daemon) outbox(w http.ResponseWriter, _ *http.Request) {
@@ -280,7 +280,7 @@ func (d *Daemon) outbox(w http.ResponseWriter, _ *http.Request) {
 		if json.Unmarshal(dl.Payload, &n) == nil {
 			item.Status = string(n.Status)
 			for _, a := range n.Alerts {
-				item.Alerts = append(item.Alerts, fmt.Sprintf("%s on gpu %d", a.Name, a.GPU))
+				item.Alerts = append(item.Alerts, a.Name+" on "+a.Subject())
 			}
 		}
 		out.DeadLetters = append(out.DeadLetters, item)
@@ -323,9 +323,17 @@ type HostJSON struct {
 // GPUJSON is one GPU's readings; a reading the GPU does not provide is
 // null (memory too, when its total is unknown). Utilization is in percent.
 type GPUJSON struct {
-	Index             int            `json:"index"`
-	UUID              string         `json:"uuid"`
-	Name              string         `json:"name"`
+	Index int    `json:"index"`
+	UUID  string `json:"uuid"` // the GPU's, or the MIG instance's
+	Name  string `json:"name"`
+	// Label names the GPU for people: "GPU 0", "GPU 0 · MIG 3 (1g.10gb)".
+	Label string `json:"label"`
+	// MIGEnabled says the GPU is split into MIG instances, which follow
+	// it: it keeps the card's readings (temperature, power), its memory
+	// and processes are theirs.
+	MIGEnabled bool `json:"mig_enabled,omitempty"`
+	// MIG is, for a MIG instance, which slice of which GPU it is.
+	MIG               *gpu.MIG       `json:"mig,omitempty"`
 	MemoryUsedBytes   *uint64        `json:"memory_used_bytes"`
 	MemoryTotalBytes  *uint64        `json:"memory_total_bytes"`
 	UtilizationGPU    notifier.Float `json:"utilization_gpu"`
@@ -337,6 +345,8 @@ type GPUJSON struct {
 	// Use is what the GPU is doing, as /gpu status counts it: "free" (no
 	// process and under 1 GiB of memory in use), "busy", or "idle-held"
 	// (held while computing nothing).
+	// A GPU split into MIG instances has the use "mig": its instances have
+	// theirs.
 	Use string `json:"use"`
 	// HeldSince is when the job that holds the GPU took it, as the rules
 	// engine saw it; null while the GPU is free.
@@ -359,17 +369,22 @@ type HealthJSON struct {
 // AlertJSON is a pending or firing alert. Since is when it went pending,
 // or when it fired.
 type AlertJSON struct {
-	Key            string    `json:"key"`
-	Alert          string    `json:"alert"`
-	Severity       string    `json:"severity"`
-	State          string    `json:"state"`
-	Host           string    `json:"host"`
-	GPU            int       `json:"gpu"` // -1 for an alert not about a GPU (GPUWatchSourceDown)
-	UUID           string    `json:"uuid"`
-	Since          time.Time `json:"since"`
-	ValueText      string    `json:"value_text"`
-	Summary        string    `json:"summary"`
-	AcknowledgedBy string    `json:"acknowledged_by,omitempty"`
+	Key      string   `json:"key"`
+	Alert    string   `json:"alert"`
+	Severity string   `json:"severity"`
+	State    string   `json:"state"`
+	Host     string   `json:"host"`
+	GPU      int      `json:"gpu"` // -1 for an alert not about a GPU (GPUWatchSourceDown)
+	UUID     string   `json:"uuid"`
+	Label    string   `json:"label,omitempty"` // "GPU 0", "GPU 0 · MIG 3 (1g.10gb)"; absent when not about a GPU
+	MIG      *gpu.MIG `json:"mig,omitempty"`
+	// Process is the process of a rule that runs per process; absent for
+	// a rule on the GPU.
+	Process        *gpu.Process `json:"process,omitempty"`
+	Since          time.Time    `json:"since"`
+	ValueText      string       `json:"value_text"`
+	Summary        string       `json:"summary"`
+	AcknowledgedBy string       `json:"acknowledged_by,omitempty"`
 	// Answer is what the owner of its job answered, if one did: "alice
 	// (U0123) is still using it · asked again at Mon 16:00 UTC".
 	Answer string `json:"answer,omitempty"`
@@ -388,7 +403,7 @@ type SilencedJSON struct {
 
 func gpuJSON(dev *gpu.Device) GPUJSON {
 	out := GPUJSON{
-		Index: dev.Index, UUID: dev.UUID, Name: dev.Name,
+		Index: dev.Index, UUID: dev.UUID, Name: dev.Name, Label: dev.Label(), MIGEnabled: dev.MIGEnabled, MIG: dev.MIG,
 		UtilizationGPU: notifier.Float(dev.UtilGPU), UtilizationMemory: notifier.Float(dev.UtilMem),
 		TemperatureC: notifier.Float(dev.TempC), PowerW: notifier.Float(dev.PowerW), PowerLimitW: notifier.Float(dev.PowerLimitW),
 		Processes: dev.Processes, Use: slackbot.UseOf(dev),
@@ -409,7 +424,10 @@ func (d *Daemon) alertsJSON() []AlertJSON {
 	out := make([]AlertJSON, len(active))
 	for i, a := range active {
 		out[i] = AlertJSON{Key: a.Key, Alert: a.Name, Severity: a.Severity, State: a.State, Host: a.Host, GPU: a.GPU, UUID: a.UUID,
-			Since: a.Since, ValueText: a.ValueText, Summary: a.Summary, AcknowledgedBy: a.Acknowledged, Answer: a.Answer}
+			MIG: a.MIG, Process: a.Process, Since: a.Since, ValueText: a.ValueText, Summary: a.Summary, AcknowledgedBy: a.Acknowledged, Answer: a.Answer}
+		if a.GPU >= 0 {
+			out[i].Label = gpu.Label(a.GPU, a.MIG)
+		}
 		if s := a.Silenced; s != nil {
 			out[i].Silenced = &SilencedJSON{ID: s.ID, EndsAt: s.EndsAt, CreatedBy: s.CreatedBy, Comment: s.Comment}
 		}

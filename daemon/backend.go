@@ -51,8 +51,8 @@ func (d *Daemon) Alerts() []slackbot.ActiveAlert {
 	for i := range active {
 		a := &active[i]
 		al := slackbot.ActiveAlert{
-			Key: notifier.AlertKey(a.Host, a.Rule.Name, a.UUID), Host: a.Host, Name: a.Rule.Name, Severity: string(a.Rule.Severity),
-			State: a.State.String(), GPU: a.GPU, UUID: a.UUID, Since: a.ActiveAt, Summary: a.Summary,
+			Key: notifier.AlertKey(a.Host, a.Rule.Name, a.SeriesID()), Host: a.Host, Name: a.Rule.Name, Severity: string(a.Rule.Severity),
+			State: a.State.String(), GPU: a.GPU, UUID: a.UUID, MIG: a.MIG, Process: a.Process, Since: a.ActiveAt, Summary: a.Summary,
 		}
 		if al.Summary == "" {
 			al.Summary = pendingSummary(a, d.fleet.of(a.Host))
@@ -73,7 +73,8 @@ func (d *Daemon) Alerts() []slackbot.ActiveAlert {
 		out = append(out, a)
 	}
 	slices.SortStableFunc(out, func(a, b slackbot.ActiveAlert) int {
-		return cmp.Or(cmp.Compare(stateRank(a.State), stateRank(b.State)), cmp.Compare(a.Host, b.Host), cmp.Compare(a.GPU, b.GPU), cmp.Compare(a.Name, b.Name))
+		return cmp.Or(cmp.Compare(stateRank(a.State), stateRank(b.State)), cmp.Compare(a.Host, b.Host), cmp.Compare(a.GPU, b.GPU),
+			cmp.Compare(a.Subject(), b.Subject()), cmp.Compare(a.Name, b.Name))
 	})
 	return out
 }
@@ -91,8 +92,11 @@ func (d *Daemon) silencing(labels map[string]string, now time.Time) *notifier.Si
 // engine renders a rule's summary when its alert fires): the rule's
 // template on the latest snapshot of the alert's host.
 func pendingSummary(a *rules.AlertState, snap *gpu.Snapshot) string {
-	data := rules.TemplateData{Alert: a.Rule.Name, GPU: a.GPU, UUID: a.UUID, Value: a.Value,
+	data := rules.TemplateData{Alert: a.Rule.Name, GPU: a.GPU, UUID: a.UUID, Label: a.Label(), MIG: a.MIG, Value: a.Value,
 		Severity: string(a.Rule.Severity), Labels: a.Rule.Labels, Host: a.Host}
+	if a.Process != nil {
+		data.Process = *a.Process
+	}
 	data.ValueText = a.Rule.ValueText(&a.Alert)
 	if snap != nil {
 		for i := range snap.Devices {
@@ -105,7 +109,7 @@ func pendingSummary(a *rules.AlertState, snap *gpu.Snapshot) string {
 	if a.Rule.Summary != nil && a.Rule.Summary.Execute(&b, &data) == nil && strings.TrimSpace(b.String()) != "" {
 		return strings.TrimSpace(b.String())
 	}
-	return fmt.Sprintf("%s on GPU %d: %s", a.Rule.Name, a.GPU, data.ValueText)
+	return fmt.Sprintf("%s on %s: %s", a.Rule.Name, a.Label(), data.ValueText)
 }
 
 // stateRank puts firing alerts before pending ones.

@@ -131,11 +131,11 @@ func transitionKey(t *rules.Transition) string {
 // alertChart fills the chart of transition t from the history kept of
 // its GPU; false when the daemon kept none.
 func (d *Daemon) alertChart(t *rules.Transition, kind chart.Kind) (*chart.Alert, bool) {
-	h, ok := d.history.History(t.Host, t.GPU, chartSpan(t.Rule))
+	h, ok := d.history.History(t.Host, t.UUID, t.GPU, chartSpan(t.Rule))
 	if !ok {
 		return nil, false
 	}
-	a := &chart.Alert{Kind: kind, Alert: t.Alert, Status: t.StateName(), Host: t.Host, GPU: t.GPU, GPUName: t.GPUName,
+	a := &chart.Alert{Kind: kind, Alert: t.Alert, Status: t.StateName(), Host: t.Host, GPU: t.GPU, MIG: t.MIG, GPUName: t.GPUName,
 		At: t.At, FiredAt: t.StartsAt, ResolvedAt: t.EndsAt, LastReport: t.LastReport,
 		Ceiling: float64(h.MemAllocatable)}
 	start := h.End.Add(-time.Duration(len(h.MemoryUsed)-1) * h.Step)
@@ -153,7 +153,7 @@ func (d *Daemon) alertChart(t *rules.Transition, kind chart.Kind) (*chart.Alert,
 		a.Holder = fmt.Sprintf("pid %d · %s · %s", p.PID, p.User, p.Command)
 	}
 	if t.Exit != nil {
-		a.Ending = t.Exit.Text(t.GPU)
+		a.Ending = t.Exit.Text(t.Label())
 	}
 	switch kind {
 	case chart.KindMemory:

@@ -284,7 +284,7 @@ func (d *Daemon) start(cfg *config.Config) error {
 }
 
 func (d *Daemon) newEngine(cfg *config.Config) *rules.Engine {
-	return rules.NewEngine(cfg.Rules, rules.Options{RepeatFor: d.dispatcher.RepeatInterval})
+	return rules.NewEngine(cfg.Rules, rules.Options{RepeatFor: d.dispatcher.RepeatInterval, Logger: d.logger})
 }
 
 func (d *Daemon) loadAlerts() ([]rules.AlertRecord, error) {
@@ -304,7 +304,7 @@ func (d *Daemon) loadAlerts() ([]rules.AlertRecord, error) {
 	return records, nil
 }
 
-func alertRecordKey(t *rules.Transition) string { return t.Alert + "/" + t.UUID }
+func alertRecordKey(t *rules.Transition) string { return t.Alert + "/" + t.SeriesID() }
 
 // ruleLabels are the labels of the rule a transition is of.
 func ruleLabels(t *rules.Transition) map[string]string {
@@ -478,7 +478,7 @@ func (d *Daemon) evaluate(snap *gpu.Snapshot) *notifier.Commit {
 			continue
 		}
 		var b bytes.Buffer
-		if err := gob.NewEncoder(&b).Encode(rules.AlertRecord{Rule: t.Alert, UUID: t.UUID, Severity: t.Severity, Labels: ruleLabels(t), Alert: t.AlertState}); err != nil {
+		if err := gob.NewEncoder(&b).Encode(rules.AlertRecord{Rule: t.Alert, UUID: t.SeriesID(), Severity: t.Severity, Labels: ruleLabels(t), Alert: t.AlertState}); err != nil {
 			d.logger.Error("cannot encode an alert state", "alert", t.Alert, "err", err)
 			continue
 		}

@@ -466,6 +466,9 @@ func (d *Daemon) gpuHealth() []digest.GPUHealth {
 	for _, s := range d.Snapshots() {
 		for i := range s.Devices {
 			dev := &s.Devices[i]
+			if dev.MIG != nil {
+				continue // a MIG instance's health is its GPU's
+			}
 			out = append(out, digest.GPUHealth{Host: s.Host, GPU: dev.Index, UUID: dev.UUID, Verdict: d.Verdict(s.Host, dev)})
 		}
 	}

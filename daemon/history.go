@@ -42,6 +42,11 @@ const maxPerMinute = math.MaxUint8
 type gpuHistory struct {
 	last int64  // the latest minute written
 	name string // the GPU's model, as its latest sample said
+	// index and mig are where the GPU is, as its latest sample said: a MIG
+	// instance (mig set) is found by its UUID, not by its parent's index.
+	index int
+	uuid  string
+	mig   *gpu.MIG
 	// memTotal and memAllocatable are the GPU's memory at its latest
 	// sample that knew it, in bytes: the percentages' base, and the
 	// ceiling of its charts.
@@ -57,7 +62,7 @@ type histories struct {
 	mu      sync.RWMutex
 	minutes int // how many minutes each GPU keeps
 	byUUID  map[historyKey]*gpuHistory
-	byIndex map[historyKey]*gpuHistory // the GPU that last had the host's index
+	byIndex map[historyKey]*gpuHistory // the whole GPU that last had the host's index
 }
 
 // historyKey identifies a GPU: by host and UUID, or by host and index when
@@ -140,6 +145,9 @@ func (h *histories) Record(s *gpu.Snapshot) {
 		if d.Name != "" && d.Name != g.name {
 			g.name = strings.Clone(d.Name)
 		}
+		if g.index = d.Index; d.MIG != nil && (g.mig == nil || *g.mig != *d.MIG) {
+			g.mig = new(*d.MIG)
+		}
 		if d.MemKnown() {
 			g.memTotal, g.memAllocatable = d.MemTotal, d.MemAllocatable()
 		}
@@ -188,10 +196,10 @@ func (h *histories) gpu(host string, d *gpu.Device) *gpuHistory {
 	}
 	g, ok := h.byUUID[key]
 	if !ok {
-		g = &gpuHistory{last: math.MinInt64 + historyMinutes, buckets: make([]minuteBucket, h.minutes)}
+		g = &gpuHistory{last: math.MinInt64 + historyMinutes, uuid: strings.Clone(d.UUID), buckets: make([]minuteBucket, h.minutes)}
 		h.byUUID[key] = g
 	}
-	if at := (historyKey{host: host, index: d.Index}); h.byIndex[at] != g {
+	if at := (historyKey{host: host, index: d.Index}); d.MIG == nil && h.byIndex[at] != g {
 		h.byIndex[at] = g
 	}
 	return g
@@ -211,14 +219,18 @@ type recent struct {
 	Temperature              []float64     // °C; NaN where unknown
 }
 
-// History returns host's GPU index's last window (rounded up to whole
-// minutes, capped at what is kept; 0 or less means all of it), one point a
-// minute, ending at the minute of the GPU's latest sample. Minutes without
-// a reading are NaN. ok is false for a GPU never seen.
-func (h *histories) History(host string, index int, window time.Duration) (recent, bool) {
+// History returns the last window (rounded up to whole minutes, capped at
+// what is kept; 0 or less means all of it) of host's GPU of that UUID (a
+// MIG instance's own), or without one of that index, one point a minute,
+// ending at the minute of the GPU's latest sample. Minutes without a
+// reading are NaN. ok is false for a GPU never seen.
+func (h *histories) History(host, uuid string, index int, window time.Duration) (recent, bool) {
 	h.mu.RLock()
 	defer h.mu.RUnlock()
-	g, ok := h.byIndex[historyKey{host: host, index: index}]
+	g, ok := h.byUUID[historyKey{host: host, uuid: uuid}]
+	if uuid == "" || !ok {
+		g, ok = h.byIndex[historyKey{host: host, index: index}]
+	}
 	if !ok {
 		return recent{}, false
 	}
@@ -276,11 +288,8 @@ func (h *histories) GPUs(q history.Query) []chart.GPUHistory {
 	h.mu.RLock()
 	defer h.mu.RUnlock()
 	var out []chart.GPUHistory
-	for k, g := range h.byIndex {
-		if (q.Host != "" && k.host != q.Host) || (q.GPU != history.AllGPUs && k.index != q.GPU) {
-			continue
-		}
-		gh := chart.GPUHistory{Host: k.host, Index: k.index, Name: g.name,
+	add := func(host string, g *gpuHistory) {
+		gh := chart.GPUHistory{Host: host, Index: g.index, UUID: g.uuid, Name: g.name, MIG: g.mig,
 			MemoryPercent: chart.Series{Start: start, Step: time.Minute, Values: make(chart.Values, points)},
 			Utilization:   chart.Series{Start: start, Step: time.Minute, Values: make(chart.Values, points)},
 			Temperature:   chart.Series{Start: start, Step: time.Minute, Values: make(chart.Values, points)},
@@ -290,8 +299,21 @@ func (h *histories) GPUs(q history.Query) []chart.GPUHistory {
 		}
 		out = append(out, gh)
 	}
+	asked := func(host string, index int) bool {
+		return (q.Host == "" || host == q.Host) && (q.GPU == history.AllGPUs || index == q.GPU)
+	}
+	for k, g := range h.byIndex {
+		if asked(k.host, k.index) {
+			add(k.host, g)
+		}
+	}
+	for k, g := range h.byUUID {
+		if g.mig != nil && asked(k.host, g.index) && g.last >= lo {
+			add(k.host, g) // a MIG instance, under its GPU's index
+		}
+	}
 	slices.SortFunc(out, func(a, b chart.GPUHistory) int {
-		return cmp.Or(cmp.Compare(a.Host, b.Host), cmp.Compare(a.Index, b.Index))
+		return cmp.Or(cmp.Compare(a.Host, b.Host), cmp.Compare(a.Index, b.Index), gpu.CompareInstances(a.MIG, b.MIG))
 	})
 	return out
 }

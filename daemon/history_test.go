@@ -3,11 +3,13 @@ package daemon
 import (
 	"fmt"
 	"math"
+	"slices"
 	"testing"
 	"time"
 
 	"github.com/gpuwatch/gpuwatch/config"
 	"github.com/gpuwatch/gpuwatch/gpu"
+	"github.com/gpuwatch/gpuwatch/history"
 )
 
 // t0 is a minute boundary the history tests start at.
@@ -47,7 +49,7 @@ func TestHistoryMinutes(t *testing.T) {
 	h.Record(sample(t0.Add(60*time.Second), [2]float64{40, nan})) // the next minute; utilization unknown
 	h.Record(sample(t0.Add(3*time.Minute+59*time.Second), [2]float64{50, 10}))
 
-	got, ok := h.History("node1", 0, 5*time.Minute)
+	got, ok := h.History("node1", "", 0, 5*time.Minute)
 	if !ok {
 		t.Fatal("History(0): got false, want GPU 0's history")
 	}
@@ -62,7 +64,7 @@ func TestHistoryMinutes(t *testing.T) {
 	if !same(got.Utilization, wantUtil) {
 		t.Errorf("utilization: got %v, want %v", got.Utilization, wantUtil)
 	}
-	if _, ok := h.History("node1", 1, time.Hour); ok {
+	if _, ok := h.History("node1", "", 1, time.Hour); ok {
 		t.Errorf("History(1): got true for a GPU never seen, want false")
 	}
 }
@@ -84,7 +86,7 @@ func TestHistoryWindow(t *testing.T) {
 		{0, historyMinutes, float64((3*historyMinutes/2 - 1) % 100)},              // the whole day
 	}
 	for _, tt := range tests {
-		got, _ := h.History("node1", 0, tt.window)
+		got, _ := h.History("node1", "", 0, tt.window)
 		if len(got.MemoryUsed) != tt.wantLen || len(got.Utilization) != tt.wantLen {
 			t.Errorf("window %v: got %d/%d points, want %d", tt.window, len(got.MemoryUsed), len(got.Utilization), tt.wantLen)
 			continue
@@ -95,7 +97,7 @@ func TestHistoryWindow(t *testing.T) {
 	}
 	// The oldest point of the full day is the minute a day before the
 	// last: the ring wrapped and kept exactly a day.
-	got, _ := h.History("node1", 0, 24*time.Hour)
+	got, _ := h.History("node1", "", 0, 24*time.Hour)
 	first := 3*historyMinutes/2 - historyMinutes
 	if want := float64(first % 100); got.MemoryUsed[0] != want {
 		t.Errorf("after the wrap: got first point %v, want %v (minute %d)", got.MemoryUsed[0], want, first)
@@ -112,7 +114,7 @@ func TestHistoryWrapForgetsOldMinutes(t *testing.T) {
 	// A day later the GPU is sampled again: the slot of t0+1m is reused for
 	// t0+1d+1m; t0 is more than a day old and must read as a gap, not 10.
 	h.Record(sample(t0.Add(24*time.Hour+time.Minute), [2]float64{30, 30}))
-	got, _ := h.History("node1", 0, 0)
+	got, _ := h.History("node1", "", 0, 0)
 	if n := len(got.MemoryUsed); n != historyMinutes {
 		t.Fatalf("got %d points, want %d", n, historyMinutes)
 	}
@@ -126,7 +128,7 @@ func TestHistoryWrapForgetsOldMinutes(t *testing.T) {
 	}
 	// A sample more than a day behind the latest is ignored.
 	h.Record(sample(t0, [2]float64{99, 99}))
-	if got, _ := h.History("node1", 0, 0); !math.IsNaN(got.MemoryUsed[0]) || got.MemoryUsed[historyMinutes-1] != 30 {
+	if got, _ := h.History("node1", "", 0, 0); !math.IsNaN(got.MemoryUsed[0]) || got.MemoryUsed[historyMinutes-1] != 30 {
 		t.Errorf("a sample a day late: got first %v last %v, want NaN and 30", got.MemoryUsed[0], got.MemoryUsed[historyMinutes-1])
 	}
 }
@@ -148,7 +150,7 @@ func TestHistoryDevices(t *testing.T) {
 		{1, []float64{25, 50}, []float64{5, 6}}, // GPU-b, last seen as 1
 	}
 	for _, tt := range tests {
-		got, ok := h.History("", tt.index, 2*time.Minute)
+		got, ok := h.History("", "", tt.index, 2*time.Minute)
 		if !ok || !same(got.MemoryUsed, tt.wantMem) || !same(got.Utilization, tt.wantU) {
 			t.Errorf("History(%d): got %v %v %v, want %v %v", tt.index, ok, got.MemoryUsed, got.Utilization, tt.wantMem, tt.wantU)
 		}
@@ -189,7 +191,7 @@ func BenchmarkHistoryDay(b *testing.B) {
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		h.History("node1", 0, 24*time.Hour)
+		h.History("node1", "", 0, 24*time.Hour)
 	}
 }
 
@@ -205,16 +207,16 @@ func TestHistoryKeepsHostsApart(t *testing.T) {
 		h.Record(s)
 	}
 	for i, host := range []string{"a", "b"} {
-		got, ok := h.History(host, 0, time.Minute)
+		got, ok := h.History(host, "", 0, time.Minute)
 		if want := float64(10 * (i + 1)); !ok || got.MemoryUsed[0] != want {
 			t.Errorf("History(%s, 0): %v %v, want %v", host, ok, got.MemoryUsed, want)
 		}
-		got, ok = h.History(host, 1, time.Minute)
+		got, ok = h.History(host, "", 1, time.Minute)
 		if want := float64(i + 1); !ok || got.MemoryUsed[0] != want {
 			t.Errorf("History(%s, 1) (no UUID): %v %v, want %v", host, ok, got.MemoryUsed, want)
 		}
 	}
-	if _, ok := h.History("c", 0, time.Minute); ok {
+	if _, ok := h.History("c", "", 0, time.Minute); ok {
 		t.Error("History(c, 0): true for a host never seen")
 	}
 }
@@ -232,7 +234,7 @@ func TestHistoryTemperature(t *testing.T) {
 		s.Devices[0].TempC = r.temp
 		h.Record(s)
 	}
-	got, ok := h.History("node1", 0, 3*time.Minute)
+	got, ok := h.History("node1", "", 0, 3*time.Minute)
 	if want := []float64{65, nan, 88}; !ok || !same(got.Temperature, want) {
 		t.Errorf("temperature: got %v %v, want %v", ok, got.Temperature, want)
 	}
@@ -274,14 +276,14 @@ func TestHistoryKeep(t *testing.T) {
 		h.Record(sample(t0.Add(time.Duration(m)*time.Minute), [2]float64{float64(m % 100), 1}))
 	}
 	h.keep(time.Hour)
-	got, _ := h.History("node1", 0, 0)
+	got, _ := h.History("node1", "", 0, 0)
 	if len(got.MemoryUsed) != 60 || got.MemoryUsed[0] != 120%100 || got.MemoryUsed[59] != 179%100 {
 		t.Fatalf("kept an hour: got %d points, from %v to %v; want 60, from 20 to 79",
 			len(got.MemoryUsed), got.MemoryUsed[0], got.MemoryUsed[len(got.MemoryUsed)-1])
 	}
 	h.keep(2 * time.Hour)
 	h.Record(sample(t0.Add(180*time.Minute), [2]float64{42, 1}))
-	got, _ = h.History("node1", 0, 0)
+	got, _ = h.History("node1", "", 0, 0)
 	want := make([]float64, 120)
 	for i := range want {
 		switch m := 61 + i; {
@@ -295,5 +297,36 @@ func TestHistoryKeep(t *testing.T) {
 	}
 	if !same(got.MemoryUsed, want) {
 		t.Errorf("kept two hours again: got %v, want %v", got.MemoryUsed, want)
+	}
+}
+
+// TestHistoryOfMIGInstances: each MIG instance keeps a history of its
+// own, found by its UUID with its own memory as its charts' ceiling, and
+// listed under its GPU.
+func TestHistoryOfMIGInstances(t *testing.T) {
+	h := newHistories(historyMinutes * time.Minute)
+	for m := range 3 {
+		s := &gpu.Snapshot{Time: t0.Add(time.Duration(m) * time.Minute), Host: "node1", Devices: []gpu.Device{
+			{Index: 0, UUID: "GPU-a", MIGEnabled: true, TempC: 50, UtilGPU: math.NaN()},
+			{Index: 0, UUID: "MIG-b", MIG: &gpu.MIG{ParentUUID: "GPU-a", GPUInstance: 9, Profile: "1g.10gb"}, MemTotal: 10 << 30, MemUsed: uint64(m+1) << 30, UtilGPU: math.NaN()},
+			{Index: 0, UUID: "MIG-a", MIG: &gpu.MIG{ParentUUID: "GPU-a", GPUInstance: 7, Profile: "1g.10gb"}, MemTotal: 10 << 30, MemUsed: 5 << 30, UtilGPU: math.NaN()},
+			{Index: 1, UUID: "GPU-b", MemTotal: 80 << 30, MemUsed: 40 << 30, UtilGPU: 90},
+		}}
+		h.Record(s)
+	}
+	got, ok := h.History("node1", "MIG-b", 0, 3*time.Minute)
+	if !ok || got.MemTotal != 10<<30 || !same(got.MemoryUsed, []float64{10, 20, 30}) {
+		t.Errorf("instance MIG-b: got %v total %d memory %v, want 10 GiB and 10, 20, 30%%", ok, got.MemTotal, got.MemoryUsed)
+	}
+	if got, ok := h.History("node1", "", 0, 3*time.Minute); !ok || got.MemTotal != 0 || got.Temperature[2] != 50 {
+		t.Errorf("GPU 0 by index: got %v total %d temperature %v, want the parent's (no memory, 50 C)", ok, got.MemTotal, got.Temperature)
+	}
+	var labels []string
+	for _, g := range h.GPUs(history.Query{Host: "node1", GPU: history.AllGPUs, From: t0, To: t0.Add(2 * time.Minute)}) {
+		labels = append(labels, gpu.Label(g.Index, g.MIG)+" "+g.UUID)
+	}
+	want := []string{"GPU 0 GPU-a", "GPU 0 · MIG 7 (1g.10gb) MIG-a", "GPU 0 · MIG 9 (1g.10gb) MIG-b", "GPU 1 GPU-b"}
+	if !slices.Equal(labels, want) {
+		t.Errorf("GPUs: got %q, want %q", labels, want)
 	}
 }

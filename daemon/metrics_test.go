@@ -334,11 +334,11 @@ route:
 	getJSON(t, r, "/api/v1/alerts", &got)
 	want := []daemon.AlertJSON{
 		{Key: "node1/GPUHot/GPU-00000000-aaaa-bbbb-cccc-dddddddddddd", Alert: "GPUHot", Severity: "critical", State: "firing", Host: "node1",
-			GPU: 0, UUID: "GPU-00000000-aaaa-bbbb-cccc-dddddddddddd", Since: base, Summary: "GPU 0 is hot"},
+			GPU: 0, UUID: "GPU-00000000-aaaa-bbbb-cccc-dddddddddddd", Label: "GPU 0", Since: base, Summary: "GPU 0 is hot"},
 		{Key: "node1/GPUWarm/GPU-00000000-aaaa-bbbb-cccc-dddddddddddd", Alert: "GPUWarm", Severity: "warning", State: "pending", Host: "node1",
-			GPU: 0, UUID: "GPU-00000000-aaaa-bbbb-cccc-dddddddddddd", Since: base},
+			GPU: 0, UUID: "GPU-00000000-aaaa-bbbb-cccc-dddddddddddd", Label: "GPU 0", Since: base},
 		{Key: "node1/GPUWarm/GPU-00000001-aaaa-bbbb-cccc-dddddddddddd", Alert: "GPUWarm", Severity: "warning", State: "pending", Host: "node1",
-			GPU: 1, UUID: "GPU-00000001-aaaa-bbbb-cccc-dddddddddddd", Since: base},
+			GPU: 1, UUID: "GPU-00000001-aaaa-bbbb-cccc-dddddddddddd", Label: "GPU 1", Since: base},
 	}
 	if len(got) != len(want) {
 		t.Fatalf("alerts: got %d %+v, want %d", len(got), got, len(want))

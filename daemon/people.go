@@ -134,12 +134,12 @@ func (o ownerDesk) Mine(ctx context.Context, userID string) ([]slackbot.Job, err
 func addJob(jobs []slackbot.Job, host string, dev *gpu.Device, p *gpu.Process) []slackbot.Job {
 	who := p.Who()
 	for i := range jobs {
-		if j := &jobs[i]; j.Host == host && j.GPU == dev.Index && j.Who == who {
+		if j := &jobs[i]; j.Host == host && j.GPUUUID == dev.UUID && j.Who == who {
 			j.MemUsed += p.MemUsed
 			return jobs
 		}
 	}
-	return append(jobs, slackbot.Job{Host: host, GPU: dev.Index, GPUName: dev.Name, GPUUUID: dev.UUID, Who: who,
+	return append(jobs, slackbot.Job{Host: host, GPU: dev.Index, GPUName: dev.Name, GPUUUID: dev.UUID, MIG: dev.MIG, Who: who,
 		Command: p.Command, MemUsed: p.MemUsed, Use: slackbot.UseOf(dev)})
 }
 

@@ -161,7 +161,7 @@ func TestSlackThroughDaemon(t *testing.T) {
 		if dl.Attempts != 1 {
 			t.Errorf("dead letter attempts: got %d, want 1 (channel_not_found is permanent)", dl.Attempts)
 		}
-		if want := []string{"GPUHot on gpu 0"}; !slices.Equal(dl.Alerts, want) {
+		if want := []string{"GPUHot on GPU 0"}; !slices.Equal(dl.Alerts, want) {
 			t.Errorf("dead letter alerts: got %v, want %v", dl.Alerts, want)
 		}
 	}

@@ -3,8 +3,10 @@ package daemon
 import (
 	"context"
 	"net/http"
+	"slices"
 	"time"
 
+	"github.com/gpuwatch/gpuwatch/chart"
 	"github.com/gpuwatch/gpuwatch/config"
 	"github.com/gpuwatch/gpuwatch/gpu"
 	"github.com/gpuwatch/gpuwatch/history"
@@ -77,14 +79,14 @@ func (d *Daemon) readFleetHistory(src gpu.Source) {
 	}
 }
 
-func (h daemonHistory) History(ctx context.Context, host string, gpu int, window time.Duration) (web.Series, error) {
+func (h daemonHistory) History(ctx context.Context, host string, gpu int, uuid string, window time.Duration) (web.Series, error) {
 	if fleet := h.d.fleetHistory.Load(); fleet != nil {
-		return prometheusSeries(ctx, fleet, host, gpu, h.d.opts.Now(), window)
+		return prometheusSeries(ctx, fleet, host, gpu, uuid, h.d.opts.Now(), window)
 	}
 	if s := h.d.last.Load(); s != nil && host == "" {
 		host = s.Host
 	}
-	got, ok := h.d.history.History(host, gpu, window)
+	got, ok := h.d.history.History(host, uuid, gpu, window)
 	if !ok {
 		return web.Series{}, web.ErrUnknownGPU
 	}
@@ -93,15 +95,16 @@ func (h daemonHistory) History(ctx context.Context, host string, gpu int, window
 
 // prometheusSeries reads host's GPU's window that ends at now from the
 // fleet's Prometheus.
-func prometheusSeries(ctx context.Context, fleet *history.Prometheus, host string, gpu int, now time.Time, window time.Duration) (web.Series, error) {
+func prometheusSeries(ctx context.Context, fleet *history.Prometheus, host string, gpu int, uuid string, now time.Time, window time.Duration) (web.Series, error) {
 	got, err := fleet.History(ctx, history.Query{Host: host, GPU: gpu, From: now.Add(-window), To: now})
 	if err != nil {
 		return web.Series{}, err
 	}
-	if len(got) == 0 {
+	i := slices.IndexFunc(got, func(g chart.GPUHistory) bool { return uuid == "" && g.MIG == nil || uuid != "" && g.UUID == uuid })
+	if i < 0 {
 		return web.Series{}, web.ErrUnknownGPU
 	}
-	g := got[0]
+	g := got[i]
 	return web.Series{Step: g.MemoryPercent.Step, End: g.MemoryPercent.End(),
 		MemoryUsed: g.MemoryPercent.Values, Utilization: g.Utilization.Values, Temperature: g.Temperature.Values}, nil
 }

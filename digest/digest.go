@@ -8,16 +8,25 @@
 // plain text, markdown and Slack Block Kit.
 package digest
 
-import "time"
+import (
+	"time"
+
+	"github.com/gpuwatch/gpuwatch/gpu"
+)
 
 // GPUHour is one GPU's usage in one clock hour (UTC).
 type GPUHour struct {
-	Hour    time.Time `json:"hour"` // the start of the hour, UTC
-	GPU     int       `json:"gpu"`
-	UUID    string    `json:"uuid"`
-	Name    string    `json:"name"`
-	Host    string    `json:"host"`
-	Samples int       `json:"samples"`
+	Hour time.Time `json:"hour"` // the start of the hour, UTC
+	GPU  int       `json:"gpu"`
+	UUID string    `json:"uuid"` // the GPU's, or the MIG instance's
+	Name string    `json:"name"`
+	Host string    `json:"host"`
+	// MIG is the MIG instance the hour is of, nil for a whole GPU;
+	// MIGEnabled marks a GPU split into instances, whose hours are its
+	// instances' (its own keep its temperature and energy).
+	MIG        *gpu.MIG `json:"mig,omitempty"`
+	MIGEnabled bool     `json:"mig_enabled,omitempty"`
+	Samples    int      `json:"samples"`
 	// Seconds is the time the samples cover (between consecutive samples,
 	// gaps over a few intervals not bridged).
 	Seconds float64 `json:"seconds"`
@@ -41,9 +50,9 @@ type GPUHour struct {
 	// EnergyJoules integrates power over time (trapezoids).
 	EnergyJoules float64 `json:"energy_joules"`
 	// UtilMissing and MemMissing count the samples without a utilization
-	// or without memory used (a log that does not record them), and
-	// UtilMissingSeconds the time they cover: what is not logged is not
-	// averaged as 0.
+	// or without memory used (a log that does not record them; a MIG
+	// instance of a GPU that measures none), and UtilMissingSeconds the
+	// time they cover: what is not logged is not averaged as 0.
 	UtilMissing        int     `json:"util_missing,omitempty"`
 	UtilMissingSeconds float64 `json:"util_missing_seconds,omitempty"`
 	MemMissing         int     `json:"mem_missing,omitempty"`
@@ -55,6 +64,7 @@ type UserHour struct {
 	User string    `json:"user"`
 	GPU  int       `json:"gpu"`
 	UUID string    `json:"uuid"`
+	MIG  *gpu.MIG  `json:"mig,omitempty"`  // the MIG instance used, nil for a whole GPU
 	Host string    `json:"host,omitempty"` // the GPU's host; records before fleets have none
 	// GPUSeconds is the time the user held the GPU, shared between the
 	// users on it by their share of its process memory.

@@ -69,7 +69,7 @@ func (r *Report) healthSection(st style) section {
 			lines = append(lines, fmt.Sprintf("…and %d more", counts[gpu.ConditionDegraded]+counts[gpu.ConditionNeedsReset]+counts[gpu.ConditionNeedsService]-shown))
 			break
 		}
-		lines = append(lines, fmt.Sprintf("%s %s: %s", r.gpuName(h.Host, h.GPU, st), h.Verdict.Condition, strings.Join(h.Verdict.Reasons, "; ")))
+		lines = append(lines, fmt.Sprintf("%s %s: %s", r.gpuName(h.Host, h.GPU, nil, st), h.Verdict.Condition, strings.Join(h.Verdict.Reasons, "; ")))
 		shown++
 	}
 	return section{heading: "Health", lines: lines}

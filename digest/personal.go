@@ -12,6 +12,7 @@ import (
 	goslack "github.com/slack-go/slack"
 
 	"github.com/gpuwatch/gpuwatch/chart"
+	"github.com/gpuwatch/gpuwatch/gpu"
 	"github.com/gpuwatch/gpuwatch/internal/blockkit"
 	"github.com/gpuwatch/gpuwatch/notifier"
 )
@@ -69,6 +70,7 @@ type PersonalGPU struct {
 	Host          string         `json:"host,omitempty"`
 	GPU           int            `json:"gpu"`
 	UUID          string         `json:"uuid"`
+	MIG           *gpu.MIG       `json:"mig,omitempty"` // the MIG instance, nil for a whole GPU
 	Name          string         `json:"name,omitempty"`
 	GPUHours      float64        `json:"gpu_hours"`
 	HeldHours     float64        `json:"held_hours"`
@@ -93,8 +95,8 @@ func BuildPersonal(gpus []GPUHour, users []UserHour, person string, mine []strin
 	p := &Personal{Name: o.Name, Person: person, Users: mine, From: o.From, To: o.To, Location: o.Location}
 	cards := map[slot]GPUHour{}
 	for _, g := range gpus {
-		if c := cards[slot{g.Host, g.GPU}]; g.MemTotal > c.MemTotal || c.Name == "" {
-			cards[slot{g.Host, g.GPU}] = g
+		if c := cards[slotOf(g.Host, g.GPU, g.MIG)]; g.MemTotal > c.MemTotal || c.Name == "" {
+			cards[slotOf(g.Host, g.GPU, g.MIG)] = g
 		}
 	}
 	byUser := map[string]float64{}
@@ -103,21 +105,22 @@ func BuildPersonal(gpus []GPUHour, users []UserHour, person string, mine []strin
 	for i := range users {
 		h := &users[i]
 		name := cmp.Or(h.User, unknownUser)
-		byUser[name] += h.GPUSeconds
+		w := instanceShare("", h.MIG) // a MIG instance's hours are its share of its GPU's
+		byUser[name] += w * h.GPUSeconds
 		if !slices.Contains(mine, h.User) {
 			continue
 		}
-		at := slot{h.Host, h.GPU}
+		at := slotOf(h.Host, h.GPU, h.MIG)
 		k, ok := index[at]
 		if !ok {
 			k = len(p.GPUs)
 			index[at] = k
 			card := cards[at]
-			p.GPUs = append(p.GPUs, PersonalGPU{Host: h.Host, GPU: h.GPU, UUID: h.UUID, Name: card.Name, CardMem: card.MemTotal,
+			p.GPUs = append(p.GPUs, PersonalGPU{Host: h.Host, GPU: h.GPU, UUID: h.UUID, MIG: h.MIG, Name: card.Name, CardMem: card.MemTotal,
 				hours: map[time.Time][2]float64{}, idleByDay: map[string]float64{}})
 		}
 		g := &p.GPUs[k]
-		g.GPUHours += h.GPUSeconds / 3600
+		g.GPUHours += w * h.GPUSeconds / 3600
 		g.HeldHours += h.HeldSeconds / 3600
 		g.IdleHeldHours += h.IdleHeldSeconds / 3600
 		g.idleByDay[h.Hour.In(o.Location).Format("Mon 2 Jan")] += h.IdleHeldSeconds
@@ -131,7 +134,7 @@ func BuildPersonal(gpus []GPUHour, users []UserHour, person string, mine []strin
 		if h.Job != "" && !slices.Contains(g.Jobs, h.Job) {
 			g.Jobs = append(g.Jobs, h.Job)
 		}
-		p.GPUHours += h.GPUSeconds / 3600
+		p.GPUHours += w * h.GPUSeconds / 3600
 		p.HeldHours += h.HeldSeconds / 3600
 		p.IdleHeldHours += h.IdleHeldSeconds / 3600
 		if g.PeakMem > p.PeakMem {
@@ -209,7 +212,7 @@ func (p *Personal) notes() []string {
 }
 
 func gpuWhere(g *PersonalGPU) string {
-	where := fmt.Sprintf("GPU %d", g.GPU)
+	where := gpu.Label(g.GPU, g.MIG)
 	if g.Host != "" {
 		where += " of " + g.Host
 	}
@@ -360,9 +363,9 @@ func (p *Personal) Picture(users []UserHour) *chart.Day {
 			break
 		}
 		g := &p.GPUs[i]
-		row := chart.DayGPU{Label: fmt.Sprintf("GPU %d", g.GPU), Utilization: make([]float64, hours), HeldHours: g.HeldHours, IdleHeldHours: g.IdleHeldHours}
+		row := chart.DayGPU{Label: gpu.Label(g.GPU, g.MIG), Utilization: make([]float64, hours), HeldHours: g.HeldHours, IdleHeldHours: g.IdleHeldHours}
 		if !oneHost && g.Host != "" {
-			row.Label = fmt.Sprintf("%s/%d", g.Host, g.GPU)
+			row.Label = fmt.Sprintf("%s/%d", g.Host, g.GPU) + strings.TrimPrefix(row.Label, gpu.Label(g.GPU, nil))
 		}
 		for j := range row.Utilization {
 			row.Utilization[j] = math.NaN()

@@ -151,12 +151,13 @@ func (r *Report) hostReportLine(h *HostReport, st style) string {
 	return b.String()
 }
 
-// gpuName names a GPU in a line: "GPU 2", or "node1 GPU 2" in a fleet.
-func (r *Report) gpuName(host string, gpu int, st style) string {
+// gpuName names a GPU in a line: "GPU 2", "GPU 0 · MIG 3 (1g.10gb)", or
+// "node1 GPU 2" in a fleet.
+func (r *Report) gpuName(host string, index int, m *gpu.MIG, st style) string {
 	if r.Fleet() {
-		return st.text(host) + " GPU " + strconv.Itoa(gpu)
+		return st.text(host) + " " + gpu.Label(index, m)
 	}
-	return "GPU " + strconv.Itoa(gpu)
+	return gpu.Label(index, m)
 }
 
 // underusedLine: "GPU 2: alice's python train.py held it 3h at 18% average
@@ -170,7 +171,7 @@ func (r *Report) underusedLine(u *Underused, st style) string {
 		who = st.text(u.User)
 	}
 	return fmt.Sprintf("%s: %s held it %s at %s average utilization — starved by its input pipeline, or too small for this GPU",
-		st.bold(r.gpuName(u.Host, u.GPU, st)), who, duration(u.Hours*3600), percent(u.AvgUtil))
+		st.bold(r.gpuName(u.Host, u.GPU, u.MIG, st)), who, duration(u.Hours*3600), percent(u.AvgUtil))
 }
 
 // list is a titled section of lines, counting the others left out, or
@@ -186,14 +187,25 @@ func list(heading string, lines []string, others int, none string) section {
 }
 
 func (r *Report) hostLine() string {
-	gpus := plural.Count(len(r.GPUs), "GPU")
+	whole, instances := 0, 0
+	for i := range r.GPUs {
+		if r.GPUs[i].MIG != nil {
+			instances++
+		} else {
+			whole++
+		}
+	}
+	gpus := plural.Count(whole, "GPU")
+	if instances > 0 {
+		gpus += " (" + plural.Count(instances, "MIG instance") + ")"
+	}
 	if r.Fleet() {
 		gpus = plural.Count(len(r.Hosts), "host") + ", " + gpus
 	}
 	switch {
 	case r.UtilNotLogged:
 		// Busy and idle need the utilization: not known, not none.
-		return fmt.Sprintf("%s, %s covered: %s", gpus, gpuTime(r.CoveredHours), notLogged("utilization"))
+		return fmt.Sprintf("%s, %s covered: %s", gpus, gpuTime(r.CoveredHours), r.utilMissing())
 	case r.MemNotLogged:
 		return fmt.Sprintf("%s, %s covered: average utilization %s, busy %s of the time; %s, so held idle is not known",
 			gpus, gpuTime(r.CoveredHours), percent(r.AvgUtil), percent(100*r.BusyShare), notLogged("memory"))
@@ -238,34 +250,23 @@ func (r *Report) energyLine() string {
 	return line
 }
 
+// gpuLine is one GPU's line; a MIG instance's, under its GPU's, starts
+// "↳ MIG 3 (1g.10gb)", and a GPU split into instances says the card's
+// readings only: temperature and energy.
 func (r *Report) gpuLine(g *GPUReport, st style) string {
 	var b strings.Builder
-	b.WriteString(st.bold("GPU " + strconv.Itoa(g.GPU)))
-	if g.Name != "" {
-		b.WriteString(" " + st.text(g.Name))
-	}
-	if g.Sparkline != "" {
-		b.WriteString(" " + st.code(g.Sparkline))
-	}
-	if g.UtilNotLogged {
-		b.WriteString(" " + notLogged("utilization"))
+	if g.MIG != nil {
+		b.WriteString("↳ " + st.bold(strings.TrimPrefix(gpu.Label(g.GPU, g.MIG), gpu.Label(g.GPU, nil)+" · ")))
 	} else {
-		fmt.Fprintf(&b, " avg %s, peak %s", percent(g.AvgUtil), percent(g.PeakUtil))
-	}
-	if g.MemNotLogged {
-		b.WriteString("; " + notLogged("memory"))
-	} else {
-		b.WriteString("; memory peak " + formatBytes(g.PeakMem))
-		if g.MemTotal > 0 {
-			b.WriteString(" of " + formatBytes(g.MemTotal))
+		b.WriteString(st.bold(gpu.Label(g.GPU, nil)))
+		if g.Name != "" {
+			b.WriteString(" " + st.text(g.Name))
 		}
 	}
-	switch {
-	case g.UtilNotLogged: // busy and held idle need the utilization
-	case g.MemNotLogged:
-		fmt.Fprintf(&b, "; busy %s", busyTime(g.BusyHours)) // held idle needs the memory
-	default:
-		fmt.Fprintf(&b, "; busy %s, held idle %s", busyTime(g.BusyHours), busyTime(g.IdleHeldHours))
+	if g.MIGEnabled {
+		b.WriteString(" in MIG mode: its use is its instances'")
+	} else {
+		r.gpuUse(&b, g, st)
 	}
 	if g.PeakTemp != 0 { // 0: the data has no temperature, which must not read as a cold GPU
 		fmt.Fprintf(&b, "; peak %.0f C", g.PeakTemp)
@@ -279,6 +280,47 @@ func (r *Report) gpuLine(g *GPUReport, st style) string {
 	return b.String()
 }
 
+// gpuUse writes a GPU's use: its utilization, memory, busy and held idle
+// time, saying what its data does not have.
+func (r *Report) gpuUse(b *strings.Builder, g *GPUReport, st style) {
+	if g.Sparkline != "" && !g.UtilNotLogged {
+		b.WriteString(" " + st.code(g.Sparkline))
+	}
+	switch {
+	case g.UtilNotLogged && g.MIG != nil:
+		b.WriteString(" utilization not measured") // a GPU before Hopper measures no instance's
+	case g.UtilNotLogged:
+		b.WriteString(" " + notLogged("utilization"))
+	default:
+		fmt.Fprintf(b, " avg %s, peak %s", percent(g.AvgUtil), percent(g.PeakUtil))
+	}
+	if g.MemNotLogged {
+		b.WriteString("; " + notLogged("memory"))
+	} else {
+		b.WriteString("; memory peak " + formatBytes(g.PeakMem))
+		if g.MemTotal > 0 {
+			b.WriteString(" of " + formatBytes(g.MemTotal))
+		}
+	}
+	switch {
+	case g.UtilNotLogged: // busy and held idle need the utilization
+	case g.MemNotLogged:
+		fmt.Fprintf(b, "; busy %s", busyTime(g.BusyHours)) // held idle needs the memory
+	default:
+		fmt.Fprintf(b, "; busy %s, held idle %s", busyTime(g.BusyHours), busyTime(g.IdleHeldHours))
+	}
+}
+
+// utilMissing says that the report's GPUs had no utilization: "not
+// measured" of MIG instances (a GPU before Hopper measures none), "not
+// logged" of a log without it.
+func (r *Report) utilMissing() string {
+	if slices.ContainsFunc(r.GPUs, func(g GPUReport) bool { return g.MIG != nil }) {
+		return "utilization not measured"
+	}
+	return notLogged("utilization")
+}
+
 // maxUserHosts is how many hosts a user's line names; the others are
 // counted.
 const maxUserHosts = 3
@@ -290,11 +332,14 @@ func (r *Report) userLine(u *UserReport, st style) string {
 	}
 	head := fmt.Sprintf("%s %s, %s GiB-hours on ", who, gpuTime(u.GPUHours), hours(u.GiBHours))
 	if !r.Fleet() {
-		return head + gpuList(u.GPUs)
+		if len(u.Hosts) == 1 {
+			return head + gpuList(u.Hosts[0].GPUs, u.Hosts[0].Labels)
+		}
+		return head + gpuList(u.GPUs, nil)
 	}
 	var on []string
 	for _, h := range u.Hosts[:min(len(u.Hosts), maxUserHosts)] {
-		on = append(on, st.text(h.Host)+" "+gpuList(h.GPUs))
+		on = append(on, st.text(h.Host)+" "+gpuList(h.GPUs, h.Labels))
 	}
 	if n := len(u.Hosts) - maxUserHosts; n > 0 {
 		on = append(on, "and "+plural.Count(n, "more host"))
@@ -302,8 +347,13 @@ func (r *Report) userLine(u *UserReport, st style) string {
 	return head + strings.Join(on, "; ")
 }
 
-// gpuList is "GPU 0" or "GPUs 0, 1".
-func gpuList(indexes []int) string {
+// gpuList is "GPU 0" or "GPUs 0, 1"; with MIG instances among the GPUs
+// (labels, gpu.Label, in indexes' order), their labels: "GPU 0 · MIG 3
+// (1g.10gb), GPU 1".
+func gpuList(indexes []int, labels []string) string {
+	if len(labels) == len(indexes) && slices.ContainsFunc(labels, func(l string) bool { return strings.Contains(l, "· MIG") }) {
+		return strings.Join(labels, ", ")
+	}
 	gpus := make([]string, len(indexes))
 	for i, g := range indexes {
 		gpus[i] = strconv.Itoa(g)
@@ -322,7 +372,7 @@ func (r *Report) idleLine(h *IdleHolder, st style) string {
 		p := gpu.Process{Job: h.Job, User: h.User}
 		who = st.bold(st.text(p.Who()))
 	}
-	return fmt.Sprintf("%s held %s on %s idle for %s", who, formatBytes(h.MaxBytes), r.gpuName(h.Host, h.GPU, st),
+	return fmt.Sprintf("%s held %s on %s idle for %s", who, formatBytes(h.MaxBytes), r.gpuName(h.Host, h.GPU, h.MIG, st),
 		duration(h.Seconds))
 }
 
@@ -358,12 +408,14 @@ func (r *Report) idleGPULines(st style) []string {
 	var lines []string
 	for i := range r.GPUs {
 		g := &r.GPUs[i]
-		named := slices.ContainsFunc(r.IdleHolders, func(h IdleHolder) bool { return h.Host == g.Host && h.GPU == g.GPU })
+		named := slices.ContainsFunc(r.IdleHolders, func(h IdleHolder) bool {
+			return h.Host == g.Host && h.GPU == g.GPU && instanceOf(h.MIG) == instanceOf(g.MIG)
+		})
 		if named || g.IdleHeldHours*3600 < MinIdleHeld.Seconds() {
 			continue
 		}
 		lines = append(lines, fmt.Sprintf("%s was held idle for %s (memory held, utilization under %d%%); the data names no processes to say by whom",
-			st.bold(r.gpuName(g.Host, g.GPU, st)), duration(g.IdleHeldHours*3600), BusyPercent))
+			st.bold(r.gpuName(g.Host, g.GPU, g.MIG, st)), duration(g.IdleHeldHours*3600), BusyPercent))
 	}
 	return lines
 }

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/gpuwatch/gpuwatch/gpu"
 	"github.com/gpuwatch/gpuwatch/internal/plural"
 	spark "github.com/gpuwatch/gpuwatch/internal/sparkline"
 
@@ -142,11 +143,12 @@ type Report struct {
 // Underused is a GPU a job kept busy at low utilization: starved by its
 // input pipeline, or too small for the GPU.
 type Underused struct {
-	Host    string  `json:"host,omitempty"`
-	GPU     int     `json:"gpu"`
-	UUID    string  `json:"uuid"`
-	Hours   float64 `json:"hours"`    // held hours at low utilization
-	AvgUtil float64 `json:"avg_util"` // percent, over those hours while held
+	Host    string   `json:"host,omitempty"`
+	GPU     int      `json:"gpu"`
+	UUID    string   `json:"uuid"`
+	MIG     *gpu.MIG `json:"mig,omitempty"`
+	Hours   float64  `json:"hours"`    // held hours at low utilization
+	AvgUtil float64  `json:"avg_util"` // percent, over those hours while held
 	// User and Command are who held the GPU most in those hours and their
 	// job; empty when the data names no processes (a log).
 	User    string `json:"user,omitempty"`
@@ -169,22 +171,25 @@ type HostReport struct {
 	UtilNotLogged bool `json:"util_not_logged,omitempty"`
 }
 
-// GPUReport is one GPU over the window.
+// GPUReport is one GPU over the window, or one MIG instance (MIG set),
+// listed after its GPU (MIGEnabled).
 type GPUReport struct {
-	Host          string  `json:"host,omitempty"`
-	GPU           int     `json:"gpu"`
-	UUID          string  `json:"uuid"`
-	Name          string  `json:"name"`
-	CoveredHours  float64 `json:"covered_hours"`
-	AvgUtil       float64 `json:"avg_util"`
-	PeakUtil      float64 `json:"peak_util"`
-	PeakMem       uint64  `json:"peak_mem_bytes"`
-	MemTotal      uint64  `json:"mem_total_bytes"`
-	BusyHours     float64 `json:"busy_hours"`
-	IdleHeldHours float64 `json:"idle_held_hours"`
-	PeakTemp      float64 `json:"peak_temp_c"` // 0 when the data has no temperature
-	EnergyKWh     float64 `json:"energy_kwh"`
-	Cost          float64 `json:"cost,omitempty"`
+	Host          string   `json:"host,omitempty"`
+	GPU           int      `json:"gpu"`
+	UUID          string   `json:"uuid"`
+	Name          string   `json:"name"`
+	MIG           *gpu.MIG `json:"mig,omitempty"`
+	MIGEnabled    bool     `json:"mig_enabled,omitempty"`
+	CoveredHours  float64  `json:"covered_hours"`
+	AvgUtil       float64  `json:"avg_util"`
+	PeakUtil      float64  `json:"peak_util"`
+	PeakMem       uint64   `json:"peak_mem_bytes"`
+	MemTotal      uint64   `json:"mem_total_bytes"`
+	BusyHours     float64  `json:"busy_hours"`
+	IdleHeldHours float64  `json:"idle_held_hours"`
+	PeakTemp      float64  `json:"peak_temp_c"` // 0 when the data has no temperature
+	EnergyKWh     float64  `json:"energy_kwh"`
+	Cost          float64  `json:"cost,omitempty"`
 	// Sparkline draws the hourly average utilization over the window on a
 	// fixed 0–100% scale; a space is an hour without data.
 	Sparkline string `json:"sparkline"`
@@ -212,16 +217,20 @@ type UserReport struct {
 type UserHost struct {
 	Host string `json:"host"`
 	GPUs []int  `json:"gpus"` // ascending
+	// Labels name the GPUs and MIG instances used, as gpu.Label does, in
+	// GPUs' order ("GPU 0 · MIG 3 (1g.10gb)").
+	Labels []string `json:"labels"`
 }
 
 // IdleHolder is a user who held memory on a GPU that computed nothing.
 type IdleHolder struct {
-	User     string  `json:"user"`
-	Host     string  `json:"host,omitempty"`
-	GPU      int     `json:"gpu"`
-	UUID     string  `json:"uuid"`
-	Seconds  float64 `json:"seconds"`
-	MaxBytes uint64  `json:"max_bytes"`
+	User     string   `json:"user"`
+	Host     string   `json:"host,omitempty"`
+	GPU      int      `json:"gpu"`
+	UUID     string   `json:"uuid"`
+	MIG      *gpu.MIG `json:"mig,omitempty"`
+	Seconds  float64  `json:"seconds"`
+	MaxBytes uint64   `json:"max_bytes"`
 	// Job is the Slurm job that held it ("slurm:4242"); "" outside Slurm.
 	Job string `json:"job,omitempty"`
 }
@@ -312,10 +321,32 @@ func withHosts(users []UserHour, gpus []GPUHour) []UserHour {
 }
 
 // slot is a host's GPU as a report counts it: by index, so that a GPU
-// replaced in its slot reads as one line, as on the host.
+// replaced in its slot reads as one line, as on the host; a MIG instance
+// by its GPU's index and its own IDs.
 type slot struct {
 	host string
 	gpu  int
+	mig  instanceID
+}
+
+// instanceID is a MIG instance's GPU and compute instance IDs, plus one,
+// so that the zero value is a whole GPU.
+type instanceID struct{ gi, ci int }
+
+func instanceOf(m *gpu.MIG) instanceID {
+	if m == nil {
+		return instanceID{}
+	}
+	return instanceID{m.GPUInstance + 1, m.ComputeInstance + 1}
+}
+
+// slotOf is the slot of a GPU's hours.
+func slotOf(host string, index int, m *gpu.MIG) slot { return slot{host, index, instanceOf(m)} }
+
+// compareSlots orders slots by host and index, a GPU before its MIG
+// instances.
+func compareSlots(a, b slot) int {
+	return cmp.Or(cmp.Compare(a.host, b.host), cmp.Compare(a.gpu, b.gpu), cmp.Compare(a.mig.gi, b.mig.gi), cmp.Compare(a.mig.ci, b.mig.ci))
 }
 
 // Fleet reports whether the report covers several hosts: its lines then
@@ -342,10 +373,10 @@ func (r *Report) buildUnderused(gpus []GPUHour, users []UserHour) {
 		if util < BusyPercent || util >= LowUtilPercent {
 			continue
 		}
-		k := slot{h.Host, h.GPU}
+		k := slotOf(h.Host, h.GPU, h.MIG)
 		a := bySlot[k]
 		if a == nil {
-			a = &acc{Underused: Underused{Host: h.Host, GPU: h.GPU, UUID: h.UUID}, hours: map[time.Time]bool{}}
+			a = &acc{Underused: Underused{Host: h.Host, GPU: h.GPU, UUID: h.UUID, MIG: h.MIG}, hours: map[time.Time]bool{}}
 			bySlot[k] = a
 		}
 		a.heldSeconds += h.HeldSeconds
@@ -357,7 +388,7 @@ func (r *Report) buildUnderused(gpus []GPUHour, users []UserHour) {
 	commands := map[slot]map[string]string{}
 	for i := range users {
 		u := &users[i]
-		k := slot{u.Host, u.GPU}
+		k := slotOf(u.Host, u.GPU, u.MIG)
 		a := bySlot[k]
 		if a == nil || !a.hours[u.Hour] || u.User == "" || u.User == RollupUnknownUser {
 			continue
@@ -406,7 +437,7 @@ func span(gpus []GPUHour) (from, to time.Time) {
 // gpuAcc sums one GPU's hours (or one host's).
 type gpuAcc struct {
 	GPUHour           // sums and maxima; Hour unused
-	spark   []float64 // util seconds and seconds per sparkline cell, interleaved
+	spark   []float64 // util seconds and measured seconds per sparkline cell, interleaved
 	gpus    int       // a host's: how many GPUs
 }
 
@@ -420,24 +451,58 @@ func (a *gpuAcc) memNotLogged() bool  { return a.Samples > 0 && a.MemMissing >= 
 
 // add sums an hour into the accumulator; cell is its sparkline cell, or
 // -1 outside the window.
-func (a *gpuAcc) add(h *GPUHour, cell int) {
+func (a *gpuAcc) add(h *GPUHour, cell int) { a.addWeighted(h, cell, 1) }
+
+// addWeighted sums an hour into the accumulator, its time counted at
+// weight w of a GPU's: a MIG instance's hours are its share of its GPU's
+// compute, so that seven 1g.10gb instances busy for an hour make one busy
+// GPU-hour.
+func (a *gpuAcc) addWeighted(h *GPUHour, cell int, w float64) {
 	a.Samples += h.Samples
-	a.Seconds += h.Seconds
-	a.UtilSeconds += h.UtilSeconds
-	a.BusySeconds += h.BusySeconds
-	a.IdleHeldSeconds += h.IdleHeldSeconds
+	a.Seconds += w * h.Seconds
+	a.UtilSeconds += w * h.UtilSeconds
+	a.BusySeconds += w * h.BusySeconds
+	a.IdleHeldSeconds += w * h.IdleHeldSeconds
 	a.EnergyJoules += h.EnergyJoules
 	a.UtilMissing += h.UtilMissing
-	a.UtilMissingSeconds += h.UtilMissingSeconds
+	a.UtilMissingSeconds += w * h.UtilMissingSeconds
 	a.MemMissing += h.MemMissing
 	a.UtilMax = maxKnown(a.UtilMax, h.UtilMax)
 	a.MemMax = max(a.MemMax, h.MemMax)
 	a.MemTotal = max(a.MemTotal, h.MemTotal)
 	a.TempMax = maxKnown(a.TempMax, h.TempMax)
 	if cell >= 0 && cell < len(a.spark)/2 {
-		a.spark[2*cell] += h.UtilSeconds
-		a.spark[2*cell+1] += h.Seconds - h.UtilMissingSeconds
+		a.spark[2*cell] += w * h.UtilSeconds
+		a.spark[2*cell+1] += w * (h.Seconds - h.UtilMissingSeconds)
 	}
+}
+
+// weight is how much of a GPU an hour's device counts for in a host's
+// and the report's totals: a whole GPU all, a MIG instance its share of
+// its GPU's compute, a GPU split into instances nothing but its energy
+// (its instances count).
+func weight(h *GPUHour) float64 {
+	switch {
+	case h.MIGEnabled:
+		return 0
+	case h.MIG != nil:
+		return instanceShare(h.Name, h.MIG)
+	}
+	return 1
+}
+
+// instanceShare is how much of its GPU a device counts for in GPU-hours:
+// a MIG instance its share of the GPU's compute (a seventh when its
+// profile is unknown), a whole GPU all of it. name is the GPU's model,
+// "" when unknown.
+func instanceShare(name string, m *gpu.MIG) float64 {
+	if m == nil {
+		return 1
+	}
+	if w := gpu.ComputeShare(name, m.Profile); w > 0 {
+		return w
+	}
+	return 1.0 / 7
 }
 
 func (r *Report) buildGPUs(gpus []GPUHour, o Options) {
@@ -447,20 +512,25 @@ func (r *Report) buildGPUs(gpus []GPUHour, o Options) {
 	cells := (hours + perCell - 1) / perCell
 
 	var accs []*gpuAcc
+	var slots []slot
 	index := map[slot]int{} // → place in accs
 	hostAccs := map[string]*gpuAcc{}
 	var total gpuAcc
 	for i := range gpus {
 		h := &gpus[i]
-		k, ok := index[slot{h.Host, h.GPU}]
+		at := slotOf(h.Host, h.GPU, h.MIG)
+		k, ok := index[at]
 		if !ok {
 			k = len(accs)
-			index[slot{h.Host, h.GPU}] = k
-			accs = append(accs, &gpuAcc{GPUHour: GPUHour{GPU: h.GPU, Host: h.Host}, spark: make([]float64, 2*cells)})
+			index[at] = k
+			accs = append(accs, &gpuAcc{GPUHour: GPUHour{GPU: h.GPU, Host: h.Host, MIG: h.MIG}, spark: make([]float64, 2*cells)})
+			slots = append(slots, at)
 			if hostAccs[h.Host] == nil {
 				hostAccs[h.Host] = &gpuAcc{GPUHour: GPUHour{Host: h.Host}, spark: make([]float64, 2*cells)}
 			}
-			hostAccs[h.Host].gpus++
+			if h.MIG == nil {
+				hostAccs[h.Host].gpus++
+			}
 		}
 		a := accs[k]
 		if h.UUID != "" {
@@ -469,15 +539,26 @@ func (r *Report) buildGPUs(gpus []GPUHour, o Options) {
 		if h.Name != "" {
 			a.Name = h.Name
 		}
+		a.MIGEnabled = a.MIGEnabled || h.MIGEnabled
 		cell := -1
 		if c := int(math.Floor(h.Hour.Sub(start).Hours())); c >= 0 {
 			cell = c / perCell
 		}
 		a.add(h, cell)
-		hostAccs[h.Host].add(h, cell)
-		total.add(h, -1)
+		w := weight(h)
+		hostAccs[h.Host].addWeighted(h, cell, w)
+		total.addWeighted(h, -1, w)
 	}
-	slices.SortFunc(accs, func(a, b *gpuAcc) int { return cmp.Or(cmp.Compare(a.Host, b.Host), cmp.Compare(a.GPU, b.GPU)) })
+	order := make([]int, len(accs))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortFunc(order, func(a, b int) int { return compareSlots(slots[a], slots[b]) })
+	sorted := make([]*gpuAcc, len(accs))
+	for i, k := range order {
+		sorted[i] = accs[k]
+	}
+	accs = sorted
 	// The sparklines draw the hours that have data, alike for every GPU:
 	// a window longer than what was recorded is not drawn as blank columns.
 	first, last := cells, -1
@@ -497,7 +578,7 @@ func (r *Report) buildGPUs(gpus []GPUHour, o Options) {
 	r.GPUs = make([]GPUReport, len(accs))
 	for i, a := range accs {
 		g := &r.GPUs[i]
-		*g = GPUReport{Host: a.Host, GPU: a.GPU, UUID: a.UUID, Name: a.Name, CoveredHours: a.Seconds / 3600,
+		*g = GPUReport{Host: a.Host, GPU: a.GPU, UUID: a.UUID, Name: a.Name, MIG: a.MIG, MIGEnabled: a.MIGEnabled, CoveredHours: a.Seconds / 3600,
 			AvgUtil: 100 * a.avgUtil(), PeakUtil: a.UtilMax, PeakMem: a.MemMax, MemTotal: a.MemTotal,
 			BusyHours: a.BusySeconds / 3600, IdleHeldHours: a.IdleHeldSeconds / 3600, PeakTemp: a.TempMax,
 			EnergyKWh: a.EnergyJoules / 3.6e6, Sparkline: drawn(a),
@@ -561,6 +642,7 @@ func sparkline(cells []float64) string {
 type userAcc struct {
 	UserReport
 	slots []slot               // the GPUs used
+	migs  map[slot]*gpu.MIG    // the MIG instances among them
 	idle  map[slot]*IdleHolder // by GPU
 }
 
@@ -580,14 +662,20 @@ func (r *Report) buildUsers(users []UserHour, top int) {
 			accs = append(accs, &userAcc{UserReport: UserReport{User: name}})
 		}
 		a := accs[k]
-		a.GPUHours += h.GPUSeconds / 3600
+		a.GPUHours += instanceShare("", h.MIG) * h.GPUSeconds / 3600 // a MIG instance's hours are its share of its GPU's
 		a.GiBHours += h.ByteSeconds / (1 << 30) / 3600
 		if h.Job != "" && !slices.Contains(a.Jobs, h.Job) {
 			a.Jobs = append(a.Jobs, h.Job)
 		}
-		at := slot{h.Host, h.GPU}
+		at := slotOf(h.Host, h.GPU, h.MIG)
 		if !slices.Contains(a.slots, at) {
 			a.slots = append(a.slots, at)
+			if h.MIG != nil {
+				if a.migs == nil {
+					a.migs = map[slot]*gpu.MIG{}
+				}
+				a.migs[at] = h.MIG
+			}
 		}
 		if h.IdleHeldSeconds > 0 {
 			if a.idle == nil {
@@ -595,7 +683,7 @@ func (r *Report) buildUsers(users []UserHour, top int) {
 			}
 			ih := a.idle[at]
 			if ih == nil {
-				ih = &IdleHolder{User: name, Host: h.Host, GPU: h.GPU, UUID: h.UUID}
+				ih = &IdleHolder{User: name, Host: h.Host, GPU: h.GPU, UUID: h.UUID, MIG: h.MIG}
 				a.idle[at] = ih
 			}
 			ih.Seconds += h.IdleHeldSeconds
@@ -634,7 +722,7 @@ func (r *Report) buildUsers(users []UserHour, top int) {
 
 // placeGPUs fills the user's GPUs (indexes) and Hosts from the GPUs used.
 func (a *userAcc) placeGPUs() {
-	slices.SortFunc(a.slots, func(x, y slot) int { return cmp.Or(cmp.Compare(x.host, y.host), cmp.Compare(x.gpu, y.gpu)) })
+	slices.SortFunc(a.slots, compareSlots)
 	for _, s := range a.slots {
 		if !slices.Contains(a.GPUs, s.gpu) {
 			a.GPUs = append(a.GPUs, s.gpu)
@@ -644,6 +732,7 @@ func (a *userAcc) placeGPUs() {
 		}
 		h := &a.Hosts[len(a.Hosts)-1]
 		h.GPUs = append(h.GPUs, s.gpu)
+		h.Labels = append(h.Labels, gpu.Label(s.gpu, a.migs[s]))
 	}
 	slices.Sort(a.GPUs)
 }

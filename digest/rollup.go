@@ -127,7 +127,8 @@ type gpuState struct {
 	lastGapNS int64   // interval before the previous sample; 0 when unknown
 	lastPower float64 // watts at the previous sample; NaN when unknown
 
-	hour   int64 // the hour of rec
+	mig    *gpu.MIG // the MIG instance, nil for a whole GPU
+	hour   int64    // the hour of rec
 	bucket *hourBucket
 	rec    *gpuRecord
 
@@ -317,10 +318,11 @@ func (r *Rollups) enterHour(st *gpuState, d *gpu.Device, host string, hour int64
 	b := r.bucket(hour)
 	rec := b.gpus[st.key]
 	if rec == nil {
-		rec = &gpuRecord{GPUHour: GPUHour{Hour: hourTime(hour), GPU: d.Index, UUID: d.UUID}}
+		rec = &gpuRecord{GPUHour: GPUHour{Hour: hourTime(hour), GPU: d.Index, UUID: d.UUID, MIG: d.MIG}}
 		b.gpus[st.key] = rec
 	}
-	rec.Name, rec.Host = d.Name, host
+	rec.Name, rec.Host, rec.MIGEnabled = d.Name, host, d.MIGEnabled
+	st.mig = d.MIG
 	prev := st.hour
 	st.users = slices.DeleteFunc(st.users, func(u userState) bool { return u.hour != prev })
 	st.hour, st.bucket, st.rec = hour, b, rec
@@ -413,7 +415,7 @@ func (r *Rollups) userRecord(st *gpuState, user string) *userRecord {
 	k := userKey{st.key, user}
 	rec := st.bucket.users[k]
 	if rec == nil {
-		rec = &userRecord{UserHour: UserHour{Hour: hourTime(st.hour), User: user, GPU: st.index, UUID: st.uuid, Host: st.host}}
+		rec = &userRecord{UserHour: UserHour{Hour: hourTime(st.hour), User: user, GPU: st.index, UUID: st.uuid, MIG: st.mig, Host: st.host}}
 		st.bucket.users[k] = rec
 	}
 	return rec

@@ -679,7 +679,7 @@ func TestRollupsLoadBeforeHosts(t *testing.T) {
 	}
 	// The report puts the old user hour on its GPU's host.
 	if rep := Build(gpus, users, nil, Options{}); rep.Fleet() || len(rep.Users) == 0 || rep.Users[0].User != "alice" ||
-		!reflect.DeepEqual(rep.Users[0].Hosts, []UserHost{{Host: "h1", GPUs: []int{0}}}) {
+		!reflect.DeepEqual(rep.Users[0].Hosts, []UserHost{{Host: "h1", GPUs: []int{0}, Labels: []string{"GPU 0"}}}) {
 		t.Errorf("report of the upgrade hour: got hosts %+v and users %+v, want alice on h1 GPU 0", rep.Hosts, rep.Users)
 	}
 	if seconds < 3595 || alice < 1800+0.75*1795 {

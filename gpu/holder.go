@@ -81,6 +81,41 @@ func (p *Process) Owner() string {
 	return p.User
 }
 
+// SameJob reports whether two processes belong to one job, for telling
+// apart the jobs that share a GPU (time-slicing, MPS, a notebook beside a
+// trainer): the same Slurm job, else the same container or pod, else the
+// same user and command. The processes of one job (a launcher and its
+// workers, the ranks of a container) are of the same job.
+func SameJob(a, b *Process) bool {
+	switch {
+	case a.Job != "" || b.Job != "":
+		return a.Job == b.Job
+	case a.Container != "" || b.Container != "":
+		return a.Container == b.Container
+	}
+	return a.User == b.User && a.Command == b.Command
+}
+
+// CountJobs returns how many jobs (see SameJob) hold memory on a GPU whose
+// processes are ps: a process whose memory the source does not report
+// (a pod dcgm-exporter names) holds none that gpuwatch can see.
+func CountJobs(ps []Process) int {
+	n := 0
+next:
+	for i := range ps {
+		if ps[i].MemUsed == 0 {
+			continue
+		}
+		for k := range i {
+			if ps[k].MemUsed > 0 && SameJob(&ps[k], &ps[i]) {
+				continue next
+			}
+		}
+		n++
+	}
+	return n
+}
+
 // NamedPod returns the namespace and name of the pod a process runs in,
 // when the source names it ("k8s:NAMESPACE/POD[/CONTAINER]"); false for a
 // pod known by its UID alone ("k8s:POD-UID/ID") and outside pods.

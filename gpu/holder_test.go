@@ -32,3 +32,36 @@ func TestHolderAndOwner(t *testing.T) {
 		}
 	}
 }
+
+func TestCountJobs(t *testing.T) {
+	const gib = 1 << 30
+	for _, tc := range []struct {
+		name string
+		ps   []gpu.Process
+		want int
+	}{
+		{"none", nil, 0},
+		{"a launcher and its worker", []gpu.Process{
+			{PID: 1, User: "alice", Command: "python train.py", MemUsed: 20 * gib},
+			{PID: 2, User: "alice", Command: "python train.py", MemUsed: gib},
+		}, 1},
+		{"three pods time-sliced", []gpu.Process{
+			{PID: 1, User: "root", Command: "python serve.py", Container: "k8s:ml/a", MemUsed: 6 * gib},
+			{PID: 2, User: "root", Command: "python serve.py", Container: "k8s:ml/b", MemUsed: 6 * gib},
+			{PID: 3, User: "root", Command: "python serve.py", Container: "k8s:ml/c", MemUsed: 6 * gib},
+		}, 3},
+		{"two Slurm jobs of one user", []gpu.Process{
+			{PID: 1, User: "alice", Command: "python train.py", Job: "slurm:1", MemUsed: gib},
+			{PID: 2, User: "alice", Command: "python train.py", Job: "slurm:2", MemUsed: gib},
+		}, 2},
+		{"a notebook beside a trainer", []gpu.Process{
+			{PID: 1, User: "alice", Command: "python train.py", MemUsed: gib},
+			{PID: 2, User: "bob", Command: "jupyter-lab", MemUsed: gib},
+		}, 2},
+		{"pods without memory (dcgm-exporter)", []gpu.Process{gpu.PodProcess("ml", "a", ""), gpu.PodProcess("ml", "b", "")}, 0},
+	} {
+		if got := gpu.CountJobs(tc.ps); got != tc.want {
+			t.Errorf("%s: CountJobs = %d, want %d", tc.name, got, tc.want)
+		}
+	}
+}

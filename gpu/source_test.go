@@ -14,7 +14,8 @@ import (
 )
 
 // TestSourceConformance holds every finite Source to the same contract:
-// snapshots in time order, GPUs sorted by index with distinct UUIDs,
+// snapshots in time order, GPUs sorted by index with distinct UUIDs, each
+// MIG instance after its parent,
 // readings either unknown (NaN) or plausible, io.EOF at the end, and
 // snapshots that do not share memory with the next one.
 func TestSourceConformance(t *testing.T) {
@@ -93,7 +94,14 @@ func checkDevices(t *testing.T, n int, devs []gpu.Device) {
 	t.Helper()
 	uuids := map[string]bool{}
 	for i, d := range devs {
-		if i > 0 && d.Index <= devs[i-1].Index {
+		switch {
+		case d.MIG != nil:
+			// A MIG instance follows its parent, or the instance before it.
+			p := &devs[max(i-1, 0)]
+			if i == 0 || p.Index != d.Index || p.ParentUUID() != d.MIG.ParentUUID || !p.MIGEnabled && p.MIG == nil {
+				t.Fatalf("snapshot %d: %s (%s) does not follow its parent %s", n, d.Label(), d.UUID, d.MIG.ParentUUID)
+			}
+		case i > 0 && d.Index <= devs[i-1].Index:
 			t.Fatalf("snapshot %d: GPU indices %d then %d, want increasing", n, devs[i-1].Index, d.Index)
 		}
 		if uuids[d.UUID] {

@@ -32,6 +32,8 @@ type trackKey struct {
 type track struct {
 	host  string
 	index int
+	uuid  string
+	mig   *gpu.MIG // a MIG instance's; nil for a whole GPU
 	name  string
 	first int64 // the Unix minute of minutes[0]
 	mem   []acc // percent of memory used
@@ -74,7 +76,7 @@ func (r *Recorder) Add(s *gpu.Snapshot) {
 		}
 		t := r.gpus[k]
 		if t == nil {
-			t = &track{host: s.Host, index: d.Index, name: d.Name, first: minute}
+			t = &track{host: s.Host, index: d.Index, uuid: d.UUID, mig: d.MIG, name: d.Name, first: minute}
 			r.gpus[k] = t
 			r.order = append(r.order, t)
 		}
@@ -136,7 +138,7 @@ func (r *Recorder) GPUs(from, to time.Time) []chart.GPUHistory {
 	step := time.Duration(per) * time.Minute
 	var out []chart.GPUHistory
 	for _, t := range r.order {
-		g := chart.GPUHistory{Host: t.host, Index: t.index, Name: t.name,
+		g := chart.GPUHistory{Host: t.host, Index: t.index, UUID: t.uuid, MIG: t.mig, Name: t.name,
 			MemoryPercent: chart.Series{Start: start, Step: step, Values: make(chart.Values, points)},
 			Utilization:   chart.Series{Start: start, Step: step, Values: make(chart.Values, points)},
 			Temperature:   chart.Series{Start: start, Step: step, Values: make(chart.Values, points)},
@@ -157,7 +159,7 @@ func (r *Recorder) GPUs(from, to time.Time) []chart.GPUHistory {
 		out = append(out, g)
 	}
 	slices.SortStableFunc(out, func(a, b chart.GPUHistory) int {
-		return cmp.Or(cmp.Compare(a.Host, b.Host), cmp.Compare(a.Index, b.Index))
+		return cmp.Or(cmp.Compare(a.Host, b.Host), cmp.Compare(a.Index, b.Index), gpu.CompareInstances(a.MIG, b.MIG))
 	})
 	return out
 }

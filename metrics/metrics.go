@@ -105,6 +105,7 @@ type Collector struct {
 	processes                                                    *prometheus.Desc
 	info, lost, energy, xids                                     *prometheus.Desc
 	userMem, userUtil, processMem                                *prometheus.Desc
+	migInfo, migEnabled                                          *prometheus.Desc
 
 	alerts                         *prometheus.Desc
 	sent, failed, retried, dead    *prometheus.Desc
@@ -166,6 +167,11 @@ func NewCollector(src Source, o Options) *Collector {
 		processMem: gauge("gpuwatch_gpu_process_memory_bytes",
 			"GPU memory held by one process, in bytes (config metrics.per_process; command clipped to "+strconv.Itoa(MaxCommandLabel)+" characters).",
 			"gpu", "uuid", "host", "pid", "user", "command", "container"),
+		migInfo: gauge("gpuwatch_gpu_mig_info",
+			"Always 1, for every MIG instance: its GPU (parent_uuid), GPU and compute instance IDs and profile. The instance's other series have its own uuid.",
+			"gpu", "uuid", "host", "parent_uuid", "gpu_instance", "compute_instance", "profile"),
+		migEnabled: gauge("gpuwatch_gpu_mig_enabled",
+			"Always 1, for every GPU split into MIG instances: its memory and processes are its instances'.", gpuLabels...),
 		alerts: gauge("gpuwatch_alerts",
 			"Pending and firing alerts, by rule, severity and state.", "alert", "severity", "state"),
 		sent: gauge("gpuwatch_notifications_sent_total",
@@ -189,7 +195,7 @@ func NewCollector(src Source, o Options) *Collector {
 // Describe sends every metric's description.
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.memUsed, c.memTotal, c.utilGPU, c.utilMem, c.temp, c.power,
-		c.powerLimit, c.processes, c.info, c.lost, c.energy, c.xids, c.userMem, c.userUtil, c.processMem,
+		c.powerLimit, c.processes, c.info, c.lost, c.energy, c.xids, c.userMem, c.userUtil, c.processMem, c.migInfo, c.migEnabled,
 		c.alerts, c.sent, c.failed, c.retried, c.dead, c.outboxDepth, c.buildInfo, c.sample} {
 		ch <- d
 	}
@@ -248,6 +254,13 @@ func (c *Collector) collectGPUs(ch chan<- prometheus.Metric, snap *gpu.Snapshot,
 		gauge(c.powerLimit, d.PowerLimitW)
 		gauge(c.processes, float64(len(d.Processes)))
 		c.collectHealth(ch, d, labels)
+		switch {
+		case d.MIG != nil:
+			send(ch, c.migInfo, prometheus.GaugeValue, 1, strconv.Itoa(d.Index), d.UUID, snap.Host, d.MIG.ParentUUID,
+				strconv.Itoa(d.MIG.GPUInstance), strconv.Itoa(d.MIG.ComputeInstance), d.MIG.Profile)
+		case d.MIGEnabled:
+			gauge(c.migEnabled, 1)
+		}
 		c.collectUsers(ch, snap.Host, d)
 		if perProcess {
 			c.collectProcesses(ch, snap.Host, d)

@@ -284,3 +284,27 @@ gpuwatch_gpu_sm_clock_hertz{%[1]s} 1.98e+09
 		t.Error(err)
 	}
 }
+
+func TestCollectorMIG(t *testing.T) {
+	nan := math.NaN()
+	snap := &gpu.Snapshot{Time: at, Host: "node1", Devices: []gpu.Device{
+		{Index: 0, UUID: "GPU-a", Name: "NVIDIA A100-SXM4-80GB", MIGEnabled: true, UtilGPU: nan, UtilMem: nan, TempC: 50, PowerW: 200, PowerLimitW: 400},
+		{Index: 0, UUID: "MIG-b", Name: "NVIDIA A100-SXM4-80GB", MIG: &gpu.MIG{ParentUUID: "GPU-a", GPUInstance: 7, Profile: "1g.10gb"},
+			MemUsed: 2 << 30, MemTotal: 10 << 30, UtilGPU: nan, UtilMem: nan, TempC: nan, PowerW: nan, PowerLimitW: nan},
+	}}
+	c := metrics.NewCollector(&fakeSource{snap: snap}, metrics.Options{})
+	want := `
+# HELP gpuwatch_gpu_memory_used_bytes GPU memory in use, in bytes.
+# TYPE gpuwatch_gpu_memory_used_bytes gauge
+gpuwatch_gpu_memory_used_bytes{gpu="0",host="node1",name="NVIDIA A100-SXM4-80GB",uuid="MIG-b"} 2.147483648e+09
+# HELP gpuwatch_gpu_mig_enabled Always 1, for every GPU split into MIG instances: its memory and processes are its instances'.
+# TYPE gpuwatch_gpu_mig_enabled gauge
+gpuwatch_gpu_mig_enabled{gpu="0",host="node1",name="NVIDIA A100-SXM4-80GB",uuid="GPU-a"} 1
+# HELP gpuwatch_gpu_mig_info Always 1, for every MIG instance: its GPU (parent_uuid), GPU and compute instance IDs and profile. The instance's other series have its own uuid.
+# TYPE gpuwatch_gpu_mig_info gauge
+gpuwatch_gpu_mig_info{compute_instance="0",gpu="0",gpu_instance="7",host="node1",parent_uuid="GPU-a",profile="1g.10gb",uuid="MIG-b"} 1
+`
+	if err := testutil.CollectAndCompare(c, strings.NewReader(want), "gpuwatch_gpu_memory_used_bytes", "gpuwatch_gpu_mig_enabled", "gpuwatch_gpu_mig_info"); err != nil {
+		t.Error(err)
+	}
+}

@@ -8,7 +8,6 @@ package notifier
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"math"
 	"strings"
 	"time"
@@ -80,16 +79,22 @@ type Alert struct {
 	// Key identifies the alert across transitions and restarts:
 	// "host/rule/GPU-uuid". Receivers use it to deduplicate (PagerDuty's
 	// dedup_key) and to find the message to update (Slack).
-	Key      string            `json:"key"`
-	Name     string            `json:"alert"`
-	Status   Status            `json:"status"`
-	Repeat   bool              `json:"repeat,omitempty"` // a reminder of an alert still firing
-	Severity string            `json:"severity"`
-	Host     string            `json:"host"`
-	GPU      int               `json:"gpu"`
-	UUID     string            `json:"uuid"`
-	GPUName  string            `json:"gpu_name"`
-	Labels   map[string]string `json:"labels"` // rule labels plus alert, severity, host, gpu, uuid
+	Key      string `json:"key"`
+	Name     string `json:"alert"`
+	Status   Status `json:"status"`
+	Repeat   bool   `json:"repeat,omitempty"` // a reminder of an alert still firing
+	Severity string `json:"severity"`
+	Host     string `json:"host"`
+	GPU      int    `json:"gpu"`
+	UUID     string `json:"uuid"` // the GPU's, or the MIG instance's
+	GPUName  string `json:"gpu_name"`
+	// MIG is the MIG instance the alert is about; nil for a whole GPU.
+	MIG *gpu.MIG `json:"mig,omitempty"`
+	// Process is, for a rule that runs per process, the process the alert
+	// is about (whose job leaks on a shared GPU): its owner is the one to
+	// tell. nil for an alert about a GPU.
+	Process *gpu.Process      `json:"process,omitempty"`
+	Labels  map[string]string `json:"labels"` // rule labels plus alert, severity, host, gpu, uuid
 	// Summary says what is wrong; on a resolve, what is true now, and
 	// FiringSummary what was wrong.
 	Summary       string `json:"summary"`
@@ -171,16 +176,33 @@ func (a *Alert) ValueIsTimeToFull() bool { return strings.HasPrefix(a.ValueExpr,
 // no UUID, and notifications leave the GPU out of them.
 func (a *Alert) OnGPU() bool { return a.GPU >= 0 }
 
-// GPUText names the alert's GPU, "GPU 0 (NVIDIA H100 80GB HBM3)", or
-// "" for an alert not about a GPU.
-func (a *Alert) GPUText() string {
-	switch {
-	case !a.OnGPU():
+// Label names the alert's GPU (gpu.Label): "GPU 0", "GPU 0 · MIG 3
+// (1g.10gb)"; "" for an alert not about a GPU.
+func (a *Alert) Label() string {
+	if !a.OnGPU() {
 		return ""
-	case a.GPUName == "":
-		return fmt.Sprintf("GPU %d", a.GPU)
 	}
-	return fmt.Sprintf("GPU %d (%s)", a.GPU, a.GPUName)
+	return gpu.Label(a.GPU, a.MIG)
+}
+
+// GPUText names the alert's GPU with its model, "GPU 0 (NVIDIA H100 80GB
+// HBM3)", "GPU 0 · MIG 3 (1g.10gb) (NVIDIA A100-SXM4-80GB)", or "" for an
+// alert not about a GPU.
+func (a *Alert) GPUText() string {
+	if a.GPUName == "" {
+		return a.Label()
+	}
+	return a.Label() + " (" + a.GPUName + ")"
+}
+
+// Subject names what the alert is about: its GPU, and for a rule that
+// runs per process the process ("GPU 0, pid 4242"); "" for an alert not
+// about a GPU.
+func (a *Alert) Subject() string {
+	if a.Process == nil || !a.OnGPU() {
+		return a.Label()
+	}
+	return a.Label() + ", " + a.Process.Holder()
 }
 
 // Exit is a job leaving a GPU, as a resolve notice tells it.

@@ -13,8 +13,8 @@ func AlertKey(host, rule, uuid string) string { return host + "/" + rule + "/" +
 // FromTransition turns an engine transition into the alert receivers see.
 func FromTransition(t *rules.Transition) Alert {
 	a := Alert{
-		Key: AlertKey(t.Host, t.Alert, t.UUID), Name: t.Alert, Status: StatusFiring, Repeat: t.Repeat,
-		Severity: string(t.Severity), Host: t.Host, GPU: t.GPU, UUID: t.UUID, GPUName: t.GPUName,
+		Key: AlertKey(t.Host, t.Alert, t.SeriesID()), Name: t.Alert, Status: StatusFiring, Repeat: t.Repeat,
+		Severity: string(t.Severity), Host: t.Host, GPU: t.GPU, UUID: t.UUID, GPUName: t.GPUName, MIG: t.MIG, Process: t.Process,
 		Labels: t.Labels, Summary: t.Summary, FiringSummary: t.FiringSummary, Description: t.Description,
 		Value: Float(t.Value), ValueText: t.ValueText, ValueExpr: t.ValueExpr, NowText: t.NowText,
 		Trend: Float(t.Trend), TrendText: t.TrendText,
@@ -22,7 +22,7 @@ func FromTransition(t *rules.Transition) Alert {
 		Processes: t.Processes, HistoryUnit: t.HistoryDim.String(), LastReport: t.LastReport, Idle: Idle(t.Rule),
 	}
 	if x := t.Exit; x != nil {
-		a.Exit = &Exit{At: x.At, MemoryPercent: Float(x.MemPercent), OOMLikely: x.OOMLikely, Text: x.Text(t.GPU)}
+		a.Exit = &Exit{At: x.At, MemoryPercent: Float(x.MemPercent), OOMLikely: x.OOMLikely, Text: x.Text(t.Label())}
 	}
 	if t.Resolved() {
 		a.Status = StatusResolved

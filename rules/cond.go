@@ -87,6 +87,12 @@ type EvalContext struct {
 	// while it is free); MissingFor how long it has not reported while
 	// other GPUs of its host did (0 while it reports). NaN when unknown.
 	HeldFor, MissingFor float64
+	// Process is, for a rule that runs per process, the process whose
+	// series Device's view is (see Rule.PerProcess), and GPU the device it
+	// runs on, whose processes process.count and process.jobs count; both
+	// nil on a GPU.
+	Process *gpu.Process
+	GPU     *gpu.Device
 }
 
 // CondError is a problem in a condition's text, at a 1-based column
@@ -737,7 +743,7 @@ func (v *valueNode) value(ctx *EvalContext) float64 {
 	case v.fn == fnNone && v.metric == MetricMissingFor:
 		return ctx.MissingFor
 	case v.fn == fnNone:
-		return v.metric.Value(ctx.Device)
+		return readMetric(v.metric, ctx.Device, ctx.GPU)
 	case v.fn == fnTrend || v.fn == fnTimeToFull:
 		if v.window >= len(ctx.Trends) || ctx.Trends[v.window] == nil {
 			return math.NaN()
@@ -788,10 +794,15 @@ func (v *valueNode) report(ctx *EvalContext) float64 {
 
 // full is the value at which time_to_full's metric is full: what jobs
 // can allocate (the total less what the driver reserves), NaN when memory
-// is unknown; or 100 for memory.used_percent, the share of it in use.
+// is unknown; or 100 for memory.used_percent, the share of it in use; or
+// for process.memory, what the process holds plus what the GPU has free:
+// the process fills the GPU when it takes all that is left.
 func (v *valueNode) full(d *gpu.Device) float64 {
-	if v.metric == MetricMemoryUsedPercent {
+	switch v.metric {
+	case MetricMemoryUsedPercent:
 		return 100
+	case MetricProcessMemory:
+		return MetricProcessMemory.Value(d) + MetricMemoryFree.Value(d)
 	}
 	return memValue(d, d.MemAllocatable())
 }
@@ -1210,8 +1221,8 @@ func (p *parser) parseValue() (valueNode, error) {
 		return valueNode{}, p.errAt(p.tok.off, "%s does not apply to %s: it is an event, not a series; test it directly, e.g. xid in (79), or count its events, e.g. count(xid in (13, 31), 10m)", name, m)
 	case m.Observed():
 		return valueNode{}, p.errAt(p.tok.off, "%s does not apply to %s: it already is a duration gpuwatch keeps; compare it directly, e.g. %s > 30m", name, m, m)
-	case f == fnTimeToFull && m != MetricMemoryUsed && m != MetricMemoryUsedPercent:
-		return valueNode{}, p.errAt(p.tok.off, "time_to_full works only on memory.used and memory.used_percent, not %s", m)
+	case f == fnTimeToFull && m != MetricMemoryUsed && m != MetricMemoryUsedPercent && m != MetricProcessMemory:
+		return valueNode{}, p.errAt(p.tok.off, "time_to_full works only on memory.used, memory.used_percent and process.memory, not %s", m)
 	case m.States() != nil:
 		return valueNode{}, p.errAt(p.tok.off, "%s does not apply to %s: it is a state, compared by name, e.g. %s != %q", name, m, m, m.States()[0])
 	case f == fnRate && !m.IsCounter():

@@ -3,6 +3,7 @@ package rules
 import (
 	"cmp"
 	"fmt"
+	"log/slog"
 	"maps"
 	"math"
 	"slices"
@@ -35,8 +36,13 @@ type Transition struct {
 	Severity Severity
 	Host     string
 	GPU      int    // index
-	UUID     string // GPU UUID
+	UUID     string // GPU UUID, or the MIG instance's
 	GPUName  string // GPU model
+	// MIG is the MIG instance the alert is about, nil for a whole GPU.
+	MIG *gpu.MIG
+	// Process is, for a rule that runs per process (Rule.PerProcess), the
+	// process whose series it is; nil for a rule on the GPU.
+	Process *gpu.Process
 	// Value is, for a firing, the value that made the condition true: the
 	// left side of the comparison that decided it (ValueExpr), in its base
 	// unit, read at ValueAt. That is the transition's time unless the
@@ -108,6 +114,9 @@ type Options struct {
 	// labels (see Transition.Labels) once, when its GPU first appears, and
 	// says how often to repeat it (the route's repeat_interval).
 	RepeatFor func(labels map[string]string) time.Duration
+	// Logger hears of rules skipped on a MIG instance that does not
+	// measure what they read; nil says nothing.
+	Logger *slog.Logger
 }
 
 // Engine evaluates rules on each snapshot and keeps the state of every
@@ -132,6 +141,13 @@ type Engine struct {
 	ctx       EvalContext
 	// restored holds saved alert states by GPU UUID until the GPU appears.
 	restored map[string][]AlertRecord
+	seqs     int // the next gpuState.seq
+	// unmeasured are the rules skipped on MIG instances at this
+	// evaluation, to warn of.
+	unmeasured []unmeasured
+	// processes evaluates the rules that run per process; nil when none
+	// does.
+	processes *processSeries
 }
 
 // windowKey identifies a window: rules that look at the same metric over
@@ -153,6 +169,7 @@ type compiled struct {
 
 type gpuState struct {
 	index   int
+	key     string        // what it is found by: its UUID (a process's series: see subject); "" for a GPU without one
 	seq     int           // its place in Engine.order
 	placed  bool          // it is in Engine.hosts, under seen.host
 	stale   bool          // applies must be recomputed (after Inherit)
@@ -168,6 +185,8 @@ type gpuState struct {
 	applies                 []bool
 	repeat                  []time.Duration // per rule: how often to repeat a firing alert
 	orphans                 []orphan        // firing alerts whose rule is gone, to resolve
+	samples                 int             // samples reported, counted up to unmeasuredAfter
+	process                 gpu.Process     // the process, for a process's series (processSeries)
 	seen
 }
 
@@ -182,6 +201,17 @@ type seen struct {
 
 // NewEngine makes an engine for the rules.
 func NewEngine(rules []*Rule, opts Options) *Engine {
+	onGPU, perProcess := splitPerProcess(rules)
+	e := newEngine(onGPU, opts)
+	if len(perProcess) > 0 {
+		e.processes = newProcessSeries(perProcess, opts)
+	}
+	return e
+}
+
+// newEngine makes an engine that evaluates the rules on each device of a
+// snapshot.
+func newEngine(rules []*Rule, opts Options) *Engine {
 	e := &Engine{rules: rules, opts: opts, gpus: map[string]*gpuState{}, byIdx: map[int]*gpuState{}, hosts: map[string][]*gpuState{}}
 	e.layout = make([]compiled, len(rules))
 	for i, r := range rules {
@@ -209,8 +239,14 @@ func NewEngine(rules []*Rule, opts Options) *Engine {
 	return e
 }
 
-// Rules returns the engine's rules.
-func (e *Engine) Rules() []*Rule { return e.rules }
+// Rules returns the engine's rules: those on GPUs, then those that run
+// per process.
+func (e *Engine) Rules() []*Rule {
+	if e.processes == nil {
+		return e.rules
+	}
+	return slices.Concat(e.rules, e.processes.engine.rules)
+}
 
 // slots returns the slots in keys of the windows specs, adding them.
 func slots(keys *[]windowKey, specs []WindowSpec) []int {
@@ -251,21 +287,25 @@ func slot(keys *[]windowKey, k windowKey) int {
 	return len(*keys) - 1
 }
 
-func (e *Engine) state(host string, d *gpu.Device) *gpuState {
+// state returns the state of device d of host, found by key (its UUID;
+// "" finds a GPU without one by its index), made when new.
+func (e *Engine) state(host, key string, d *gpu.Device) *gpuState {
 	var gs *gpuState
-	if d.UUID != "" {
-		gs = e.gpus[d.UUID]
+	if key != "" {
+		gs = e.gpus[key]
 	} else {
 		gs = e.byIdx[d.Index]
 	}
 	if gs == nil {
 		gs = e.newState(newWindow, func(k windowKey) *Trend { return NewTrendScales(k.span, k.longest) }, nil)
-		if d.UUID != "" {
-			e.gpus[d.UUID] = gs
+		gs.key = key
+		if key != "" {
+			e.gpus[key] = gs
 		} else {
 			e.byIdx[d.Index] = gs
 		}
-		gs.seq = len(e.order)
+		gs.seq = e.seqs
+		e.seqs++
 		e.order = append(e.order, gs)
 	}
 	e.refresh(gs, host, d)
@@ -279,10 +319,10 @@ func (e *Engine) refresh(gs *gpuState, host string, d *gpu.Device) {
 		return
 	}
 	for i, r := range e.rules {
-		gs.applies[i] = r.AppliesTo(d.Index, d.UUID, d.Name)
+		gs.applies[i] = r.AppliesTo(d)
 		gs.repeat[i] = e.repeatInterval(r, host, d)
 	}
-	e.restore(gs, d)
+	e.restore(gs)
 	gs.stale = false
 }
 
@@ -352,13 +392,7 @@ func (e *Engine) Eval(s *gpu.Snapshot) []Transition {
 	e.eval++
 	for i := range s.Devices {
 		d := &s.Devices[i]
-		gs := e.state(s.Host, d)
-		gs.index = d.Index
-		e.place(gs, s.Host)
-		gs.eval, gs.last, gs.device = e.eval, s.Time, *d
-		e.observe(s.Time, d, gs)
-		e.ctx.HeldFor, e.ctx.MissingFor = gs.holder.heldFor(s.Time), 0
-		e.evalDevice(s, d, gs, d.Processes)
+		e.evalReported(s, d, e.state(s.Host, d.UUID, d))
 	}
 	for _, gs := range e.hosts[s.Host] {
 		if gs.eval == e.eval {
@@ -369,7 +403,26 @@ func (e *Engine) Eval(s *gpu.Snapshot) []Transition {
 		e.ctx.HeldFor, e.ctx.MissingFor = math.NaN(), s.Time.Sub(gs.last).Seconds()
 		e.evalDevice(s, &missing, gs, gs.device.Processes)
 	}
+	if e.processes != nil {
+		e.out = e.processes.eval(s, e.out)
+	}
+	e.warnUnmeasured(s.Host)
 	return e.out
+}
+
+// evalReported evaluates device d, which reported in snapshot s.
+func (e *Engine) evalReported(s *gpu.Snapshot, d *gpu.Device, gs *gpuState) {
+	gs.index = d.Index
+	e.place(gs, s.Host)
+	gs.eval, gs.last, gs.device = e.eval, s.Time, *d
+	if gs.samples < unmeasuredAfter {
+		if gs.samples++; gs.samples == unmeasuredAfter && d.MIG != nil {
+			e.skipUnmeasured(gs)
+		}
+	}
+	e.observe(s.Time, d, gs)
+	e.ctx.HeldFor, e.ctx.MissingFor = gs.holder.heldFor(s.Time), 0
+	e.evalDevice(s, d, gs, d.Processes)
 }
 
 // Warm feeds a past snapshot to the GPUs' windows, trends, histories and
@@ -381,14 +434,21 @@ func (e *Engine) Eval(s *gpu.Snapshot) []Transition {
 func (e *Engine) Warm(s *gpu.Snapshot) {
 	for i := range s.Devices {
 		d := &s.Devices[i]
-		gs := e.state(s.Host, d)
-		gs.index = d.Index
-		e.place(gs, s.Host)
-		e.observe(s.Time, d, gs)
-		e.feed(s.Time, d, gs)
-		e.countXIDs(s, d.Index, gs)
-		gs.last, gs.device = s.Time, *d
+		e.warmDevice(s, d, e.state(s.Host, d.UUID, d))
 	}
+	if e.processes != nil {
+		e.processes.warm(s)
+	}
+}
+
+// warmDevice feeds device d of the past snapshot s to its state.
+func (e *Engine) warmDevice(s *gpu.Snapshot, d *gpu.Device, gs *gpuState) {
+	gs.index = d.Index
+	e.place(gs, s.Host)
+	e.observe(s.Time, d, gs)
+	e.feed(s.Time, d, gs)
+	e.countXIDs(s, d.Index, gs)
+	gs.last, gs.device = s.Time, *d
 }
 
 // countXIDs gathers the XID codes the snapshot reports for the GPU at
@@ -419,13 +479,13 @@ func (e *Engine) observe(t time.Time, d *gpu.Device, gs *gpuState) {
 // feed adds reading d at t to the GPU's windows, trends and histories.
 func (e *Engine) feed(t time.Time, d *gpu.Device, gs *gpuState) {
 	for i, w := range gs.windows {
-		w.Add(t, e.specs[i].metric.Value(d))
+		w.Add(t, readMetric(e.specs[i].metric, d, e.ctx.GPU))
 	}
 	for i, tr := range gs.trends {
-		tr.Add(t, e.trends[i].metric.Value(d))
+		tr.Add(t, readMetric(e.trends[i].metric, d, e.ctx.GPU))
 	}
 	for i := range gs.history {
-		gs.history[i].add(t, e.histories[i].Value(d))
+		gs.history[i].add(t, readMetric(e.histories[i], d, e.ctx.GPU))
 	}
 }
 
@@ -433,7 +493,7 @@ func (e *Engine) feed(t time.Time, d *gpu.Device, gs *gpuState) {
 // reading unknown.
 func missingDevice(d *gpu.Device) gpu.Device {
 	nan := math.NaN()
-	return gpu.Device{Index: d.Index, UUID: d.UUID, Name: d.Name,
+	return gpu.Device{Index: d.Index, UUID: d.UUID, Name: d.Name, MIG: d.MIG, MIGEnabled: d.MIGEnabled,
 		UtilGPU: nan, UtilMem: nan, TempC: nan, PowerW: nan, PowerLimitW: nan}
 }
 
@@ -488,20 +548,29 @@ func (e *Engine) repeatInterval(r *Rule, host string, d *gpu.Device) time.Durati
 	case r.RepeatInterval > 0:
 		return r.RepeatInterval
 	case e.opts.RepeatFor != nil:
-		return e.opts.RepeatFor(alertLabels(r, host, d))
+		return e.opts.RepeatFor(alertLabels(r, host, d, e.ctx.Process))
 	}
 	return e.opts.RepeatInterval
 }
 
-// alertLabels are the labels of rule r's alert on GPU d.
-func alertLabels(r *Rule, host string, d *gpu.Device) map[string]string {
-	labels := make(map[string]string, len(r.Labels)+5)
+// alertLabels are the labels of rule r's alert on GPU d: for a MIG
+// instance also its profile (mig_profile) and parent (parent_uuid), for a
+// rule that runs per process also the process (pid).
+func alertLabels(r *Rule, host string, d *gpu.Device, p *gpu.Process) map[string]string {
+	labels := make(map[string]string, len(r.Labels)+8)
 	maps.Copy(labels, r.Labels)
 	labels["alert"] = r.Name
 	labels["severity"] = string(r.Severity)
 	labels["host"] = host
 	labels["gpu"] = strconv.Itoa(d.Index)
 	labels["uuid"] = d.UUID
+	if d.MIG != nil {
+		labels["parent_uuid"] = d.MIG.ParentUUID
+		labels["mig_profile"] = d.MIG.Profile
+	}
+	if p != nil {
+		labels["pid"] = strconv.Itoa(p.PID)
+	}
 	return labels
 }
 
@@ -541,15 +610,14 @@ func (e *Engine) emit(s *gpu.Snapshot, d *gpu.Device, gs *gpuState, j int, procs
 			t.TimeToFull = time.Duration(now * float64(time.Second))
 		}
 	}
-	data := TemplateData{Alert: r.Name, GPU: d.Index, UUID: d.UUID, Name: d.Name, Host: s.Host,
-		Value: a.Value, ValueText: t.ValueText, Severity: string(r.Severity), Labels: r.Labels,
-		Processes: t.Processes, StartsAt: a.FiredAt}
+	data := templateData(&t, r, d)
+	data.Value, data.StartsAt = a.Value, a.FiredAt
 	if t.HasTimeToFull() {
 		data.TimeToFull = t.TimeToFull
 	}
 	t.Summary = render(r.Summary, &data)
 	if t.Summary == "" {
-		t.Summary = fmt.Sprintf("%s on GPU %d (%s): %s", r.Name, d.Index, d.Name, t.ValueText)
+		t.Summary = fmt.Sprintf("%s on %s (%s): %s", r.Name, t.Subject(), d.Name, t.ValueText)
 	}
 	a.Summary = t.Summary
 	t.Description = render(r.Description, &data)
@@ -575,14 +643,13 @@ func (e *Engine) emitResolve(s *gpu.Snapshot, d *gpu.Device, gs *gpuState, j int
 		now += " for " + formatSeconds(r.KeepFiringFor.Seconds())
 	}
 	t.Value, t.ValueText, t.ValueExpr, t.ValueAt = v, cond.FormatValue(why, v), cond.Expr(why), s.Time
-	t.Summary = fmt.Sprintf("GPU %d on %s: %s", d.Index, s.Host, now)
+	t.Summary = t.where() + ": " + now
 	t.FiringSummary = a.Summary
 	if c := e.layout[j]; c.trend >= 0 {
 		t.Trend = gs.trends[c.trend].Rate()
 	}
-	data := TemplateData{Alert: r.Name, GPU: d.Index, UUID: d.UUID, Name: d.Name, Host: s.Host,
-		Value: v, ValueText: t.ValueText, Severity: string(r.Severity), Labels: r.Labels,
-		Processes: t.Processes, StartsAt: a.FiredAt}
+	data := templateData(&t, r, d)
+	data.Value, data.StartsAt = v, a.FiredAt
 	t.Description = render(r.Description, &data)
 	t.AlertState = *a
 	e.out = append(e.out, t)
@@ -594,10 +661,13 @@ func (e *Engine) transition(s *gpu.Snapshot, d *gpu.Device, gs *gpuState, j int,
 	r, a := e.rules[j], &gs.alerts[j]
 	t := Transition{
 		At: s.Time, Rule: r, Alert: r.Name, State: a.State, Repeat: repeat,
-		Severity: r.Severity, Host: s.Host, GPU: d.Index, UUID: d.UUID, GPUName: d.Name,
+		Severity: r.Severity, Host: s.Host, GPU: d.Index, UUID: d.UUID, GPUName: d.Name, MIG: d.MIG,
 		Trend: math.NaN(), TimeToFull: time.Duration(math.MinInt64),
-		StartsAt: a.FiredAt, Labels: alertLabels(r, s.Host, d),
+		StartsAt: a.FiredAt, Labels: alertLabels(r, s.Host, d, e.ctx.Process),
 		Processes: sortedProcesses(procs),
+	}
+	if p := e.ctx.Process; p != nil {
+		t.Process = new(*p)
 	}
 	if gs.eval != e.eval {
 		t.LastReport = gs.last
@@ -641,14 +711,21 @@ type AlertState struct {
 	Host string
 	GPU  int
 	UUID string
+	MIG  *gpu.MIG // the MIG instance, nil for a whole GPU
+	// Process is the process of a rule that runs per process, nil for a
+	// rule on the GPU.
+	Process *gpu.Process
 	Alert
 }
 
 // Labels are the alert's labels, as its transitions carry them (see
 // Transition.Labels): what silences match.
 func (a *AlertState) Labels() map[string]string {
-	return alertLabels(a.Rule, a.Host, &gpu.Device{Index: a.GPU, UUID: a.UUID})
+	return alertLabels(a.Rule, a.Host, &gpu.Device{Index: a.GPU, UUID: a.UUID, MIG: a.MIG}, a.Process)
 }
+
+// Label names the alert's GPU for people (gpu.Label).
+func (a *AlertState) Label() string { return gpu.Label(a.GPU, a.MIG) }
 
 // Active returns every pending or firing alert.
 func (e *Engine) Active() []AlertState {
@@ -656,7 +733,7 @@ func (e *Engine) Active() []AlertState {
 	visit := func(index int, uuid string, gs *gpuState) {
 		for j, a := range gs.alerts {
 			if a.State != StateInactive {
-				out = append(out, AlertState{Rule: e.rules[j], Host: gs.host, GPU: index, UUID: uuid, Alert: a})
+				out = append(out, AlertState{Rule: e.rules[j], Host: gs.host, GPU: index, UUID: uuid, MIG: gs.device.MIG, Alert: a})
 			}
 		}
 	}
@@ -666,8 +743,12 @@ func (e *Engine) Active() []AlertState {
 	for idx, gs := range e.byIdx {
 		visit(idx, "", gs)
 	}
+	if e.processes != nil {
+		out = e.processes.active(out)
+	}
 	slices.SortFunc(out, func(a, b AlertState) int {
-		return cmp.Or(cmp.Compare(a.Host, b.Host), cmp.Compare(a.GPU, b.GPU), cmp.Compare(a.Rule.Name, b.Rule.Name))
+		return cmp.Or(cmp.Compare(a.Host, b.Host), cmp.Compare(a.GPU, b.GPU), cmp.Compare(a.UUID, b.UUID),
+			cmp.Compare(a.Rule.Name, b.Rule.Name), cmp.Compare(pidOf(a.Process), pidOf(b.Process)))
 	})
 	return out
 }
@@ -694,7 +775,7 @@ func (e *Engine) Inherit(old *Engine) {
 			}
 			return nil
 		})
-		gs.index, gs.seen = ogs.index, ogs.seen
+		gs.index, gs.key, gs.process, gs.seen = ogs.index, ogs.key, ogs.process, ogs.seen
 		for i, m := range e.histories {
 			if k := slices.Index(old.histories, m); k >= 0 {
 				gs.history[i] = ogs.history[k]
@@ -711,23 +792,34 @@ func (e *Engine) Inherit(old *Engine) {
 	}
 	for _, ogs := range old.order {
 		gs := adopt(ogs)
-		if uuid := ogs.device.UUID; uuid != "" {
-			e.gpus[uuid] = gs
+		if ogs.key != "" {
+			e.gpus[ogs.key] = gs
 		} else {
 			e.byIdx[ogs.index] = gs
 		}
-		gs.seq, gs.placed = len(e.order), true
+		gs.seq, gs.placed = e.seqs, true
+		e.seqs++
 		e.order = append(e.order, gs)
 		e.hosts[gs.host] = append(e.hosts[gs.host], gs)
 	}
 	e.eval = old.eval
+	if e.processes == nil && old.processes != nil {
+		// No rule runs per process any more: an engine of none resolves
+		// what the old ones left firing.
+		e.processes = newProcessSeries(nil, e.opts)
+	}
+	if e.processes != nil {
+		e.processes.inherit(old.processes)
+	}
 }
 
 // AlertRecord is an alert's state as saved across restarts. Severity and
 // Labels are its rule's, so that an alert whose rule a restart finds gone
 // can still be resolved the way it was sent.
 type AlertRecord struct {
-	Rule     string
+	Rule string
+	// UUID is the alert's series (Transition.SeriesID): its GPU's UUID,
+	// with the PID for a rule that runs per process.
 	UUID     string
 	Severity Severity
 	Labels   map[string]string
@@ -741,15 +833,35 @@ type AlertRecord struct {
 // exists resolves at that first evaluation; other records of such rules
 // are dropped.
 func (e *Engine) Restore(recs []AlertRecord) {
+	var ofGPUs, ofProcesses []AlertRecord
+	for _, r := range recs {
+		if isProcessSeries(r.UUID) {
+			ofProcesses = append(ofProcesses, r)
+		} else {
+			ofGPUs = append(ofGPUs, r)
+		}
+	}
+	e.keep(ofGPUs)
+	if len(ofProcesses) > 0 && e.processes == nil {
+		e.processes = newProcessSeries(nil, e.opts)
+	}
+	if e.processes != nil {
+		e.processes.engine.keep(ofProcesses)
+	}
+}
+
+// keep holds saved alert states by the key of their GPU (or process)
+// until it appears.
+func (e *Engine) keep(recs []AlertRecord) {
 	e.restored = map[string][]AlertRecord{}
 	for _, r := range recs {
 		e.restored[r.UUID] = append(e.restored[r.UUID], r)
 	}
 }
 
-func (e *Engine) restore(gs *gpuState, d *gpu.Device) {
-	recs, ok := e.restored[d.UUID]
-	if !ok || d.UUID == "" {
+func (e *Engine) restore(gs *gpuState) {
+	recs, ok := e.restored[gs.key]
+	if !ok || gs.key == "" {
 		return
 	}
 	for _, rec := range recs {
@@ -762,5 +874,5 @@ func (e *Engine) restore(gs *gpuState, d *gpu.Device) {
 			gs.orphans = append(gs.orphans, orphan{rule: gone, alert: rec.Alert})
 		}
 	}
-	delete(e.restored, d.UUID)
+	delete(e.restored, gs.key)
 }

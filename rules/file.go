@@ -5,10 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"path"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"text/template"
 	"time"
@@ -48,39 +46,6 @@ type Rule struct {
 	// (memory.used_percent > 0.95, a fraction where a percent is meant),
 	// at their place in the file; gpuwatch check prints them.
 	Warnings []*strictyaml.Error
-}
-
-// GPUSelector picks GPUs by index, by UUID, or by a glob on the name.
-type GPUSelector struct {
-	Index    int    // -1 when not by index
-	UUID     string // "" when not by UUID
-	NameGlob string // "" when not by name
-}
-
-// Matches reports whether the selector picks the GPU.
-func (s GPUSelector) Matches(index int, uuid, name string) bool {
-	switch {
-	case s.Index >= 0:
-		return s.Index == index
-	case s.UUID != "":
-		return strings.EqualFold(s.UUID, uuid)
-	default:
-		ok, _ := path.Match(s.NameGlob, name)
-		return ok
-	}
-}
-
-// AppliesTo reports whether the rule evaluates on the GPU.
-func (r *Rule) AppliesTo(index int, uuid, name string) bool {
-	if len(r.GPUs) == 0 {
-		return true
-	}
-	for _, s := range r.GPUs {
-		if s.Matches(index, uuid, name) {
-			return true
-		}
-	}
-	return false
 }
 
 // ruleYAML is the rule as written in YAML; fields the rules package parses
@@ -385,25 +350,4 @@ func (p *ruleParser) template(n *yaml.Node, field string) *template.Template {
 		return nil
 	}
 	return t
-}
-
-func (p *ruleParser) gpuSelector(n *yaml.Node) GPUSelector {
-	n = strictyaml.Resolve(n)
-	if n.Kind != yaml.ScalarNode {
-		p.fail(n, "gpus entries must be an index (0), a UUID (GPU-…) or a name glob (\"NVIDIA A100*\")")
-		return GPUSelector{Index: -1, NameGlob: "-"}
-	}
-	if i, err := strconv.Atoi(n.Value); err == nil {
-		if i < 0 {
-			p.fail(n, "GPU index %d must be 0 or more", i)
-		}
-		return GPUSelector{Index: i}
-	}
-	if strings.HasPrefix(n.Value, "GPU-") || strings.HasPrefix(n.Value, "MIG-") {
-		return GPUSelector{Index: -1, UUID: n.Value}
-	}
-	if _, err := path.Match(n.Value, ""); err != nil {
-		p.fail(n, "GPU name glob %q is malformed: %v", n.Value, err)
-	}
-	return GPUSelector{Index: -1, NameGlob: n.Value}
 }

@@ -61,7 +61,7 @@ var ruleFileFailures = map[string][]string{
 		`5:40: when: unit "MiB" is a size but slope(memory.used, 10m) is bytes per second; use a rate such as MiB/s, MiB/min or GiB/h`,
 	},
 	"unknown_metric.bad.yaml": {
-		`3:11: when: unknown metric "memory.usd" (did you mean "memory.used"?); metrics are memory.used, memory.free, memory.total, memory.used_percent, utilization.gpu, utilization.memory, temperature, power, power.percent, process.memory, process.count, xid, held_for, missing_for, xid.fault, xid.action and the health readings ecc.*, retired_pages.*, row_remap.*, recovery_action, throttle.*, pcie.*, nvlink.*, fan.*, clocks.* (docs/rules.md lists them)`,
+		`3:11: when: unknown metric "memory.usd" (did you mean "memory.used"?); metrics are memory.used, memory.free, memory.total, memory.used_percent, utilization.gpu, utilization.memory, temperature, power, power.percent, process.memory, process.count, process.jobs, xid, held_for, missing_for, xid.fault, xid.action and the health readings ecc.*, retired_pages.*, row_remap.*, recovery_action, throttle.*, pcie.*, nvlink.*, fan.*, clocks.* (docs/rules.md lists them)`,
 		`5:11: when: unknown function "mean" (did you mean "min"?); functions are avg, min, max, slope, time_to_full, trend, rate, active, count`,
 	},
 	"bad_duration.bad.yaml": {
@@ -87,14 +87,17 @@ var ruleFileFailures = map[string][]string{
 		`13:14: summary: {{range 1000000000}} does not range over the alert's data; range over .Processes or .Labels`,
 	},
 	"template_field.bad.yaml": {
-		`4:14: summary: there is no field .Valu (did you mean "Value"?); the fields are .Alert .GPU .UUID .Name .Host .Value .ValueText .Severity .Labels .Processes .StartsAt .TimeToFull`,
+		`4:14: summary: there is no field .Valu (did you mean "Value"?); the fields are .Alert .GPU .UUID .Name .Label .MIG .Host .Value .ValueText .Severity .Labels .Processes .StartsAt .TimeToFull .Process`,
 		`7:18: description: there is no field .Usr (did you mean "User"?); the fields are .PID .User .Command .Container .Job .Account .MemUsed`,
 		`10:18: description must be text (a Go template like "GPU {{.GPU}} at {{.Value | percent}}")`,
 	},
 	"bad_gpus.bad.yaml": {
 		`4:15: GPU name glob "NVIDIA [A100" is malformed: syntax error in pattern`,
 		`4:31: GPU index -1 must be 0 or more`,
-		`4:35: gpus entries must be an index (0), a UUID (GPU-…) or a name glob ("NVIDIA A100*")`,
+		`4:35: gpus entries must be an index (0), a UUID (GPU-…, MIG-…), a name glob ("NVIDIA A100*") or MIG instances by profile ("*/1g.10gb", "0/*")`,
+		`7:12: MIG selector "node1/1g.10gb": the parent "node1" must be *, an index (0) or a GPU UUID (GPU-…)`,
+		`7:29: MIG selector "*/" must be PARENT/PROFILE, the parent *, an index or a GPU UUID and the profile a glob: "*/1g.10gb", "0/*"`,
+		`7:35: MIG profile glob "[1g" is malformed: syntax error in pattern`,
 	},
 	"duplicate_name.bad.yaml": {
 		`6:5: alert "GPUHot" is defined twice (first at testdata/duplicate_name.bad.yaml:2:5); give each rule its own name`,
@@ -320,10 +323,11 @@ func TestAppliesTo(t *testing.T) {
 		{7, "GPU-eeee", "NVIDIA H100 80GB HBM3", false},
 	}
 	for _, tt := range tests {
-		if got := full.AppliesTo(tt.index, tt.uuid, tt.name); got != tt.want {
+		d := &gpu.Device{Index: tt.index, UUID: tt.uuid, Name: tt.name}
+		if got := full.AppliesTo(d); got != tt.want {
 			t.Errorf("AppliesTo(%d, %q, %q): got %v, want %v", tt.index, tt.uuid, tt.name, got, tt.want)
 		}
-		if !hot.AppliesTo(tt.index, tt.uuid, tt.name) {
+		if !hot.AppliesTo(d) {
 			t.Errorf("rule without gpus: AppliesTo(%d, %q, %q): got false, want true", tt.index, tt.uuid, tt.name)
 		}
 	}
@@ -425,6 +429,42 @@ func BenchmarkParseFile(b *testing.B) {
 	for b.Loop() {
 		if _, err := ParseFile("r.yaml", data); err != nil {
 			b.Fatal(err)
+		}
+	}
+}
+
+func TestSelectMIGInstances(t *testing.T) {
+	a100 := "NVIDIA A100-SXM4-80GB"
+	parent := &gpu.Device{Index: 0, UUID: "GPU-aaaa", Name: a100, MIGEnabled: true}
+	slice := func(index int, parentUUID string, gi int, profile string) *gpu.Device {
+		return &gpu.Device{Index: index, UUID: gpu.InstanceUUID(parentUUID, gi, 0), Name: a100,
+			MIG: &gpu.MIG{ParentUUID: parentUUID, GPUInstance: gi, Profile: profile}}
+	}
+	small, big := slice(0, "GPU-aaaa", 9, "1g.10gb"), slice(0, "GPU-aaaa", 2, "3g.40gb")
+	other := slice(1, "GPU-bbbb", 9, "1g.10gb")
+	whole := &gpu.Device{Index: 1, UUID: "GPU-cccc", Name: a100}
+	devices := []*gpu.Device{parent, small, big, other, whole}
+	for _, tc := range []struct {
+		gpus string
+		want []bool // parent, small, big, other, whole
+	}{
+		{`"*/1g.10gb"`, []bool{false, true, false, true, false}},
+		{`"*/*"`, []bool{false, true, true, true, false}},
+		{`"0/*"`, []bool{false, true, true, false, false}},
+		{`"GPU-AAAA/3g.*"`, []bool{false, false, true, false, false}},
+		{`0`, []bool{true, true, true, false, false}},          // a GPU brings its instances
+		{`"GPU-aaaa"`, []bool{true, true, true, false, false}}, // by parent
+		{`"MIG-GPU-aaaa/9/0"`, []bool{false, true, false, false, false}},
+		{`"NVIDIA A100*"`, []bool{true, true, true, true, true}},
+	} {
+		rs, err := ParseFile("inline.yaml", []byte("rules:\n  - alert: R\n    when: memory.used_percent > 95\n    gpus: ["+tc.gpus+"]\n"))
+		if err != nil {
+			t.Fatalf("gpus [%s]: %v", tc.gpus, err)
+		}
+		for i, d := range devices {
+			if got := rs[0].AppliesTo(d); got != tc.want[i] {
+				t.Errorf("gpus [%s] on %s (%s): got %v, want %v", tc.gpus, d.Label(), d.UUID, got, tc.want[i])
+			}
 		}
 	}
 }

@@ -54,7 +54,7 @@ func FuzzParseFile(f *testing.F) {
 			}
 			render(r.Summary, data)
 			render(r.Description, data)
-			r.AppliesTo(0, "GPU-x", "NVIDIA H100")
+			r.AppliesTo(&gpu.Device{UUID: "MIG-x", Name: "NVIDIA H100", MIG: &gpu.MIG{ParentUUID: "GPU-x", Profile: "1g.10gb"}})
 		}
 	})
 }

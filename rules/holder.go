@@ -35,9 +35,10 @@ type Exit struct {
 }
 
 // Text says what happened, for people: "pid 4242 (alice, python train.py)
-// exited with the GPU at 99% — a CUDA out-of-memory is likely".
-func (x *Exit) Text(gpuIndex int) string {
-	who := fmt.Sprintf("the job on GPU %d", gpuIndex)
+// exited with the GPU at 99% — a CUDA out-of-memory is likely"; label
+// names the GPU (gpu.Label) for a job the source names no process of.
+func (x *Exit) Text(label string) string {
+	who := "the job on " + label
 	if len(x.Processes) > 0 {
 		who = describeProcesses(x.Processes)
 	}

@@ -176,8 +176,8 @@ rules:
 		if tr.Exit == nil {
 			t.Fatalf("%s: the resolve carries no exit", tc.name)
 		}
-		if tr.Exit.OOMLikely != tc.oomLikely || tr.Exit.Text(0) != tc.text {
-			t.Errorf("%s: got exit %q (OOM likely %v), want %q (%v)", tc.name, tr.Exit.Text(0), tr.Exit.OOMLikely, tc.text, tc.oomLikely)
+		if tr.Exit.OOMLikely != tc.oomLikely || tr.Exit.Text("GPU 0") != tc.text {
+			t.Errorf("%s: got exit %q (OOM likely %v), want %q (%v)", tc.name, tr.Exit.Text("GPU 0"), tr.Exit.OOMLikely, tc.text, tc.oomLikely)
 		}
 		if !tr.Exit.At.Equal(t0.Add(at)) {
 			t.Errorf("%s: exit at %v, want %v", tc.name, tr.Exit.At, t0.Add(at))
@@ -252,11 +252,11 @@ func TestExitText(t *testing.T) {
 		{Exit{Processes: []gpu.Process{gpu.PodProcess("ml", "train-0", "trainer")}, MemPercent: 97},
 			"pod ml/train-0, container trainer exited with the GPU at 97%"},
 	} {
-		if got := tc.x.Text(3); got != tc.want {
+		if got := tc.x.Text("GPU 3"); got != tc.want {
 			t.Errorf("got %q, want %q", got, tc.want)
 		}
 	}
-	if !strings.Contains((&Exit{MemPercent: 99, OOMLikely: true}).Text(0), "out-of-memory") {
+	if !strings.Contains((&Exit{MemPercent: 99, OOMLikely: true}).Text("GPU 0"), "out-of-memory") {
 		t.Error("an exit with OOMLikely does not say so")
 	}
 }
@@ -348,7 +348,7 @@ func TestPodTakesOverFromPod(t *testing.T) {
 	if !h.observe(t0.Add(2*time.Minute), dev("train-1")) {
 		t.Fatal("train-1 took the GPU over from train-0: not seen as a change of hands")
 	}
-	if got := h.exit.Text(0); got != "pod ml/train-0, container trainer exited with the GPU at 50%" {
+	if got := h.exit.Text("GPU 0"); got != "pod ml/train-0, container trainer exited with the GPU at 50%" {
 		t.Errorf("exit: %q", got)
 	}
 }

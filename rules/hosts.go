@@ -15,18 +15,23 @@ func (e *Engine) place(gs *gpuState, host string) {
 		return
 	}
 	if gs.placed {
-		old := e.hosts[gs.host]
-		if i := slices.Index(old, gs); i >= 0 {
-			old = slices.Delete(old, i, i+1)
-		}
-		if len(old) == 0 {
-			delete(e.hosts, gs.host)
-		} else {
-			e.hosts[gs.host] = old
-		}
+		e.unplace(gs)
 	}
 	list := e.hosts[host]
 	i, _ := slices.BinarySearchFunc(list, gs.seq, func(g *gpuState, seq int) int { return cmp.Compare(g.seq, seq) })
 	e.hosts[host] = slices.Insert(list, i, gs)
 	gs.host, gs.placed = host, true
+}
+
+// unplace takes GPU gs off its host's list in Engine.hosts.
+func (e *Engine) unplace(gs *gpuState) {
+	list := e.hosts[gs.host]
+	if i := slices.Index(list, gs); i >= 0 {
+		list = slices.Delete(list, i, i+1)
+	}
+	if len(list) == 0 {
+		delete(e.hosts, gs.host)
+	} else {
+		e.hosts[gs.host] = list
+	}
 }

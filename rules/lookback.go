@@ -45,5 +45,12 @@ func (e *Engine) lookback() (longest, fine, step time.Duration) {
 			}
 		}
 	}
+	if e.processes != nil {
+		pl, pf, ps := e.processes.engine.lookback()
+		longest, fine = max(longest, pl), max(fine, pf)
+		if ps > 0 && (step == 0 || ps < step) {
+			step = ps
+		}
+	}
 	return max(longest, fine), fine, step
 }

@@ -23,6 +23,7 @@ const (
 	MetricPowerPercent                        // power.percent, percent of the power limit
 	MetricProcessMemory                       // process.memory, bytes held by the largest process
 	MetricProcessCount                        // process.count, compute processes on the GPU
+	MetricProcessJobs                         // process.jobs, jobs holding memory on the GPU
 	MetricXID                                 // xid, the XID codes of this snapshot's events
 	MetricHeldFor                             // held_for, seconds the GPU has been held by its job
 	MetricMissingFor                          // missing_for, seconds since the GPU last reported
@@ -103,6 +104,8 @@ func (m Metric) String() string {
 		return "process.memory"
 	case MetricProcessCount:
 		return "process.count"
+	case MetricProcessJobs:
+		return "process.jobs"
 	case MetricXID:
 		return "xid"
 	case MetricHeldFor:
@@ -168,7 +171,8 @@ func (m Metric) Dimension() Dimension {
 // which the engine keeps (EvalContext.HeldFor and MissingFor). A health
 // reading is NaN when the GPU or the source does not give it.
 // process.memory is the largest process's memory, 0 when the GPU runs no
-// process.
+// process; process.jobs counts the jobs whose processes hold memory
+// (gpu.CountJobs).
 func (m Metric) Value(d *gpu.Device) float64 {
 	if d == nil {
 		return math.NaN()
@@ -206,6 +210,8 @@ func (m Metric) Value(d *gpu.Device) float64 {
 		return float64(most)
 	case MetricProcessCount:
 		return float64(len(d.Processes))
+	case MetricProcessJobs:
+		return float64(gpu.CountJobs(d.Processes))
 	}
 	if h, ok := healthMetricOf(m); ok {
 		return h.value(&d.Health)

@@ -89,6 +89,7 @@ func TestMetricNamesAndDimensions(t *testing.T) {
 		{"power.percent", Dimension{Base: Percent}},
 		{"process.memory", Dimension{Base: Bytes}},
 		{"process.count", Dimension{Base: Count}},
+		{"process.jobs", Dimension{Base: Count}},
 		{"xid", Dimension{Base: Count}},
 		{"held_for", Dimension{Base: Seconds}},
 		{"missing_for", Dimension{Base: Seconds}},

@@ -48,12 +48,15 @@ func (e *Engine) resolveOrphans(s *gpu.Snapshot, d *gpu.Device, gs *gpuState, pr
 		a.ActiveAt, a.ClearingSince = time.Time{}, time.Time{}
 		t := Transition{
 			At: s.Time, Rule: o.rule, Alert: o.rule.Name, State: StateInactive,
-			Severity: o.rule.Severity, Host: s.Host, GPU: d.Index, UUID: d.UUID, GPUName: d.Name,
+			Severity: o.rule.Severity, Host: s.Host, GPU: d.Index, UUID: d.UUID, GPUName: d.Name, MIG: d.MIG,
 			Value: math.NaN(), Trend: math.NaN(), TimeToFull: time.Duration(math.MinInt64),
-			StartsAt: a.FiredAt, EndsAt: s.Time, Labels: alertLabels(o.rule, s.Host, d),
-			Summary:       fmt.Sprintf("GPU %d on %s: %s is no longer a rule in the config", d.Index, s.Host, o.rule.Name),
+			StartsAt: a.FiredAt, EndsAt: s.Time, Labels: alertLabels(o.rule, s.Host, d, e.ctx.Process),
+			Summary:       fmt.Sprintf("%s on %s: %s is no longer a rule in the config", d.Label(), s.Host, o.rule.Name),
 			FiringSummary: a.Summary, Description: orphanDescription, AlertState: a,
 			Processes: sortedProcesses(procs),
+		}
+		if p := e.ctx.Process; p != nil {
+			t.Process = new(*p)
 		}
 		e.out = append(e.out, t)
 	}

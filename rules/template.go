@@ -16,10 +16,15 @@ import (
 
 // TemplateData is what a rule's summary and description templates see.
 type TemplateData struct {
-	Alert     string
-	GPU       int    // index
-	UUID      string // GPU UUID
-	Name      string // GPU model name
+	Alert string
+	GPU   int    // index
+	UUID  string // GPU UUID, or the MIG instance's
+	Name  string // GPU model name
+	// Label names the GPU for people: "GPU 0", or "GPU 0 · MIG 3
+	// (1g.10gb)" for a MIG instance (gpu.Label).
+	Label string
+	// MIG is the MIG instance, nil for a whole GPU: {{with .MIG}}{{.Profile}}{{end}}.
+	MIG       *gpu.MIG
 	Host      string
 	Value     float64 // the condition's value, in its base unit (bytes, percent, C, W, seconds)
 	ValueText string  // Value with its unit, e.g. "19.5 GiB"
@@ -30,6 +35,21 @@ type TemplateData struct {
 	// TimeToFull is how long until the GPU's memory is full at its steady
 	// growth; 0 when it is not growing or would last more than a day.
 	TimeToFull time.Duration
+	// Process is, for a rule that runs per process, the process whose
+	// series it is ({{.Process.Holder}}, {{.Process.User}}); zero for a
+	// rule on the GPU.
+	Process gpu.Process
+}
+
+// templateData is the data of transition t's templates, but for its value
+// and start.
+func templateData(t *Transition, r *Rule, d *gpu.Device) TemplateData {
+	data := TemplateData{Alert: r.Name, GPU: d.Index, UUID: d.UUID, Name: d.Name, Label: d.Label(), MIG: d.MIG,
+		Host: t.Host, ValueText: t.ValueText, Severity: string(r.Severity), Labels: r.Labels, Processes: t.Processes}
+	if t.Process != nil {
+		data.Process = *t.Process
+	}
+	return data
 }
 
 // templateFuncs are the helpers a template may call:
@@ -95,9 +115,9 @@ func parseTemplate(name, text string) (*template.Template, error) {
 			return nil, err
 		}
 	}
-	sample := TemplateData{Alert: "Sample", Name: "NVIDIA H100", Host: "host", Value: 1,
+	sample := TemplateData{Alert: "Sample", Name: "NVIDIA H100", Label: "GPU 0", Host: "host", Value: 1,
 		Labels: map[string]string{}, Processes: []gpu.Process{{PID: 1, User: "alice", Command: "python"}}}
-	if err := t.Execute(io.Discard, sample); err != nil {
+	if err := t.Execute(io.Discard, &sample); err != nil {
 		return nil, cleanTemplateError(err)
 	}
 	return t, nil

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -119,19 +118,29 @@ func (a *App) status(host string) *reply {
 func (a *App) hostStatus(snap *gpu.Snapshot) *reply {
 	now := a.backend.Now()
 	alerts := alertsOn(a.backend.Alerts(), snap.Host)
-	title := fmt.Sprintf("🖥 %s · %s", snap.Host, plural.Count(len(snap.Devices), "GPU"))
+	gpus, instances := countGPUs(snap.Devices)
+	title := fmt.Sprintf("🖥 %s · %s", snap.Host, plural.Count(gpus, "GPU"))
+	if instances > 0 {
+		title += " · " + plural.Count(instances, "MIG instance")
+	}
 	blocks := []goslack.Block{
 		header(title),
 		note(fmt.Sprintf("Sampled %s (%s ago) · %s · `/gpu top`, `/gpu alerts`, `/gpu history &lt;gpu&gt;`",
 			localTime(snap.Time), since(now, snap.Time), plural.Count(len(alerts), "active alert"))),
 	}
 	room := maxBlocks - len(blocks) - 1
-	for i := range snap.Devices {
-		if i == room {
-			blocks = append(blocks, note(fmt.Sprintf("…and %d more GPUs", len(snap.Devices)-i)))
+	shown := 0
+	for i := 0; i < len(snap.Devices); {
+		if shown == room {
+			blocks = append(blocks, note(fmt.Sprintf("…and %d more GPUs", countWhole(snap.Devices[i:]))))
 			break
 		}
-		blocks = append(blocks, section(deviceText(snap.Host, &snap.Devices[i], alerts, now)))
+		// A GPU split into MIG instances is one section with its
+		// instances under it.
+		n := 1 + countInstancesAfter(snap.Devices, i)
+		blocks = append(blocks, section(deviceText(snap.Host, snap.Devices[i:i+n], alerts, now)))
+		i += n
+		shown++
 	}
 	switch {
 	case snap.Down != "":
@@ -241,36 +250,79 @@ func elsewhere(f fleet, alerts []ActiveAlert) []string {
 	return lines
 }
 
-// deviceText is one GPU's lines in /gpu status.
-func deviceText(host string, d *gpu.Device, alerts []ActiveAlert, now time.Time) string {
+// deviceText is one GPU's lines in /gpu status: devs[0], and, for a GPU
+// split into MIG instances, its instances devs[1:] under it.
+func deviceText(host string, devs []gpu.Device, alerts []ActiveAlert, now time.Time) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "*GPU %d* · %s\n", d.Index, blockkit.EscapeClip(d.Name, 80))
-	if d.MemKnown() {
+	d := &devs[0]
+	fmt.Fprintf(&b, "*%s* · %s\n", d.Label(), blockkit.EscapeClip(d.Name, 80))
+	switch {
+	case d.MIGEnabled:
+		fmt.Fprintf(&b, "MIG: %s\n", plural.Count(len(devs)-1, "instance"))
+	case d.MemKnown():
 		pct := d.MemUsedPercent()
 		fmt.Fprintf(&b, "`%s` %s / %s (%.0f%%)\n", meter(pct), gib(d.MemUsed), gib(d.MemTotal), pct)
-	} else {
+	default:
 		b.WriteString("memory n/a\n")
 	}
 	power := reading(d.PowerW, "%.0f W")
 	if !math.IsNaN(d.PowerLimitW) && d.PowerLimitW > 0 && !math.IsNaN(d.PowerW) {
 		power = fmt.Sprintf("%.0f / %.0f W", d.PowerW, d.PowerLimitW)
 	}
-	fmt.Fprintf(&b, "util %s · %s · %s\n", reading(d.UtilGPU, "%.0f%%"), reading(d.TempC, "%.0f C"), power)
+	if d.MIGEnabled {
+		fmt.Fprintf(&b, "%s · %s\n", reading(d.TempC, "%.0f C"), power)
+	} else {
+		fmt.Fprintf(&b, "util %s · %s · %s\n", reading(d.UtilGPU, "%.0f%%"), reading(d.TempC, "%.0f C"), power)
+		processLine(&b, d)
+	}
+	alertLines(&b, host, d, alerts, now)
+	for i := range devs[1:] {
+		instanceText(&b, host, &devs[1+i], alerts, now)
+	}
+	return strings.TrimSuffix(b.String(), "\n")
+}
+
+// instanceText is a MIG instance's lines under its GPU in /gpu status:
+// "↳ *MIG 3 (1g.10gb)* `▓▓░░` 2.0 / 9.5 GiB (21%) · util n/a", its top
+// process and its alerts.
+func instanceText(b *strings.Builder, host string, d *gpu.Device, alerts []ActiveAlert, now time.Time) {
+	fmt.Fprintf(b, "↳ *%s*", strings.TrimPrefix(d.Label(), gpu.Label(d.Index, nil)+" · "))
+	if d.MemKnown() {
+		pct := d.MemUsedPercent()
+		fmt.Fprintf(b, " `%s` %s / %s (%.0f%%)", meter(pct), gib(d.MemUsed), gib(d.MemTotal), pct)
+	} else {
+		b.WriteString(" memory n/a")
+	}
+	fmt.Fprintf(b, " · util %s\n", reading(d.UtilGPU, "%.0f%%"))
+	b.WriteString("    ")
+	processLine(b, d)
+	alertLines(b, host, d, alerts, now)
+}
+
+// processLine is the device's top process, or that it runs none.
+func processLine(b *strings.Builder, d *gpu.Device) {
 	if p := topProcess(d.Processes); p != nil {
-		fmt.Fprintf(&b, "👤 %s: `%s` %s", blockkit.EscapeClip(p.Who(), 60), blockkit.EscapeClip(p.Command, 60), gib(p.MemUsed))
+		fmt.Fprintf(b, "👤 %s: `%s` %s", blockkit.EscapeClip(p.Who(), 60), blockkit.EscapeClip(p.Command, 60), gib(p.MemUsed))
 		if n := len(d.Processes) - 1; n > 0 {
-			fmt.Fprintf(&b, " (+%d more)", n)
+			fmt.Fprintf(b, " (+%d more)", n)
 		}
 		b.WriteByte('\n')
 	} else {
 		b.WriteString("no processes\n")
 	}
+}
+
+// alertLines are the device's alerts, one a line.
+func alertLines(b *strings.Builder, host string, d *gpu.Device, alerts []ActiveAlert, now time.Time) {
 	for i := range alerts {
 		if al := &alerts[i]; onDevice(al, host, d) {
-			fmt.Fprintf(&b, "%s *%s* %s %s\n", alertEmoji(al), blockkit.EscapeClip(al.Name, 80), al.stateText(), since(now, al.Since))
+			name := al.Name
+			if al.Process != nil {
+				name += " (" + al.Process.Holder() + ")"
+			}
+			fmt.Fprintf(b, "%s *%s* %s %s\n", alertEmoji(al), blockkit.EscapeClip(name, 100), al.stateText(), since(now, al.Since))
 		}
 	}
-	return strings.TrimSuffix(b.String(), "\n")
 }
 
 func topProcess(ps []gpu.Process) *gpu.Process {
@@ -294,19 +346,19 @@ func alertEmoji(al *ActiveAlert) string {
 	return "⏳"
 }
 
-// where names a GPU in mrkdwn: "GPU 3", or "node1 GPU 3" in a fleet.
-// An alert about no one GPU (GPU -1: the source is down) is "node1", or
-// "gpuwatch" on one host.
-func where(several bool, host string, index int) string {
+// where names a GPU in mrkdwn: "GPU 3", "GPU 0 · MIG 3 (1g.10gb)" (label,
+// gpu.Label), or "node1 GPU 3" in a fleet. An alert about no one GPU
+// (GPU -1: the source is down) is "node1", or "gpuwatch" on one host.
+func where(several bool, host string, index int, label string) string {
 	switch {
 	case index < 0 && several:
 		return hostName(host)
 	case index < 0:
 		return "gpuwatch"
 	case several:
-		return hostName(host) + " GPU " + strconv.Itoa(index)
+		return hostName(host) + " " + label
 	}
-	return "GPU " + strconv.Itoa(index)
+	return label
 }
 
 // gpuProcess is a process and the GPU it runs on; unnamed: a GPU that is
@@ -315,6 +367,7 @@ func where(several bool, host string, index int) string {
 type gpuProcess struct {
 	host    string
 	gpu     int
+	label   string // the GPU's, gpu.Label
 	unnamed bool
 	gpu.Process
 }
@@ -336,10 +389,10 @@ func (a *App) top(host string) *reply {
 		for i := range s.Devices {
 			d := &s.Devices[i]
 			for _, p := range d.Processes {
-				ps = append(ps, gpuProcess{host: s.Host, gpu: d.Index, Process: p})
+				ps = append(ps, gpuProcess{host: s.Host, gpu: d.Index, label: d.Label(), Process: p})
 			}
-			if len(d.Processes) == 0 && rules.Held(d) {
-				ps = append(ps, gpuProcess{host: s.Host, gpu: d.Index, unnamed: true, Process: gpu.Process{MemUsed: d.MemUsed}})
+			if len(d.Processes) == 0 && d.RunsJobs() && rules.Held(d) {
+				ps = append(ps, gpuProcess{host: s.Host, gpu: d.Index, label: d.Label(), unnamed: true, Process: gpu.Process{MemUsed: d.MemUsed}})
 			}
 		}
 	}
@@ -375,7 +428,7 @@ func (a *App) top(host string) *reply {
 // names no process" (dcgm-exporter outside Kubernetes; an agent that cannot
 // see the processes of other PID namespaces).
 func topLine(p gpuProcess, several bool) string {
-	line := fmt.Sprintf("`%s` *%s* ", where(several, p.host, p.gpu), gib(p.MemUsed))
+	line := fmt.Sprintf("`%s` *%s* ", where(several, p.host, p.gpu, p.label), gib(p.MemUsed))
 	if p.unnamed {
 		return line + "held · the source names no process"
 	}
@@ -437,7 +490,7 @@ func (a *App) alerts(host string) *reply {
 // alertText is one alert's lines in /gpu alerts.
 func alertText(al *ActiveAlert, several bool, now time.Time) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s *%s* · %s", alertEmoji(al), blockkit.EscapeClip(al.Name, 80), where(several, al.Host, al.GPU))
+	fmt.Fprintf(&b, "%s *%s* · %s", alertEmoji(al), blockkit.EscapeClip(al.Name, 80), where(several, al.Host, al.GPU, al.Subject()))
 	if al.Severity != "" {
 		b.WriteString(" · " + blockkit.EscapeClip(al.Severity, 20))
 	}

@@ -56,8 +56,10 @@ type ActiveAlert struct {
 	Severity     string
 	State        string // "pending" or "firing"
 	GPU          int
-	UUID         string
-	Since        time.Time // pending since, or firing since
+	UUID         string       // the GPU's, or the MIG instance's
+	MIG          *gpu.MIG     // the MIG instance; nil for a whole GPU
+	Process      *gpu.Process // the process of a rule that runs per process; nil for one on the GPU
+	Since        time.Time    // pending since, or firing since
 	ValueText    string
 	Summary      string
 	Acknowledged string // who acknowledged it; "" if nobody
@@ -67,6 +69,16 @@ type ActiveAlert struct {
 	// Silenced is the silence that mutes it now (its notifications are
 	// not sent); nil when none does.
 	Silenced *notifier.Silence
+}
+
+// Subject names what the alert is about: "GPU 3", "GPU 0 · MIG 3
+// (1g.10gb)", "GPU 1, pid 4242" for a rule that runs per process.
+func (al *ActiveAlert) Subject() string {
+	label := gpu.Label(al.GPU, al.MIG)
+	if al.Process != nil {
+		label += ", " + al.Process.Holder()
+	}
+	return label
 }
 
 // stateText is the alert's state as answers write it: "pending",

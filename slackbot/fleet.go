@@ -87,11 +87,45 @@ func (f fleet) names() string {
 	return "the hosts are " + strings.Join(names[:len(names)-1], ", ") + " and " + names[len(names)-1]
 }
 
-// gpuCount is how many GPUs the snapshots report.
+// gpuCount counts the GPUs jobs run on: whole GPUs and MIG instances, not
+// the GPUs split into them.
 func (f fleet) gpuCount() int {
 	n := 0
 	for _, s := range f {
-		n += len(s.Devices)
+		for i := range s.Devices {
+			if s.Devices[i].RunsJobs() {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+// countGPUs counts whole GPUs (split into MIG instances or not) and MIG
+// instances.
+func countGPUs(devs []gpu.Device) (gpus, instances int) {
+	for i := range devs {
+		if devs[i].MIG != nil {
+			instances++
+		} else {
+			gpus++
+		}
+	}
+	return gpus, instances
+}
+
+// countWhole counts the whole GPUs among devs.
+func countWhole(devs []gpu.Device) int {
+	gpus, _ := countGPUs(devs)
+	return gpus
+}
+
+// countInstancesAfter counts the MIG instances that follow devs[i], its
+// own when it is a GPU split into them.
+func countInstancesAfter(devs []gpu.Device, i int) int {
+	n := 0
+	for i+1+n < len(devs) && devs[i+1+n].MIG != nil && devs[i+1+n].MIG.ParentUUID == devs[i].UUID {
+		n++
 	}
 	return n
 }
@@ -123,26 +157,32 @@ const (
 	useFree     use = iota // no process and under 1 GiB of memory in use (rules.Held is false)
 	useBusy                // held and computing, or held with utilization unknown
 	useIdleHeld            // held while computing nothing (utilization under digest.BusyPercent)
+	useMIG                 // split into MIG instances, which are free, busy or idle-held
 )
 
-// String is the use's name: free, busy or idle-held.
+// String is the use's name: free, busy, idle-held or mig.
 func (u use) String() string {
 	switch u {
 	case useFree:
 		return "free"
 	case useIdleHeld:
 		return "idle-held"
+	case useMIG:
+		return "mig"
 	}
 	return "busy"
 }
 
 // UseOf says what GPU d is doing now, as /gpu status and /gpu free count
-// it: "free", "busy" or "idle-held".
+// it: "free", "busy" or "idle-held"; "mig" for a GPU split into MIG
+// instances, whose instances say theirs.
 func UseOf(d *gpu.Device) string { return useOf(d).String() }
 
 // useOf says what GPU d is doing now.
 func useOf(d *gpu.Device) use {
 	switch {
+	case !d.RunsJobs():
+		return useMIG
 	case !rules.Held(d):
 		return useFree
 	case !math.IsNaN(d.UtilGPU) && d.UtilGPU < digest.BusyPercent:
@@ -157,6 +197,7 @@ type uses struct{ busy, idleHeld, free int }
 func (u *uses) add(s *gpu.Snapshot) {
 	for i := range s.Devices {
 		switch useOf(&s.Devices[i]) {
+		case useMIG: // its instances count
 		case useFree:
 			u.free++
 		case useIdleHeld:

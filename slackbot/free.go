@@ -83,7 +83,7 @@ func (a *App) free(host string) *reply {
 // GiB free of 80.0 GiB", with its alerts.
 func freeLine(g freeGPU, several bool, alerts []ActiveAlert) string {
 	d := g.dev
-	line := fmt.Sprintf("*%s* · %s", where(several, g.host, d.Index), blockkit.EscapeClip(d.Name, 60))
+	line := fmt.Sprintf("*%s* · %s", where(several, g.host, d.Index, d.Label()), blockkit.EscapeClip(d.Name, 60))
 	if d.MemKnown() {
 		line += fmt.Sprintf(" · %s free of %s", gib(d.MemTotal-min(d.MemUsed, d.MemTotal)), gib(d.MemTotal))
 	} else {

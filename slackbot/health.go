@@ -55,6 +55,9 @@ func (a *App) health(host string) *reply {
 	for _, s := range f {
 		for i := range s.Devices {
 			d := &s.Devices[i]
+			if d.MIG != nil {
+				continue // a MIG instance's health is its GPU's
+			}
 			v := a.backend.Verdict(s.Host, d)
 			all = append(all, judged{s.Host, d, v})
 			counts[v.Condition]++
@@ -108,5 +111,5 @@ func (a *App) health(host string) *reply {
 // node".
 func healthLine(j judged, several bool) string {
 	reasons := blockkit.EscapeClip(strings.Join(j.verdict.Reasons, "; "), 220)
-	return fmt.Sprintf("%s *%s* · %s: %s", conditionEmoji(j.verdict.Condition), where(several, j.host, j.dev.Index), j.verdict.Condition, reasons)
+	return fmt.Sprintf("%s *%s* · %s: %s", conditionEmoji(j.verdict.Condition), where(several, j.host, j.dev.Index, j.dev.Label()), j.verdict.Condition, reasons)
 }

@@ -9,6 +9,7 @@ import (
 
 	goslack "github.com/slack-go/slack"
 
+	"github.com/gpuwatch/gpuwatch/gpu"
 	"github.com/gpuwatch/gpuwatch/internal/blockkit"
 	"github.com/gpuwatch/gpuwatch/notifier"
 	slacknotifier "github.com/gpuwatch/gpuwatch/notifier/slack"
@@ -65,6 +66,8 @@ type Job struct {
 	GPU     int
 	GPUName string
 	GPUUUID string
+	// MIG is the MIG instance the job runs on; nil on a whole GPU.
+	MIG *gpu.MIG
 	// Who names the job: "job 4242 (alice)", "alice".
 	Who     string
 	Command string
@@ -114,7 +117,7 @@ func (a *App) mine(ctx context.Context, u user) *reply {
 		if i > 0 {
 			b.WriteByte('\n')
 		}
-		fmt.Fprintf(&b, "%s `%s` *%s* %s", useEmoji(j.Use), where(true, j.Host, j.GPU), gib(j.MemUsed), blockkit.EscapeClip(j.Who, 80))
+		fmt.Fprintf(&b, "%s `%s` *%s* %s", useEmoji(j.Use), where(true, j.Host, j.GPU, gpu.Label(j.GPU, j.MIG)), gib(j.MemUsed), blockkit.EscapeClip(j.Who, 80))
 		if j.Command != "" {
 			fmt.Fprintf(&b, " · `%s`", blockkit.EscapeClip(j.Command, 80))
 		}

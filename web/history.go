@@ -26,7 +26,7 @@ type Series struct {
 // HistorySource gives the charts a GPU's readings over the window that
 // ends now: the daemon's own history, or a hub's Prometheus.
 type HistorySource interface {
-	History(ctx context.Context, host string, gpu int, window time.Duration) (Series, error)
+	History(ctx context.Context, host string, gpu int, uuid string, window time.Duration) (Series, error)
 }
 
 // ErrUnknownGPU is what a HistorySource answers for a GPU it has no
@@ -52,7 +52,8 @@ type historyJSON struct {
 }
 
 // history answers GET /api/v1/history?host=H&gpu=N&window=6h. An empty
-// host is this gpuwatch's own (on a hub, the host must be named).
+// host is this gpuwatch's own (on a hub, the host must be named); uuid=U
+// picks a MIG instance of GPU N (or any GPU by its UUID).
 func (s *Server) history(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	host := q.Get("host")
@@ -73,7 +74,7 @@ func (s *Server) history(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "this gpuwatch keeps no history")
 		return
 	}
-	series, err := s.opts.History.History(r.Context(), host, gpu, window)
+	series, err := s.opts.History.History(r.Context(), host, gpu, q.Get("uuid"), window)
 	switch {
 	case errors.Is(err, ErrUnknownGPU):
 		writeError(w, http.StatusNotFound, fmt.Sprintf("no readings of GPU %d on %s: see /api/v1/status for the GPUs there are", gpu, hostOrHere(host)))

@@ -20,7 +20,7 @@ import (
 // fakeHistory has readings of host "a"'s GPU 0 only.
 type fakeHistory struct{ asked []string }
 
-func (f *fakeHistory) History(_ context.Context, host string, gpu int, window time.Duration) (web.Series, error) {
+func (f *fakeHistory) History(_ context.Context, host string, gpu int, _ string, window time.Duration) (web.Series, error) {
 	f.asked = append(f.asked, host+"/"+window.String())
 	if host != "a" || gpu != 0 {
 		return web.Series{}, web.ErrUnknownGPU

@@ -23,6 +23,9 @@ const (
 	fieldLimitManagement
 	fieldCompute
 	fieldGraphics
+	fieldMIG        // GetMigMode
+	fieldMIGDevices // GetMaxMigDeviceCount, GetMigDeviceHandleByIndex
+	fieldGPM        // GpmMigSampleGet, GpmMetricsGet
 )
 
 // String names the NVML call behind the field, for logs.
@@ -46,6 +49,12 @@ func (f field) String() string {
 		return "GetComputeRunningProcesses"
 	case fieldGraphics:
 		return "GetGraphicsRunningProcesses"
+	case fieldMIG:
+		return "GetMigMode"
+	case fieldMIGDevices:
+		return "GetMigDeviceHandleByIndex"
+	case fieldGPM:
+		return "GpmMetricsGet"
 	}
 	return "unknown"
 }
@@ -58,6 +67,8 @@ type device struct {
 	uuid   string
 	name   string
 	lost   bool // ERROR_GPU_IS_LOST seen and reported; cleared when it answers again
+	// mig is set while the GPU is in MIG mode: its instances.
+	mig *migGPU
 
 	// unsupported holds the calls this GPU answered ERROR_NOT_SUPPORTED:
 	// they are not made again. warned holds the calls whose other failures
@@ -112,7 +123,10 @@ func get[T any](r *reading, f field, call func() (T, gonvml.Return)) (v T, ok bo
 }
 
 // read fills out with one reading of every metric. It returns
-// gonvml.ERROR_GPU_IS_LOST as soon as any call says the GPU is lost.
+// gonvml.ERROR_GPU_IS_LOST as soon as any call says the GPU is lost. A GPU
+// in MIG mode (MIGEnabled) keeps the card's readings (temperature, power);
+// its memory, utilization and processes are its instances', which the
+// caller reads (appendInstances).
 func (d *device) read(log *slog.Logger, attr Attributor, out *gpu.Device) error {
 	*out = gpu.Device{
 		Index:       d.index,
@@ -125,9 +139,12 @@ func (d *device) read(log *slog.Logger, attr Attributor, out *gpu.Device) error 
 		PowerLimitW: math.NaN(),
 	}
 	r := &reading{d: d, log: log}
-	d.readMemory(r, out)
-	if u, ok := get(r, fieldUtil, d.handle.GetUtilizationRates); ok {
-		out.UtilGPU, out.UtilMem = float64(u.Gpu), float64(u.Memory)
+	out.MIGEnabled = d.migMode(r)
+	if !out.MIGEnabled {
+		d.readMemory(r, out)
+		if u, ok := get(r, fieldUtil, d.handle.GetUtilizationRates); ok {
+			out.UtilGPU, out.UtilMem = float64(u.Gpu), float64(u.Memory)
+		}
 	}
 	if t, ok := get(r, fieldTemp, d.temperature); ok {
 		out.TempC = float64(t)
@@ -143,13 +160,9 @@ func (d *device) read(log *slog.Logger, attr Attributor, out *gpu.Device) error 
 		out.PowerLimitW = milliwatts(mw)
 	}
 	d.readHealth(r, &out.Health)
-	// A process that is both compute and graphics is listed by both calls.
 	var procs []gpu.Process
-	if infos, ok := get(r, fieldCompute, d.handle.GetComputeRunningProcesses); ok {
-		procs = mergeProcesses(procs, infos)
-	}
-	if infos, ok := get(r, fieldGraphics, d.handle.GetGraphicsRunningProcesses); ok {
-		procs = mergeProcesses(procs, infos)
+	if !out.MIGEnabled {
+		procs = d.readProcesses(r)
 	}
 	if r.err != nil {
 		return r.err
@@ -161,6 +174,19 @@ func (d *device) read(log *slog.Logger, attr Attributor, out *gpu.Device) error 
 	}
 	out.Processes = procs
 	return nil
+}
+
+// readProcesses reads the processes that hold the device's memory. A
+// process that is both compute and graphics is listed by both calls.
+func (d *device) readProcesses(r *reading) []gpu.Process {
+	var procs []gpu.Process
+	if infos, ok := get(r, fieldCompute, d.handle.GetComputeRunningProcesses); ok {
+		procs = mergeProcesses(procs, infos)
+	}
+	if infos, ok := get(r, fieldGraphics, d.handle.GetGraphicsRunningProcesses); ok {
+		procs = mergeProcesses(procs, infos)
+	}
+	return procs
 }
 
 // temperature reads the GPU die's temperature.

@@ -44,6 +44,8 @@ type fakeGPU struct {
 	graphicsRet       gonvml.Return
 	registerRet       gonvml.Return
 	handleRet         gonvml.Return // DeviceGetHandleByIndex
+	migMode           int           // GetMigMode's current mode: 0, MIG disabled, as on most GPUs
+	migRet            gonvml.Return // ERROR_NOT_SUPPORTED for a GPU without MIG
 	// health answers the health calls; nil answers ERROR_NOT_SUPPORTED to
 	// every one, as a GPU and driver without them.
 	health *fakeHealth
@@ -156,6 +158,7 @@ func (f *fakeGPU) device() *mock.Device {
 			return f.graphics, f.answer(f.graphicsRet)
 		},
 		RegisterEventsFunc: func(uint64, gonvml.EventSet) gonvml.Return { return f.answer(f.registerRet) },
+		GetMigModeFunc:     func() (int, int, gonvml.Return) { return f.migMode, f.migMode, f.answer(f.migRet) },
 		GetFieldValuesFunc: f.fieldValues,
 		GetCurrentClocksEventReasonsFunc: func() (uint64, gonvml.Return) {
 			if f.health != nil && f.health.throttleReasonsOnly {

@@ -166,6 +166,9 @@ func (s *Sampler) Close() error {
 		return nil
 	}
 	s.closed = true
+	for _, d := range s.devices {
+		s.closeMIG(d)
+	}
 	var errs []error
 	if s.events != nil {
 		if err := s.events.free(); err != nil {

@@ -33,8 +33,12 @@ func (s *Sampler) Sample(ctx context.Context, at time.Time) (*gpu.Snapshot, erro
 		if err := ctx.Err(); err != nil {
 			return nil, fmt.Errorf("nvml: sample: %w", err)
 		}
+		slot := len(snap.Devices)
 		snap.Devices = append(snap.Devices, gpu.Device{})
-		err := s.sampleDevice(d, &snap.Devices[len(snap.Devices)-1])
+		err := s.sampleDevice(d, &snap.Devices[slot])
+		if err == nil {
+			snap.Devices, err = s.sampleInstances(d, snap.Devices, slot)
+		}
 		if err == nil {
 			if d.lost {
 				d.lost = false
@@ -42,7 +46,7 @@ func (s *Sampler) Sample(ctx context.Context, at time.Time) (*gpu.Snapshot, erro
 			}
 			continue
 		}
-		snap.Devices = snap.Devices[:len(snap.Devices)-1]
+		snap.Devices = snap.Devices[:slot]
 		if !errors.Is(err, gonvml.ERROR_GPU_IS_LOST) {
 			s.log.Debug("GPU not available", "gpu", d.index, "err", err)
 			continue
@@ -65,6 +69,19 @@ func (s *Sampler) sampleDevice(d *device, out *gpu.Device) error {
 		}
 	}
 	return d.read(s.log, s.attr, out)
+}
+
+// sampleInstances appends the MIG instances of d, whose reading is
+// devices[at], when it is in MIG mode, and forgets them when it left it.
+func (s *Sampler) sampleInstances(d *device, devices []gpu.Device, at int) ([]gpu.Device, error) {
+	if !devices[at].MIGEnabled {
+		if d.mig != nil {
+			s.closeMIG(d)
+			d.mig = nil
+		}
+		return devices, nil
+	}
+	return s.appendInstances(d, devices)
 }
 
 // lostEvent reports that d stopped answering.

@@ -44,9 +44,12 @@ type labelSet struct {
 	host, hostname, instance, job    string // host (gpuwatch), Hostname or hostname (dcgm-exporter), the scrape target
 	gpu, uuid, uuidDCGM, gpuInstance string // gpu, uuid, UUID, GPU_I_ID
 	gpuName, modelName               string // name, modelName
-	namespace, pod, container        string
-	xid, pid, user, command          string
-	window                           string // window_size_in_ms, of dcgm-exporter's XID count
+	// A MIG instance: dcgm-exporter's GPU_I_PROFILE; gpuwatch_gpu_mig_info's
+	// parent_uuid, gpu_instance, compute_instance and profile.
+	profileDCGM, parentUUID, migGI, migCI, profile string
+	namespace, pod, container                      string
+	xid, pid, user, command                        string
+	window                                         string // window_size_in_ms, of dcgm-exporter's XID count
 }
 
 // field is the labelSet field a label name fills; nil for a label
@@ -71,6 +74,16 @@ func (ls *labelSet) field(key []byte) *string {
 		return &ls.uuidDCGM
 	case "GPU_I_ID":
 		return &ls.gpuInstance
+	case "GPU_I_PROFILE":
+		return &ls.profileDCGM
+	case "parent_uuid":
+		return &ls.parentUUID
+	case "gpu_instance":
+		return &ls.migGI
+	case "compute_instance":
+		return &ls.migCI
+	case "profile":
+		return &ls.profile
 	case "name":
 		return &ls.gpuName
 	case "modelName":

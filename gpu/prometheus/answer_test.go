@@ -44,7 +44,8 @@ func TestParseAnswerAgreesWithEncodingJSON(t *testing.T) {
 			m := w.Metric
 			ls := labelSet{name: m["__name__"], host: m["host"], hostname: m["Hostname"] + m["hostname"], instance: m["instance"], job: m["job"], gpu: m["gpu"],
 				uuid: m["uuid"], uuidDCGM: m["UUID"], gpuInstance: m["GPU_I_ID"], gpuName: m["name"], modelName: m["modelName"],
-				namespace: m["namespace"], pod: m["pod"], container: m["container"], xid: m["xid"], pid: m["pid"], user: m["user"], command: m["command"]}
+				namespace: m["namespace"], pod: m["pod"], container: m["container"], xid: m["xid"], pid: m["pid"], user: m["user"], command: m["command"],
+				profileDCGM: m["GPU_I_PROFILE"], parentUUID: m["parent_uuid"], migGI: m["gpu_instance"], migCI: m["compute_instance"], profile: m["profile"]}
 			v, _ := strconv.ParseFloat(w.Value[1].(string), 64)
 			ts := int64(w.Value[0].(float64) * 1000)
 			if g.labels != ls || len(g.samples) != 1 || g.samples[0].v != v || g.samples[0].t != ts {

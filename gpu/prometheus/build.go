@@ -32,6 +32,7 @@ type deviceBuild struct {
 	key                                     deviceKey
 	dev                                     gpu.Device
 	memUsed, memTotal, memFree, memReserved float64 // bytes; NaN until a series says
+	engineActive, dramActive                float64 // percent, dcgm-exporter's DCGM_FI_PROF_GR_ENGINE_ACTIVE and DRAM_ACTIVE; NaN until said
 	lost                                    bool
 	processes, users, pods                  []gpu.Process
 	xids                                    []xidSample
@@ -171,6 +172,7 @@ func (e *evaluation) finish(live bool) (snaps []*gpu.Snapshot, unknown []string)
 	if b.schema == SchemaAuto {
 		dropDoubles(e.devs)
 	}
+	markSplit(e.devs)
 	byHost := map[string]*gpu.Snapshot{}
 	if live {
 		for h, st := range b.hosts {
@@ -234,6 +236,7 @@ func (e *evaluation) finish(live bool) (snaps []*gpu.Snapshot, unknown []string)
 	b.spareDevs = e.devs
 	snaps = make([]*gpu.Snapshot, 0, len(byHost))
 	for _, h := range slices.Sorted(maps.Keys(byHost)) {
+		gpu.SortInstances(byHost[h].Devices) // each GPU's MIG instances after it
 		snaps = append(snaps, byHost[h])
 	}
 	return snaps, nil
@@ -303,8 +306,11 @@ func (e *evaluation) add(ls *labelSet, value float64) {
 	}
 	if d == nil {
 		nan := math.NaN()
-		d = &deviceBuild{key: key, memUsed: nan, memTotal: nan, memFree: nan, memReserved: nan,
+		d = &deviceBuild{key: key, memUsed: nan, memTotal: nan, memFree: nan, memReserved: nan, engineActive: nan, dramActive: nan,
 			dev: gpu.Device{Index: key.index, UUID: key.uuid, UtilGPU: nan, UtilMem: nan, TempC: nan, PowerW: nan, PowerLimitW: nan}}
+		if f.schema == SchemaDCGM && ls.gpuInstance != "" {
+			d.dev.MIG = dcgmInstance(ls)
+		}
 		e.devs[key] = d
 	}
 	if d.dev.Name == "" {
@@ -326,6 +332,10 @@ func (e *evaluation) add(ls *labelSet, value float64) {
 			Container: ls.container, MemUsed: byteCount(value)})
 	case gwUserMemory:
 		d.users = append(d.users, gpu.Process{User: ls.user, MemUsed: byteCount(value)})
+	case gwMIGInfo:
+		gi, _ := strconv.Atoi(ls.migGI)
+		ci, _ := strconv.Atoi(ls.migCI)
+		d.dev.MIG = &gpu.MIG{ParentUUID: ls.parentUUID, GPUInstance: gi, ComputeInstance: ci, Profile: ls.profile}
 	default:
 		f.apply(d, value)
 	}
@@ -336,14 +346,19 @@ func (e *evaluation) add(ls *labelSet, value float64) {
 
 // keyOf names the GPU a series is about: host from the host label
 // (gpuwatch) or Hostname (dcgm-exporter 3; hostname in 4), else instance; the index from
-// gpu; the UUID from uuid or UUID. The series of a MIG instance (dcgm's
-// GPU_I_ID) are not about a whole GPU.
+// gpu; the UUID from uuid or UUID. A dcgm-exporter series of a MIG
+// instance (GPU_I_ID set) is about the instance, whose UUID dcgm-exporter
+// does not say: gpu.InstanceUUID names it from its GPU's.
 func keyOf(schema Schema, ls *labelSet) (deviceKey, bool) {
 	host, uuid := ls.host, ls.uuid
 	if schema == SchemaDCGM {
 		host, uuid = ls.hostname, ls.uuidDCGM
 		if ls.gpuInstance != "" {
-			return deviceKey{}, false
+			gi, err := strconv.Atoi(ls.gpuInstance)
+			if err != nil || gi < 0 || uuid == "" {
+				return deviceKey{}, false
+			}
+			uuid = gpu.InstanceUUID(uuid, gi, 0)
 		}
 	}
 	if host == "" {
@@ -354,6 +369,14 @@ func keyOf(schema Schema, ls *labelSet) (deviceKey, bool) {
 		return deviceKey{}, false
 	}
 	return deviceKey{schema: schema, host: host, uuid: uuid, index: index}, true
+}
+
+// dcgmInstance is the MIG instance a dcgm-exporter series is about: its
+// GPU's UUID, its GPU instance and profile (dcgm-exporter does not say the
+// compute instance: 0).
+func dcgmInstance(ls *labelSet) *gpu.MIG {
+	gi, _ := strconv.Atoi(ls.gpuInstance)
+	return &gpu.MIG{ParentUUID: ls.uuidDCGM, GPUInstance: gi, Profile: ls.profileDCGM}
 }
 
 // addPod notes the Kubernetes pod dcgm-exporter says uses the GPU: it
@@ -377,9 +400,43 @@ func dropDoubles(devs map[deviceKey]*deviceBuild) {
 			agents[key.uuid] = true
 		}
 	}
-	for key := range devs {
-		if key.schema == SchemaDCGM && agents[key.uuid] {
+	for key, d := range devs {
+		// dcgm-exporter names a MIG instance after its GPU, an agent by
+		// NVML's own UUID: the GPU tells them the same.
+		if key.schema == SchemaDCGM && (agents[key.uuid] || d.dev.MIG != nil && agents[d.dev.MIG.ParentUUID]) {
 			delete(devs, key)
+		}
+	}
+}
+
+// markSplit marks, among one evaluation's devices, the GPUs dcgm-exporter
+// reports MIG instances of as split into them: their memory and
+// utilization are their instances' (dcgm-exporter's GPU-wide memory sums
+// them; its utilization of a GPU in MIG mode reads 0). A GPU whose
+// instances alone have series is made from them, and the card's readings
+// an instance's series carry (temperature, power) are the GPU's.
+func markSplit(devs map[deviceKey]*deviceBuild) {
+	var instances []*deviceBuild
+	for _, d := range devs {
+		if d.dev.MIG != nil && d.key.schema == SchemaDCGM {
+			instances = append(instances, d)
+		}
+	}
+	for _, d := range instances {
+		key := deviceKey{schema: SchemaDCGM, host: d.key.host, uuid: d.dev.MIG.ParentUUID, index: d.key.index}
+		p := devs[key]
+		if p == nil {
+			nan := math.NaN()
+			p = &deviceBuild{key: key, memUsed: nan, memTotal: nan, memFree: nan, memReserved: nan, engineActive: nan, dramActive: nan,
+				dev: gpu.Device{Index: key.index, UUID: key.uuid, Name: d.dev.Name, UtilGPU: nan, UtilMem: nan, TempC: nan, PowerW: nan, PowerLimitW: nan}}
+			devs[key] = p
+		}
+		p.dev.MIGEnabled = true
+		for _, r := range []struct{ gpu, inst *float64 }{{&p.dev.TempC, &d.dev.TempC}, {&p.dev.PowerW, &d.dev.PowerW}, {&p.dev.PowerLimitW, &d.dev.PowerLimitW}} {
+			if math.IsNaN(*r.gpu) {
+				*r.gpu = *r.inst
+			}
+			*r.inst = math.NaN()
 		}
 	}
 }
@@ -389,6 +446,16 @@ func dropDoubles(devs map[deviceKey]*deviceBuild) {
 // the driver keeps, MemReserved, when it reports it).
 func (d *deviceBuild) device() gpu.Device {
 	dev := d.dev
+	if dev.MIGEnabled {
+		// Its memory, utilization and processes are its instances'.
+		dev.UtilGPU, dev.UtilMem = math.NaN(), math.NaN()
+		return dev
+	}
+	if dev.MIG != nil && d.key.schema == SchemaDCGM {
+		// DCGM_FI_DEV_GPU_UTIL and MEM_COPY_UTIL of an instance read 0:
+		// dcgm-exporter measures them per GPU only.
+		dev.UtilGPU, dev.UtilMem = d.engineActive, d.dramActive
+	}
 	total := d.memTotal
 	if d.key.schema == SchemaDCGM && !finite(total) { // dcgm-exporter before 4.9 says no total
 		total = d.memUsed + d.memFree

@@ -33,6 +33,12 @@ func describe(snaps []*gpu.Snapshot) string {
 		for _, d := range s.Devices {
 			fmt.Fprintf(&b, "  gpu %d %s %q mem %d/%d util %s mem-util %s temp %s power %s/%s\n", d.Index, d.UUID, d.Name,
 				d.MemUsed, d.MemTotal, num(d.UtilGPU), num(d.UtilMem), num(d.TempC), num(d.PowerW), num(d.PowerLimitW))
+			switch {
+			case d.MIGEnabled:
+				fmt.Fprintf(&b, "    in MIG mode\n")
+			case d.MIG != nil:
+				fmt.Fprintf(&b, "    %s of %s\n", d.Label(), d.MIG.ParentUUID)
+			}
 			for _, p := range d.Processes {
 				fmt.Fprintf(&b, "    process pid %d user %q command %q container %q mem %d\n", p.PID, p.User, p.Command, p.Container, p.MemUsed)
 			}

@@ -54,6 +54,7 @@ const (
 	gwXID           = "gpuwatch_gpu_xid_errors_total"
 	gwProcessMemory = "gpuwatch_gpu_process_memory_bytes"
 	gwUserMemory    = "gpuwatch_gpu_user_memory_bytes"
+	gwMIGInfo       = "gpuwatch_gpu_mig_info"
 	dcgmXID         = "DCGM_FI_DEV_XID_ERRORS"
 )
 
@@ -73,6 +74,8 @@ var families = []family{
 	{gwXID, SchemaGPUWatch, nil},
 	{gwProcessMemory, SchemaGPUWatch, nil},
 	{gwUserMemory, SchemaGPUWatch, nil},
+	{gwMIGInfo, SchemaGPUWatch, nil},
+	{"gpuwatch_gpu_mig_enabled", SchemaGPUWatch, func(d *deviceBuild, _ float64) { d.dev.MIGEnabled = true }},
 
 	{"DCGM_FI_DEV_FB_USED", SchemaDCGM, func(d *deviceBuild, v float64) { d.memUsed = v * mib }},
 	{"DCGM_FI_DEV_FB_FREE", SchemaDCGM, func(d *deviceBuild, v float64) { d.memFree = v * mib }},
@@ -82,6 +85,10 @@ var families = []family{
 	{"DCGM_FI_DEV_GPU_TEMP", SchemaDCGM, func(d *deviceBuild, v float64) { d.dev.TempC = v }},
 	{"DCGM_FI_DEV_POWER_USAGE", SchemaDCGM, func(d *deviceBuild, v float64) { d.dev.PowerW = v }},
 	{"DCGM_FI_DEV_POWER_MGMT_LIMIT", SchemaDCGM, func(d *deviceBuild, v float64) { d.dev.PowerLimitW = v }},
+	// The graphics engine's activity (0–1): a MIG instance's utilization,
+	// which DCGM_FI_DEV_GPU_UTIL does not give.
+	{"DCGM_FI_PROF_GR_ENGINE_ACTIVE", SchemaDCGM, func(d *deviceBuild, v float64) { d.engineActive = 100 * v }},
+	{"DCGM_FI_PROF_DRAM_ACTIVE", SchemaDCGM, func(d *deviceBuild, v float64) { d.dramActive = 100 * v }},
 	{dcgmXID, SchemaDCGM, nil},
 }
 

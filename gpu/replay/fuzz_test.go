@@ -73,8 +73,9 @@ func FuzzReplay(f *testing.F) {
 			}
 			last = ns
 			for i := 1; i < len(s.Devices); i++ {
-				if s.Devices[i-1].Index >= s.Devices[i].Index {
-					t.Fatalf("snapshot %d: devices not in index order: %d then %d", n, s.Devices[i-1].Index, s.Devices[i].Index)
+				a, b := &s.Devices[i-1], &s.Devices[i]
+				if a.Index > b.Index || a.Index == b.Index && (b.MIG == nil || a.ParentUUID() != b.MIG.ParentUUID) {
+					t.Fatalf("snapshot %d: devices not in index order (a MIG instance after its GPU): %s then %s", n, a.Label(), b.Label())
 				}
 			}
 		}

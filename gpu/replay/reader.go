@@ -64,7 +64,6 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"time"
 
@@ -427,7 +426,7 @@ func (r *Reader) place() (next bool, _ *ParseError) {
 		r.cut = false
 		next = true
 	case rw.sample > 0:
-		next = rw.sample != r.groupSample || !rw.ordinal && r.inGroup(rw.dev.Index)
+		next = rw.sample != r.groupSample || !rw.ordinal && rw.dev.MIG == nil && r.inGroup(rw.dev.Index)
 	case rw.ordinal:
 		next = rw.ns-r.prevNS > int64(SameSample) || rw.ns-r.groupNS > int64(Slack)
 	default:
@@ -467,7 +466,7 @@ func (r *Reader) emit() *gpu.Snapshot {
 	devs := r.group
 	for i := 1; i < len(devs); i++ {
 		if devs[i-1].Index > devs[i].Index {
-			slices.SortFunc(devs, func(a, b gpu.Device) int { return cmp.Compare(a.Index, b.Index) })
+			gpu.SortInstances(devs) // by index, each GPU's MIG instances after it
 			break
 		}
 	}

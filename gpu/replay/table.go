@@ -2,8 +2,10 @@ package replay
 
 import (
 	"bytes"
+	"cmp"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 
 	"github.com/gpuwatch/gpuwatch/gpu"
@@ -38,7 +40,22 @@ import (
 // A table is one snapshot at its date line's time: each GPU's memory,
 // utilization, temperature, power and power limit, and its compute
 // processes (by PID and name; the table names no users). Graphics
-// processes are not counted.
+// processes are not counted. A GPU in MIG mode has its instances in the
+// "MIG devices" section, each with its memory, and the processes with a
+// GI and CI ID are theirs:
+//
+//	| MIG devices:                                                                          |
+//	+------------------+--------------------------------+-----------+-----------------------+
+//	| GPU  GI  CI  MIG |                   Memory-Usage |        Vol|      Shared           |
+//	|      ID  ID  Dev |                     BAR1-Usage | SM     Unc| CE ENC DEC OFA JPG    |
+//	|==================+================================+===========+=======================|
+//	|  0    1   0   0  |            9801MiB / 40192MiB  | 42      0 |  3   0    2    0    0 |
+//	|                  |                 0MiB / 65535MiB |           |                       |
+//
+// The table says neither the instances' UUIDs nor their profiles: an
+// instance is named after its GPU (gpu.InstanceUUID of "gpu0"), its
+// profile left unsaid, and its GPU, which keeps the card's readings,
+// leaves its memory and utilization to its instances.
 type tableFormat struct {
 	*input
 	dateNS   int64
@@ -88,7 +105,7 @@ const (
 	gpuRows                  // the GPUs
 	procHeading              // the processes' column names
 	procRows                 // the processes
-	migRows                  // MIG devices: not read
+	migRows                  // MIG devices
 )
 
 func newTableFormat(in *input) *tableFormat { return &tableFormat{input: in} }
@@ -158,8 +175,74 @@ func (f *tableFormat) readLine() error {
 		return f.gpuLine(line)
 	case f.section == procRows:
 		return f.processLine(line)
+	case f.section == migRows:
+		return f.migLine(line)
 	}
 	return nil
+}
+
+// migLine reads a line of the MIG devices: an instance's first ("|  0
+// 1   0   0  |  9801MiB / 40192MiB  | 42  0 | ... |"), with its GPU, GI
+// and CI IDs and its memory; its second (BAR1) and the headings are not
+// read.
+func (f *tableFormat) migLine(line []byte) error {
+	f.cells = tableCells(f.cells, line)
+	if len(f.cells) < 2 {
+		return nil
+	}
+	text := f.cells[0].text
+	f.words = splitWords(f.words, text)
+	w := f.words
+	if len(w) < 3 || !isDigits(text[w[0].start:w[0].end]) {
+		return nil // a heading or a second line
+	}
+	index, _ := digits(text[w[0].start:w[0].end])
+	gi, ok1 := digits(text[w[1].start:w[1].end])
+	ci, ok2 := digits(text[w[2].start:w[2].end])
+	parent := -1
+	for i := range f.gpus {
+		if f.gpus[i].dev.Index == index && f.gpus[i].dev.MIG == nil {
+			parent = i
+		}
+	}
+	if !ok1 || !ok2 || parent < 0 {
+		return f.errorAt(&fieldError{f.cells[0].col, "a MIG device of nvidia-smi's table has its GPU, GI and CI IDs, and a GPU of the table above it"})
+	}
+	p := &f.gpus[parent].dev
+	p.MIGEnabled = true
+	p.MemUsed, p.MemTotal, p.MemReserved = 0, 0, 0 // its instances'
+	p.UtilGPU, p.UtilMem = nanValue, nanValue
+	var rw row
+	rw.reset()
+	rw.dev.Index, rw.dev.Name = index, p.Name
+	rw.dev.UUID = gpu.InstanceUUID(instanceParent(p), gi, ci)
+	rw.dev.MIG = &gpu.MIG{ParentUUID: p.UUID, GPUInstance: gi, ComputeInstance: ci}
+	rw.ns, rw.line, rw.col, rw.sample = f.dateNS, f.lr.line, 1, 0
+	mem := f.cells[1]
+	used, total, ok := bytes.Cut(mem.text, []byte("/"))
+	if !ok {
+		return f.errorAt(&fieldError{mem.col, fmt.Sprintf("memory %q is not USED / TOTAL, as in 9801MiB / 40192MiB", trimSpace(mem.text))})
+	}
+	var m memReading
+	var ferr *fieldError
+	if m.used, m.haveUsed, ferr = memory(&tableMemUsed, mem.col+leadingSpace(used), trimSpace(used)); ferr != nil {
+		return f.errorAt(ferr)
+	}
+	if m.total, m.haveTotal, ferr = memory(&tableMemTotal, mem.col+len(used)+1+leadingSpace(total), trimSpace(total)); ferr != nil {
+		return f.errorAt(ferr)
+	}
+	m.fill(&rw)
+	f.gpus = append(f.gpus, rw)
+	return nil
+}
+
+// instanceParent is what names a MIG instance's GPU in the instance's
+// UUID: the GPU's UUID, or without one (the table says none) its index.
+func instanceParent(d *gpu.Device) string {
+	if d.UUID != "" {
+		return d.UUID
+	}
+	return "gpu" + strconv.Itoa(d.Index)
 }
 
 // outsideLine reads a line outside the table's frame: the date above it,
@@ -363,6 +446,14 @@ func (f *tableFormat) processLine(line []byte) error {
 	}
 	gpuIndex, _ := digits(word(0))
 	pid, _ := digits(word(typ - 1))
+	// A process of a MIG instance has its GI and CI IDs after its GPU.
+	gi, ci, inInstance := -1, -1, false
+	if typ >= 4 {
+		var ok1, ok2 bool
+		gi, ok1 = digits(word(1))
+		ci, ok2 = digits(word(2))
+		inInstance = ok1 && ok2
+	}
 	p := gpu.Process{PID: pid}
 	if typ+1 < len(w)-1 {
 		p.Command = f.names.intern(text[w[typ+1].start:w[len(w)-2].end])
@@ -373,12 +464,17 @@ func (f *tableFormat) processLine(line []byte) error {
 	}
 	p.MemUsed = mem
 	for i := range f.gpus {
-		if f.gpus[i].dev.Index == gpuIndex {
-			f.gpus[i].dev.Processes = append(f.gpus[i].dev.Processes, p)
-			return nil
+		d := &f.gpus[i].dev
+		if d.Index != gpuIndex || d.MIGEnabled || (d.MIG != nil) != inInstance {
+			continue
 		}
+		if inInstance && (d.MIG.GPUInstance != gi || d.MIG.ComputeInstance != ci) {
+			continue
+		}
+		d.Processes = append(d.Processes, p)
+		return nil
 	}
-	return nil // a process of a GPU the table does not list (a MIG device's)
+	return nil // a process of a GPU the table does not list
 }
 
 func isProcessType(b []byte) bool {
@@ -399,6 +495,10 @@ func (f *tableFormat) flush() {
 	for i := range f.gpus {
 		f.gpus[i].sample = f.sample
 	}
+	// Each GPU's MIG instances after it, as every source orders them.
+	slices.SortStableFunc(f.gpus, func(a, b row) int {
+		return cmp.Or(cmp.Compare(a.dev.Index, b.dev.Index), gpu.CompareInstances(a.dev.MIG, b.dev.MIG))
+	})
 	if f.outAt == len(f.out) {
 		f.out, f.outAt = f.out[:0], 0
 	}

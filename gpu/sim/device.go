@@ -58,6 +58,9 @@ type gpuPlan struct {
 	jobs        []*job
 	fan         *fanFailure // nil: the fan works
 	hw          *hardware   // how a realistic GPU reads; nil in the first five scenarios
+	// mig splits the GPU into MIG instances, each with its own jobs: the
+	// GPU's own jobs are then none.
+	mig []*migSlice
 	// lostAt is when the GPU falls off the bus (0: never), backAt when it
 	// answers again after a reset (0: never); its jobs died with it.
 	lostAt, backAt time.Duration

@@ -27,6 +27,10 @@ func a100Card() card {
 	return card{pcieGen: 4, pcieWidth: 16, nvlinks: 12, smMHz: 1410, smIdleMHz: 210, memMHz: 1215, ecc: true}
 }
 
+func a10Card() card {
+	return card{pcieGen: 4, pcieWidth: 16, smMHz: 1695, smIdleMHz: 210, memMHz: 6251, fan: true, ecc: true}
+}
+
 func rtxCard() card {
 	return card{pcieGen: 4, pcieWidth: 16, smMHz: 2520, smIdleMHz: 210, memMHz: 10501, fan: true}
 }

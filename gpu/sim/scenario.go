@@ -59,6 +59,9 @@ func builder(name string) func(*rand.Rand) *plan {
 	if b := peopleBuilder(name); b != nil {
 		return b
 	}
+	if b := sharingBuilder(name); b != nil {
+		return b
+	}
 	return leakBuilder(name)
 }
 

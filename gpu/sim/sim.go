@@ -103,7 +103,13 @@ const (
 // may have several (a leak that nears OOM before the crash is both a leak
 // and near-oom).
 type Truth struct {
-	GPU    int    // device index
+	GPU int // device index
+	// Instance is, for a MIG instance, its GPU instance ID (the "MIG 3" of
+	// "GPU 0 · MIG 3"); 0 for a whole GPU.
+	Instance int
+	// PID is, on a GPU several jobs share, the process whose job it is
+	// about (the one that leaks); 0 otherwise.
+	PID    int
 	Expect string // ExpectNone, ExpectLeak, ExpectNearOOM, ExpectIdle, ExpectHot or ExpectLost
 	// From and Until are offsets from Config.Start: when the problem starts
 	// (the leak begins, the batch arrives, the notebook goes idle, the fan
@@ -122,11 +128,11 @@ type Truth struct {
 // in which every problem starts and ends, the eleven realistic workloads
 // of the second trace set (RealisticScenarios), the leaks of every shape
 // (LeakScenarios), the nodes shared by several people, whose owners
-// matter (PeopleScenarios), and the GPUs whose health fails
-// (HealthScenarios).
+// matter (PeopleScenarios), the GPUs shared by MIG or time-slicing
+// (SharingScenarios), and the GPUs whose health fails (HealthScenarios).
 func Scenarios() []string {
 	return slices.Concat([]string{ScenarioNormalTraining, ScenarioMemoryLeak, ScenarioBatchSpike, ScenarioIdleHog, ScenarioThermal, ScenarioAll},
-		RealisticScenarios(), LeakScenarios(), PeopleScenarios(), HealthScenarios())
+		RealisticScenarios(), LeakScenarios(), PeopleScenarios(), SharingScenarios(), HealthScenarios())
 }
 
 // Source plays a scenario. It implements gpu.Source and is used by one
@@ -268,7 +274,7 @@ func (s *Source) Next(ctx context.Context) (*gpu.Snapshot, error) {
 			continue
 		}
 		s.lostSent[i] = false // back after a reset: a second loss is reported again
-		snap.Devices = append(snap.Devices, g.sample(offset, s.noise[i], i, s.uuids[i]))
+		snap.Devices = g.appendSamples(snap.Devices, offset, s.noise[i], i, s.uuids[i], s.cfg.Host)
 	}
 	s.prev = offset
 	return snap, nil

@@ -41,6 +41,7 @@ func TestScenarios(t *testing.T) {
 	want := []string{"normal-training", "memory-leak", "batch-spike", "idle-hog", "thermal", "all",
 		"creep-plateau", "gpu-lost", "idle-resume", "leak-gappy", "leak-restart", "leak-slow", "node8", "noisy-1s", "tf-grab-all", "tf-prealloc", "thermal-cycle",
 		"leak-epoch", "leak-tiny", "leak-notebook", "leak-peaks", "leak-nearfull", "vllm-serve", "shared-node", "slurm-node",
+		"mig-slice-leak", "mig-mixed", "timeslice-leak",
 		"ecc-row-remap", "power-brake", "pcie-degraded", "xid-storm", "nvlink-errors"}
 	if !slices.Equal(got, want) {
 		t.Errorf("Scenarios() = %q, want %q", got, want)
@@ -54,7 +55,10 @@ func TestScenarios(t *testing.T) {
 	if got, want := sim.PeopleScenarios(), want[23:25]; !slices.Equal(got, want) {
 		t.Errorf("PeopleScenarios() = %q, want %q", got, want)
 	}
-	if got, want := sim.HealthScenarios(), want[25:]; !slices.Equal(got, want) {
+	if got, want := sim.SharingScenarios(), want[25:28]; !slices.Equal(got, want) {
+		t.Errorf("SharingScenarios() = %q, want %q", got, want)
+	}
+	if got, want := sim.HealthScenarios(), want[28:]; !slices.Equal(got, want) {
 		t.Errorf("HealthScenarios() = %q, want %q", got, want)
 	}
 }
@@ -317,29 +321,39 @@ var uuidRE = regexp.MustCompile(`^GPU-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-
 // below 40 W.
 func checkPlausible(t testing.TB, snaps []*gpu.Snapshot, realistic bool) {
 	t.Helper()
-	uuids := map[int]string{}
+	uuids := map[string]string{}
 	for _, s := range snaps {
 		for _, d := range s.Devices {
 			at := func(format string, args ...any) {
 				t.Helper()
-				t.Errorf("%v GPU %d: "+format, append([]any{s.Time.Format(time.TimeOnly), d.Index}, args...)...)
+				t.Errorf("%v %s: "+format, append([]any{s.Time.Format(time.TimeOnly), d.Label()}, args...)...)
 			}
-			if u, ok := uuids[d.Index]; ok && u != d.UUID {
+			if u, ok := uuids[d.Label()]; ok && u != d.UUID {
 				at("UUID %s, before %s", d.UUID, u)
 			}
-			uuids[d.Index] = d.UUID
-			if !uuidRE.MatchString(d.UUID) {
+			uuids[d.Label()] = d.UUID
+			if !uuidRE.MatchString(d.UUID) && !(d.MIG != nil && migUUIDRE.MatchString(d.UUID)) {
 				at("malformed UUID %q", d.UUID)
 			}
-			wantLimit := map[string]float64{"NVIDIA H100 80GB HBM3": 700, "NVIDIA A100-SXM4-40GB": 400, "NVIDIA A100-SXM4-80GB": 400, "NVIDIA GeForce RTX 4090": 450}[d.Name]
+			if d.MIG != nil {
+				checkInstance(t, s, &d)
+				continue
+			}
+			wantLimit := map[string]float64{"NVIDIA H100 80GB HBM3": 700, "NVIDIA A100-SXM4-40GB": 400, "NVIDIA A100-SXM4-80GB": 400, "NVIDIA GeForce RTX 4090": 450, "NVIDIA A10": 150}[d.Name]
 			if d.PowerLimitW != wantLimit {
 				at("%s power limit %v W, want %v W", d.Name, d.PowerLimitW, wantLimit)
 			}
-			if d.MemTotal == 0 || d.MemUsed > d.MemTotal || d.MemUsed%(1<<20) != 0 {
+			if d.MIGEnabled {
+				// A GPU in MIG mode: its memory, utilization and processes
+				// are its instances'.
+				if d.MemTotal != 0 || !math.IsNaN(d.UtilGPU) || len(d.Processes) > 0 {
+					at("in MIG mode with memory %d, utilization %v, %d processes; want none of its own", d.MemTotal, d.UtilGPU, len(d.Processes))
+				}
+			} else if d.MemTotal == 0 || d.MemUsed > d.MemTotal || d.MemUsed%(1<<20) != 0 {
 				at("memory %d of %d bytes", d.MemUsed, d.MemTotal)
 			}
 			for name, v := range map[string]float64{"utilization": d.UtilGPU, "memory utilization": d.UtilMem} {
-				if v < 0 || v > 100 || v != math.Round(v) {
+				if (v < 0 || v > 100 || v != math.Round(v)) && !(d.MIGEnabled && math.IsNaN(v)) {
 					at("%s %v, want a whole percent", name, v)
 				}
 			}
@@ -353,8 +367,8 @@ func checkPlausible(t testing.TB, snaps []*gpu.Snapshot, realistic bool) {
 			if !(realistic && math.IsNaN(d.PowerW)) && (d.PowerW < minPower || d.PowerW > 1.03*d.PowerLimitW) {
 				at("power %v W, limit %v W", d.PowerW, d.PowerLimitW)
 			}
-			if d.UtilGPU >= 10 && (len(d.Processes) < 1 || len(d.Processes) > 2) {
-				at("busy (%v %%) with %d processes, want 1-2", d.UtilGPU, len(d.Processes))
+			if d.UtilGPU >= 10 && (len(d.Processes) < 1 || len(d.Processes) > 3) {
+				at("busy (%v %%) with %d processes, want 1-3", d.UtilGPU, len(d.Processes))
 			}
 			var sum uint64
 			for _, p := range d.Processes {
@@ -367,6 +381,40 @@ func checkPlausible(t testing.TB, snaps []*gpu.Snapshot, realistic bool) {
 				at("processes hold %d MiB, the GPU %d MiB; want about the same", sum>>20, d.MemUsed>>20)
 			}
 		}
+	}
+}
+
+// migUUIDRE matches a MIG instance's UUID as NVML gives it.
+var migUUIDRE = regexp.MustCompile(`^MIG-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)
+
+// checkInstance checks a MIG instance of snapshot s: after its parent,
+// with memory and processes of its own, and the card's readings on the
+// parent only.
+func checkInstance(t testing.TB, s *gpu.Snapshot, d *gpu.Device) {
+	t.Helper()
+	at := func(format string, args ...any) {
+		t.Helper()
+		t.Errorf("%v %s: "+format, append([]any{s.Time.Format(time.TimeOnly), d.Label()}, args...)...)
+	}
+	i := slices.IndexFunc(s.Devices, func(p gpu.Device) bool { return p.UUID == d.MIG.ParentUUID })
+	if i < 0 || !s.Devices[i].MIGEnabled || s.Devices[i].Index != d.Index || s.Devices[i].Name != d.Name {
+		at("no parent %s in MIG mode before it", d.MIG.ParentUUID)
+	}
+	if d.MIG.Profile == "" || d.MIG.GPUInstance <= 0 {
+		at("MIG %+v, want a GPU instance and a profile", d.MIG)
+	}
+	if d.MemTotal == 0 || d.MemUsed > d.MemTotal || d.MemUsed%(1<<20) != 0 {
+		at("memory %d of %d bytes", d.MemUsed, d.MemTotal)
+	}
+	if !math.IsNaN(d.TempC) || !math.IsNaN(d.PowerW) {
+		at("temperature %v, power %v: the card's readings, want them on the parent only", d.TempC, d.PowerW)
+	}
+	var sum uint64
+	for _, p := range d.Processes {
+		sum += p.MemUsed
+	}
+	if len(d.Processes) > 0 && (sum > d.MemUsed || d.MemUsed-sum > 1<<30) {
+		at("processes hold %d MiB, the instance %d MiB; want about the same", sum>>20, d.MemUsed>>20)
 	}
 }
 

@@ -78,7 +78,7 @@ func (n *Notifier) Print(alerts ...notifier.Alert) error {
 
 // Format writes one alert in the console's layout:
 //
-//	2026-11-29 09:41:05 UTC  FIRING   GPUMemoryLeak [critical] host gpu0 (NVIDIA H100 80GB HBM3)
+//	2026-11-29 09:41:05 UTC  FIRING   GPUMemoryLeak [critical] host GPU 0 (NVIDIA H100 80GB HBM3)
 //	    GPU 0 memory keeps growing: 1.5 GiB/min over the last 30 minutes
 //	    value 1.5 GiB/min · full in 12m0s (around 09:53)
 //	    pid 4242 alice  60.1 GiB  python train.py --model llama-7b  (docker:3f2a9c1b7e4d)
@@ -95,10 +95,10 @@ func Format(b *strings.Builder, a *notifier.Alert, loc *time.Location) {
 	}
 	fmt.Fprintf(b, "%s  %s %s [%s] %s", a.At.In(loc).Format(TimeLayout), head, a.Name, a.Severity, a.Host)
 	if a.OnGPU() {
-		fmt.Fprintf(b, " gpu%d", a.GPU)
+		b.WriteString(" " + a.GPUText()) // without the model for a log without the name column
 	}
-	if a.OnGPU() && a.GPUName != "" { // a log without the name column
-		fmt.Fprintf(b, " (%s)", a.GPUName)
+	if a.Process != nil {
+		b.WriteString(", " + a.Process.Holder())
 	}
 	b.WriteByte('\n')
 	if a.Summary != "" {

@@ -63,36 +63,36 @@ func TestNotifyFormats(t *testing.T) {
 	if err != nil || retry {
 		t.Fatalf("Notify: retry %v err %v", retry, err)
 	}
-	want := `2026-11-29 09:41:05 UTC  FIRING   GPUMemoryLeak [warning] node1 gpu0 (NVIDIA H100 80GB HBM3)
+	want := `2026-11-29 09:41:05 UTC  FIRING   GPUMemoryLeak [warning] node1 GPU 0 (NVIDIA H100 80GB HBM3)
     GPU 0 memory keeps growing
     value 21.8 MiB/s · trend +1.31 GiB/min · full in 12m0s (around 09:53)
     pid 4242 alice  60 GiB  python train.py  (docker:3f2a9c1b7e4d)
     pid 7 bob  1 GiB  jupyter
     pid 8 -  1 MiB  -
     … and 1 more processes
-2026-11-29 09:59:10 UTC  RESOLVED GPUMemoryLeak [warning] node1 gpu0 (NVIDIA H100 80GB HBM3)
+2026-11-29 09:59:10 UTC  RESOLVED GPUMemoryLeak [warning] node1 GPU 0 (NVIDIA H100 80GB HBM3)
     GPU 0 on node1: memory.used is 0 B now, under 1 GiB
     pid 4242 (alice, python train.py) exited with the GPU at 99.2% — a CUDA out-of-memory is likely
     resolved after 18m5s
-2026-11-29 10:01:05 UTC  RESOLVED GPUHot [critical] node1 gpu1 (NVIDIA H100 80GB HBM3)
+2026-11-29 10:01:05 UTC  RESOLVED GPUHot [critical] node1 GPU 1 (NVIDIA H100 80GB HBM3)
     GPU 1 on node1: temperature is 79 C now, under 80 C
     resolved after 20m0s
-2026-11-29 09:41:05 UTC  STILL FIRING GPUMemoryLeak [warning] node1 gpu0 (NVIDIA H100 80GB HBM3)
+2026-11-29 09:41:05 UTC  STILL FIRING GPUMemoryLeak [warning] node1 GPU 0 (NVIDIA H100 80GB HBM3)
     GPU 0 memory keeps growing
     value 21.8 MiB/s · trend +1.31 GiB/min
     pid 4242 alice  60 GiB  python train.py  (docker:3f2a9c1b7e4d)
     pid 7 bob  1 GiB  jupyter
     pid 8 -  1 MiB  -
     … and 1 more processes
-2026-11-29 09:41:05 UTC  FIRING   GPULost [critical] node1 gpu3 (NVIDIA H100 80GB HBM3)
+2026-11-29 09:41:05 UTC  FIRING   GPULost [critical] node1 GPU 3 (NVIDIA H100 80GB HBM3)
     GPU 3 on node1 stopped reporting
     value 1m5s · no report since 09:40:00
     last known processes:
     pid 5150 carol  30 GiB  python eval.py
-2026-11-29 09:41:05 UTC  FIRING   GPUHot [critical] node1 gpu1 (NVIDIA H100 80GB HBM3)
+2026-11-29 09:41:05 UTC  FIRING   GPUHot [critical] node1 GPU 1 (NVIDIA H100 80GB HBM3)
     GPU 1 at 86 C on node1
     value 86 C at 09:40:05 (now 83 C)
-2026-11-29 09:41:05 UTC  FIRING   GPUOutOfMemorySoon [critical] node1 gpu0 (NVIDIA H100 80GB HBM3)
+2026-11-29 09:41:05 UTC  FIRING   GPUOutOfMemorySoon [critical] node1 GPU 0 (NVIDIA H100 80GB HBM3)
     GPU 0 will run out of memory in 12m
     value 12m0s (full around 09:53) · trend +1.31 GiB/min
 `

@@ -93,7 +93,7 @@ func chartComment(a *notifier.Alert) string {
 
 func where(a *notifier.Alert) string {
 	if a.OnGPU() {
-		return fmt.Sprintf("GPU %d of %s", a.GPU, a.Host)
+		return a.Subject() + " of " + a.Host
 	}
 	return a.Host
 }

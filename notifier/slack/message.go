@@ -153,7 +153,7 @@ func header(alerts []notifier.Alert) string {
 func alertBlocks(a *notifier.Alert, now time.Time) []goslack.Block {
 	var text strings.Builder
 	if a.OnGPU() {
-		fmt.Fprintf(&text, "*GPU %d · %s* on `%s`\n", a.GPU, blockkit.EscapeClip(a.GPUName, maxNameRunes), blockkit.EscapeClip(a.Host, maxNameRunes))
+		fmt.Fprintf(&text, "*%s · %s* on `%s`\n", blockkit.EscapeClip(a.Subject(), maxNameRunes), blockkit.EscapeClip(a.GPUName, maxNameRunes), blockkit.EscapeClip(a.Host, maxNameRunes))
 	} else {
 		fmt.Fprintf(&text, "*%s* on `%s`\n", blockkit.EscapeClip(a.Name, maxNameRunes), blockkit.EscapeClip(a.Host, maxNameRunes))
 	}
@@ -329,6 +329,9 @@ func onHost(a *notifier.Alert) string {
 	if !a.OnGPU() {
 		return a.Host
 	}
+	if a.Process != nil {
+		return a.GPUText() + ", " + a.Process.Holder() + " on " + a.Host
+	}
 	return a.GPUText() + " on " + a.Host
 }
 
@@ -340,7 +343,7 @@ func moreAlerts(alerts []notifier.Alert) string {
 		a := &alerts[i]
 		where := "`" + blockkit.EscapeClip(a.Host, maxNameRunes) + "`"
 		if a.OnGPU() {
-			where = fmt.Sprintf("GPU %d on %s", a.GPU, where)
+			where = blockkit.EscapeClip(a.Subject(), maxNameRunes) + " on " + where
 		}
 		fmt.Fprintf(&b, "\n%s %s · %s", statusEmoji(a), where, blockkit.EscapeClip(a.ValueText, maxNameRunes))
 	}
@@ -357,7 +360,7 @@ func fallback(alerts []notifier.Alert, now time.Time) string {
 			break
 		}
 		a := &alerts[i]
-		line := strings.TrimSpace(fmt.Sprintf("%s %s [%s] on %s %s", statusEmoji(a), a.Name, a.Severity, a.Host, a.GPUText()))
+		line := strings.TrimSpace(fmt.Sprintf("%s %s [%s] on %s %s", statusEmoji(a), a.Name, a.Severity, a.Host, a.Subject()))
 		switch {
 		case a.Status == notifier.StatusResolved:
 			line += ": resolved"

@@ -86,7 +86,7 @@ func encodeDiscord(m *notifier.Notification) ([]byte, error) {
 			Timestamp:   a.At.UTC(),
 		}
 		if a.OnGPU() {
-			e.Fields = append(e.Fields, discordField{Name: "GPU", Value: fmt.Sprintf("%d", a.GPU), Inline: true})
+			e.Fields = append(e.Fields, discordField{Name: "GPU", Value: a.Subject(), Inline: true})
 		}
 		e.Fields = append(e.Fields, discordField{Name: "Severity", Value: a.Severity, Inline: true})
 		size := utf8.RuneCountInString(e.Title) + utf8.RuneCountInString(e.Description) + 30

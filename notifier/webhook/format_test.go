@@ -76,7 +76,7 @@ func TestPagerDutyOneEventPerAlert(t *testing.T) {
 					want = notifiertest.Notification(notifier.StatusFiring).Alerts[0].Key
 				}
 				if ev.DedupKey != want || ev.EventAction != "trigger" || ev.RoutingKey != testRoutingKey ||
-					ev.Payload.Component != fmt.Sprintf("gpu %d", i) {
+					ev.Payload.Component != fmt.Sprintf("GPU %d", i) {
 					t.Errorf("event %d: got %+v, want a trigger with dedup_key %q for gpu %d", i, ev, want, i)
 				}
 			}
@@ -251,7 +251,7 @@ func TestAlertText(t *testing.T) {
 	a.At = a.StartsAt.Add(4 * time.Hour)
 	a.Repeat = true
 	text := alertText(a, style{br: "\n"})
-	for _, want := range []string{"GPU 0 memory keeps growing", "**Severity:** critical", "**Host:** node1", "**GPU:** 0 (NVIDIA H100 80GB HBM3)",
+	for _, want := range []string{"GPU 0 memory keeps growing", "**Severity:** critical", "**Host:** node1", "· **GPU 0** (NVIDIA H100 80GB HBM3)",
 		"**Value:** 1.5 GiB/min", "**Trend:** +1.5 GiB/min", "**Full in:** 12m", "**Since:** 2026-11-29 09:41:05 UTC (firing for 4h)",
 		"- alice · python train.py --model llama-7b · docker:3f2a9c1b7e4d · 61 GiB · pid 4242", "- bob · jupyter-lab · 2 GiB · pid 5151",
 		"- carol · a · 0 B · pid 7", "- … and 1 more"} {

@@ -23,17 +23,23 @@ type genericMessage struct {
 }
 
 type genericAlert struct {
-	Key      string            `json:"key"`
-	Alert    string            `json:"alert"`
-	Status   string            `json:"status"`
-	Repeat   bool              `json:"repeat"`
-	Severity string            `json:"severity"`
-	Host     string            `json:"host"`
-	GPU      *int              `json:"gpu"` // null for an alert not about a GPU
-	UUID     string            `json:"uuid"`
-	GPUName  string            `json:"gpu_name"`
-	Labels   map[string]string `json:"labels"`
-	Summary  string            `json:"summary"`
+	Key      string `json:"key"`
+	Alert    string `json:"alert"`
+	Status   string `json:"status"`
+	Repeat   bool   `json:"repeat"`
+	Severity string `json:"severity"`
+	Host     string `json:"host"`
+	GPU      *int   `json:"gpu"` // null for an alert not about a GPU
+	UUID     string `json:"uuid"`
+	GPUName  string `json:"gpu_name"`
+	// GPULabel names the GPU for people: "GPU 0", "GPU 0 · MIG 3 (1g.10gb)".
+	GPULabel string      `json:"gpu_label,omitempty"`
+	MIG      *genericMIG `json:"mig,omitempty"` // the MIG instance; absent for a whole GPU
+	// Process is the process of a rule that runs per process; absent for
+	// an alert about a GPU.
+	Process *genericProcess   `json:"process,omitempty"`
+	Labels  map[string]string `json:"labels"`
+	Summary string            `json:"summary"`
 	// FiringSummary, on a resolve, is the summary the alert fired with.
 	FiringSummary string           `json:"firing_summary,omitempty"`
 	Description   string           `json:"description"`
@@ -54,6 +60,14 @@ type genericAlert struct {
 	// ChartURL links the alert's picture on gpuwatch's API, under its
 	// authentication, when server.external_url is set.
 	ChartURL string `json:"chart_url,omitempty"`
+}
+
+// genericMIG is the MIG instance an alert is about.
+type genericMIG struct {
+	ParentUUID      string `json:"parent_uuid"`
+	GPUInstance     int    `json:"gpu_instance"`
+	ComputeInstance int    `json:"compute_instance"`
+	Profile         string `json:"profile"`
 }
 
 type genericProcess struct {
@@ -77,7 +91,13 @@ func encodeGeneric(receiver string, m *notifier.Notification, link func(*notifie
 			Processes: make([]genericProcess, 0, len(a.Processes))}
 		if a.OnGPU() {
 			index := a.GPU
-			g.GPU = &index
+			g.GPU, g.GPULabel = &index, a.Label()
+		}
+		if m := a.MIG; m != nil {
+			g.MIG = &genericMIG{ParentUUID: m.ParentUUID, GPUInstance: m.GPUInstance, ComputeInstance: m.ComputeInstance, Profile: m.Profile}
+		}
+		if p := a.Process; p != nil {
+			g.Process = &genericProcess{PID: p.PID, User: p.User, Command: p.Command, Container: p.Container, MemoryBytes: p.MemUsed}
 		}
 		if g.Labels == nil {
 			g.Labels = map[string]string{}

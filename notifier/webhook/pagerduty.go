@@ -49,7 +49,7 @@ func encodePagerDuty(routingKey string, a *notifier.Alert) ([]byte, error) {
 	}
 	summary := a.Summary
 	if summary == "" {
-		summary = strings.TrimSpace(fmt.Sprintf("%s on %s %s", a.Name, a.Host, a.GPUText()))
+		summary = strings.TrimSpace(fmt.Sprintf("%s on %s %s", a.Name, a.Host, a.Subject()))
 	}
 	details := map[string]any{"value": a.ValueText, "gpu_name": a.GPUName, "uuid": a.UUID, "labels": a.Labels,
 		"starts_at": a.StartsAt.UTC()}
@@ -77,7 +77,7 @@ func pagerDutyComponent(a *notifier.Alert) string {
 	if !a.OnGPU() {
 		return "gpuwatch"
 	}
-	return fmt.Sprintf("gpu %d", a.GPU)
+	return a.Label()
 }
 
 // pagerDutySeverity maps ours onto PagerDuty's critical, error, warning, info.

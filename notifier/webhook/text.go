@@ -66,6 +66,9 @@ func statusWord(a *notifier.Alert) string {
 func headline(m *notifier.Notification) string {
 	a := &m.Alerts[0]
 	where := strings.TrimSpace(a.Host + " " + a.GPUText())
+	if a.Process != nil {
+		where += ", " + a.Process.Holder()
+	}
 	if len(m.Alerts) > 1 {
 		hosts := distinct(m.Alerts, func(a *notifier.Alert) string { return a.Host })
 		where = fmt.Sprintf("%d GPUs of %s", len(m.Alerts), strings.Join(hosts, ", "))
@@ -77,7 +80,7 @@ func headline(m *notifier.Notification) string {
 func alertTitle(a *notifier.Alert) string {
 	title := fmt.Sprintf("%s %s [%s] %s · %s", severityMark(a), statusWord(a), a.Severity, a.Name, a.Host)
 	if a.OnGPU() {
-		title += fmt.Sprintf(" GPU %d", a.GPU)
+		title += " " + a.Subject()
 	}
 	return title
 }
@@ -93,7 +96,7 @@ func alertText(a *notifier.Alert, s style) string {
 		add("**%s**", s.esc(a.Name))
 	}
 	if a.OnGPU() {
-		add("**Severity:** %s · **Host:** %s · **GPU:** %d (%s)", s.esc(a.Severity), s.esc(a.Host), a.GPU, s.esc(a.GPUName))
+		add("**Severity:** %s · **Host:** %s · **%s** (%s)", s.esc(a.Severity), s.esc(a.Host), s.esc(a.Subject()), s.esc(a.GPUName))
 	} else {
 		add("**Severity:** %s · **Host:** %s", s.esc(a.Severity), s.esc(a.Host))
 	}

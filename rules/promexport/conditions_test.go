@@ -98,6 +98,7 @@ func conditionCorpus(t *testing.T) []string {
 
 // leftOutWhy are the reasons a rule may be left out.
 var leftOutWhy = regexp.MustCompile(`^(a window shorter than 1s holds at most one scrape in Prometheus|dcgm-exporter does not say how much memory a process holds|` +
+	`the rule runs per process \(a window of process.memory\), and the exported rules see GPUs: .*|` +
 	`dcgm-exporter does not export nvlink\.links(_down)?|dcgm-exporter's latest XID cannot count XIDs that repeat a code \(gpuwatch's hub counts them from DCGM_EXP_XID_ERRORS_COUNT\))$`)
 
 // conditionRules makes a rule of each condition; every third clears on

@@ -255,6 +255,9 @@ func (r *ruleExport) fail(part, why string) error {
 func (r *ruleExport) alert() (Rule, error) {
 	rule := r.rule
 	r.field = "when"
+	if rule.PerProcess() {
+		return Rule{}, r.fail("process.memory", "the rule runs per process (a window of process.memory), and the exported rules see GPUs: gpuwatch's hub evaluates it on the agents' "+gwProcessMem)
+	}
 	when := rule.When.Tree()
 	tw, err := r.truth(when, true)
 	if err != nil {
@@ -273,7 +276,7 @@ func (r *ruleExport) alert() (Rule, error) {
 		tw = bin(bin(vr, "and", tw), "or", tw)
 	}
 	state := func(s string) expr {
-		st := raw(fmt.Sprintf(`max by (%s) (ALERTS{alertname=%s, alertstate=%q})`, gpuLabels, quote(rule.Name), s))
+		st := raw(fmt.Sprintf(`max by (%s) (ALERTS{alertname=%s, alertstate=%q})`, r.s.gpuLabels(), quote(rule.Name), s))
 		return bin(bin(vr, "and", st), "or", st)
 	}
 	branches := []expr{tw}

@@ -144,7 +144,7 @@ func (r *ruleExport) xidCount(v rules.CondValue) (expr, error) {
 	default:
 		matcher = "xid" + codeMatcher(test.Op, test.Quantity)
 	}
-	sum := raw("sum by (" + gpuLabels + ") (" + call("sum_over_time", rangeOf(raw(events.s+"{"+matcher+"}"), v.Window-time.Millisecond)).s + ")")
+	sum := raw("sum by (" + r.s.gpuLabels() + ") (" + call("sum_over_time", rangeOf(raw(events.s+"{"+matcher+"}"), v.Window-time.Millisecond)).s + ")")
 	name := "gpuwatch:xid_events:count_" + duration(v.Window) + "_" + testName(test)
 	return r.record(name, fmt.Sprintf("%s: the XID events that pass the test within (t−%s, t]", part(v), duration(v.Window)),
 		bin(sum, "or", bin(raw("0"), "*", r.s.known()))), nil
@@ -182,7 +182,7 @@ func (r *ruleExport) xidIn(events expr, set []float64) expr {
 	for i, c := range set {
 		xs[i] = bin(bin(raw(fmt.Sprintf(`%s{xid=%q}`, events.s, strconv.FormatFloat(c, 'f', -1, 64))), "*", raw("0")), "+", number(c))
 	}
-	return raw("min by (" + gpuLabels + ") (" + join("or", xs...).s + ")")
+	return raw("min by (" + r.s.gpuLabels() + ") (" + join("or", xs...).s + ")")
 }
 
 // nameNumber writes a number for a recording rule's name: 48, 0p5, m1.

@@ -27,8 +27,17 @@ func ParseSchema(name string) (Schema, error) {
 }
 
 // gpuLabels are the labels every exported series and alert is about: one
-// GPU of one host, as gpuwatch's own alerts are.
-const gpuLabels = "host, gpu, uuid"
+// GPU of one host, as gpuwatch's own alerts are. A MIG instance is a GPU
+// of its own: a gpuwatch agent's by its own uuid; dcgm-exporter's, which
+// names it after its GPU (UUID) and its GPU instance (GPU_I_ID), by the
+// uuid gpuwatch's hub gives it (MIG-<GPU's UUID>/<GPU instance>/0), with
+// its gpu_instance and mig_profile.
+func (s schema) gpuLabels() string {
+	if s.name == SchemaDCGM {
+		return "host, gpu, uuid, gpu_instance, mig_profile"
+	}
+	return "host, gpu, uuid"
+}
 
 // mib is dcgm-exporter's memory unit.
 const mib = 1 << 20
@@ -76,11 +85,14 @@ type schema struct {
 	name Schema
 }
 
-// sel is a selector of a family of the schema, with extra matchers. The
-// dcgm-exporter series of a MIG instance (GPU_I_ID) are not about a whole
-// GPU and are left out, as gpuwatch's hub does.
+// sel is a selector of a family of the schema, with extra matchers.
+// dcgm-exporter's memory of a MIG instance (GPU_I_ID set) is the
+// instance's, as gpuwatch's hub reads it; its other readings of one are
+// the card's (temperature, power) or 0 (DCGM_FI_DEV_GPU_UTIL is not
+// measured per instance) and are left out: rules on utilization do not
+// hold on an instance, as on the hub where it measures none.
 func (s schema) sel(family string, matchers ...string) expr {
-	if s.name == SchemaDCGM {
+	if s.name == SchemaDCGM && !perInstance(family) {
 		matchers = append([]string{`GPU_I_ID=""`}, matchers...)
 	}
 	if len(matchers) == 0 {
@@ -94,14 +106,14 @@ func (s schema) sel(family string, matchers ...string) expr {
 // label (hostname from dcgm-exporter 4 on), else the instance; its UUID is
 // UUID.
 func (s schema) perGPU(e expr, more ...string) expr {
-	by := gpuLabels
+	by := s.gpuLabels()
 	if len(more) > 0 {
 		by += ", " + strings.Join(more, ", ")
 	}
 	if s.name == SchemaDCGM {
 		// Aggregated first: series that differ only in their name (once a
 		// function drops it) or in labels left out would clash.
-		inner := "Hostname, hostname, instance, gpu, UUID"
+		inner := "Hostname, hostname, instance, gpu, UUID, GPU_I_ID, GPU_I_PROFILE"
 		if len(more) > 0 {
 			inner += ", " + strings.Join(more, ", ")
 		}
@@ -110,6 +122,11 @@ func (s schema) perGPU(e expr, more ...string) expr {
 		e = call("label_replace", e, raw(`"host"`), raw(`"$1"`), raw(`"hostname"`), raw(`"(.+)"`))
 		e = call("label_replace", e, raw(`"host"`), raw(`"$1"`), raw(`"Hostname"`), raw(`"(.+)"`))
 		e = call("label_replace", e, raw(`"uuid"`), raw(`"$1"`), raw(`"UUID"`), raw(`"(.*)"`))
+		// A MIG instance: its own uuid, its GPU instance and profile.
+		e = call("label_join", e, raw(`"mig_key"`), raw(`"/"`), raw(`"UUID"`), raw(`"GPU_I_ID"`))
+		e = call("label_replace", e, raw(`"uuid"`), raw(`"MIG-$1/$2/0"`), raw(`"mig_key"`), raw(`"(.+)/(.+)"`))
+		e = call("label_replace", e, raw(`"gpu_instance"`), raw(`"$1"`), raw(`"GPU_I_ID"`), raw(`"(.*)"`))
+		e = call("label_replace", e, raw(`"mig_profile"`), raw(`"$1"`), raw(`"GPU_I_PROFILE"`), raw(`"(.*)"`))
 	}
 	return raw("max by (" + by + ") (" + e.s + ")")
 }
@@ -207,10 +224,19 @@ func (s schema) form(m rules.Metric) form {
 		return form{kind: formDerived,
 			inst: bin(s.perGPU(s.sel(gwProcessMem)), "or", bin(raw("0"), "*", bin(s.perGPU(s.sel(gwProcesses)), "==", raw("0")))),
 			note: "process.memory reads " + gwProcessMem + ", which agents export with metrics: {per_process: true}; without it, a GPU that runs processes has no process.memory"}
+	case rules.MetricProcessJobs:
+		if dcgm {
+			return form{kind: formDerived, inst: bin(raw("0"), "*", used),
+				note: "dcgm-exporter does not say how much memory a process holds: process.jobs is 0, as on gpuwatch's hub"}
+		}
+		jobs := s.perGPU(bin(s.sel(gwProcessMem), ">", raw("0")), "container", "user", "command")
+		return form{kind: formDerived,
+			inst: bin(raw("count by ("+s.gpuLabels()+") ("+jobs.s+")"), "or", bin(raw("0"), "*", s.perGPU(s.sel(gwInfo)))),
+			note: "process.jobs counts the containers, or users' commands, holding memory in " + gwProcessMem + " (agents export it with metrics: {per_process: true}; without it, 0), not Slurm jobs"}
 	case rules.MetricProcessCount: // dcgm
 		pods := s.perGPU(s.sel(dcgmFBUsed, `pod!=""`), "namespace", "pod")
 		return form{kind: formDerived,
-			inst: bin(raw("count by ("+gpuLabels+") ("+pods.s+")"), "or", bin(raw("0"), "*", used)),
+			inst: bin(raw("count by ("+s.gpuLabels()+") ("+pods.s+")"), "or", bin(raw("0"), "*", used)),
 			note: "dcgm-exporter names the Kubernetes pod on a GPU, not its processes: process.count counts pods, as gpuwatch's hub does"}
 	}
 	if src, ok := m.HealthSource(); ok {
@@ -223,13 +249,21 @@ func (s schema) form(m rules.Metric) form {
 // reports while any of them has a sample, as for gpuwatch's hub.
 var dcgmFamilies = []string{dcgmFBUsed, dcgmFBFree, dcgmFBReserved, dcgmUtil, dcgmMemUtil, dcgmTemp, dcgmPower, dcgmPowerLimit, dcgmXID}
 
-// dcgmAny selects every series of dcgmFamilies.
+// perInstance reports whether dcgm-exporter's family is read of MIG
+// instances too: their memory.
+func perInstance(family string) bool {
+	return family == dcgmFBUsed || family == dcgmFBFree || family == dcgmFBReserved
+}
+
+// dcgmAny selects every series of dcgmFamilies: of a MIG instance, its
+// memory's.
 func (s schema) dcgmAny() expr {
 	names := make([]string, len(dcgmFamilies))
 	for i, n := range dcgmFamilies {
 		names[i] = strings.TrimPrefix(n, "DCGM_FI_DEV_")
 	}
-	return s.sel("", `__name__=~"DCGM_FI_DEV_(`+strings.Join(names, "|")+`)"`)
+	return bin(s.sel("", `__name__=~"DCGM_FI_DEV_(`+strings.Join(names, "|")+`)"`), "or",
+		raw(`{GPU_I_ID!="", __name__=~"DCGM_FI_DEV_FB_(USED|FREE|RESERVED)"}`))
 }
 
 // known is every GPU the series know of now: on a gpuwatch agent also a

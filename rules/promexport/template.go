@@ -219,6 +219,10 @@ func (t *tmplTranslator) field(path []string) string {
 	switch path[0] {
 	case "GPU":
 		return "$labels.gpu"
+	case "Label":
+		// gpu.Label: "GPU 0", "GPU 0 · MIG 3 (1g.10gb)" where the alert
+		// carries its MIG instance's labels (dcgm-exporter's).
+		return `(printf "GPU %s%s" $labels.gpu (or (and $labels.mig_profile (printf " · MIG %s (%s)" $labels.gpu_instance $labels.mig_profile)) ""))`
 	case "UUID":
 		return "$labels.uuid"
 	case "Host":

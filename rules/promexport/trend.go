@@ -165,7 +165,7 @@ func (r *ruleExport) trend(m rules.Metric, w time.Duration) (expr, error) {
 		call("last_over_time", subquery(t.labelled(t.rate(bin(t.floor(0), "-", t.floor(t.slice)), t.lastAt(t.slice), t.lastAt(2*t.slice))),
 			t.slice-time.Millisecond, t.slice)))
 	// last_over_time keeps the series' name: the aggregation drops it.
-	ofSlice := raw("max by (" + gpuLabels + ") (" + call("last_over_time", offset(rangeOf(sliceRate, t.slice), -(t.slice-time.Millisecond))).s + ")")
+	ofSlice := raw("max by (" + r.s.gpuLabels() + ") (" + call("last_over_time", offset(rangeOf(sliceRate, t.slice), -(t.slice-time.Millisecond))).s + ")")
 	rates := join("or", bin(ofSlice, "and", inJob), bin(raw("0"), "*", present))
 	rank := make(map[int]expr)
 	for k := 3; k <= 6; k++ {

@@ -80,8 +80,14 @@
     return 'under a minute';
   }
   const fmtTime = (t) => new Date(t).toLocaleString([], { month: 'short', day: 'numeric', hour: '2-digit', minute: '2-digit' });
-  const useLabel = { free: 'free', 'idle-held': 'idle but held', busy: 'busy' };
-  const gpuKey = (host, index) => host + '/' + index;
+  const useLabel = { free: 'free', 'idle-held': 'idle but held', busy: 'busy', mig: 'MIG' };
+  // A GPU's key: its host and UUID (a MIG instance's own), or its index
+  // when the source gives no UUID.
+  const gpuKey = (host, g) => host + '/' + (g.uuid || g.index);
+  // labelOf names a GPU as gpuwatch does: "GPU 0", "GPU 0 · MIG 3 (1g.10gb)".
+  const labelOf = (g) => g.label || 'GPU ' + (g.index !== undefined ? g.index : g.gpu);
+  // instanceName is a MIG instance's label under its GPU: "MIG 3 (1g.10gb)".
+  const instanceName = (g) => labelOf(g).replace(/^GPU \d+ · /, '');
 
   function problem(text) {
     const p = $('problem');
@@ -115,7 +121,7 @@
   function alertsByGPU(st) {
     const out = new Map();
     for (const a of st.alerts || []) {
-      const k = gpuKey(a.host, a.gpu);
+      const k = gpuKey(a.host, a);
       if (!out.has(k)) out.set(k, []);
       out.get(k).push(a);
     }
@@ -125,7 +131,7 @@
   // byFreeFirst orders a host's GPUs as /gpu free lists them: the free ones
   // first, the largest first, then the others by index.
   function byFreeFirst(a, b) {
-    const fa = a.use === 'free', fb = b.use === 'free';
+    const fa = a.use === 'free' && !a.mig, fb = b.use === 'free' && !b.mig;
     if (fa !== fb) return fa ? -1 : 1;
     if (fa) return (b.memory_total_bytes || 0) - (a.memory_total_bytes || 0) || a.index - b.index;
     return a.index - b.index;
@@ -133,7 +139,7 @@
 
   function matchesFilter(host, g, text) {
     if (!text) return true;
-    const hay = [host, 'gpu' + g.index, g.name, g.uuid, g.use, healthOf(g).condition].concat((g.processes || []).flatMap((p) => [p.user, p.command, String(p.pid), p.container, p.job]));
+    const hay = [host, 'gpu' + g.index, labelOf(g), g.name, g.uuid, g.use, healthOf(g).condition].concat((g.processes || []).flatMap((p) => [p.user, p.command, String(p.pid), p.container, p.job]));
     return hay.some((s) => s && String(s).toLowerCase().includes(text));
   }
 
@@ -155,14 +161,46 @@
     return { condition: hl.condition || 'ok', reasons: hl.reasons || [], known: !!hl.known };
   }
 
-  function card(host, g, alerts, several) {
-    const title = (several ? host + ' · ' : '') + 'GPU ' + g.index;
-    const id = 'gpu-' + host + '-' + g.index;
-    const firing = alerts.filter((a) => a.state === 'firing' && !isSilenced(a));
+  // healthOf's word as a reading of the card, and its reasons (null when
+  // it is ok): a whole GPU's or a MIG parent's, whose instances share it.
+  function healthShown(g) {
     const health = healthOf(g);
-    const el = h('article', { class: 'card ' + g.use + (firing.length ? ' alerting' : ''), id, 'aria-labelledby': id + '-t', 'data-host': host, 'data-index': g.index, 'data-use': g.use });
-    el.append(h('header', null, h('h3', { id: id + '-t' }, title), h('span', { class: 'badge ' + g.use, 'data-field': 'use' }, useLabel[g.use] || g.use)));
-    el.append(h('p', { class: 'model', 'data-field': 'model' }, g.name || 'unknown model'));
+    const word = health.known || health.condition !== 'ok' ? health.condition : 'ok (no readings)';
+    return {
+      item: h('div', null, h('dt', null, 'Health'), h('dd', { 'data-field': 'health', class: 'health ' + health.condition.replace(' ', '-'),
+        title: health.known ? '' : 'no health readings: nothing known is wrong' }, word)),
+      reasons: health.reasons.length ? h('p', { class: 'health-reason', 'data-field': 'health-reason' }, health.reasons.join('; ')) : null,
+    };
+  }
+
+  // cardID is the id of a GPU's card: host and index, and a MIG instance's
+  // GPU and compute instance.
+  const cardID = (host, g) => 'gpu-' + host + '-' + g.index + (g.mig ? '-mig-' + g.mig.gpu_instance + '-' + g.mig.compute_instance : '');
+
+  // card shows a GPU; a GPU split into MIG instances shows the card's
+  // readings, and its instances (byGPU: the alerts by GPU key) inside it.
+  function card(host, g, alerts, several, instances, byGPU) {
+    const title = (several ? host + ' · ' : '') + (g.mig ? instanceName(g) : labelOf(g));
+    const id = cardID(host, g);
+    const firing = alerts.filter((a) => a.state === 'firing' && !isSilenced(a));
+    const el = h(g.mig ? 'section' : 'article', { class: (g.mig ? 'instance ' : 'card ') + g.use + (firing.length ? ' alerting' : ''), id, 'aria-labelledby': id + '-t', 'data-host': host, 'data-index': g.index, 'data-uuid': g.uuid, 'data-use': g.use });
+    el.append(h('header', null, h(g.mig ? 'h4' : 'h3', { id: id + '-t' }, title), h('span', { class: 'badge ' + g.use, 'data-field': 'use' }, useLabel[g.use] || g.use)));
+    if (!g.mig) el.append(h('p', { class: 'model', 'data-field': 'model' }, (g.name || 'unknown model') + (g.mig_enabled ? ' · ' + instances.length + ' MIG instance' + (instances.length === 1 ? '' : 's') : '')));
+    if (g.mig_enabled) {
+      // The card's readings; memory, utilization and processes are the
+      // instances'.
+      const health = healthShown(g);
+      el.append(h('dl', { class: 'readings' },
+        h('div', null, h('dt', null, 'Temperature'), h('dd', { 'data-field': 'temperature' }, fmtTemp(g.temperature_c))),
+        h('div', null, h('dt', null, 'Power'), h('dd', { 'data-field': 'power' }, fmtPower(g.power_w, g.power_limit_w))),
+        health.item));
+      if (health.reasons) el.append(health.reasons);
+      if (alerts.length) el.append(alertBadges(alerts));
+      el.append(h('div', { class: 'instances', 'aria-label': 'MIG instances of ' + title }, instances.map((ig) =>
+        card(host, ig, byGPU.get(gpuKey(host, ig)) || [], false, [], byGPU))));
+      el.append(historyLink(host, g, id, title));
+      return el;
+    }
     if (g.memory_total_bytes) {
       const pct = (100 * g.memory_used_bytes) / g.memory_total_bytes;
       const text = fmtGiB(g.memory_used_bytes) + ' of ' + fmtGiB(g.memory_total_bytes);
@@ -173,14 +211,18 @@
     } else {
       el.append(h('p', { class: 'mem', 'data-field': 'memory' }, 'memory unknown'));
     }
-    el.append(h('dl', { class: 'readings' },
-      h('div', null, h('dt', null, 'Utilization'), h('dd', { 'data-field': 'utilization' }, fmtPct(g.utilization_gpu))),
-      h('div', null, h('dt', null, 'Temperature'), h('dd', { 'data-field': 'temperature' }, fmtTemp(g.temperature_c))),
-      h('div', null, h('dt', null, 'Power'), h('dd', { 'data-field': 'power' }, fmtPower(g.power_w, g.power_limit_w))),
-      h('div', null, h('dt', null, 'Health'), h('dd', { 'data-field': 'health', class: 'health ' + health.condition.replace(' ', '-'),
-        title: health.known ? '' : 'no health readings: nothing known is wrong' }, health.known || health.condition !== 'ok' ? health.condition : 'ok (no readings)'))));
-    if (health.reasons.length) {
-      el.append(h('p', { class: 'health-reason', 'data-field': 'health-reason' }, health.reasons.join('; ')));
+    if (g.mig) {
+      // An instance's temperature and power are its GPU's.
+      el.append(h('dl', { class: 'readings' },
+        h('div', null, h('dt', null, 'Utilization'), h('dd', { 'data-field': 'utilization' }, g.utilization_gpu === null || g.utilization_gpu === undefined ? 'not measured' : fmtPct(g.utilization_gpu)))));
+    } else {
+      const health = healthShown(g);
+      el.append(h('dl', { class: 'readings' },
+        h('div', null, h('dt', null, 'Utilization'), h('dd', { 'data-field': 'utilization' }, fmtPct(g.utilization_gpu))),
+        h('div', null, h('dt', null, 'Temperature'), h('dd', { 'data-field': 'temperature' }, fmtTemp(g.temperature_c))),
+        h('div', null, h('dt', null, 'Power'), h('dd', { 'data-field': 'power' }, fmtPower(g.power_w, g.power_limit_w))),
+        health.item));
+      if (health.reasons) el.append(health.reasons);
     }
     if (g.use !== 'free') {
       const held = g.held_since ? (g.use === 'idle-held' ? 'Idle but held for ' : 'Held for ') + fmtSince(g.held_since) : 'Held';
@@ -194,12 +236,22 @@
             p.command ? [' · ', h('span', { class: 'cmd' }, p.command)] : '', p.container ? ' · ' + p.container : '', ' · ' + fmtGiB(p.memory_bytes)))));
       }
     }
-    if (alerts.length) {
-      el.append(h('div', { class: 'card-alerts', 'aria-label': 'Alerts' }, alerts.map((a) =>
-        h('a', { class: 'badge ' + (isSilenced(a) ? 'silenced' : a.state), href: '#alerts' }, a.alert + (isSilenced(a) ? ' (silenced)' : ' ' + a.state)))));
-    }
-    el.append(h('div', { class: 'card-actions' }, h('a', { id: id + '-history', href: '#history?host=' + encodeURIComponent(host) + '&gpu=' + g.index, 'aria-label': 'History of ' + title }, 'History')));
+    if (alerts.length) el.append(alertBadges(alerts));
+    el.append(historyLink(host, g, id, title));
     return el;
+  }
+
+  // alertBadges are a GPU's alerts, each naming the process of a rule
+  // that runs per process.
+  function alertBadges(alerts) {
+    return h('div', { class: 'card-alerts', 'aria-label': 'Alerts' }, alerts.map((a) =>
+      h('a', { class: 'badge ' + (isSilenced(a) ? 'silenced' : a.state), href: '#alerts' },
+        a.alert + (a.process ? ' (pid ' + a.process.pid + ')' : '') + (isSilenced(a) ? ' (silenced)' : ' ' + a.state))));
+  }
+
+  function historyLink(host, g, id, title) {
+    const q = '#history?host=' + encodeURIComponent(host) + '&gpu=' + g.index + (g.mig ? '&uuid=' + encodeURIComponent(g.uuid) : '');
+    return h('div', { class: 'card-actions' }, h('a', { id: id + '-history', href: q, 'aria-label': 'History of ' + title }, 'History'));
   }
 
   function renderNow() {
@@ -214,35 +266,46 @@
     const counts = { free: 0, busy: 0, 'idle-held': 0 };
     const conditions = {};
     const free = [];
-    let total = 0;
+    let total = 0, gpuCount = 0;
     const groups = [];
     for (const hs of hosts) {
-      const gpus = hs.gpus.slice().sort(byFreeFirst);
-      for (const g of gpus) {
-        total++;
-        counts[g.use] = (counts[g.use] || 0) + 1;
+      // A GPU split into MIG instances is one card, its instances in it;
+      // the instances count as GPUs, free, busy or idle but held.
+      const whole = hs.gpus.filter((g) => !g.mig).sort(byFreeFirst);
+      const instancesOf = (g) => hs.gpus.filter((i) => i.mig && (i.mig.parent_uuid ? i.mig.parent_uuid === g.uuid : i.index === g.index));
+      gpuCount += whole.length;
+      for (const g of whole) {
         const c = healthOf(g).condition;
         if (c !== 'ok') conditions[c] = (conditions[c] || 0) + 1;
+      }
+      for (const g of hs.gpus) {
+        if (g.mig_enabled) continue;
+        total++;
+        counts[g.use] = (counts[g.use] || 0) + 1;
         if (g.use === 'free') free.push({ host: hs.host, g });
       }
-      const shown = gpus.filter((g) => (!onlyFree || g.use === 'free') && matchesFilter(hs.host, g, text));
+      const shows = (g) => (!onlyFree || g.use === 'free') && matchesFilter(hs.host, g, text);
+      const shown = whole.filter((g) => shows(g) || (g.mig_enabled && instancesOf(g).some(shows)));
       if (!shown.length && (text || onlyFree)) continue;
       const group = h('section', { class: 'host-group', 'aria-label': several ? 'Host ' + hs.host : 'GPUs', 'data-host': hs.host });
-      if (several) group.append(h('h3', null, hs.host + ' · ' + hs.gpus.length + ' GPU' + (hs.gpus.length === 1 ? '' : 's')));
+      if (several) group.append(h('h3', null, hs.host + ' · ' + whole.length + ' GPU' + (whole.length === 1 ? '' : 's')));
       if (!hs.gpus.length) group.append(h('p', { class: 'empty' }, 'No GPU reports from this host now.'));
-      group.append(h('div', { class: 'cards' }, shown.map((g) => card(hs.host, g, byGPU.get(gpuKey(hs.host, g.index)) || [], several))));
+      group.append(h('div', { class: 'cards' }, shown.map((g) => card(hs.host, g, byGPU.get(gpuKey(hs.host, g)) || [], several,
+        g.mig_enabled ? instancesOf(g).filter((i) => shows(i) || shows(g)) : [], byGPU))));
       groups.push(group);
     }
     free.sort((a, b) => (b.g.memory_total_bytes || 0) - (a.g.memory_total_bytes || 0) || a.host.localeCompare(b.host) || a.g.index - b.g.index);
     const firing = (st.alerts || []).filter((a) => a.state === 'firing' && !isSilenced(a)).length;
     const summary = $('summary');
-    summary.replaceChildren(total + ' GPU' + (total === 1 ? '' : 's') + (several ? ' on ' + hosts.length + ' hosts' : '') + ': ' +
+    const instances = total - hosts.reduce((n, hs) => n + hs.gpus.filter((g) => !g.mig && !g.mig_enabled).length, 0);
+    summary.replaceChildren((instances ? gpuCount + ' GPU' + (gpuCount === 1 ? '' : 's') + ' (' + instances + ' MIG instance' + (instances === 1 ? '' : 's') + ')'
+      : total + ' GPU' + (total === 1 ? '' : 's')) + (several ? ' on ' + hosts.length + ' hosts' : '') + ': ' +
       counts.free + ' free, ' + counts.busy + ' busy, ' + counts['idle-held'] + ' idle but held' +
       (firing ? ' · ' + firing + ' alert' + (firing === 1 ? '' : 's') + ' firing' : '') +
       (Object.keys(conditions).length ? ' · health: ' + ['needs service', 'needs reset', 'degraded'].filter((c) => conditions[c]).map((c) => conditions[c] + ' ' + c).join(', ') : ''));
     if (several && free.length) {
       summary.append(h('br'), 'Free now: ', free.slice(0, 24).map((f, i) =>
-        [i ? ', ' : '', h('a', { href: '#now', 'data-target': 'gpu-' + f.host + '-' + f.g.index }, f.host + ' GPU ' + f.g.index)]));
+        [i ? ', ' : '', h('a', { href: '#now', 'data-target': cardID(f.host, f.g) }, f.host + ' ' + labelOf(f.g))]));
     }
     // A redraw keeps the keyboard's place: the control that had the focus
     // gets it back in the new cards.
@@ -271,7 +334,7 @@
     }
     $('alerts').replaceChildren(h('div', { class: 'list', role: 'list' }, list.map((a) => {
       const silenced = isSilenced(a);
-      const where = a.gpu >= 0 ? a.host + ' · GPU ' + a.gpu : a.host;
+      const where = a.gpu >= 0 ? a.host + ' · ' + labelOf(a) + (a.process ? ', pid ' + a.process.pid + (a.process.user ? ' (' + a.process.user + ')' : '') : '') : a.host;
       const meta = [a.state + ' since ' + fmtTime(a.since) + ' (' + fmtSince(a.since) + ')'];
       if (a.value_text) meta.push('value ' + a.value_text);
       if (a.answer) meta.push(a.answer);
@@ -358,11 +421,13 @@
   // ---- history
   function fillGPUChoices(hosts) {
     const sel = $('hist-gpu');
-    const keys = hosts.flatMap((hs) => hs.gpus.map((g) => gpuKey(hs.host, g.index)));
+    // An option's value is host/index, and /uuid for a MIG instance.
+    const value = (host, g) => host + '/' + g.index + (g.mig ? '/' + g.uuid : '');
+    const keys = hosts.flatMap((hs) => hs.gpus.map((g) => value(hs.host, g)));
     if (sel.dataset.keys === keys.join(',')) return;
     const current = sel.value;
-    sel.replaceChildren(...hosts.flatMap((hs) => hs.gpus.slice().sort((a, b) => a.index - b.index).map((g) =>
-      h('option', { value: gpuKey(hs.host, g.index) }, (hosts.length > 1 || state.session.hub ? hs.host + ' · ' : '') + 'GPU ' + g.index + (g.name ? ' · ' + g.name : '')))));
+    sel.replaceChildren(...hosts.flatMap((hs) => hs.gpus.map((g) =>
+      h('option', { value: value(hs.host, g) }, (hosts.length > 1 || state.session.hub ? hs.host + ' · ' : '') + labelOf(g) + (g.name && !g.mig ? ' · ' + g.name : '')))));
     sel.dataset.keys = keys.join(',');
     if (current) sel.value = current;
     if (state.view === 'history' && !state.charts.length) showHistory();
@@ -403,16 +468,23 @@
   async function showHistory() {
     const sel = $('hist-gpu');
     if (state.params.has('gpu')) {
-      const want = gpuKey(state.params.get('host') || (state.session && state.session.host) || '', state.params.get('gpu'));
+      const want = (state.params.get('host') || (state.session && state.session.host) || '') + '/' + state.params.get('gpu') +
+        (state.params.get('uuid') ? '/' + state.params.get('uuid') : '');
       if ([...sel.options].some((o) => o.value === want)) sel.value = want;
     }
     if (!sel.value || typeof uPlot === 'undefined') {
       $('charts').replaceChildren(h('p', { class: 'empty' }, sel.value ? 'Loading the chart library…' : 'No GPU has reported yet.'));
       return;
     }
-    const [host, index] = [sel.value.slice(0, sel.value.lastIndexOf('/')), sel.value.slice(sel.value.lastIndexOf('/') + 1)];
+    // host/index[/uuid]: a host's name may hold a slash, a UUID (MIG-…) not
+    // before its own.
+    let v = sel.value, uuid = '';
+    const mig = v.search(/\/MIG-/);
+    if (mig >= 0) [v, uuid] = [v.slice(0, mig), v.slice(mig + 1)];
+    const [host, index] = [v.slice(0, v.lastIndexOf('/')), v.slice(v.lastIndexOf('/') + 1)];
     const win = $('hist-window').value;
     const q = new URLSearchParams({ host, gpu: index, window: win });
+    if (uuid) q.set('uuid', uuid);
     if (!state.charts.length) $('charts').replaceChildren(h('p', { class: 'empty loading', role: 'status' }, 'Loading the history…'));
     let data;
     try {
@@ -441,6 +513,13 @@
     const boxes = specs.map((s) => {
       const box = h('div', { class: 'chart', role: 'group', 'aria-label': s.label + ' of ' + sel.options[sel.selectedIndex].text, 'data-series': s.key });
       box.append(h('h3', null, s.label), h('p', { class: 'sr-only' }, summarize(s.label, s.unit, data[s.key])));
+      // A MIG instance has no temperature of its own (the card's is its
+      // GPU's), and a GPU older than Hopper does not measure its activity.
+      if (state.params.get('uuid') && data.times.length && data[s.key].every((v) => v === null)) {
+        box.append(h('p', { class: 'hint', 'data-field': 'not-measured' }, s.key === 'temperature_c'
+          ? 'A MIG instance has no temperature of its own: the card\'s is in its GPU\'s history.'
+          : 'Not measured: this GPU does not measure a MIG instance\'s ' + s.label.toLowerCase() + ' (GPM needs a Hopper or newer GPU).'));
+      }
       return box;
     });
     // Say why most of the window is empty: gpuwatch began reading the GPU
