@@ -1,7 +1,6 @@
 package cli_test
 
 import (
-	"context"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -48,20 +47,12 @@ type xidSeen struct {
 }
 
 func newHealthDCGMExporter(t *testing.T, scenario, host string, gen healthseries.Generation) *healthDCGMExporter {
-	src, err := sim.New(sim.Config{Scenario: scenario, Seed: 1, Host: host, Step: 10 * time.Second, Loop: true})
-	if err != nil {
-		t.Fatal(err)
-	}
 	e := &healthDCGMExporter{xids: map[int][]xidSeen{}, seen: map[int]string{}}
 	hostLabel := "Hostname" // dcgm-exporter 3
 	if gen == healthseries.DCGM49 {
 		hostLabel = "hostname"
 	}
-	next := func() {
-		s, err := src.Next(context.Background())
-		if err != nil {
-			return
-		}
+	e.start = playSim(t, sim.Config{Scenario: scenario, Seed: 1, Host: host, Step: 10 * time.Second}, healthFleetSpeed, func(s *gpu.Snapshot) {
 		e.mu.Lock()
 		defer e.mu.Unlock()
 		e.snap = s
@@ -73,22 +64,6 @@ func newHealthDCGMExporter(t *testing.T, scenario, host string, gen healthseries
 				e.xids[ev.GPU] = append(e.xids[ev.GPU], xidSeen{s.Time, ev.XID})
 			}
 		}
-	}
-	next()
-	ctx, cancel := context.WithCancel(context.Background())
-	e.start = sync.OnceFunc(func() {
-		go func() {
-			tick := time.NewTicker(10 * time.Second / healthFleetSpeed)
-			defer tick.Stop()
-			for {
-				select {
-				case <-ctx.Done():
-					return
-				case <-tick.C:
-					next()
-				}
-			}
-		}()
 	})
 	e.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		e.mu.Lock()
@@ -129,7 +104,7 @@ func newHealthDCGMExporter(t *testing.T, scenario, host string, gen healthseries
 			fmt.Fprintf(w, "%s{%s} %d\n", last, labels, xs[len(xs)-1].code)
 		}
 	}))
-	t.Cleanup(func() { cancel(); e.Close() })
+	t.Cleanup(e.Close)
 	return e
 }
 
