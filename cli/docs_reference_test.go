@@ -159,10 +159,10 @@ func TestDocsConfigTable(t *testing.T) {
 	}
 	// Every field of the config's sections is one of those keys.
 	for section, v := range map[string]any{"source": config.Source{}, "source.sim": config.SimSource{}, "source.replay": config.ReplaySource{},
-		"source.prometheus": config.PrometheusSource{}, "storage": config.Storage{}, "server": config.Server{}, "metrics": config.Metrics{}, "slack": config.Slack{}} {
+		"source.prometheus": config.PrometheusSource{}, "source.kubernetes": config.KubernetesSource{}, "storage": config.Storage{}, "server": config.Server{}, "metrics": config.Metrics{}, "slack": config.Slack{}} {
 		for _, name := range yamlFields(v) {
 			key := section + "." + name
-			if name == "sim" || name == "replay" || name == "prometheus" {
+			if name == "sim" || name == "replay" || name == "prometheus" || name == "kubernetes" {
 				continue
 			}
 			if !strings.Contains(rd.text, "| `"+key+"` |") {

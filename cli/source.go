@@ -4,10 +4,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"time"
 
 	"github.com/gpuwatch/gpuwatch/config"
 	"github.com/gpuwatch/gpuwatch/gpu"
+	"github.com/gpuwatch/gpuwatch/gpu/kube"
 	"github.com/gpuwatch/gpuwatch/gpu/nvml"
 	"github.com/gpuwatch/gpuwatch/gpu/proc"
 	"github.com/gpuwatch/gpuwatch/gpu/prometheus"
@@ -55,7 +57,11 @@ func openSource(c *config.Config, env *Env, logger *slog.Logger) (gpu.Source, er
 		}
 		return gpu.Pace(r, c.Source.Replay.Speed), nil
 	default:
-		s, err := openNVML(host, logger)
+		pods, err := openPods(c, logger)
+		if err != nil {
+			return nil, err
+		}
+		s, err := openNVML(host, pods, logger)
 		if err != nil {
 			return nil, err
 		}
@@ -76,8 +82,29 @@ func replayOptions(c *config.Config, env *Env, logger *slog.Logger) replay.Optio
 		Columns: rs.Columns, MemoryTotal: total, SkipBad: rs.SkipBad, Step: rs.Step, Warnings: env.Stderr}
 }
 
-func openNVML(host string, logger *slog.Logger) (*nvml.Sampler, error) {
-	s, err := nvml.OpenSystem(nvml.Options{Host: host, Attributor: proc.NewReader("", ""), Logger: logger})
+// openPods is the Kubernetes API server's list of this node's pods when
+// the config names the node (source.kubernetes), else nil. It lists
+// nothing yet: the first process of a pod starts the first list.
+func openPods(c *config.Config, logger *slog.Logger) (proc.PodDirectory, error) {
+	o, ok, err := c.KubernetesOptions(os.Getenv)
+	if !ok {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, userErr(err)
+	}
+	o.Logger = logger
+	pods, err := kube.New(o)
+	if err != nil {
+		return nil, userErr(fmt.Errorf("source.kubernetes: %w", err))
+	}
+	return pods, nil
+}
+
+// openNVML opens the GPUs of this machine; pods, when not nil, names
+// the pods of their processes with their labels.
+func openNVML(host string, pods proc.PodDirectory, logger *slog.Logger) (*nvml.Sampler, error) {
+	s, err := nvml.OpenSystem(nvml.Options{Host: host, Attributor: proc.NewReader("", "", pods), Logger: logger})
 	if errors.Is(err, nvml.ErrLibraryNotFound) {
 		return nil, fmt.Errorf("open NVML: %w, or run the daemon on simulated GPUs: `source: {type: sim}` in its config", err)
 	}

@@ -41,7 +41,7 @@ when none runs, the source of --config (a sim source works without a GPU).`)
 		return err
 	}
 	if *api.config == "" && *api.server == "" {
-		s, err := openNVML(hostName(nil), logger)
+		s, err := openNVML(hostName(nil), nil, logger)
 		if err != nil {
 			return err
 		}

@@ -62,6 +62,9 @@ type Source struct {
 	Sim        SimSource        `yaml:"sim"`
 	Replay     ReplaySource     `yaml:"replay"`
 	Prometheus PrometheusSource `yaml:"prometheus"`
+	// Kubernetes names an nvml source's pods, with their labels, from
+	// the Kubernetes API server.
+	Kubernetes KubernetesSource `yaml:"kubernetes"`
 }
 
 // SimSource configures simulated GPUs.
@@ -101,6 +104,10 @@ type Metrics struct {
 	// PerProcess adds gpuwatch_gpu_process_memory_bytes, one series per
 	// process on a GPU: a series per job, so off unless asked.
 	PerProcess bool `yaml:"per_process"`
+	// PodLabels are Kubernetes pod label keys the per-process series
+	// carry, each as label_KEY (an agent reads them from the API server,
+	// source.kubernetes): a hub's people: section maps owners by them.
+	PodLabels []string `yaml:"pod_labels"`
 }
 
 // Slack is the Slack app: the bot token Slack receivers post with, and
@@ -434,6 +441,7 @@ func (c *Config) validate(root *yaml.Node) strictyaml.Errors {
 	c.checkRouteReceivers(at("route"), "route", &c.Route, names, fail)
 	c.checkDigests(root, fail)
 	c.checkPeople(root, fail)
+	c.checkKubernetes(root, fail)
 	for _, r := range c.Rules {
 		for _, name := range r.Receivers {
 			if !names[name] {

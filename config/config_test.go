@@ -75,7 +75,7 @@ var configFailures = map[string][]string{
 	// metrics.per_process is a bool; the section has no other key.
 	"metrics.bad.yaml": {
 		`2:16: metrics.per_process must be true or false, not "maybe"`,
-		`3:3: unknown field "per_users" in metrics; valid fields: per_process`,
+		`3:3: unknown field "per_users" in metrics; valid fields: per_process, pod_labels`,
 	},
 	"unknown_rule_field.bad.yaml": {
 		`4:5: unknown field "severty" in rules[0] (did you mean "severity"?); ` + ruleFields,
@@ -120,13 +120,28 @@ var configFailures = map[string][]string{
 		`5:15: source.sim.scenario "leak" is not one of normal-training, memory-leak, batch-spike, idle-hog, thermal, all, creep-plateau, gpu-lost, idle-resume, leak-gappy, leak-restart, leak-slow, node8, noisy-1s, tf-grab-all, tf-prealloc, thermal-cycle, leak-epoch, leak-tiny, leak-notebook, leak-peaks, leak-nearfull, vllm-serve, shared-node, slurm-node, mig-slice-leak, mig-mixed, timeslice-leak, ecc-row-remap, power-brake, pcie-degraded, xid-storm, nvlink-errors`,
 		`6:12: source.sim.speed must be 0 (as fast as possible) or more`,
 	},
+	// An agent's node is a node name, listed no more often than every
+	// 10s; pod label keys a hub's series cannot tell apart are named.
+	"kubernetes.bad.yaml": {
+		`3:22: source.kubernetes.node "GPU_Node_1" is not a node name: lower-case letters, digits, '-' and '.'`,
+		`3:43: source.kubernetes.refresh 2s is too short: every node's agent lists its pods that often; use 10s or more (default 1m0s)`,
+		`6:30: pod labels "app-kubernetes.io/owner" and "app.kubernetes.io/owner" are both app_kubernetes_io_owner in a series (dcgm-exporter's, or label_app_kubernetes_io_owner in gpuwatch's), where a label name has letters, digits and '_' alone: a hub cannot tell them apart; read one of them`,
+		`8:16: people.pod_labels: "owner=x" is not a Kubernetes label key: a name of letters, digits, '-', '_' and '.' (at most 63), with an optional DNS prefix and '/', like owner or example.org/owner`,
+	},
+	"metrics_pod_labels.bad.yaml": {
+		`2:36: metrics.pod_labels[0]: "team name" is not a Kubernetes label key: a name of letters, digits, '-', '_' and '.' (at most 63), with an optional DNS prefix and '/', like owner or example.org/owner`,
+		`2:56: metrics.pod_labels[2]: "owner" is listed twice`,
+	},
+	"kubernetes_hub.bad.yaml": {
+		`3:22: source.kubernetes lists the pods of an agent's node for the processes NVML reads: it needs source.type nvml, not sim; a hub reads pod labels from its series, dcgm-exporter's or the agents' (metrics.pod_labels; docs/people.md)`,
+	},
 	// Mappings' values (emails, perhaps) are never quoted; a route that
 	// tells owners must reach a Slack receiver with the bot token.
 	"people.bad.yaml": {
 		`7:10: people.email knows only the placeholder {user}: "{user}@example.org"`,
 		`10:10: people.users.bob is neither a Slack user ID (U0123ABCD: Slack profile → ⋯ → Copy member ID) nor an email`,
 		`12:30: people.groups[0].leads[0] is neither a Slack user ID (U0123ABCD: Slack profile → ⋯ → Copy member ID) nor an email`,
-		`12:49: people.groups[0].members[0]: "job:4242" is not an identity: write a Unix user (alice), namespace:NAME or slurm_account:NAME`,
+		`12:49: people.groups[0].members[0]: "job:4242" is not an identity: write a Unix user (alice), namespace:NAME, slurm_account:NAME or pod_label:KEY=VALUE`,
 		`13:16: people.quiet_hours "10pm-7am" is not a span of the day: write it like 22:00-08:00`,
 		`14:22: people.digest.receiver "hook" must be a Slack receiver with a channel (and slack.bot_token): personal digests are direct messages`,
 		`14:37: people.digest.default "hourly" is not weekly, daily or off`,
@@ -220,7 +235,7 @@ var configFailures = map[string][]string{
 	// whichever stage (decoding, rules, validation) found them.
 	"many.bad.yaml": {
 		`5:15: source.sim.scenario "leaky" is not one of normal-training, memory-leak, batch-spike, idle-hog, thermal, all, creep-plateau, gpu-lost, idle-resume, leak-gappy, leak-restart, leak-slow, node8, noisy-1s, tf-grab-all, tf-prealloc, thermal-cycle, leak-epoch, leak-tiny, leak-notebook, leak-peaks, leak-nearfull, vllm-serve, shared-node, slurm-node, mig-slice-leak, mig-mixed, timeslice-leak, ecc-row-remap, power-brake, pcie-degraded, xid-storm, nvlink-errors`,
-		`6:3: unknown field "intervall" in source (did you mean "interval"?); valid fields: type, interval, sim, replay, prometheus`,
+		`6:3: unknown field "intervall" in source (did you mean "interval"?); valid fields: type, interval, sim, replay, prometheus, kubernetes`,
 		`10:5: receiver "console" is defined twice`,
 		`13:13: route.receiver "pager" is not a receiver; define it under receivers:`,
 		`16:28: when: unit "%" is a percentage but temperature is degrees Celsius; use C`,
@@ -533,6 +548,7 @@ func FuzzParseConfig(f *testing.F) {
 		"", "~", "host: ${HOST}", "host: ${TOKEN}\nsource: {type: ${TOKEN}}", "rule_files: [r.yaml, r.yaml]",
 		"rule_files: ['*']", "receivers: [{name: a, console: ~}]\nroute: {receiver: a}", "source: &s {sim: *s}",
 		"rules: [{alert: A, when: temperature > 1, receivers: [x]}]", "server: {listen: \"$${x}\"}",
+		"source: {kubernetes: {node: ${HOST}, refresh: 30s}}\nmetrics: {per_process: true, pod_labels: [owner, a.b/c]}\npeople: {pod_labels: {a-b/c: {x: U0X}}}",
 	} {
 		f.Add([]byte(s))
 	}

@@ -146,5 +146,5 @@ func (c *Config) PrometheusOptions() (prometheus.Options, error) {
 	}
 	secrets := cl.Secrets // read again when asked: token files are rotated
 	return prometheus.Options{URL: p.URL, Selector: sel, Schema: schema, Interval: c.Source.Interval,
-		Timeout: p.Timeout, Client: client, Secrets: secrets}, nil
+		Timeout: p.Timeout, Client: client, Secrets: secrets, PodLabelKeys: c.People.PodLabelKeys()}, nil
 }

@@ -27,7 +27,15 @@ func (c *Config) Warnings() []string {
 	}
 	if c.tellsOwners() && !c.People.Mapped() {
 		out = append(out, fmt.Sprintf("%s: a route tells owners (owners:), but the people: section maps no one: every alert goes to the channel alone; "+
-			"map Unix users, namespaces or Slurm accounts to Slack users (docs/people.md)", c.File))
+			"map Unix users, namespaces, pod labels or Slurm accounts to Slack users (docs/people.md)", c.File))
+	}
+	if c.Source.Type == "nvml" && c.Source.Kubernetes.Node == "" && len(c.PodLabelKeys()) > 0 {
+		out = append(out, fmt.Sprintf("%s: people: or metrics.pod_labels name pod labels, which an agent reads from the Kubernetes API server: "+
+			"set source.kubernetes.node: ${NODE_NAME} (docs/people.md); until then no process has pod labels", c.File))
+	}
+	if len(c.Metrics.PodLabels) > 0 && !c.Metrics.PerProcess {
+		out = append(out, fmt.Sprintf("%s: metrics.pod_labels puts pod labels on the per-process series, which only metrics.per_process: true serves: "+
+			"without it no series carries them", c.File))
 	}
 	for _, r := range c.Rules {
 		for _, w := range r.Warnings {

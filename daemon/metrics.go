@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"net/http"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -27,6 +28,17 @@ type daemonMetrics struct {
 	// perProcess is the config's metrics.per_process, which a reload
 	// switches.
 	perProcess atomic.Bool
+	// podLabels are the config's metrics.pod_labels, sorted, which a
+	// reload changes.
+	podLabels atomic.Pointer[[]string]
+}
+
+// podLabelKeys are the pod label keys the per-process series carry.
+func (m *daemonMetrics) podLabelKeys() []string {
+	if keys := m.podLabels.Load(); keys != nil {
+		return *keys
+	}
+	return nil
 }
 
 // init makes the registry and the tracker, once.
@@ -35,7 +47,7 @@ func (m *daemonMetrics) init(d *Daemon) {
 		m.sampleDuration = metrics.NewSampleDuration()
 		m.gpus = metrics.NewTracker()
 		m.registry = metrics.NewRegistry(metricsSource{d},
-			metrics.Options{Version: d.opts.Version, GPUs: m.gpus, PerProcess: m.perProcess.Load}, m.sampleDuration)
+			metrics.Options{Version: d.opts.Version, GPUs: m.gpus, PerProcess: m.perProcess.Load, PodLabelKeys: m.podLabelKeys}, m.sampleDuration)
 	})
 }
 
@@ -43,6 +55,8 @@ func (m *daemonMetrics) init(d *Daemon) {
 // a reload).
 func (d *Daemon) configureMetrics(cfg *config.Config) {
 	d.metrics.perProcess.Store(cfg.Metrics.PerProcess)
+	keys := slices.Sorted(slices.Values(cfg.Metrics.PodLabels))
+	d.metrics.podLabels.Store(&keys)
 }
 
 // trackGPUs feeds a snapshot to the series that follow GPUs across

@@ -41,6 +41,9 @@ type cluster struct {
 	serviceMonitors []monitoringv1.ServiceMonitor
 	roles           []rbacv1.Role
 	roleBindings    []rbacv1.RoleBinding
+	serviceAccounts []corev1.ServiceAccount
+	clusterRoles    []rbacv1.ClusterRole
+	clusterBindings []rbacv1.ClusterRoleBinding
 }
 
 // installed runs deploy/kubernetes/install on a copy of the folder, with a
@@ -149,10 +152,23 @@ func render(t *testing.T, dir string) cluster {
 			var o rbacv1.RoleBinding
 			decode(&o)
 			c.roleBindings = append(c.roleBindings, o)
+		case "v1 ServiceAccount":
+			var o corev1.ServiceAccount
+			decode(&o)
+			c.serviceAccounts = append(c.serviceAccounts, o)
+		case "rbac.authorization.k8s.io/v1 ClusterRole":
+			var o rbacv1.ClusterRole
+			decode(&o)
+			c.clusterRoles = append(c.clusterRoles, o)
+		case "rbac.authorization.k8s.io/v1 ClusterRoleBinding":
+			var o rbacv1.ClusterRoleBinding
+			decode(&o)
+			c.clusterBindings = append(c.clusterBindings, o)
 		default:
 			t.Errorf("%s %s: a kind this test does not check", kind, r.GetName())
 		}
-		if ns := r.GetNamespace(); r.GetKind() != "Namespace" && ns != "gpuwatch" {
+		clusterScoped := r.GetKind() == "Namespace" || r.GetKind() == "ClusterRole" || r.GetKind() == "ClusterRoleBinding"
+		if ns := r.GetNamespace(); !clusterScoped && ns != "gpuwatch" {
 			t.Errorf("%s %s is in namespace %q, want gpuwatch", kind, r.GetName(), ns)
 		}
 	}
@@ -436,6 +452,40 @@ func TestKubernetesPrometheusDiscovery(t *testing.T) {
 	if binding.RoleRef.Kind != "Role" || binding.RoleRef.Name != role.Name || len(binding.Subjects) != 1 ||
 		binding.Subjects[0].Kind != "ServiceAccount" || binding.Subjects[0].Name != "prometheus-k8s" || binding.Subjects[0].Namespace != "monitoring" {
 		t.Errorf("role binding %+v, want role %s bound to kube-prometheus's service account monitoring/prometheus-k8s", binding, role.Name)
+	}
+}
+
+// TestKubernetesAgentListsItsPods: the agents run as a service account
+// that may get and list pods and nothing else, with its token mounted,
+// and know their node from the downward API, which their config names
+// as source.kubernetes.node.
+func TestKubernetesAgentListsItsPods(t *testing.T) {
+	_, c := installed(t)
+	if len(c.serviceAccounts) != 1 || len(c.clusterRoles) != 1 || len(c.clusterBindings) != 1 {
+		t.Fatalf("%d service accounts, %d cluster roles and %d bindings, want the agents' one of each",
+			len(c.serviceAccounts), len(c.clusterRoles), len(c.clusterBindings))
+	}
+	sa, role, binding := c.serviceAccounts[0], c.clusterRoles[0], c.clusterBindings[0]
+	if len(role.Rules) != 1 || !slices.Equal(role.Rules[0].APIGroups, []string{""}) || !slices.Equal(role.Rules[0].Resources, []string{"pods"}) ||
+		!slices.Equal(role.Rules[0].Verbs, []string{"get", "list"}) {
+		t.Errorf("cluster role %s grants %+v, want get and list of pods alone", role.Name, role.Rules)
+	}
+	if binding.RoleRef.Kind != "ClusterRole" || binding.RoleRef.Name != role.Name || len(binding.Subjects) != 1 ||
+		binding.Subjects[0].Kind != "ServiceAccount" || binding.Subjects[0].Name != sa.Name || binding.Subjects[0].Namespace != "gpuwatch" {
+		t.Errorf("cluster role binding %+v, want %s bound to gpuwatch/%s", binding, role.Name, sa.Name)
+	}
+	agent := c.daemonSets[0].Spec.Template.Spec
+	if agent.ServiceAccountName != sa.Name || agent.AutomountServiceAccountToken == nil || !*agent.AutomountServiceAccountToken {
+		t.Errorf("the agents run as %q with token mounted %v, want %s with its token", agent.ServiceAccountName, agent.AutomountServiceAccountToken, sa.Name)
+	}
+	node := slices.IndexFunc(agent.Containers[0].Env, func(e corev1.EnvVar) bool {
+		return e.Name == "NODE_NAME" && e.ValueFrom != nil && e.ValueFrom.FieldRef != nil && e.ValueFrom.FieldRef.FieldPath == "spec.nodeName"
+	})
+	if node < 0 {
+		t.Errorf("the agents' env %+v has no NODE_NAME from spec.nodeName", agent.Containers[0].Env)
+	}
+	if cfg := c.configMaps["gpuwatch-agent-config"].Data["config.yaml"]; !strings.Contains(cfg, `kubernetes: {node: "${NODE_NAME}"}`) {
+		t.Errorf("the agents' config does not list the node's pods: want source.kubernetes.node ${NODE_NAME}:\n%s", cfg)
 	}
 }
 

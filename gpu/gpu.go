@@ -109,7 +109,12 @@ type Process struct {
 	// Account is the account the job charges (Slurm's --account), from
 	// the job's environment; "" outside a job, or when unknown.
 	Account string `json:"account,omitempty"`
-	MemUsed uint64 `json:"memory_bytes"` // bytes of this GPU's memory the process holds
+	// PodLabels are labels of the process's Kubernetes pod: only those
+	// the config asks for (people: and metrics.pod_labels), as a label
+	// selector writes them, "owner=alice,team=vision"; "" outside pods,
+	// or when none is asked for or known.
+	PodLabels PodLabels `json:"pod_labels,omitempty"`
+	MemUsed   uint64    `json:"memory_bytes"` // bytes of this GPU's memory the process holds
 }
 
 // EventKind says what an Event reports.

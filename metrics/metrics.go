@@ -77,6 +77,11 @@ type Options struct {
 	// gpuwatch_gpu_process_memory_bytes (config metrics.per_process); a
 	// function, so that a reload switches it.
 	PerProcess func() bool
+	// PodLabelKeys, when set, gives the Kubernetes pod label keys the
+	// per-process series carry, each as label_KEY (config
+	// metrics.pod_labels, sorted and distinct); a function, so that a
+	// reload changes them.
+	PodLabelKeys func() []string
 }
 
 // NewRegistry returns a registry holding a Collector on src, sampleDuration
@@ -100,6 +105,7 @@ type Collector struct {
 	version    string
 	gpus       *Tracker
 	perProcess func() bool
+	podKeys    func() []string
 
 	memUsed, memTotal, utilGPU, utilMem, temp, power, powerLimit *prometheus.Desc
 	processes                                                    *prometheus.Desc
@@ -140,6 +146,7 @@ func NewCollector(src Source, o Options) *Collector {
 		version:    version,
 		gpus:       o.GPUs,
 		perProcess: o.PerProcess,
+		podKeys:    o.PodLabelKeys,
 		memUsed:    gauge("gpuwatch_gpu_memory_used_bytes", "GPU memory in use, in bytes.", gpuLabels...),
 		memTotal: gauge("gpuwatch_gpu_memory_total_bytes",
 			"GPU memory in all, in bytes.", gpuLabels...),
@@ -164,9 +171,7 @@ func NewCollector(src Source, o Options) *Collector {
 		userUtil: gauge("gpuwatch_gpu_user_utilization_ratio",
 			"The GPU's utilization (0 to 1) shared among its users by their share of its process memory; users as in gpuwatch_gpu_user_memory_bytes.",
 			"gpu", "uuid", "host", "user"),
-		processMem: gauge("gpuwatch_gpu_process_memory_bytes",
-			"GPU memory held by one process, in bytes (config metrics.per_process; command clipped to "+strconv.Itoa(MaxCommandLabel)+" characters).",
-			"gpu", "uuid", "host", "pid", "user", "command", "container"),
+		processMem: processMemDesc(nil),
 		migInfo: gauge("gpuwatch_gpu_mig_info",
 			"Always 1, for every MIG instance: its GPU (parent_uuid), GPU and compute instance IDs and profile. The instance's other series have its own uuid.",
 			"gpu", "uuid", "host", "parent_uuid", "gpu_instance", "compute_instance", "profile"),
@@ -207,10 +212,18 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 // Collect reads the Source and sends every metric.
 func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(c.buildInfo, prometheus.GaugeValue, 1, c.version, runtime.Version())
-	perProcess := c.perProcess != nil && c.perProcess()
+	var processes *processSeries
+	if c.perProcess != nil && c.perProcess() {
+		processes = &processSeries{desc: c.processMem}
+		if c.podKeys != nil {
+			if keys := c.podKeys(); len(keys) > 0 {
+				processes = &processSeries{desc: processMemDesc(keys), podKeys: keys}
+			}
+		}
+	}
 	for _, snap := range c.src.Snapshots() {
 		if snap != nil {
-			c.collectGPUs(ch, snap, perProcess)
+			c.collectGPUs(ch, snap, processes)
 		}
 	}
 	if c.gpus != nil {
@@ -230,7 +243,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	}
 }
 
-func (c *Collector) collectGPUs(ch chan<- prometheus.Metric, snap *gpu.Snapshot, perProcess bool) {
+func (c *Collector) collectGPUs(ch chan<- prometheus.Metric, snap *gpu.Snapshot, processes *processSeries) {
 	if !snap.Time.IsZero() {
 		send(ch, c.sample, prometheus.GaugeValue, float64(snap.Time.UnixNano())/1e9, snap.Host)
 	}
@@ -262,8 +275,8 @@ func (c *Collector) collectGPUs(ch chan<- prometheus.Metric, snap *gpu.Snapshot,
 			gauge(c.migEnabled, 1)
 		}
 		c.collectUsers(ch, snap.Host, d)
-		if perProcess {
-			c.collectProcesses(ch, snap.Host, d)
+		if processes != nil {
+			processes.collect(ch, snap.Host, d)
 		}
 	}
 }

@@ -97,25 +97,55 @@ func (c *Collector) collectUsers(ch chan<- prometheus.Metric, host string, d *gp
 	}
 }
 
-// processKey is a per-process series' labels after gpu, uuid and host.
-type processKey struct{ pid, user, command, container string }
+// processMemDesc is gpuwatch_gpu_process_memory_bytes with a label
+// label_KEY for each pod label key (gpu.PodLabelExportName).
+func processMemDesc(podKeys []string) *prometheus.Desc {
+	labels := []string{"gpu", "uuid", "host", "pid", "user", "command", "container"}
+	for _, k := range podKeys {
+		labels = append(labels, gpu.PodLabelExportName(k))
+	}
+	return prometheus.NewDesc("gpuwatch_gpu_process_memory_bytes",
+		"GPU memory held by one process, in bytes (config metrics.per_process; command clipped to "+strconv.Itoa(MaxCommandLabel)+
+			" characters; the pod labels of metrics.pod_labels as label_KEY).", labels, nil)
+}
 
-// collectProcesses sends the memory of each process on GPU d. Processes
-// with the same labels (a PID that NVML lists twice) are summed: one
-// series each.
-func (c *Collector) collectProcesses(ch chan<- prometheus.Metric, host string, d *gpu.Device) {
+// processSeries are the per-process series of one scrape: their
+// description, with the pod label keys of this scrape.
+type processSeries struct {
+	desc    *prometheus.Desc
+	podKeys []string
+}
+
+// processKey is a per-process series' labels after gpu, uuid and host.
+type processKey struct {
+	pid, user, command, container string
+	pod                           gpu.PodLabels
+}
+
+// collect sends the memory of each process on GPU d. Processes with the
+// same labels (a PID that NVML lists twice) are summed: one series each.
+func (s *processSeries) collect(ch chan<- prometheus.Metric, host string, d *gpu.Device) {
 	if len(d.Processes) == 0 {
 		return
 	}
 	mem := make(map[processKey]uint64, len(d.Processes))
 	for i := range d.Processes {
 		p := &d.Processes[i]
-		k := processKey{strconv.Itoa(p.PID), p.User, clipRunes(p.Command, MaxCommandLabel), p.Container}
+		k := processKey{strconv.Itoa(p.PID), p.User, clipRunes(p.Command, MaxCommandLabel), p.Container, ""}
+		if len(s.podKeys) > 0 {
+			k.pod = p.PodLabels
+		}
 		mem[k] += p.MemUsed
 	}
 	index := strconv.Itoa(d.Index)
+	labels := make([]string, 0, 7+len(s.podKeys))
 	for k, v := range mem {
-		send(ch, c.processMem, prometheus.GaugeValue, float64(v), index, d.UUID, host, k.pid, k.user, k.command, k.container)
+		labels = append(labels[:0], index, d.UUID, host, k.pid, k.user, k.command, k.container)
+		for _, key := range s.podKeys {
+			value, _ := k.pod.Get(key)
+			labels = append(labels, value)
+		}
+		send(ch, s.desc, prometheus.GaugeValue, float64(v), labels...)
 	}
 }
 

@@ -2,11 +2,14 @@ package people
 
 import (
 	"fmt"
+	"maps"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/gpuwatch/gpuwatch/gpu"
 )
 
 // Config is the people: section of the config file: whom each identity
@@ -22,9 +25,17 @@ type Config struct {
 	// SlurmAccounts maps Slurm accounts to Slack users: a job charged to
 	// the account belongs to whom it names.
 	SlurmAccounts map[string]string `yaml:"slurm_accounts"`
+	// PodLabels maps Kubernetes pod labels to Slack users: by the label's
+	// key, each of its values to whom it names (owner: {alice: U0…}). A
+	// pod's processes belong to whom its label names.
+	PodLabels map[string]map[string]string `yaml:"pod_labels"`
 	// Email is the email of every Unix user Users does not list, with
 	// "{user}" where the user name goes: "{user}@example.org".
 	Email string `yaml:"email"`
+	// PodLabelEmail is the email of whoever a pod label names, when
+	// PodLabels does not list the value: the label's key in braces where
+	// its value goes, "{owner}@example.org".
+	PodLabelEmail string `yaml:"pod_label_email"`
 	// Groups are teams: each lead gets the team's digest.
 	Groups []Group `yaml:"groups"`
 	// Cache is how long what Slack said of a user (the ID an email
@@ -107,7 +118,19 @@ func (c *Config) ApplyDefaults() {
 // Mapped reports whether the section maps anyone: without it gpuwatch
 // tells no owner.
 func (c *Config) Mapped() bool {
-	return len(c.Users) > 0 || len(c.Namespaces) > 0 || len(c.SlurmAccounts) > 0 || c.Email != ""
+	return len(c.Users) > 0 || len(c.Namespaces) > 0 || len(c.SlurmAccounts) > 0 || c.Email != "" ||
+		len(c.PodLabels) > 0 || c.PodLabelEmail != ""
+}
+
+// PodLabelKeys are the pod label keys the section maps (PodLabels' and
+// PodLabelEmail's), sorted: the labels gpuwatch reads of each pod.
+func (c *Config) PodLabelKeys() []string {
+	keys := slices.Sorted(maps.Keys(c.PodLabels))
+	if key, ok := patternKey(c.PodLabelEmail); ok && !slices.Contains(keys, key) {
+		keys = append(keys, key)
+		slices.Sort(keys)
+	}
+	return keys
 }
 
 // Target is whom a mapping names: a Slack user ID, or an email to look up.
@@ -167,6 +190,42 @@ func EmailOf(pattern, user string) (string, bool) {
 	return email, isEmail(email)
 }
 
+// patternKey is the pod label key a pod label email pattern names, in
+// braces: "owner" of "{owner}@example.org"; false when it names none.
+func patternKey(pattern string) (string, bool) {
+	_, rest, ok := strings.Cut(pattern, "{")
+	key, _, closed := strings.Cut(rest, "}")
+	return key, ok && closed && key != ""
+}
+
+// PodLabelEmailOf returns the email a pod label pattern gives a label's
+// value; false when the pattern is empty, names another key, or the
+// value does not make an email.
+func PodLabelEmailOf(pattern, key, value string) (string, bool) {
+	k, ok := patternKey(pattern)
+	if !ok || k != key || value == "" {
+		return "", false
+	}
+	email := strings.ToLower(strings.Replace(pattern, "{"+key+"}", value, 1))
+	return email, isEmail(email)
+}
+
+// checkPodLabelPattern says what is wrong with a pod label email
+// pattern; "" when nothing.
+func checkPodLabelPattern(p string) string {
+	key, ok := patternKey(p)
+	switch {
+	case !ok || strings.Count(p, "{") != 1 || strings.Count(p, "}") != 1:
+		return `must hold one pod label key in braces, where the label's value goes: "{owner}@example.org"`
+	case !gpu.IsPodLabelKey(key):
+		return fmt.Sprintf("names %q, which is not a Kubernetes label key (owner, example.org/owner)", clip(key))
+	}
+	if _, ok := PodLabelEmailOf(p, key, "alice"); !ok {
+		return `does not make an email: write it like "{owner}@example.org"`
+	}
+	return ""
+}
+
 // checkPattern says what is wrong with an email pattern; "" when nothing.
 func checkPattern(p string) string {
 	switch {
@@ -214,6 +273,7 @@ func (c *Config) Check(slackBot func(receiver string) (exists, bot bool), schedu
 			add("people.email "+p, "email")
 		}
 	}
+	out = append(out, c.checkPodLabels()...)
 	groups := map[string]bool{}
 	for i, g := range c.Groups {
 		at := strconv.Itoa(i)
@@ -230,8 +290,13 @@ func (c *Config) Check(slackBot func(receiver string) (exists, bot bool), schedu
 			}
 		}
 		for j, m := range g.Members {
-			if _, err := ParseIdentity(m); err != nil {
+			id, err := ParseIdentity(m)
+			switch {
+			case err != nil:
 				add(fmt.Sprintf("people.groups[%d].members[%d]: %v", i, j, err), "groups", at, "members", strconv.Itoa(j))
+			case id.Kind == KindPodLabel:
+				add(fmt.Sprintf("people.groups[%d].members[%d]: a team's digest counts usage by Unix user and namespace, "+
+					"and usage is not kept by pod label: name the pods' namespace:NAME", i, j), "groups", at, "members", strconv.Itoa(j))
 			}
 		}
 	}
@@ -265,6 +330,40 @@ func (c *Config) Check(slackBot func(receiver string) (exists, bot bool), schedu
 		if err := scheduleErr(s.spec); err != nil {
 			add(fmt.Sprintf("people.digest.%s: %v", s.key, err), "digest", s.key)
 		}
+	}
+	return out
+}
+
+// checkPodLabels returns the problems of pod_labels and
+// pod_label_email.
+func (c *Config) checkPodLabels() []Problem {
+	var out []Problem
+	add := func(msg string, path ...string) { out = append(out, Problem{Path: path, Msg: msg}) }
+	for _, key := range sortedKeys(c.PodLabels) {
+		if !gpu.IsPodLabelKey(key) {
+			add(fmt.Sprintf("people.pod_labels: %q is not a Kubernetes label key: a name of letters, digits, '-', '_' and '.' (at most 63), "+
+				"with an optional DNS prefix and '/', like owner or example.org/owner", clip(key)), "pod_labels", key)
+			continue
+		}
+		values := c.PodLabels[key]
+		for _, v := range sortedKeys(values) {
+			switch _, err := ParseTarget(values[v]); {
+			case v == "" || !gpu.IsPodLabelValue(v):
+				add(fmt.Sprintf("people.pod_labels.%s: %q is not a label value: at most 63 letters, digits, '-', '_' and '.'", key, clip(v)),
+					"pod_labels", key, v)
+			case err != nil:
+				add(fmt.Sprintf("people.pod_labels.%s.%s %v", key, v, err), "pod_labels", key, v)
+			}
+		}
+	}
+	if c.PodLabelEmail != "" {
+		if p := checkPodLabelPattern(c.PodLabelEmail); p != "" {
+			add("people.pod_label_email "+p, "pod_label_email")
+		}
+	}
+	if keys := c.PodLabelKeys(); len(keys) > gpu.MaxPodLabels {
+		add(fmt.Sprintf("people: pod_labels and pod_label_email name %d label keys, more than the %d gpuwatch reads of a pod", len(keys), gpu.MaxPodLabels),
+			"pod_labels")
 	}
 	return out
 }
@@ -308,7 +407,7 @@ func (q QuietHours) Holds(at time.Time) bool {
 	return t >= q.From || t < q.To
 }
 
-func sortedKeys(m map[string]string) []string {
+func sortedKeys[V any](m map[string]V) []string {
 	keys := make([]string, 0, len(m))
 	for k := range m {
 		keys = append(keys, k)
@@ -336,6 +435,14 @@ func (c *Config) Mappings() []Mapping {
 		for _, name := range sortedKeys(m.m) {
 			if t, err := ParseTarget(m.m[name]); err == nil {
 				out = append(out, Mapping{Path: "people." + m.key + "." + name, Target: t})
+			}
+		}
+	}
+	for _, key := range sortedKeys(c.PodLabels) {
+		values := c.PodLabels[key]
+		for _, v := range sortedKeys(values) {
+			if t, err := ParseTarget(values[v]); err == nil {
+				out = append(out, Mapping{Path: "people.pod_labels." + key + "." + v, Target: t})
 			}
 		}
 	}

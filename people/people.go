@@ -1,5 +1,6 @@
 // Package people maps the identities gpuwatch sees on a GPU (a Unix user,
-// a Kubernetes namespace, a Slurm account) to the people behind them: Slack
+// a Kubernetes namespace or pod label, a Slurm account) to the people
+// behind them: Slack
 // users gpuwatch can tell about their jobs. A person is resolved, not
 // sampled: the config's people: section names each identity's Slack user
 // ID or email, or an email pattern every Unix user follows; emails are
@@ -86,6 +87,9 @@ const (
 	KindNamespace Kind = "namespace"
 	// KindSlurmAccount is the Slurm account the process's job charges.
 	KindSlurmAccount Kind = "slurm_account"
+	// KindPodLabel is a label of the process's Kubernetes pod, named
+	// KEY=VALUE: "owner=alice".
+	KindPodLabel Kind = "pod_label"
 )
 
 // Identity is one thing gpuwatch knows about whoever runs a process.
@@ -94,7 +98,8 @@ type Identity struct {
 	Name string
 }
 
-// String returns "user:alice", "namespace:vision", "slurm_account:physics".
+// String returns "user:alice", "namespace:vision", "slurm_account:physics",
+// "pod_label:owner=alice".
 func (i Identity) String() string { return string(i.Kind) + ":" + i.Name }
 
 // ParseIdentity reads an identity as String writes it, or a bare name as
@@ -104,26 +109,38 @@ func ParseIdentity(s string) (Identity, error) {
 	if !ok {
 		kind, name = string(KindUser), s
 	}
+	const kinds = "write a Unix user (alice), namespace:NAME, slurm_account:NAME or pod_label:KEY=VALUE"
 	switch Kind(kind) {
-	case KindUser, KindNamespace, KindSlurmAccount:
+	case KindUser, KindNamespace, KindSlurmAccount, KindPodLabel:
 	default:
-		return Identity{}, fmt.Errorf("%q is not an identity: write a Unix user (alice), namespace:NAME or slurm_account:NAME", clip(s))
+		return Identity{}, fmt.Errorf("%q is not an identity: %s", clip(s), kinds)
 	}
 	if name == "" {
-		return Identity{}, fmt.Errorf("%q names no one: write a Unix user (alice), namespace:NAME or slurm_account:NAME", clip(s))
+		return Identity{}, fmt.Errorf("%q names no one: %s", clip(s), kinds)
+	}
+	if Kind(kind) == KindPodLabel {
+		key, value, ok := strings.Cut(name, "=")
+		if !ok || !gpu.IsPodLabelKey(key) || value == "" || !gpu.IsPodLabelValue(value) {
+			return Identity{}, fmt.Errorf("%q is not a pod label: write pod_label:KEY=VALUE, like pod_label:owner=alice", clip(s))
+		}
 	}
 	return Identity{Kind: Kind(kind), Name: name}, nil
 }
 
 // IdentitiesOf returns what gpuwatch knows of whoever runs p, the most
-// particular first: the Slurm account of its job, the namespace of its
-// pod, its Unix user. A mapping of an earlier one wins: a job charged to
-// an account belongs to whom the account names, a pod's process (often
-// root inside the container) to whom its namespace names.
+// particular first: the Slurm account of its job, the labels of its pod
+// (by key, in order), the namespace of its pod, its Unix user. A mapping
+// of an earlier one wins: a job charged to an account belongs to whom the
+// account names; a pod's process (often root inside the container) to
+// whom its owner label names, else to whom its namespace names, which a
+// team often shares.
 func IdentitiesOf(p *gpu.Process) []Identity {
 	var out []Identity
 	if p.Account != "" {
 		out = append(out, Identity{KindSlurmAccount, p.Account})
+	}
+	for key, value := range p.PodLabels.All() {
+		out = append(out, Identity{KindPodLabel, key + "=" + value})
 	}
 	if ns, _, ok := p.NamedPod(); ok {
 		out = append(out, Identity{KindNamespace, ns})

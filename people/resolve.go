@@ -91,7 +91,9 @@ func New(cfg Config, o Options) *People {
 func (p *People) Config() Config { return p.cfg }
 
 // Via says how an identity was mapped, for people: "people.users.alice",
-// "people.email", "people.namespaces.vision". It never holds an email.
+// "people.email", "people.namespaces.vision",
+// "people.pod_labels.owner.alice", "people.pod_label_email". It never
+// holds an email.
 type Via string
 
 // target returns whom an identity maps to, and how; false when the
@@ -106,6 +108,8 @@ func (p *People) target(id Identity) (Target, Via, bool) {
 		m, key = p.cfg.Namespaces, "namespaces"
 	case KindSlurmAccount:
 		m, key = p.cfg.SlurmAccounts, "slurm_accounts"
+	case KindPodLabel:
+		return p.podLabelTarget(id.Name)
 	}
 	if v, ok := m[id.Name]; ok {
 		if t, err := ParseTarget(v); err == nil {
@@ -116,6 +120,21 @@ func (p *People) target(id Identity) (Target, Via, bool) {
 		if email, ok := EmailOf(p.cfg.Email, id.Name); ok {
 			return Target{Email: email}, "people.email", true
 		}
+	}
+	return Target{}, "", false
+}
+
+// podLabelTarget returns whom a pod label ("owner=alice") maps to, and
+// how: the value pod_labels lists, else pod_label_email's email.
+func (p *People) podLabelTarget(label string) (Target, Via, bool) {
+	key, value, _ := strings.Cut(label, "=")
+	if v, ok := p.cfg.PodLabels[key][value]; ok {
+		if t, err := ParseTarget(v); err == nil {
+			return t, Via("people.pod_labels." + key + "." + value), true
+		}
+	}
+	if email, ok := PodLabelEmailOf(p.cfg.PodLabelEmail, key, value); ok {
+		return Target{Email: email}, "people.pod_label_email", true
 	}
 	return Target{}, "", false
 }

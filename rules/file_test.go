@@ -88,7 +88,7 @@ var ruleFileFailures = map[string][]string{
 	},
 	"template_field.bad.yaml": {
 		`4:14: summary: there is no field .Valu (did you mean "Value"?); the fields are .Alert .GPU .UUID .Name .Label .MIG .Host .Value .ValueText .Severity .Labels .Processes .StartsAt .TimeToFull .Process`,
-		`7:18: description: there is no field .Usr (did you mean "User"?); the fields are .PID .User .Command .Container .Job .Account .MemUsed`,
+		`7:18: description: there is no field .Usr (did you mean "User"?); the fields are .PID .User .Command .Container .Job .Account .PodLabels .MemUsed`,
 		`10:18: description must be text (a Go template like "GPU {{.GPU}} at {{.Value | percent}}")`,
 	},
 	"bad_gpus.bad.yaml": {

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/gpuwatch/gpuwatch/gpu"
 )
 
 // DefaultPodLogs is where the kubelet keeps one folder of logs per pod,
@@ -64,7 +66,7 @@ func (p *PodNames) Name(uid string) (name string, ok bool) {
 // another shape.
 func ParsePodLogDir(dirName string) (namespace, pod, uid string, ok bool) {
 	parts := strings.Split(dirName, "_")
-	if len(parts) != 3 || !isDNSName(parts[0]) || !isDNSName(parts[1]) {
+	if len(parts) != 3 || !gpu.IsDNSSubdomain(parts[0]) || !gpu.IsDNSSubdomain(parts[1]) {
 		return "", "", "", false
 	}
 	uid = strings.ToLower(parts[2])
@@ -74,34 +76,37 @@ func ParsePodLogDir(dirName string) (namespace, pod, uid string, ok bool) {
 	return parts[0], parts[1], uid, true
 }
 
-// isDNSName reports whether s is a DNS subdomain as Kubernetes names are:
-// lower-case letters, digits, '-' and '.', at most 253 characters, starting
-// and ending with a letter or digit.
-func isDNSName(s string) bool {
-	if s == "" || len(s) > 253 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		alnum := (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9')
-		if !alnum && ((c != '-' && c != '.') || i == 0 || i == len(s)-1) {
-			return false
-		}
-	}
-	return true
+// PodDirectory names the pods of this node, by UID, with the labels the
+// config asks for: the Kubernetes API server (gpu/kube). It answers from
+// what it has, without waiting.
+type PodDirectory interface {
+	Pod(uid string) (namespace, name string, labels gpu.PodLabels, ok bool)
 }
 
-// podContainer returns container with the pod UID of a "k8s:UID" or
-// "k8s:UID/ID" container replaced by the pod's "namespace/name"; other
-// containers, and pods the folder does not name, are returned as they are.
-func (p *PodNames) podContainer(container string) string {
+// pod returns container with the pod UID of a "k8s:UID" or "k8s:UID/ID"
+// container replaced by the pod's "namespace/name", and the pod's
+// labels: the name from the pod log folder, else from the directory, and
+// the labels from the directory. Other containers, and pods neither
+// names, are returned as they are.
+func (r *Reader) pod(container string) (string, gpu.PodLabels) {
 	rest, ok := strings.CutPrefix(container, "k8s:")
-	if !ok || p == nil {
-		return container
+	if !ok {
+		return container, ""
 	}
 	uid, _, _ := strings.Cut(rest, "/")
-	if name, ok := p.Name(uid); ok {
-		return "k8s:" + name
+	named := container
+	if name, ok := r.pods.Name(uid); ok {
+		named = "k8s:" + name
 	}
-	return container
+	if r.dir == nil {
+		return named, ""
+	}
+	ns, name, labels, ok := r.dir.Pod(uid)
+	if !ok {
+		return named, ""
+	}
+	if named == container {
+		named = "k8s:" + ns + "/" + name
+	}
+	return named, labels
 }

@@ -1,12 +1,15 @@
 package proc
 
 import (
+	"net/http"
 	"os"
 	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/gpuwatch/gpuwatch/gpu"
+	"github.com/gpuwatch/gpuwatch/gpu/kube"
+	"github.com/gpuwatch/gpuwatch/gpu/kube/kubetest"
 )
 
 func TestParsePodLogDir(t *testing.T) {
@@ -84,7 +87,7 @@ func TestPodNames(t *testing.T) {
 }
 
 func TestReaderAttributeNamesPods(t *testing.T) {
-	r := NewReader(writeFakeProc(t, fakeTree()), writePasswd(t, fakePasswd))
+	r := NewReader(writeFakeProc(t, fakeTree()), writePasswd(t, fakePasswd), nil)
 	r.pods = NewPodNames(writePodLogs(t, "ml-team_train-llama-0_"+podDsh))
 	p := gpu.Process{PID: 1234}
 	r.Attribute(&p)
@@ -103,6 +106,53 @@ func TestReaderAttributeNamesPods(t *testing.T) {
 	r.Attribute(&p)
 	if want := "docker:9f8e7d6c5b4a"; p.Container != want {
 		t.Errorf("Container of a docker container = %q, want %q", p.Container, want)
+	}
+}
+
+// settled is a kube.Pods of gpu-node-1 on the fake API server, with its
+// first list in.
+func settled(t *testing.T, s *kubetest.Server, keys ...string) *kube.Pods {
+	t.Helper()
+	pods, err := kube.New(s.Options("gpu-node-1", keys...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pods.Close)
+	pods.Refresh(t.Context()) // the test's API server may fail it
+	return pods
+}
+
+func TestReaderAttributeLabelsPodsFromTheAPIServer(t *testing.T) {
+	s := kubetest.NewServer(t)
+	s.SetPods(kubetest.Pod{Node: "gpu-node-1", Namespace: "ml-team", Name: "train-llama-0", UID: podDsh,
+		Labels: map[string]string{"owner": "alice", "app.kubernetes.io/name": "llama", "pod-template-hash": "7d9f8c6b5"}})
+	r := NewReader(writeFakeProc(t, fakeTree()), writePasswd(t, fakePasswd), settled(t, s, "app.kubernetes.io/name", "owner"))
+	// The log folder is not mounted: the API server names the pod.
+	r.pods = NewPodNames(filepath.Join(t.TempDir(), "none"))
+	p := gpu.Process{PID: 1234}
+	r.Attribute(&p)
+	if p.Container != "k8s:ml-team/train-llama-0" || p.PodLabels != "app.kubernetes.io/name=llama,owner=alice" {
+		t.Errorf("a pod the API server lists: container %q, labels %q; want k8s:ml-team/train-llama-0, app.kubernetes.io/name=llama,owner=alice",
+			p.Container, p.PodLabels)
+	}
+	// A process outside pods has no pod labels.
+	p = gpu.Process{PID: 2000}
+	r.Attribute(&p)
+	if p.PodLabels != "" {
+		t.Errorf("a docker container's process has pod labels %q", p.PodLabels)
+	}
+}
+
+func TestReaderAttributeNamesPodsWhileTheAPIServerIsDown(t *testing.T) {
+	s := kubetest.NewServer(t)
+	s.Fail(http.StatusServiceUnavailable, "the API server is restarting")
+	r := NewReader(writeFakeProc(t, fakeTree()), writePasswd(t, fakePasswd), settled(t, s, "owner"))
+	r.pods = NewPodNames(writePodLogs(t, "ml-team_train-llama-0_"+podDsh))
+	p := gpu.Process{PID: 1234}
+	r.Attribute(&p)
+	if p.Container != "k8s:ml-team/train-llama-0" || p.PodLabels != "" || p.User != "alice" {
+		t.Errorf("with the API server down: container %q, labels %q, user %q; want k8s:ml-team/train-llama-0 from the log folder, none, alice",
+			p.Container, p.PodLabels, p.User)
 	}
 }
 

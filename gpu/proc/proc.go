@@ -1,7 +1,7 @@
 // Package proc attributes GPU processes to people and workloads: from a PID
 // it finds the user name, the command line and the container, reading the
 // /proc file system, the passwd file and, for Kubernetes pods, the names of
-// the kubelet's pod log folders.
+// the kubelet's pod log folders or the Kubernetes API server.
 //
 // Parsing is kept apart from I/O: ParseStatusUID, ParsePasswd, ParseCmdline,
 // ParseCgroup, ParseSlurmJob, ParseSlurmAccount and ParsePodLogDir take the text of one file or name, and
@@ -30,6 +30,7 @@ type Reader struct {
 	procRoot   string
 	passwdPath string
 	pods       *PodNames
+	dir        PodDirectory // nil: pods are named from the log folder alone
 
 	mu     sync.Mutex
 	users  map[int]string // the passwd file by uid, nil until first read
@@ -47,18 +48,20 @@ type passwdVersion struct {
 // ("/proc" when empty) that resolves uids through the passwd file at
 // passwdPath ("/etc/passwd" when empty). In a container that watches the
 // host, point them at the host's files, for example "/host/proc" and
-// "/host/etc/passwd". Pods are named from DefaultPodLogs (see PodNames).
-func NewReader(procRoot string, passwdPath string) *Reader {
+// "/host/etc/passwd". Pods are named from DefaultPodLogs (see PodNames),
+// and, when pods is not nil, from pods, which gives their labels too.
+func NewReader(procRoot string, passwdPath string, pods PodDirectory) *Reader {
 	if procRoot == "" {
 		procRoot = "/proc"
 	}
 	if passwdPath == "" {
 		passwdPath = "/etc/passwd"
 	}
-	return &Reader{procRoot: procRoot, passwdPath: passwdPath, pods: NewPodNames(DefaultPodLogs)}
+	return &Reader{procRoot: procRoot, passwdPath: passwdPath, pods: NewPodNames(DefaultPodLogs), dir: pods}
 }
 
-// Attribute fills p.User, p.Command, p.Container and p.Job from p.PID.
+// Attribute fills p.User, p.Command, p.Container, p.PodLabels and p.Job
+// from p.PID.
 //
 // It is best effort: a field whose file cannot be read, because the process
 // has exited or the file is not readable, is left as it was, and Attribute
@@ -68,7 +71,8 @@ func NewReader(procRoot string, passwdPath string) *Reader {
 // or a zombie, whose command line is empty, it is the command name in
 // brackets, as ps shows it ("[kworker/0:1]"). Container is as ParseCgroup
 // returns it, "" outside containers, except that a Kubernetes pod the pod
-// log folder names is "k8s:NAMESPACE/NAME" rather than its UID. Job is
+// log folder or the PodDirectory names is "k8s:NAMESPACE/NAME" rather
+// than its UID, and PodLabels its labels the PodDirectory gives. Job is
 // as ParseSlurmJob returns it, and a job's Account as ParseSlurmAccount
 // reads it from the process's environment.
 func (r *Reader) Attribute(p *gpu.Process) {
@@ -85,7 +89,7 @@ func (r *Reader) Attribute(p *gpu.Process) {
 		p.Command = cmd
 	}
 	if cgroup, err := os.ReadFile(filepath.Join(dir, "cgroup")); err == nil {
-		p.Container = r.pods.podContainer(ParseCgroup(string(cgroup)))
+		p.Container, p.PodLabels = r.pod(ParseCgroup(string(cgroup)))
 		p.Job = ParseSlurmJob(string(cgroup))
 	}
 	if p.Job != "" {

@@ -96,7 +96,7 @@ func fakeTree() map[int]fakeProc {
 }
 
 func TestReaderAttribute(t *testing.T) {
-	r := NewReader(writeFakeProc(t, fakeTree()), writePasswd(t, fakePasswd))
+	r := NewReader(writeFakeProc(t, fakeTree()), writePasswd(t, fakePasswd), nil)
 	tests := []struct {
 		pid  int
 		want gpu.Process
@@ -119,7 +119,7 @@ func TestReaderAttribute(t *testing.T) {
 }
 
 func TestReaderAttributeMissingPID(t *testing.T) {
-	r := NewReader(writeFakeProc(t, fakeTree()), writePasswd(t, fakePasswd))
+	r := NewReader(writeFakeProc(t, fakeTree()), writePasswd(t, fakePasswd), nil)
 	for _, pid := range []int{999, 0, -1} {
 		want := gpu.Process{PID: pid, MemUsed: 42}
 		got := want
@@ -132,7 +132,7 @@ func TestReaderAttributeMissingPID(t *testing.T) {
 }
 
 func TestReaderAttributeMissingPasswd(t *testing.T) {
-	r := NewReader(writeFakeProc(t, fakeTree()), filepath.Join(t.TempDir(), "no-passwd"))
+	r := NewReader(writeFakeProc(t, fakeTree()), filepath.Join(t.TempDir(), "no-passwd"), nil)
 	p := gpu.Process{PID: 1234}
 	r.Attribute(&p)
 	if p.User != "1001" {
@@ -142,7 +142,7 @@ func TestReaderAttributeMissingPasswd(t *testing.T) {
 
 func TestReaderPasswdReloadedWhenChanged(t *testing.T) {
 	passwd := writePasswd(t, fakePasswd)
-	r := NewReader(writeFakeProc(t, fakeTree()), passwd)
+	r := NewReader(writeFakeProc(t, fakeTree()), passwd, nil)
 	p := gpu.Process{PID: 2000}
 	r.Attribute(&p)
 	if p.User != "4242" {
@@ -160,7 +160,7 @@ func TestReaderPasswdReloadedWhenChanged(t *testing.T) {
 }
 
 func TestNewReaderDefaults(t *testing.T) {
-	r := NewReader("", "")
+	r := NewReader("", "", nil)
 	if r.procRoot != "/proc" || r.passwdPath != "/etc/passwd" {
 		t.Errorf("NewReader(\"\", \"\") reads %q and %q, want %q and %q", r.procRoot, r.passwdPath, "/proc", "/etc/passwd")
 	}
@@ -181,7 +181,7 @@ func TestReaderAttributeRealProc(t *testing.T) {
 		}
 	}
 	p := gpu.Process{PID: os.Getpid()}
-	NewReader("", "").Attribute(&p)
+	NewReader("", "", nil).Attribute(&p)
 	if p.User != want {
 		t.Errorf("User of this test = %q, want %q", p.User, want)
 	}
@@ -191,7 +191,7 @@ func TestReaderAttributeRealProc(t *testing.T) {
 }
 
 func BenchmarkReaderAttribute(b *testing.B) {
-	r := NewReader(writeFakeProc(b, fakeTree()), writePasswd(b, fakePasswd))
+	r := NewReader(writeFakeProc(b, fakeTree()), writePasswd(b, fakePasswd), nil)
 	b.ReportAllocs()
 	for b.Loop() {
 		p := gpu.Process{PID: 1234}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"math"
 	"strconv"
+	"unicode/utf8"
 
 	"github.com/gpuwatch/gpuwatch/gpu"
 )
@@ -50,6 +51,10 @@ type labelSet struct {
 	namespace, pod, container                      string
 	xid, pid, user, command                        string
 	window                                         string // window_size_in_ms, of dcgm-exporter's XID count
+	// podLabels are the values of the pod labels the decoder reads
+	// (decoder.podNames), in their order: dcgm-exporter's
+	// (--kubernetes-enable-pod-labels), then gpuwatch's label_KEY.
+	podLabels [2 * gpu.MaxPodLabels]string
 }
 
 // field is the labelSet field a label name fills; nil for a label
@@ -113,7 +118,7 @@ const maxDepth = 64
 
 // parseAnswer decodes a whole answer held in memory, keeping its series.
 func parseAnswer(data []byte) (*answer, error) {
-	return decodeAnswer(bytes.NewReader(data), int64(len(data)), newInterner(), nil)
+	return decodeAnswer(bytes.NewReader(data), int64(len(data)), newInterner(), nil, nil)
 }
 
 // decodeAnswer reads an answer of /api/v1/query or /api/v1/query_range
@@ -123,9 +128,11 @@ func parseAnswer(data []byte) (*answer, error) {
 // is handed to it as soon as it is read (the labelSet and samples are
 // reused after it returns) and not kept in the answer; without, the
 // answer keeps them. Label values are interned: the same host, model and
-// job repeat in every series of a GPU, and in every evaluation.
-func decodeAnswer(r io.Reader, limit int64, strs *interner, each func(ls *labelSet, samples []sample) error) (*answer, error) {
-	d := &decoder{r: r, limit: limit, buf: make([]byte, 0, 64<<10), strs: strs, each: each}
+// job repeat in every series of a GPU, and in every evaluation. The
+// labels podNames names (at most 2 × gpu.MaxPodLabels) are read into
+// labelSet.podLabels.
+func decodeAnswer(r io.Reader, limit int64, strs *interner, podNames []string, each func(ls *labelSet, samples []sample) error) (*answer, error) {
+	d := &decoder{r: r, limit: limit, buf: make([]byte, 0, 64<<10), strs: strs, podNames: podNames[:min(len(podNames), 2*gpu.MaxPodLabels)], each: each}
 	a := &answer{}
 	err := d.object(func(key []byte) error {
 		switch string(key) {
@@ -170,6 +177,9 @@ type decoder struct {
 	err   error // what the reader failed with, or the answer being too big
 	strs  *interner
 	each  func(*labelSet, []sample) error
+	// podNames are the names of the pod labels read, as series carry
+	// them (gpu.PodLabelSeriesName).
+	podNames []string
 
 	ls      labelSet
 	prev    labelSet // the series read before ls
@@ -613,6 +623,37 @@ func (d *decoder) sample() (sample, error) {
 	return out, d.expect(']')
 }
 
+// validUTF8 replaces each byte of b that is not UTF-8 with U+FFFD, as
+// encoding/json reads it: a label value is text that Slack and the page
+// show.
+func validUTF8(b []byte) []byte {
+	out := make([]byte, 0, len(b)+8)
+	for len(b) > 0 {
+		r, n := utf8.DecodeRune(b)
+		if r == utf8.RuneError && n == 1 {
+			out = utf8.AppendRune(out, utf8.RuneError)
+		} else {
+			out = append(out, b[:n]...)
+		}
+		b = b[n:]
+	}
+	return out
+}
+
+// field is the labelSet field a label fills, and the same field of the
+// series before; nil for a label gpuwatch does not read.
+func (d *decoder) field(ls *labelSet, key []byte) (dst, prev *string) {
+	if dst := ls.field(key); dst != nil {
+		return dst, d.prev.field(key)
+	}
+	for i, name := range d.podNames {
+		if name == string(key) {
+			return &ls.podLabels[i], &d.prev.podLabels[i]
+		}
+	}
+	return nil, nil
+}
+
 // labels reads a series' label set, keeping the labels gpuwatch reads. A
 // value the series before had too is taken from it: Prometheus answers
 // in label order, so the series of one family and GPU index come
@@ -621,7 +662,7 @@ func (d *decoder) sample() (sample, error) {
 // MaxLabelBytes is not held: it marks the series bad (d.bad).
 func (d *decoder) labels(ls *labelSet) error {
 	return d.object(func(key []byte) error {
-		dst := ls.field(key)
+		dst, prev := d.field(ls, key)
 		if dst == nil {
 			if d.peek() != '"' {
 				return d.errorf("label %s has a value that is not a string", clip(string(key), 40))
@@ -639,7 +680,10 @@ func (d *decoder) labels(ls *labelSet) error {
 			}
 			return nil
 		}
-		if prev := d.prev.field(key); *prev == string(raw) {
+		if !utf8.Valid(raw) {
+			raw = validUTF8(raw)
+		}
+		if *prev == string(raw) {
 			*dst = *prev
 		} else {
 			*dst = d.strs.of(raw)

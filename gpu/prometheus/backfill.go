@@ -58,7 +58,7 @@ func (s *Source) Range(ctx context.Context, from, to time.Time, step time.Durati
 	if span <= 0 {
 		return nil
 	}
-	q := &querier{opts: s.q.opts, base: s.q.base, client: s.q.client, build: newBuilder(s.q.opts.Schema, s.q.opts.Interval), strs: newInterner(),
+	q := &querier{opts: s.q.opts, base: s.q.base, client: s.q.client, build: newBuilder(s.q.opts.Schema, s.q.opts.Interval, s.q.opts.PodLabelKeys), strs: newInterner(),
 		refused: s.q.refused}
 	step = max(step, (span+MaxPoints-1)/MaxPoints)
 	return q.rangeRead(ctx, to, span, step, int(span/step)+1, each)

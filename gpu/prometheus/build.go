@@ -73,9 +73,13 @@ type hostState struct {
 type builder struct {
 	schema   Schema
 	families map[string]*family
-	hosts    map[string]*hostState
-	seen     map[deviceKey]bool // every GPU that ever reported
-	present  map[deviceKey]bool // the GPUs of the last evaluation
+	// podKeys are the pod label keys read of the series; podNames their
+	// names in dcgm-exporter's series, then in gpuwatch's per-process
+	// series (label_KEY).
+	podKeys, podNames []string
+	hosts             map[string]*hostState
+	seen              map[deviceKey]bool // every GPU that ever reported
+	present           map[deviceKey]bool // the GPUs of the last evaluation
 	// spare maps, cleared and reused by the next evaluation: a fleet's
 	// are tens of thousands of entries, grown anew every evaluation
 	// otherwise.
@@ -102,8 +106,13 @@ const upSeries = "up"
 // seconds) after it starts.
 const minGrace = 2 * time.Minute
 
-func newBuilder(schema Schema, interval time.Duration) *builder {
-	return &builder{schema: schema, families: familiesOf(schema), hosts: map[string]*hostState{},
+func newBuilder(schema Schema, interval time.Duration, podKeys []string) *builder {
+	podKeys = podKeys[:min(len(podKeys), gpu.MaxPodLabels)]
+	podNames := make([]string, 2*len(podKeys))
+	for i, k := range podKeys {
+		podNames[i], podNames[len(podKeys)+i] = gpu.PodLabelSeriesName(k), gpu.PodLabelExportName(k)
+	}
+	return &builder{schema: schema, podKeys: podKeys, podNames: podNames, families: familiesOf(schema), hosts: map[string]*hostState{},
 		seen: map[deviceKey]bool{}, present: map[deviceKey]bool{}, counters: map[counterKey]float64{}, xidTimes: map[countKey][]time.Time{},
 		grace: max(minGrace, 4*interval)}
 }
@@ -328,8 +337,9 @@ func (e *evaluation) add(ls *labelSet, value float64) {
 		d.addXIDCount(ls, value)
 	case gwProcessMemory:
 		pid, _ := strconv.Atoi(ls.pid)
+		n := len(e.b.podKeys)
 		d.processes = append(d.processes, gpu.Process{PID: pid, User: ls.user, Command: ls.command,
-			Container: ls.container, MemUsed: byteCount(value)})
+			Container: ls.container, PodLabels: gpu.PodLabelsOf(e.b.podKeys, ls.podLabels[n:2*n]), MemUsed: byteCount(value)})
 	case gwUserMemory:
 		d.users = append(d.users, gpu.Process{User: ls.user, MemUsed: byteCount(value)})
 	case gwMIGInfo:
@@ -340,7 +350,7 @@ func (e *evaluation) add(ls *labelSet, value float64) {
 		f.apply(d, value)
 	}
 	if f.schema == SchemaDCGM {
-		d.addPod(ls)
+		d.addPod(ls, e.b.podKeys)
 	}
 }
 
@@ -380,15 +390,19 @@ func dcgmInstance(ls *labelSet) *gpu.MIG {
 }
 
 // addPod notes the Kubernetes pod dcgm-exporter says uses the GPU: it
-// names the pod, its namespace and container, not its processes.
-func (d *deviceBuild) addPod(ls *labelSet) {
+// names the pod, its namespace and container, not its processes, and
+// the pod's labels of keys (with --kubernetes-enable-pod-labels).
+func (d *deviceBuild) addPod(ls *labelSet, keys []string) {
 	if ls.pod == "" {
 		return
 	}
 	p := gpu.PodProcess(ls.namespace, ls.pod, ls.container)
-	if !slices.Contains(d.pods, p) {
-		d.pods = append(d.pods, p)
+	// Every series of the GPU names the pod: its labels are read once.
+	if slices.ContainsFunc(d.pods, func(q gpu.Process) bool { return q.Container == p.Container }) {
+		return
 	}
+	p.PodLabels = gpu.PodLabelsOf(keys, ls.podLabels[:len(keys)])
+	d.pods = append(d.pods, p)
 }
 
 // dropDoubles leaves out, with schema auto, the dcgm-exporter reading of

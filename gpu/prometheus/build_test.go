@@ -105,7 +105,7 @@ func TestEvents(t *testing.T) {
 		gpus: []int{1, 0, 0, 1},
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
-			b := newBuilder(tc.schema, time.Minute)
+			b := newBuilder(tc.schema, time.Minute, nil)
 			for i, points := range tc.evals {
 				snaps := b.build(at0.Add(time.Duration(i)*time.Minute), points)
 				if len(snaps) != 1 || snaps[0].Host != "node1" {
@@ -126,7 +126,7 @@ func TestEvents(t *testing.T) {
 // and dcgm-exporter both report (under their own host names even) is read
 // once, from the agent; dcgm-exporter's other GPUs are read from it.
 func TestAutoPrefersTheAgent(t *testing.T) {
-	b := newBuilder(SchemaAuto, time.Minute)
+	b := newBuilder(SchemaAuto, time.Minute, nil)
 	snaps := b.build(at0, []point{
 		agent(1<<30, "gpuwatch_gpu_memory_used_bytes"),
 		agent(80<<30, "gpuwatch_gpu_memory_total_bytes"),
@@ -144,7 +144,7 @@ func TestAutoPrefersTheAgent(t *testing.T) {
 // TestSeriesWithoutAGPU: series without a host, a GPU index or with one
 // that is not a number are left out and counted, never a panic.
 func TestSeriesWithoutAGPU(t *testing.T) {
-	b := newBuilder(SchemaGPUWatch, time.Minute)
+	b := newBuilder(SchemaGPUWatch, time.Minute, nil)
 	snaps := b.build(at0, []point{
 		series(1, "gpuwatch_gpu_memory_used_bytes", "gpu", "0", "uuid", "GPU-0"),
 		series(1, "gpuwatch_gpu_memory_used_bytes", "host", "a", "uuid", "GPU-0"),
@@ -163,7 +163,7 @@ func TestSeriesWithoutAGPU(t *testing.T) {
 // (dcgm-exporter 3) or hostname (4); a pod, its namespace and container
 // name the GPU's holder.
 func TestDCGMTruth(t *testing.T) {
-	b := newBuilder(SchemaDCGM, time.Minute)
+	b := newBuilder(SchemaDCGM, time.Minute, nil)
 	pod := []string{"namespace", "ml", "pod", "train-0", "container", "trainer"}
 	snaps := b.build(at0, []point{
 		dcgm(60000, "DCGM_FI_DEV_FB_USED", pod...),

@@ -64,22 +64,28 @@ func FuzzAnswer(f *testing.F) {
 	f.Add([]byte(`{"status":"success","data":{"resultType":"vector","result":[{"metric":{"__name__":"gpuwatch_gpu_memory_used_bytes","host":"a","gpu":"0"},"value":[1,"NaN"]}]},"warnings":["partial"]}`))
 	f.Add([]byte(`{"status":"success","data":{"resultType":"matrix","result":[{"metric":{"__name__":"DCGM_FI_DEV_XID_ERRORS","Hostname":"a\u00e9","gpu":"0","UUID":"x"},"values":[[1,"+Inf"],[2.5,"79"]]}]}}`))
 	f.Add([]byte(`{"status":"error","errorType":"bad_data","error":"parse error"}`))
+	f.Add([]byte(`{"status":"success","data":{"resultType":"vector","result":[{"metric":{"__name__":"DCGM_FI_DEV_FB_USED","Hostname":"a","gpu":"0","UUID":"x",` +
+		`"namespace":"ml","pod":"p","owner":"alice","app_kubernetes_io_name":"-bad"},"value":[1,"7"]},` +
+		`{"metric":{"__name__":"gpuwatch_gpu_process_memory_bytes","host":"a","gpu":"0","pid":"7","label_owner":"bob"},"value":[1,"7"]}]}}`))
+	// The pod labels a hub maps owners by, as dcgm-exporter names them.
+	podKeys := []string{"app.kubernetes.io/name", "owner"}
+	podNames := []string{"app_kubernetes_io_name", "owner", "label_app_kubernetes_io_name", "label_owner"}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		a, err := parseAnswer(data)
+		a, err := decodeAnswer(bytes.NewReader(data), int64(len(data)), newInterner(), podNames, nil)
 		if err != nil {
 			if !strings.HasPrefix(err.Error(), "the answer is not Prometheus's JSON: at byte ") && !strings.Contains(err.Error(), "more than the") {
 				t.Errorf("error %q does not say where", err)
 			}
 			return
 		}
-		sameLabelsAsJSON(t, data, a)
+		sameLabelsAsJSON(t, data, a, podNames)
 		var points []point
 		for i := range a.series {
 			for _, s := range a.series[i].samples {
 				points = append(points, point{labels: &a.series[i].labels, value: s.v})
 			}
 		}
-		b := newBuilder(SchemaAuto, time.Minute)
+		b := newBuilder(SchemaAuto, time.Minute, podKeys)
 		for i := range 2 {
 			at := at0.Add(time.Duration(i) * time.Minute)
 			e := b.start(at)
@@ -96,7 +102,7 @@ func FuzzAnswer(f *testing.F) {
 // way, that each series' labels gpuwatch keeps are what encoding/json
 // reads: escapes, quotes within values, and the previous series' values
 // reused.
-func sameLabelsAsJSON(t *testing.T, data []byte, a *answer) {
+func sameLabelsAsJSON(t *testing.T, data []byte, a *answer, podNames []string) {
 	t.Helper()
 	// Generic values: encoding/json matches a struct's fields whatever
 	// their case, a map's keys exactly, as Prometheus's answer is read.
@@ -119,6 +125,9 @@ func sameLabelsAsJSON(t *testing.T, data []byte, a *answer) {
 			if f := got.field([]byte(name)); f != nil && *f != value {
 				t.Fatalf("series %d, label %q: got %q, encoding/json reads %q", i, name, *f, value)
 			}
+			if j := slices.Index(podNames, name); j >= 0 && got.podLabels[j] != value {
+				t.Fatalf("series %d, pod label %q: got %q, encoding/json reads %q", i, name, got.podLabels[j], value)
+			}
 		}
 	}
 }
@@ -138,6 +147,13 @@ func checkSnapshots(t *testing.T, at time.Time, snaps []*gpu.Snapshot) {
 			}
 			if i > 0 && d.Index < s.Devices[i-1].Index {
 				t.Fatalf("%s: GPU %d after %d", s.Host, d.Index, s.Devices[i-1].Index)
+			}
+			for _, p := range d.Processes {
+				for k, v := range p.PodLabels.All() {
+					if !gpu.IsPodLabelKey(k) || v == "" || !gpu.IsPodLabelValue(v) {
+						t.Fatalf("%s GPU %d: pod labels %q hold %q=%q, no label", s.Host, d.Index, p.PodLabels, k, v)
+					}
+				}
 			}
 		}
 	}

@@ -12,7 +12,7 @@ import (
 // utilization the graphics engine's activity; the GPU keeps the card's
 // readings.
 func TestMIGInstancesOfDCGM(t *testing.T) {
-	b := newBuilder(SchemaDCGM, 30*time.Second)
+	b := newBuilder(SchemaDCGM, 30*time.Second, nil)
 	slice := func(v float64, name, gi, profile string) point {
 		return dcgm(v, name, "GPU_I_ID", gi, "GPU_I_PROFILE", profile)
 	}
@@ -52,7 +52,7 @@ func TestMIGInstancesOfDCGM(t *testing.T) {
 // their GPU; with schema auto, dcgm-exporter's series of the same
 // instances are left out.
 func TestMIGInstancesOfAgents(t *testing.T) {
-	b := newBuilder(SchemaAuto, 30*time.Second)
+	b := newBuilder(SchemaAuto, 30*time.Second, nil)
 	inst := func(v float64, name string, extra ...string) point {
 		return series(v, name, append([]string{"host", "node1", "gpu", "0", "uuid", "MIG-abcd"}, extra...)...)
 	}

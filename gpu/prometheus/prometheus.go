@@ -60,6 +60,12 @@ type Options struct {
 	// every error, even one that quotes the far side's answer. Nil: none.
 	Secrets func() []string
 	Logger  *slog.Logger
+	// PodLabelKeys are the Kubernetes pod label keys read of
+	// dcgm-exporter's series (--kubernetes-enable-pod-labels) and of
+	// gpuwatch agents' per-process series (label_KEY, metrics.pod_labels),
+	// sorted and distinct, at most gpu.MaxPodLabels: a process, or a pod
+	// holding a GPU, carries them as its PodLabels.
+	PodLabelKeys []string
 }
 
 // DefaultTimeout bounds a query when Options.Timeout is zero.
@@ -105,7 +111,7 @@ func New(opts Options) (*Source, error) {
 	if client == nil {
 		client = http.DefaultClient
 	}
-	q := &querier{opts: opts, base: u, client: client, build: newBuilder(opts.Schema, opts.Interval), strs: newInterner(),
+	q := &querier{opts: opts, base: u, client: client, build: newBuilder(opts.Schema, opts.Interval, opts.PodLabelKeys), strs: newInterner(),
 		refused: newRefusedLog()}
 	return &Source{Poller: gpu.PollFleet(q, opts.Interval), q: q}, nil
 }
@@ -205,7 +211,7 @@ func (q *querier) get(ctx context.Context, endpoint string, params url.Values, e
 		}
 		return nil, fmt.Errorf("HTTP %d: %s", resp.StatusCode, clip(strings.TrimSpace(string(body)), 300))
 	}
-	a, err := decodeAnswer(resp.Body, maxAnswer, q.strs, each)
+	a, err := decodeAnswer(resp.Body, maxAnswer, q.strs, q.build.podNames, each)
 	switch {
 	case err != nil:
 		return nil, err
