@@ -63,7 +63,7 @@ func TestDigestTraceIdleHog(t *testing.T) {
 	if text.code != cli.ExitOK {
 		t.Fatalf("digest (text): got exit %d, want 0\nstderr:\n%s", text.code, text.stderr)
 	}
-	for _, want := range []string{"GPU usage on", "held idle 1.7h", "Top users", "GPU 1 was held idle for 1h45m", "Alerts (1 fired, 1 still firing)",
+	for _, want := range []string{"GPU usage on", "held idle 1.7h", "Top users", "GPU 1 was held idle for 1h40m", "Alerts (1 fired, 1 still firing)",
 		"GPUIdleButHeld fired 1 time, the longest for ", " (1 still firing)"} {
 		if !strings.Contains(text.stdout, want) {
 			t.Errorf("digest (text): want %q in\n%s", want, text.stdout)

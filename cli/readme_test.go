@@ -489,7 +489,7 @@ func readmeCommands() map[string]readmeCommand {
 		}},
 		"gpuwatch rules export --schema dcgm --config config.yaml --interval 20s --tests examples/rules_test.yaml --out prom": {run: func(t *testing.T, r *readmeRun, cmd string) {
 			got := r.gpuwatch(t, args(cmd)...)
-			if got.code != cli.ExitOK || !strings.Contains(got.stderr, "wrote prom/gpuwatch.rules.yml: 15 alerts (3 rules left out); and 1 promtool test file\n") {
+			if got.code != cli.ExitOK || !strings.Contains(got.stderr, "wrote prom/gpuwatch.rules.yml: 16 alerts (3 rules left out); and 1 promtool test file\n") {
 				t.Errorf("%s: got %v", cmd, got)
 			}
 		}},

@@ -56,7 +56,7 @@ func TestREADMEWalk(t *testing.T) {
 		path := filepath.Join(dir, "config.yaml")
 		text := mustRead(t, "../config.example.yaml")
 		writeFile(t, path, text)
-		if got := gpuwatch(t, "check", "--config", path); got.code != cli.ExitOK || !strings.Contains(got.stdout, ": ok: 18 rules, 1 receiver, source nvml every 5s") {
+		if got := gpuwatch(t, "check", "--config", path); got.code != cli.ExitOK || !strings.Contains(got.stdout, ": ok: 19 rules, 1 receiver, source nvml every 5s") {
 			t.Errorf("check of the example: exit %d\n%s%s", got.code, got.stdout, got.stderr)
 		}
 		if got := gpuwatch(t, "status"); got.code != cli.ExitOK &&
@@ -347,6 +347,8 @@ func parseQuantity(s string) (float64, rules.Dimension, bool) {
 		return number(strings.TrimSuffix(s, " W"), 1, rules.Watts)
 	case s == "never":
 		return math.Inf(1), rules.Dimension{Base: rules.Seconds}, true
+	case regexp.MustCompile(`^-?\d+(?:\.\d+)?$`).MatchString(s):
+		return number(s, 1, rules.Count) // a count: "3" deaths
 	case s != "":
 		if strings.HasSuffix(s, "ms") {
 			return number(strings.TrimSuffix(s, "ms"), 0.001, rules.Seconds)

@@ -25,14 +25,15 @@ import (
 	"github.com/gpuwatch/gpuwatch/rules"
 )
 
-// realisticTraces lists the truths of testdata/traces/v2 and v3: logs of
-// what shared GPU servers really do (warm-ups, evaluation spikes,
+// realisticTraces lists the truths of testdata/traces/v2, v3 and v4: logs
+// of what shared GPU servers really do (warm-ups, evaluation spikes,
 // TensorFlow and vLLM pools, throttling, lost GPUs, logger gaps, appended
-// logs, leaks of every shape), each NAME.csv.gz with NAME.truth.json.
+// logs, leaks of every shape, services that run for days, jobs that keep
+// dying), each NAME.csv.gz with NAME.truth.json.
 func realisticTraces(t *testing.T) []string {
 	t.Helper()
 	var truths []string
-	for _, set := range []string{"v2", "v3"} {
+	for _, set := range []string{"v2", "v3", "v4"} {
 		got, err := filepath.Glob(filepath.Join("testdata/traces", set, "*.truth.json"))
 		if err != nil || len(got) == 0 {
 			t.Fatalf("no truths in testdata/traces/%s (%v)", set, err)
@@ -141,20 +142,24 @@ func TestScoreMatchesScorePy(t *testing.T) {
 var realisticSeeds = []uint64{2, 3, 4, 5, 6, 7, 8, 9, 55}
 
 // TestAlertQualityRealisticSeeds scores the example rules on simulated
-// seeds of the eleven realistic workloads and the leak scenarios (gpu/sim),
-// each written as the nvidia-smi log it would be and replayed: the
+// seeds of the eleven realistic workloads, the leak scenarios and the
+// servers that run for days (gpu/sim), each written as the nvidia-smi log it would be and replayed: the
 // defaults must be right on the behaviour, not on the numbers of the
 // recorded traces. TestAlertQualitySweep scores many more seeds.
 func TestAlertQualityRealisticSeeds(t *testing.T) {
 	if testing.Short() {
-		t.Skip("replays about 150 simulated logs")
+		t.Skip("replays about 170 simulated logs")
 	}
 	cfg, err := config.Parse("config.example.yaml", root.ExampleConfig, noEnv)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, scenario := range slices.Concat(sim.RealisticScenarios(), sim.LeakScenarios()) {
-		for _, seed := range realisticSeeds {
+	for _, scenario := range slices.Concat(sim.RealisticScenarios(), sim.LeakScenarios(), sim.DayScenarios()) {
+		seeds := realisticSeeds
+		if slices.Contains(sim.DayScenarios(), scenario) {
+			seeds = seeds[:3] // days of samples each; the sweep takes many more
+		}
+		for _, seed := range seeds {
 			t.Run(fmt.Sprintf("%s/seed%d", scenario, seed), func(t *testing.T) {
 				t.Parallel()
 				src, err := sim.New(sim.Config{Scenario: scenario, Seed: seed})
@@ -217,8 +222,8 @@ func evalEvents(t *testing.T, rs []*rules.Rule, src gpu.Source) []tracescore.Eve
 }
 
 // TestAlertQualitySweep scores the example rules on many seeds of every
-// realistic workload and leak scenario, evaluated in-process on the
-// simulator's snapshots, and prints per
+// realistic workload, leak scenario and server that runs for days,
+// evaluated in-process on the simulator's snapshots, and prints per
 // workload how many seeds are right and the leaks' lead times: the
 // measure of how well the defaults generalise, which must be right on
 // 95 % of them. It runs only when GPUWATCH_QUALITY_SEEDS says how many
@@ -245,7 +250,7 @@ func TestAlertQualitySweep(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	scenarios := slices.Concat(sim.RealisticScenarios(), sim.LeakScenarios())
+	scenarios := slices.Concat(sim.RealisticScenarios(), sim.LeakScenarios(), sim.DayScenarios())
 	if only := os.Getenv("GPUWATCH_QUALITY_SCENARIOS"); only != "" {
 		scenarios = strings.Split(only, ",")
 	}

@@ -20,7 +20,7 @@ func TestTestCommand(t *testing.T) {
 			name:       "the example tests pass",
 			args:       []string{"test", "../examples/rules_test.yaml"},
 			want:       cli.ExitOK,
-			wantStdout: []string{"PASS ../examples/rules_test.yaml: a steady leak is caught", "11 passed, 0 failed\n"},
+			wantStdout: []string{"PASS ../examples/rules_test.yaml: a steady leak is caught", "13 passed, 0 failed\n"},
 		},
 		{
 			name:       "the example leak tests pass",
@@ -55,7 +55,7 @@ func TestTestCommand(t *testing.T) {
 			name:       "several files",
 			args:       []string{"test", "../examples/rules_test.yaml", "testdata/failing_test.yaml"},
 			want:       cli.ExitUser,
-			wantStdout: []string{"12 passed, 1 failed\n"},
+			wantStdout: []string{"14 passed, 1 failed\n"},
 		},
 		{
 			name:       "a missing file",

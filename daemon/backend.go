@@ -54,7 +54,7 @@ func (d *Daemon) Alerts() []slackbot.ActiveAlert {
 			Key: notifier.AlertKey(a.Host, a.Rule.Name, a.SeriesID()), Host: a.Host, Name: a.Rule.Name, Severity: string(a.Rule.Severity),
 			State: a.State.String(), GPU: a.GPU, UUID: a.UUID, MIG: a.MIG, Process: a.Process, Since: a.ActiveAt, Summary: a.Summary,
 		}
-		if al.Summary == "" {
+		if a.State != rules.StateFiring || al.Summary == "" {
 			al.Summary = pendingSummary(a, d.fleet.of(a.Host))
 		}
 		al.ValueText = a.Rule.ValueText(&a.Alert)
@@ -93,7 +93,7 @@ func (d *Daemon) silencing(labels map[string]string, now time.Time) *notifier.Si
 // template on the latest snapshot of the alert's host.
 func pendingSummary(a *rules.AlertState, snap *gpu.Snapshot) string {
 	data := rules.TemplateData{Alert: a.Rule.Name, GPU: a.GPU, UUID: a.UUID, Label: a.Label(), MIG: a.MIG, Value: a.Value,
-		Severity: string(a.Rule.Severity), Labels: a.Rule.Labels, Host: a.Host}
+		Severity: string(a.Rule.Severity), Labels: a.Rule.Labels, Host: a.Host, TrueFor: a.TrueFor()}
 	if a.Process != nil {
 		data.Process = *a.Process
 	}

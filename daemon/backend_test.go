@@ -67,6 +67,51 @@ func TestBackendAlerts(t *testing.T) {
 	}
 }
 
+// TestBackendPendingSummaryIsTrue: a pending alert's summary says how long
+// its condition has held so far, not the `for` it will fire at; once it
+// fired and resolved, a new pending alert does not show the summary of the
+// last firing.
+func TestBackendPendingSummaryIsTrue(t *testing.T) {
+	h := newHook(t, nil)
+	dir := t.TempDir()
+	cfg := fmt.Sprintf(`
+source: {type: sim}
+receivers: [{name: hook, webhook: {url: %q, format: generic}}]
+route: {receiver: hook, group_wait: 1ns}
+rules:
+  - alert: GPUWarm
+    when: temperature > 70
+    for: 10m
+    summary: "GPU {{.GPU}} above 70 C for {{.TrueFor | duration}}"
+`, h.URL)
+	r := start(t, parseConfig(t, dir, cfg, nil), newClock(base).Now)
+	summary := func() string {
+		alerts := r.D.Alerts()
+		if len(alerts) != 1 {
+			t.Fatalf("got %d alerts, want GPUWarm", len(alerts))
+		}
+		return alerts[0].State + ": " + alerts[0].Summary
+	}
+	temps := []float64{75, 75, 75, 75, 75, 75, 75, 75, 75, 75, 75, 60, 75, 75, 75, 75}
+	for i, temp := range temps {
+		r.D.Step(snapshot(base.Add(time.Duration(i)*time.Minute), temp))
+		var want string
+		switch i {
+		case 4:
+			want = "pending: GPU 0 above 70 C for 4m"
+		case 10:
+			want = "firing: GPU 0 above 70 C for 10m"
+		case 15:
+			want = "pending: GPU 0 above 70 C for 3m"
+		default:
+			continue
+		}
+		if got := summary(); got != want {
+			t.Errorf("after %d minutes: %q, want %q", i, got, want)
+		}
+	}
+}
+
 // withSince is a with its Since replaced, for comparing times by instant.
 func withSince(a slackbot.ActiveAlert, since time.Time) slackbot.ActiveAlert {
 	a.Since = since

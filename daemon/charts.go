@@ -65,7 +65,7 @@ func chartKind(r *rules.Rule) (chart.Kind, bool) {
 		return chart.KindTemperature, true
 	case has(rules.MetricUtilizationGPU, rules.MetricUtilizationMemory):
 		return chart.KindIdle, true
-	case has(rules.MetricMemoryUsed, rules.MetricMemoryFree, rules.MetricMemoryUsedPercent, rules.MetricProcessMemory):
+	case has(rules.MetricMemoryUsed, rules.MetricMemoryFree, rules.MetricMemoryUsedPercent, rules.MetricProcessMemory, rules.MetricMemoryHeld, rules.MetricOOMExits):
 		return chart.KindMemory, true
 	}
 	return "", false

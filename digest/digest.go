@@ -38,10 +38,12 @@ type GPUHour struct {
 	MemTotal    uint64  `json:"mem_total_bytes"`
 	// BusySeconds: utilization at or above BusyPercent.
 	BusySeconds float64 `json:"busy_seconds"`
-	// IdleHeldSeconds: memory held (at least HeldBytes) while utilization
-	// was below BusyPercent.
+	// IdleHeldSeconds: memory held (at least HeldBytes above the GPU's
+	// resting level, gpu.RestingLevel) while utilization was below
+	// BusyPercent, and had been for IdleWindow: a service answering a
+	// request now and then is not idle.
 	IdleHeldSeconds float64 `json:"idle_held_seconds"`
-	// HeldSeconds is the time memory was held (at least HeldBytes), and
+	// HeldSeconds is the time memory was held (as for IdleHeldSeconds), and
 	// HeldUtilSeconds integrates utilization (0–1) over it: how well a job
 	// used the GPU it held.
 	HeldSeconds     float64 `json:"held_seconds,omitempty"`
@@ -104,7 +106,11 @@ type AlertHour struct {
 // Thresholds of "busy", "held but idle" and "held at low utilization".
 const (
 	BusyPercent = 5       // utilization at or above this is busy
-	HeldBytes   = 1 << 30 // memory at or above this is held
+	HeldBytes   = 1 << 30 // memory at or above this, above the GPU's resting level, is held
+	// IdleWindow is how long a GPU must compute nothing (no sample at
+	// BusyPercent or more) for its held time to count as idle, as
+	// GPUIdleButHeld's max(utilization.gpu, 5m) < 5 does.
+	IdleWindow = 5 * time.Minute
 	// LowUtilPercent: a GPU held busy for an hour at an average below this
 	// is underused — its job is starved by its input pipeline, or too
 	// small for the GPU.

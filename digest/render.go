@@ -414,8 +414,8 @@ func (r *Report) idleGPULines(st style) []string {
 		if named || g.IdleHeldHours*3600 < MinIdleHeld.Seconds() {
 			continue
 		}
-		lines = append(lines, fmt.Sprintf("%s was held idle for %s (memory held, utilization under %d%%); the data names no processes to say by whom",
-			st.bold(r.gpuName(g.Host, g.GPU, g.MIG, st)), duration(g.IdleHeldHours*3600), BusyPercent))
+		lines = append(lines, fmt.Sprintf("%s was held idle for %s (memory held, utilization under %d%% for %s or more); the data names no processes to say by whom",
+			st.bold(r.gpuName(g.Host, g.GPU, g.MIG, st)), duration(g.IdleHeldHours*3600), BusyPercent, duration(IdleWindow.Seconds())))
 	}
 	return lines
 }

@@ -186,7 +186,7 @@ func TestIdleGPUWithoutUsers(t *testing.T) {
 		{Hour: hour(1), GPU: 2, Seconds: 3600, IdleHeldSeconds: 120},
 	}
 	text := Build(gpus, nil, nil, Options{}).Text()
-	if want := "GPU 1 was held idle for 1h42m (memory held, utilization under 5%); the data names no processes to say by whom"; !strings.Contains(text, want) {
+	if want := "GPU 1 was held idle for 1h42m (memory held, utilization under 5% for 5m or more); the data names no processes to say by whom"; !strings.Contains(text, want) {
 		t.Errorf("want %q in\n%s", want, text)
 	}
 	if strings.Contains(text, "Nobody held a GPU idle") || strings.Contains(text, "GPU 2 was held idle") {

@@ -126,6 +126,13 @@ type gpuState struct {
 	lastNS    int64   // time of the previous sample, Unix nanoseconds
 	lastGapNS int64   // interval before the previous sample; 0 when unknown
 	lastPower float64 // watts at the previous sample; NaN when unknown
+	// rest is the GPU's resting level: what is in use above it is held.
+	rest gpu.RestingLevel
+	// busyNS is the time of the GPU's latest busy sample, Unix
+	// nanoseconds; 0 before one. quiet is whether none came within
+	// IdleWindow of the current sample.
+	busyNS int64
+	quiet  bool
 
 	mig    *gpu.MIG // the MIG instance, nil for a whole GPU
 	hour   int64    // the hour of rec
@@ -258,6 +265,11 @@ func (r *Rollups) updateGPU(st *gpuState, d *gpu.Device, host string, ns, hour i
 	if !d.MemUsedKnown() {
 		st.rec.MemMissing++
 	}
+	st.rest.Observe(d)
+	if d.UtilGPU >= BusyPercent {
+		st.busyNS = ns
+	}
+	st.quiet = st.busyNS == 0 || ns-st.busyNS >= int64(IdleWindow)
 	r.account(st, d, host, hour, dt)
 	st.lastPower = d.PowerW
 	st.lastNS = ns
@@ -292,8 +304,8 @@ func (r *Rollups) account(st *gpuState, d *gpu.Device, host string, hour int64, 
 		if d.MemTotal > 0 {
 			h.MemTotal = d.MemTotal
 		}
-		held := d.MemUsed >= HeldBytes
-		if idle && held {
+		held := st.rest.Above(d) >= HeldBytes
+		if idle && st.quiet && held {
 			h.IdleHeldSeconds += dt
 		}
 		if held && !math.IsNaN(util) {
@@ -308,7 +320,7 @@ func (r *Rollups) account(st *gpuState, d *gpu.Device, host string, hour int64, 
 		h.EnergyJoules += (d.PowerW + st.lastPower) / 2 * dt
 	}
 	if len(d.Processes) > 0 {
-		r.updateUsers(st, d.Processes, dt, idle, util)
+		r.updateUsers(st, d.Processes, dt, idle && st.quiet, util)
 	}
 }
 

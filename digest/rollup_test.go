@@ -42,12 +42,17 @@ func rollReadTrace(t *testing.T, name string) []*gpu.Snapshot {
 }
 
 // rollExpect computes GPU hours independently of Rollups: a plain pass
-// over the snapshots per GPU, following the documented rules.
+// over the snapshots per GPU, following the documented rules. The traces
+// name no process: a GPU's resting level is the least memory it has held,
+// counting only what is at most 2 GiB; it is held idle after five minutes
+// without a sample at 5 % or more.
 func rollExpect(snaps []*gpu.Snapshot) map[string]*GPUHour {
 	type prev struct {
 		t     time.Time
 		gap   time.Duration
 		power float64
+		rest  uint64
+		busy  time.Time // the latest busy sample
 	}
 	last := map[string]*prev{}
 	out := map[string]*GPUHour{}
@@ -71,8 +76,15 @@ func rollExpect(snaps []*gpu.Snapshot) map[string]*GPUHour {
 				}
 				p.gap = gap
 			} else {
-				p = &prev{}
+				p = &prev{rest: math.MaxUint64}
 				last[d.UUID] = p
+			}
+			if d.MemUsed <= 2*rollGiB {
+				p.rest = min(p.rest, d.MemUsed)
+			}
+			rest := p.rest
+			if rest == math.MaxUint64 {
+				rest = 0
 			}
 			p.t, p.power = s.Time, d.PowerW
 			h.Samples++
@@ -84,7 +96,8 @@ func rollExpect(snaps []*gpu.Snapshot) map[string]*GPUHour {
 			h.TempMax = math.Max(h.TempMax, d.TempC)
 			if d.UtilGPU >= BusyPercent {
 				h.BusySeconds += dt
-			} else if d.MemUsed >= HeldBytes {
+				p.busy = s.Time
+			} else if d.MemUsed >= rest+HeldBytes && (p.busy.IsZero() || s.Time.Sub(p.busy) >= 5*time.Minute) {
 				h.IdleHeldSeconds += dt
 			}
 		}
@@ -202,12 +215,72 @@ func TestRollupsIdleHogTrace(t *testing.T) {
 	for _, g := range gpus {
 		held[g.GPU] += g.IdleHeldSeconds
 	}
-	// GPU 1 holds 20 GiB idle from 897 s to the end of the 2 h trace.
-	if got, want := held[1], 7200.0-897; math.Abs(got-want) > 60 {
+	// GPU 1 holds 20 GiB and computes nothing from 897 s to the end of
+	// the 2 h trace: held idle from five minutes later.
+	if got, want := held[1], 7200.0-897-300; math.Abs(got-want) > 60 {
 		t.Errorf("GPU 1 idle-held: got %v s, want about %v s", got, want)
 	}
 	if held[0] != 0 {
 		t.Errorf("GPU 0 idle-held: got %v s, want 0", held[0])
+	}
+}
+
+// TestRollupsHeldAboveRestingLevel: a GPU is held when 1 GiB or more is
+// in use above its resting level, the memory it holds with no job on it
+// (as memory.held counts it): a card resting at 1.2 GiB, which a log
+// shows without processes, is not held idle; a job taking 20 GiB more
+// is, and a job whose processes the source names counts what they hold.
+func TestRollupsHeldAboveRestingLevel(t *testing.T) {
+	r := NewRollups()
+	for sec := 0.0; sec < 3600; sec += 5 { // resting at 1.2 GiB, idle
+		r.Update(rollSnap(sec, rollDev(0, 6*rollGiB/5, 60)))
+	}
+	if g, _ := rollTotals(r); g.IdleHeldSeconds != 0 {
+		t.Errorf("resting at 1.2 GiB: %v s held idle, want none", g.IdleHeldSeconds)
+	}
+	for sec := 3600.0; sec <= 5400; sec += 5 { // a job holds 20 GiB more, idle
+		r.Update(rollSnap(sec, rollDev(0, 6*rollGiB/5+20*rollGiB, 60)))
+	}
+	if g, _ := rollTotals(r); math.Abs(g.IdleHeldSeconds-1800) > 5 {
+		t.Errorf("20 GiB above the resting level for 30 minutes: %v s held idle, want 1800", g.IdleHeldSeconds)
+	}
+
+	// A GPU that rests at 1.5 GiB beside its processes: the processes'
+	// 2 GiB is held, the rest is the card's.
+	r = NewRollups()
+	proc := gpu.Process{PID: 1, User: "alice", MemUsed: 2 * rollGiB}
+	for sec := 0.0; sec <= 600; sec += 5 {
+		r.Update(rollSnap(sec, rollDev(0, 7*rollGiB/2, 60, proc)))
+	}
+	if g, u := rollTotals(r); g.IdleHeldSeconds != 600 || u["alice"].IdleHeldSeconds != 600 {
+		t.Errorf("2 GiB of processes above 1.5 GiB at rest: %v s held idle (alice %v s), want 600", g.IdleHeldSeconds, u["alice"].IdleHeldSeconds)
+	}
+}
+
+// TestRollupsTrickleIsNotIdle: a service answering a trickle of requests
+// (a short burst every few minutes, most samples at 0 %) is not held idle;
+// a GPU is held idle once it has computed nothing for IdleWindow, as
+// GPUIdleButHeld says.
+func TestRollupsTrickleIsNotIdle(t *testing.T) {
+	r := NewRollups()
+	sec := 0.0
+	for ; sec < 3600; sec += 5 { // a 10 s burst every 4 minutes
+		util := 0.0
+		if int(sec)%240 < 10 {
+			util = 12
+		}
+		r.Update(rollSnap(sec, rollDev(util, 20*rollGiB, 80)))
+	}
+	if g, _ := rollTotals(r); g.IdleHeldSeconds != 0 || g.BusySeconds == 0 {
+		t.Errorf("a trickle of requests: %v s held idle, %v s busy; want none idle", g.IdleHeldSeconds, g.BusySeconds)
+	}
+	last := 3600.0 - 240 + 5 // the last busy sample
+	for ; sec <= 7200; sec += 5 {
+		r.Update(rollSnap(sec, rollDev(0, 20*rollGiB, 60)))
+	}
+	want := 7200 - (last + IdleWindow.Seconds())
+	if g, _ := rollTotals(r); math.Abs(g.IdleHeldSeconds-want) > 5 {
+		t.Errorf("no request for an hour: %v s held idle, want %v (from %v after the last request)", g.IdleHeldSeconds, want, IdleWindow)
 	}
 }
 

@@ -80,6 +80,11 @@ type Alert struct {
 	Value   float64
 	ValueAt time.Time
 	ValueOf int
+	// TrueSince is when `when` began to hold in the run of evaluations
+	// that ValueAt belongs to; Holds whether it held at the last
+	// evaluation. See TrueFor.
+	TrueSince time.Time
+	Holds     bool
 	// Summary is the rule's summary as rendered when the alert fired.
 	Summary string
 }
@@ -87,26 +92,29 @@ type Alert struct {
 // Step advances the alert to time at, given the truth of the rule's
 // `when` and of its `clear_when` (ignored without one).
 //
-// A pending alert needs `when` to hold — or, with clear_when, `when` and
-// clear_when both to be known not to hold (the hysteresis band: a GPU at
-// 83 C after 86 C is not cool yet) — and fires once that has lasted `for`;
-// anything else sends it back to inactive without anyone being told. A
-// firing alert resolves when `when` is known not to hold — or, with
-// clear_when, when clear_when holds and `when` does not — and that has
-// lasted keep_firing_for. An unknown condition never resolves a firing
+// A pending alert needs `when` to hold at every evaluation, and fires once
+// it has held for `for`: `for` counts only the time `when` holds, as
+// Prometheus's does, so anything else (`when` known not to hold, or
+// unknown) sends it back to inactive without anyone being told. A firing
+// alert resolves when `when` is known not to hold — or, with clear_when,
+// when clear_when holds and `when` does not — and that has lasted
+// keep_firing_for: between the two conditions (the hysteresis band: a GPU
+// at 83 C after 86 C is not cool yet) a firing alert stays firing, and a
+// pending one is not kept. An unknown condition never resolves a firing
 // alert: a missing reading, or windows refilling after a restart, say
-// nothing about the problem; nor does it keep a pending one.
+// nothing about the problem.
 func (a *Alert) Step(at time.Time, when, clear Truth, t Timing) Change {
+	a.track(at, when)
 	switch a.State {
 	case StateInactive:
 		if when != TruthTrue {
 			return NoChange
 		}
-		a.State, a.ActiveAt = StatePending, at
+		// A new alert: the summary of the last one it fired is not its own.
+		a.State, a.ActiveAt, a.Summary = StatePending, at, ""
 		return a.fireIfHeld(at, t)
 	case StatePending:
-		inBand := t.HasClear && when == TruthFalse && clear == TruthFalse
-		if when != TruthTrue && !inBand {
+		if when != TruthTrue {
 			a.State, a.ActiveAt = StateInactive, time.Time{}
 			return NoChange
 		}
@@ -131,6 +139,27 @@ func (a *Alert) Step(at time.Time, when, clear Truth, t Timing) Change {
 		return Resolved
 	}
 	return NoChange
+}
+
+// track follows the runs of evaluations at which `when` holds: TrueSince
+// is when the current (or, once it stopped holding, the last) run began,
+// and Holds whether it holds now.
+func (a *Alert) track(at time.Time, when Truth) {
+	holds := when == TruthTrue
+	if holds && !a.Holds {
+		a.TrueSince = at
+	}
+	a.Holds = holds
+}
+
+// TrueFor is how long the rule's `when` had held without a break when
+// Value was read (at ValueAt): for a pending alert, how long it has been
+// pending; 0 when it never held.
+func (a *Alert) TrueFor() time.Duration {
+	if a.TrueSince.IsZero() || a.ValueAt.Before(a.TrueSince) {
+		return 0
+	}
+	return a.ValueAt.Sub(a.TrueSince)
 }
 
 func (a *Alert) fireIfHeld(at time.Time, t Timing) Change {

@@ -1,6 +1,9 @@
 package rules
 
 import (
+	"os"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 )
@@ -169,23 +172,56 @@ func TestAlertUnknownConditionHoldsFiring(t *testing.T) {
 	}
 }
 
-// TestAlertHysteresisHoldsWhilePending steps an alert with clear_when through
-// the band between its two conditions while it is pending: the band keeps
-// it pending and `for` counts on; only clear_when sends it back.
-func TestAlertHysteresisHoldsWhilePending(t *testing.T) {
+// TestAlertBandKeepsOnlyFiring steps an alert with clear_when through the
+// band between its two conditions: the band keeps a firing alert firing,
+// but a pending one goes back to inactive, since `for` counts only the
+// time `when` holds; only clear_when resolves a firing one.
+func TestAlertBandKeepsOnlyFiring(t *testing.T) {
 	timing := Timing{For: time.Minute, HasClear: true}
 	runSteps(t, timing, []step{
-		{0, true, false, NoChange, StatePending},                     // 86 C
-		{20 * time.Second, false, false, NoChange, StatePending},     // 83 C: in the band
-		{59 * time.Second, false, false, NoChange, StatePending},     // 1s short of for
-		{60 * time.Second, false, false, Fired, StateFiring},         // held (in the band) for 1m
-		{80 * time.Second, false, false, NoChange, StateFiring},      // 82 C
-		{100 * time.Second, false, true, Resolved, StateInactive},    // 79 C
-		{120 * time.Second, true, false, NoChange, StatePending},     // 86 C again
-		{140 * time.Second, false, true, NoChange, StateInactive},    // 79 C: a pending alert that clears sends nothing
-		{179*time.Second + 1, false, false, NoChange, StateInactive}, // the band alone starts nothing
+		{0, true, false, NoChange, StatePending},                   // 86 C
+		{20 * time.Second, false, false, NoChange, StateInactive},  // 83 C: in the band, pending ends
+		{40 * time.Second, true, false, NoChange, StatePending},    // 86 C: for counts from here
+		{99 * time.Second, true, false, NoChange, StatePending},    // 1s short of for
+		{100 * time.Second, true, false, Fired, StateFiring},       // held for 1m
+		{120 * time.Second, false, false, NoChange, StateFiring},   // 82 C: in the band, still firing
+		{140 * time.Second, false, true, Resolved, StateInactive},  // 79 C
+		{160 * time.Second, false, false, NoChange, StateInactive}, // the band alone starts nothing
 		{180 * time.Second, true, false, NoChange, StatePending},
 	})
+}
+
+// TestAlertTrueFor: TrueFor is how long `when` had held without a break
+// when the value was read, pending or firing, and a firing alert in the
+// band keeps the run its value belongs to.
+func TestAlertTrueFor(t *testing.T) {
+	timing := Timing{For: 2 * time.Minute, HasClear: true}
+	var a Alert
+	for _, s := range []struct {
+		at   time.Duration
+		when Truth
+		want time.Duration
+	}{
+		{0, TruthTrue, 0},
+		{time.Minute, TruthTrue, time.Minute},
+		{90 * time.Second, TruthUnknown, time.Minute}, // a run breaks on an unknown too
+		{2 * time.Minute, TruthTrue, 0},
+		{4 * time.Minute, TruthTrue, 2 * time.Minute},  // fires
+		{5 * time.Minute, TruthFalse, 2 * time.Minute}, // in the band: the last run
+		{6 * time.Minute, TruthTrue, 0},
+		{7 * time.Minute, TruthTrue, time.Minute},
+	} {
+		if s.when == TruthTrue {
+			a.Value, a.ValueAt = 1, t0.Add(s.at)
+		}
+		a.Step(t0.Add(s.at), s.when, TruthFalse, timing)
+		if got := a.TrueFor(); got != s.want {
+			t.Errorf("at +%v (when %v, %v): TrueFor %v, want %v", s.at, s.when, a.State, got, s.want)
+		}
+	}
+	if a.State != StateFiring {
+		t.Errorf("state %v, want firing", a.State)
+	}
 }
 
 // TestAlertPendingUnknownDoesNotHold: an unknown condition (no reading)
@@ -206,5 +242,48 @@ func TestAlertPendingUnknownDoesNotHold(t *testing.T) {
 		if b.State != StateInactive {
 			t.Errorf("pending, then when %v and clear_when %v: got %v, want inactive", tc.when, tc.clear, b.State)
 		}
+	}
+}
+
+// TestDocsTimeline steps an alert through the timeline docs/rules.md shows
+// for `for`, `clear_when` and `keep_firing_for`, row by row: the conditions
+// and the state after each sample must be what the page says.
+func TestDocsTimeline(t *testing.T) {
+	page, err := os.ReadFile("../docs/rules.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, table, ok := strings.Cut(string(page), "| time | temperature | `when` | `clear_when` | state after | why |\n| --- | --- | --- | --- | --- | --- |\n")
+	if !ok {
+		t.Fatal("docs/rules.md has no timeline of GPUHot")
+	}
+	table, _, _ = strings.Cut(table, "\n\n")
+	timing := Timing{For: 2 * time.Minute, KeepFiringFor: time.Minute, HasClear: true}
+	var a Alert
+	rows := strings.Split(table, "\n")
+	for _, row := range rows {
+		cells := strings.Split(strings.Trim(row, "| "), " | ")
+		if len(cells) < 5 {
+			t.Fatalf("row %q: want time, temperature, when, clear_when and state", row)
+		}
+		at, err := time.ParseDuration(cells[0])
+		if err != nil {
+			t.Fatalf("row %q: %v", row, err)
+		}
+		temp, err := strconv.ParseFloat(strings.TrimSuffix(cells[1], " C"), 64)
+		if err != nil {
+			t.Fatalf("row %q: %v", row, err)
+		}
+		when, clear := temp > 85, temp < 80
+		if cells[2] != strconv.FormatBool(when) || cells[3] != strconv.FormatBool(clear) {
+			t.Errorf("at %v (%v C): the page says when %s, clear_when %s; want %v, %v", at, temp, cells[2], cells[3], when, clear)
+		}
+		a.Step(t0.Add(at), truth(when), truth(clear), timing)
+		if a.State.String() != cells[4] {
+			t.Errorf("at %v (%v C): state %v, the page says %s", at, temp, a.State, cells[4])
+		}
+	}
+	if len(rows) < 10 {
+		t.Errorf("the timeline has %d rows, want all of them read", len(rows))
 	}
 }

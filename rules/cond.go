@@ -87,6 +87,10 @@ type EvalContext struct {
 	// while it is free); MissingFor how long it has not reported while
 	// other GPUs of its host did (0 while it reports). NaN when unknown.
 	HeldFor, MissingFor float64
+	// MemHeld is the memory in use above the GPU's resting level, in
+	// bytes; OOMExits how many times the job on it died of a likely
+	// out-of-memory in the last hour. NaN when unknown.
+	MemHeld, OOMExits float64
 	// Process is, for a rule that runs per process, the process whose
 	// series Device's view is (see Rule.PerProcess), and GPU the device it
 	// runs on, whose processes process.count and process.jobs count; both
@@ -742,6 +746,10 @@ func (v *valueNode) value(ctx *EvalContext) float64 {
 		return ctx.HeldFor
 	case v.fn == fnNone && v.metric == MetricMissingFor:
 		return ctx.MissingFor
+	case v.fn == fnNone && v.metric == MetricMemoryHeld:
+		return ctx.MemHeld
+	case v.fn == fnNone && v.metric == MetricOOMExits:
+		return ctx.OOMExits
 	case v.fn == fnNone:
 		return readMetric(v.metric, ctx.Device, ctx.GPU)
 	case v.fn == fnTrend || v.fn == fnTimeToFull:
@@ -1220,7 +1228,7 @@ func (p *parser) parseValue() (valueNode, error) {
 	case m.IsEvent():
 		return valueNode{}, p.errAt(p.tok.off, "%s does not apply to %s: it is an event, not a series; test it directly, e.g. xid in (79), or count its events, e.g. count(xid in (13, 31), 10m)", name, m)
 	case m.Observed():
-		return valueNode{}, p.errAt(p.tok.off, "%s does not apply to %s: it already is a duration gpuwatch keeps; compare it directly, e.g. %s > 30m", name, m, m)
+		return valueNode{}, p.errAt(p.tok.off, "%s does not apply to %s: gpuwatch keeps it from the GPU's past; compare it directly, e.g. %s > %s", name, m, m, observedExample(m))
 	case f == fnTimeToFull && m != MetricMemoryUsed && m != MetricMemoryUsedPercent && m != MetricProcessMemory:
 		return valueNode{}, p.errAt(p.tok.off, "time_to_full works only on memory.used, memory.used_percent and process.memory, not %s", m)
 	case m.States() != nil:

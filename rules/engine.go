@@ -84,7 +84,9 @@ type Transition struct {
 	// a restart neither repeats nor forgets it.
 	AlertState Alert
 	// Processes are the GPU's processes at the time, largest first; for a
-	// GPU that stopped reporting, the last ones it reported.
+	// GPU that stopped reporting, the last ones it reported; for a rule on
+	// oom_exits, while the GPU runs none (the job just died), those of the
+	// job that died.
 	Processes []gpu.Process
 	// Exit, on a resolve, is the job that left the GPU while the alert
 	// fired; nil when none did.
@@ -401,6 +403,7 @@ func (e *Engine) Eval(s *gpu.Snapshot) []Transition {
 		e.refresh(gs, s.Host, &gs.device)
 		missing := missingDevice(&gs.device)
 		e.ctx.HeldFor, e.ctx.MissingFor = math.NaN(), s.Time.Sub(gs.last).Seconds()
+		e.ctx.MemHeld, e.ctx.OOMExits = math.NaN(), gs.holder.oomExits(s.Time)
 		e.evalDevice(s, &missing, gs, gs.device.Processes)
 	}
 	if e.processes != nil {
@@ -422,6 +425,7 @@ func (e *Engine) evalReported(s *gpu.Snapshot, d *gpu.Device, gs *gpuState) {
 	}
 	e.observe(s.Time, d, gs)
 	e.ctx.HeldFor, e.ctx.MissingFor = gs.holder.heldFor(s.Time), 0
+	e.ctx.MemHeld, e.ctx.OOMExits = gs.holder.memHeld(d), gs.holder.oomExits(s.Time)
 	e.evalDevice(s, d, gs, d.Processes)
 }
 
@@ -611,7 +615,7 @@ func (e *Engine) emit(s *gpu.Snapshot, d *gpu.Device, gs *gpuState, j int, procs
 		}
 	}
 	data := templateData(&t, r, d)
-	data.Value, data.StartsAt = a.Value, a.FiredAt
+	data.Value, data.StartsAt, data.TrueFor = a.Value, a.FiredAt, a.TrueFor()
 	if t.HasTimeToFull() {
 		data.TimeToFull = t.TimeToFull
 	}
@@ -665,6 +669,9 @@ func (e *Engine) transition(s *gpu.Snapshot, d *gpu.Device, gs *gpuState, j int,
 		Trend: math.NaN(), TimeToFull: time.Duration(math.MinInt64),
 		StartsAt: a.FiredAt, Labels: alertLabels(r, s.Host, d, e.ctx.Process),
 		Processes: sortedProcesses(procs),
+	}
+	if n := len(gs.holder.ooms); len(procs) == 0 && n > 0 && r.When.ValueMetric() == MetricOOMExits {
+		t.Processes = gs.holder.ooms[n-1].Processes // already sorted
 	}
 	if p := e.ctx.Process; p != nil {
 		t.Process = new(*p)

@@ -61,7 +61,7 @@ var ruleFileFailures = map[string][]string{
 		`5:40: when: unit "MiB" is a size but slope(memory.used, 10m) is bytes per second; use a rate such as MiB/s, MiB/min or GiB/h`,
 	},
 	"unknown_metric.bad.yaml": {
-		`3:11: when: unknown metric "memory.usd" (did you mean "memory.used"?); metrics are memory.used, memory.free, memory.total, memory.used_percent, utilization.gpu, utilization.memory, temperature, power, power.percent, process.memory, process.count, process.jobs, xid, held_for, missing_for, xid.fault, xid.action and the health readings ecc.*, retired_pages.*, row_remap.*, recovery_action, throttle.*, pcie.*, nvlink.*, fan.*, clocks.* (docs/rules.md lists them)`,
+		`3:11: when: unknown metric "memory.usd" (did you mean "memory.used"?); metrics are memory.used, memory.free, memory.total, memory.used_percent, memory.held, utilization.gpu, utilization.memory, temperature, power, power.percent, process.memory, process.count, process.jobs, oom_exits, xid, held_for, missing_for, xid.fault, xid.action and the health readings ecc.*, retired_pages.*, row_remap.*, recovery_action, throttle.*, pcie.*, nvlink.*, fan.*, clocks.* (docs/rules.md lists them)`,
 		`5:11: when: unknown function "mean" (did you mean "min"?); functions are avg, min, max, slope, time_to_full, trend, rate, active, count`,
 	},
 	"bad_duration.bad.yaml": {
@@ -87,7 +87,7 @@ var ruleFileFailures = map[string][]string{
 		`13:14: summary: {{range 1000000000}} does not range over the alert's data; range over .Processes or .Labels`,
 	},
 	"template_field.bad.yaml": {
-		`4:14: summary: there is no field .Valu (did you mean "Value"?); the fields are .Alert .GPU .UUID .Name .Label .MIG .Host .Value .ValueText .Severity .Labels .Processes .StartsAt .TimeToFull .Process`,
+		`4:14: summary: there is no field .Valu (did you mean "Value"?); the fields are .Alert .GPU .UUID .Name .Label .MIG .Host .Value .ValueText .Severity .Labels .Processes .StartsAt .TrueFor .TimeToFull .Process`,
 		`7:18: description: there is no field .Usr (did you mean "User"?); the fields are .PID .User .Command .Container .Job .Account .PodLabels .MemUsed`,
 		`10:18: description must be text (a Go template like "GPU {{.GPU}} at {{.Value | percent}}")`,
 	},

@@ -120,6 +120,9 @@ func describeProcesses(ps []gpu.Process) string {
 	return strings.Join(parts, ", ")
 }
 
+// oomWindow is how far back oom_exits counts a job's deaths.
+const oomWindow = time.Hour
+
 // holder follows who holds one GPU: since when, with which processes, and
 // how its last job ended. The engine feeds it every sample of the GPU.
 type holder struct {
@@ -132,6 +135,11 @@ type holder struct {
 	memory history
 	exit   Exit // the last job's exit; zero At when none yet
 	seen   bool // a sample has been observed
+	// rest is the GPU's resting level (see memory.held).
+	rest gpu.RestingLevel
+	// ooms are the exits of the last oomWindow that were likely a CUDA
+	// out-of-memory, oldest first.
+	ooms []Exit
 }
 
 // observe records sample d at at and returns whether the GPU changed
@@ -140,8 +148,9 @@ type holder struct {
 func (h *holder) observe(at time.Time, d *gpu.Device) (changed bool) {
 	first := !h.seen
 	h.seen = true
+	h.rest.Observe(d)
 	pct := d.MemUsedPercent()
-	held := Held(d)
+	held := h.held(d)
 	exited := false
 	switch {
 	case !h.since.IsZero() && !held:
@@ -152,6 +161,9 @@ func (h *holder) observe(at time.Time, d *gpu.Device) (changed bool) {
 	if exited {
 		h.exit = Exit{At: at, Processes: sortedProcesses(h.procs), MemPercent: h.lastPercent, OOMLikely: h.rose()}
 		h.since = time.Time{}
+		if h.exit.OOMLikely {
+			h.recordOOM(h.exit)
+		}
 	}
 	if held {
 		if h.since.IsZero() {
@@ -163,6 +175,62 @@ func (h *holder) observe(at time.Time, d *gpu.Device) (changed bool) {
 	}
 	h.memory.add(at, pct)
 	return !first && (changed || exited)
+}
+
+// held reports whether a job holds d: a compute process runs on it, or
+// more than 1 GiB above the GPU's resting level is in use.
+func (h *holder) held(d *gpu.Device) bool {
+	return len(d.Processes) > 0 || float64(d.MemUsed) > h.rest.Bytes()+heldBytes
+}
+
+// memHeld is memory.held: the memory in use above the GPU's resting
+// level; NaN when d's memory is unknown.
+func (h *holder) memHeld(d *gpu.Device) float64 {
+	return h.rest.Above(d)
+}
+
+// recordOOM keeps x, a likely out-of-memory exit, forgetting those older
+// than oomWindow.
+func (h *holder) recordOOM(x Exit) {
+	old := 0
+	for old < len(h.ooms) && x.At.Sub(h.ooms[old].At) >= oomWindow {
+		old++
+	}
+	h.ooms = append(h.ooms[:copy(h.ooms, h.ooms[old:])], x)
+}
+
+// oomExits is oom_exits at at: how many times in the last oomWindow the
+// job of the latest likely out-of-memory exit died so. A job restarted
+// (the same Slurm job, or the same user's same command) is the same job;
+// where the source names no process, every job on the GPU is.
+func (h *holder) oomExits(at time.Time) float64 {
+	n := 0
+	if k := len(h.ooms); k > 0 {
+		last := h.ooms[k-1].Processes
+		for i := range h.ooms {
+			if x := &h.ooms[i]; at.Sub(x.At) < oomWindow && sameJob(x.Processes, last) {
+				n++
+			}
+		}
+	}
+	return float64(n)
+}
+
+// sameJob reports whether two runs, by their processes, are one job run
+// again: a process of each belongs to the same Slurm job, or is the same
+// user's same command. Runs whose processes are unknown (a log) are.
+func sameJob(a, b []gpu.Process) bool {
+	if len(a) == 0 || len(b) == 0 {
+		return true
+	}
+	for i := range a {
+		if slices.ContainsFunc(b, func(p gpu.Process) bool {
+			return p.Job != "" && p.Job == a[i].Job || p.User == a[i].User && p.Command == a[i].Command
+		}) {
+			return true
+		}
+	}
+	return false
 }
 
 // rose reports whether the GPU was nearly full at the job's last sample and

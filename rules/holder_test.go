@@ -382,3 +382,137 @@ func TestHeldSince(t *testing.T) {
 		t.Errorf("HeldSince of a GPU never seen = %v, want zero", got)
 	}
 }
+
+// TestMemoryHeldAboveRestingLevel: a GPU's resting level is the least
+// memory no process accounts for, once that is at most 2 GiB; memory.held
+// is what is in use above it, and a GPU resting at 1.2 GiB is not held.
+func TestMemoryHeldAboveRestingLevel(t *testing.T) {
+	e := NewEngine(mustRules(t, `
+rules:
+  - alert: Held
+    when: memory.held > 1GiB
+`), Options{})
+	alice := gpu.Process{PID: 4242, User: "alice", Command: "python nb.py", MemUsed: 20 << 30}
+	steps := []struct {
+		at   time.Duration
+		devs []gpu.Device
+		want map[int]float64 // memory.held in GiB, per GPU
+	}{
+		// GPU 0 rests at 1.2 GiB (a log: no processes); GPU 1 starts with
+		// a 20 GiB job already on it, whose level is not a resting one;
+		// GPU 2 reports its processes, 0.6 GiB of which are nobody's.
+		{0, []gpu.Device{device(0, 1.2, 0, 40), device(1, 20, 0, 40), device(2, 20.6, 0, 40, alice)}, map[int]float64{0: 0, 1: 20, 2: 20}},
+		{time.Minute, []gpu.Device{device(0, 21.2, 0, 40), device(1, 20, 0, 40), device(2, 20.6, 0, 40, alice)}, map[int]float64{0: 20, 1: 20, 2: 20}},
+		// GPU 1's job leaves: it rests at 0.3 GiB from now on.
+		{2 * time.Minute, []gpu.Device{device(0, 1.2, 0, 40), device(1, 0.3, 0, 40), device(2, 0.6, 0, 40)}, map[int]float64{0: 0, 1: 0, 2: 0}},
+		{3 * time.Minute, []gpu.Device{device(0, 2, 0, 40), device(1, 1.5, 0, 40), device(2, 1.5, 0, 40)}, map[int]float64{0: 0.8, 1: 1.2, 2: 0.9}},
+	}
+	for _, s := range steps {
+		evalAt(e, s.at, s.devs...)
+		for i, want := range s.want {
+			held := e.gpus[s.devs[i].UUID].holder.memHeld(&s.devs[i]) / (1 << 30)
+			if math.Abs(held-want) > 1e-9 {
+				t.Errorf("at %v: GPU %d holds %.2f GiB above its rest, want %.2f", s.at, i, held, want)
+			}
+		}
+	}
+	// 1.2 GiB on a GPU that rests at 0.3 GiB is held only above 1.3 GiB:
+	// GPU 1 at 1.5 GiB is held, GPU 0 at 2 GiB over a 1.2 GiB rest is not.
+	if e.gpus["GPU-a"].holder.held(&steps[3].devs[0]) || !e.gpus["GPU-b"].holder.held(&steps[3].devs[1]) {
+		t.Errorf("held: GPU 0 %v, GPU 1 %v; want a GPU held only above 1 GiB over its resting level",
+			e.gpus["GPU-a"].holder.held(&steps[3].devs[0]), e.gpus["GPU-b"].holder.held(&steps[3].devs[1]))
+	}
+}
+
+// TestOOMExits: oom_exits counts the deaths of one job restarted again and
+// again (a log names no process: every job is the one) within the last
+// hour; a job that left the GPU far from full, or another user's job, does
+// not count.
+func TestOOMExits(t *testing.T) {
+	e := NewEngine(mustRules(t, `
+rules:
+  - alert: Loop
+    when: oom_exits >= 3
+    keep_firing_for: 30m
+`), Options{})
+	at := time.Duration(0)
+	run := func(peakGiB float64, procs ...gpu.Process) map[string]Transition {
+		fired := map[string]Transition{}
+		for _, m := range []float64{0, 70, 75, peakGiB, 0} {
+			for k, tr := range evalAt(e, at, device(0, m, 90, 60, procs...)) {
+				fired[k] = tr
+			}
+			at += time.Minute
+		}
+		return fired
+	}
+	oomsNow := func() float64 { return e.gpus["GPU-a"].holder.oomExits(t0.Add(at - time.Minute)) }
+	run(79.5)
+	run(79.5)
+	if n := oomsNow(); n != 2 {
+		t.Fatalf("after two deaths at 99%%: oom_exits %v, want 2", n)
+	}
+	run(77) // 96 %: nearly full, a death too
+	if n := oomsNow(); n != 3 {
+		t.Fatalf("after a third: oom_exits %v, want 3", n)
+	}
+	if active := e.Active(); len(active) != 1 || active[0].State != StateFiring {
+		t.Fatalf("Active() = %v, want Loop firing", active)
+	}
+	run(72) // 90 %: the job ended, it did not run out of memory
+	if n := oomsNow(); n != 3 {
+		t.Errorf("after an exit at 90%%: oom_exits %v, want still 3", n)
+	}
+	// An hour after the first death only the later ones count; 30
+	// minutes more, and the alert resolves.
+	var resolved bool
+	for ; at < 2*time.Hour; at += time.Minute {
+		if _, ok := evalAt(e, at, device(0, 0, 0, 40))["Loop/resolved"]; ok {
+			resolved = true
+			break
+		}
+	}
+	if want := 4*time.Minute + time.Hour + 30*time.Minute; !resolved || at != want {
+		t.Errorf("resolved %v at %v, want at %v: the third-last death an hour ago, and keep_firing_for", resolved, at, want)
+	}
+
+	// With processes named: another user's job dying is another job.
+	x := Exit{At: t0, Processes: []gpu.Process{{PID: 1, User: "alice", Command: "python train.py"}}, OOMLikely: true}
+	var h holder
+	for i, p := range []gpu.Process{{PID: 2, User: "alice", Command: "python train.py"}, {PID: 3, User: "bob", Command: "python other.py"}, {PID: 4, User: "alice", Command: "python train.py", Job: "slurm:7"}} {
+		x.At, x.Processes = t0.Add(time.Duration(i)*time.Minute), []gpu.Process{p}
+		h.recordOOM(x)
+	}
+	if n := h.oomExits(t0.Add(3 * time.Minute)); n != 3-1 {
+		t.Errorf("alice's train.py died three times, bob's once between: oom_exits %v, want alice's latest job's 2 of 3", n)
+	}
+}
+
+// TestOOMLoopNamesTheJob: an alert on oom_exits fires as the job dies,
+// with no process on the GPU; it names the job that keeps dying.
+func TestOOMLoopNamesTheJob(t *testing.T) {
+	e := NewEngine(mustRules(t, `
+rules:
+  - alert: Loop
+    when: oom_exits >= 3
+`), Options{})
+	var fired *Transition
+	at := time.Duration(0)
+	for run := range 3 {
+		alice := gpu.Process{PID: 4242 + run, User: "alice", Command: "python train.py", MemUsed: 70 << 30}
+		for _, m := range []float64{70, 79.5, 0} {
+			var procs []gpu.Process
+			if m > 0 {
+				alice.MemUsed = uint64(m * (1 << 30))
+				procs = []gpu.Process{alice}
+			}
+			if tr, ok := evalAt(e, at, device(0, m, 90, 60, procs...))["Loop/firing"]; ok {
+				fired = &tr
+			}
+			at += time.Minute
+		}
+	}
+	if fired == nil || len(fired.Processes) != 1 || fired.Processes[0].PID != 4244 || fired.Processes[0].User != "alice" {
+		t.Fatalf("fired %+v; want it to name alice's run that died last (pid 4244)", fired)
+	}
+}

@@ -16,6 +16,7 @@ const (
 	MetricMemoryFree                          // memory.free, bytes jobs can still allocate
 	MetricMemoryTotal                         // memory.total, bytes
 	MetricMemoryUsedPercent                   // memory.used_percent, percent of what jobs can allocate
+	MetricMemoryHeld                          // memory.held, bytes in use above the GPU's resting level
 	MetricUtilizationGPU                      // utilization.gpu, percent
 	MetricUtilizationMemory                   // utilization.memory, percent
 	MetricTemperature                         // temperature, degrees Celsius
@@ -24,6 +25,7 @@ const (
 	MetricProcessMemory                       // process.memory, bytes held by the largest process
 	MetricProcessCount                        // process.count, compute processes on the GPU
 	MetricProcessJobs                         // process.jobs, jobs holding memory on the GPU
+	MetricOOMExits                            // oom_exits, times the job on the GPU died of a likely out-of-memory in the last hour
 	MetricXID                                 // xid, the XID codes of this snapshot's events
 	MetricHeldFor                             // held_for, seconds the GPU has been held by its job
 	MetricMissingFor                          // missing_for, seconds since the GPU last reported
@@ -112,6 +114,10 @@ func (m Metric) String() string {
 		return "held_for"
 	case MetricMissingFor:
 		return "missing_for"
+	case MetricMemoryHeld:
+		return "memory.held"
+	case MetricOOMExits:
+		return "oom_exits"
 	case MetricXIDFault:
 		return "xid.fault"
 	case MetricXIDAction:
@@ -127,16 +133,25 @@ func (m Metric) String() string {
 // does not say which processes run on it: more than a CUDA context takes.
 const heldBytes = 1 << 30
 
-// Held reports whether a job holds d: a compute process runs on it, or more
-// than 1 GiB of its memory is in use.
+// Held reports whether a job holds d, judged from d alone: a compute
+// process runs on it, or more than 1 GiB of its memory is in use. The
+// engine also knows the GPU's resting level (see memory.held) and counts
+// only the memory above it.
 func Held(d *gpu.Device) bool {
 	return len(d.Processes) > 0 || d.MemUsed > heldBytes
 }
 
 // Observed reports whether the metric is kept by the engine from the GPU's
-// past (how long it has been held, how long it has been missing) rather than
-// read from the snapshot.
-func (m Metric) Observed() bool { return m == MetricHeldFor || m == MetricMissingFor }
+// past (how long it has been held, how long it has been missing, the
+// memory above its resting level, its jobs' deaths) rather than read from
+// the snapshot alone.
+func (m Metric) Observed() bool {
+	switch m {
+	case MetricHeldFor, MetricMissingFor, MetricMemoryHeld, MetricOOMExits:
+		return true
+	}
+	return false
+}
 
 // IsEvent reports whether the metric is about the snapshot's XID events
 // (xid, xid.fault, xid.action) rather than a reading of the GPU.
@@ -146,7 +161,7 @@ func (m Metric) IsEvent() bool { return m == MetricXID || m == MetricXIDFault ||
 // condition may compare it with.
 func (m Metric) Dimension() Dimension {
 	switch m {
-	case MetricMemoryUsed, MetricMemoryFree, MetricMemoryTotal, MetricProcessMemory:
+	case MetricMemoryUsed, MetricMemoryFree, MetricMemoryTotal, MetricProcessMemory, MetricMemoryHeld:
 		return Dimension{Base: Bytes}
 	case MetricMemoryUsedPercent, MetricUtilizationGPU, MetricUtilizationMemory, MetricPowerPercent:
 		return Dimension{Base: Percent}
@@ -167,12 +182,11 @@ func (m Metric) Dimension() Dimension {
 // memory metrics when d.MemTotal is 0 (but memory.used, when the source
 // knows it without the total: see gpu.Device.MemUsedKnown), power.percent without a power limit,
 // and always for xid, xid.fault and xid.action, whose values come from the
-// snapshot's events (see EvalContext.XIDs), held_for and missing_for,
-// which the engine keeps (EvalContext.HeldFor and MissingFor). A health
-// reading is NaN when the GPU or the source does not give it.
-// process.memory is the largest process's memory, 0 when the GPU runs no
-// process; process.jobs counts the jobs whose processes hold memory
-// (gpu.CountJobs).
+// snapshot's events (see EvalContext.XIDs), and the metrics the engine
+// keeps (Observed: see EvalContext). A health reading is NaN when the GPU
+// or the source does not give it. process.memory is the largest process's
+// memory, 0 when the GPU runs no process; process.jobs counts the jobs
+// whose processes hold memory (gpu.CountJobs).
 func (m Metric) Value(d *gpu.Device) float64 {
 	if d == nil {
 		return math.NaN()
@@ -245,4 +259,16 @@ func lookupMetric(name string) (Metric, bool) {
 		}
 	}
 	return 0, false
+}
+
+// observedExample is a quantity to compare an Observed metric with, for
+// error messages: "30m", "1GiB", "2".
+func observedExample(m Metric) string {
+	switch m.Dimension().Base {
+	case Seconds:
+		return "30m"
+	case Bytes:
+		return "1GiB"
+	}
+	return "2"
 }

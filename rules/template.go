@@ -32,6 +32,10 @@ type TemplateData struct {
 	Labels    map[string]string
 	Processes []gpu.Process
 	StartsAt  time.Time
+	// TrueFor is how long the rule's `when` had held, without a break,
+	// when Value was read: while the alert is pending, how long it has
+	// been; when it fires, its `for` (or a little more).
+	TrueFor time.Duration
 	// TimeToFull is how long until the GPU's memory is full at its steady
 	// growth; 0 when it is not growing or would last more than a day.
 	TimeToFull time.Duration

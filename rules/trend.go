@@ -15,6 +15,10 @@ const (
 	medianRank  = (trendSlices - 1) / 2
 )
 
+// recentRates is how many of a scale's newest rates make its newer half:
+// growth that is steady rises in most of them too (risesLately).
+const recentRates = (trendSlices - 1) / 2
+
 // levelSlices is how many of the newest slices of W Level looks at: a
 // transient rise that lasts longer is not transient.
 const levelSlices = trendSlices / 4
@@ -484,6 +488,7 @@ func (s *trendScale) compute(now, slice int64) {
 		}
 		prev, prevAt, prevK = f, fAt, k
 	}
+	inOrder := rates // the rates oldest first, for recentShare
 	// A selection sort up to the median: eleven numbers, no allocation.
 	for i := 0; i <= medianRank; i++ {
 		m := i
@@ -500,7 +505,7 @@ func (s *trendScale) compute(now, slice int64) {
 	// warming up), and above the steepest fall, as far as noise moves
 	// floors down it moves them up.
 	s.value = min(rates[steadyRank], 0)
-	if rates[steadyRank] > -rates[0] && rates[steadyRank]*steadyShare >= rates[medianRank] {
+	if rates[steadyRank] > -rates[0] && rates[steadyRank]*steadyShare >= rates[medianRank] && risesLately(inOrder[:last-lo], rates[steadyRank]) {
 		s.value = rates[steadyRank]
 	}
 	s.rate = s.value
@@ -508,4 +513,20 @@ func (s *trendScale) compute(now, slice int64) {
 		s.rate = rates[medianRank]
 	}
 	s.half = rates[medianRank] > 0
+}
+
+// risesLately reports whether growth at rate or faster, which at least
+// two-thirds of a window's rates reach, goes on in its newer half: most of
+// the newest recentRates of rates (oldest first, those that count) reach
+// it. Growth that came all in the older part (a warm-up that has ended,
+// with noise making a few flat slices look like growth) is not steady;
+// the slices a steady growth misses fall anywhere.
+func risesLately(rates []float64, rate float64) bool {
+	n := 0
+	for _, r := range rates[max(len(rates)-recentRates, 0):] {
+		if r >= rate {
+			n++
+		}
+	}
+	return 2*n > recentRates
 }

@@ -379,7 +379,7 @@ func TestTrendCreepIsNotSteady(t *testing.T) {
 // of 1m and 2m) across the end of a rise, slice by slice: its growth holds
 // until fewer than half of the slices of both scales rise, and drops to
 // nothing then; a trend of one scale drops as soon as fewer than
-// two-thirds do.
+// two-thirds do, or most of its newest do not.
 func TestTrendHoldsUntilHalf(t *testing.T) {
 	rise := func(at time.Duration) float64 { return 1000 + min(at, 30*time.Minute).Seconds() } // 1/s for 30 minutes, then flat
 	for _, tc := range []struct {
@@ -388,10 +388,10 @@ func TestTrendHoldsUntilHalf(t *testing.T) {
 		lastPos time.Duration // the last sample at which the trend is positive
 	}{
 		// 12m: changes from flat slices count once half of the slice is
-		// in, at 31m30s, 32m30s and 33m30s; at 34m the slice 34m-35m
-		// begins and counts as no change until half of it is in: the
-		// fourth, which leaves fewer than two-thirds of the eleven rising.
-		{"one scale", NewTrend(12 * time.Minute), 33*time.Minute + 50*time.Second},
+		// in, at 31m30s, 32m30s and 33m30s: the third leaves only two of
+		// the five newest changes rising, and growth that has stopped in
+		// the newer half of the window is not steady.
+		{"one scale", NewTrend(12 * time.Minute), 33*time.Minute + 20*time.Second},
 		// 24m: its changes from flat slices count at 33m, 35m, 37m, 39m
 		// and 41m; at 42m the slice 42m-44m begins, and until half of it
 		// is in it counts as no change: the sixth that is not a rise.

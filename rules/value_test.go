@@ -9,9 +9,10 @@ import (
 )
 
 // TestFiringInTheBandReportsTheValueThatMadeItTrue: a rule with clear_when
-// that fires while its condition no longer holds (83 C after 86 C, waiting
-// for the GPU to cool below 80 C) reports the 86 C that made it true, and
-// says the 83 C of now apart, rather than "at 83 C" under "> 85".
+// whose firing alert is reminded of while its condition no longer holds
+// (83 C after 86 C, waiting for the GPU to cool below 80 C) reports the
+// 86 C that made it true, and says the 83 C of now apart, rather than "at
+// 83 C" under "> 85".
 func TestFiringInTheBandReportsTheValueThatMadeItTrue(t *testing.T) {
 	e := NewEngine(mustRules(t, `
 rules:
@@ -21,7 +22,7 @@ rules:
     for: 1m
     summary: "GPU {{.GPU}} at {{.ValueText}}"
 `), Options{RepeatInterval: 2 * time.Minute})
-	temps := []float64{70, 86, 87, 86, 84, 83, 83, 83, 83, 83, 83, 83, 83, 83, 83}
+	temps := []float64{70, 86, 87, 86, 86, 86, 84, 83, 83, 83, 83, 83, 83, 83, 83, 83}
 	var fired, repeat *Transition
 	for i, temp := range temps {
 		for _, tr := range e.Eval(snapshot(time.Duration(i)*15*time.Second, device(0, 10, 90, temp))) {
@@ -36,14 +37,17 @@ rules:
 	if fired == nil || repeat == nil {
 		t.Fatalf("fired %v, repeated %v: want both", fired != nil, repeat != nil)
 	}
-	valueAt := t0.Add(3 * 15 * time.Second) // the last sample over 85 C
+	valueAt := t0.Add(5 * 15 * time.Second) // the last sample over 85 C, when it fired
 	for _, tr := range []*Transition{fired, repeat} {
 		if tr.Value != 86 || tr.ValueText != "86 C" || tr.Summary != "GPU 0 at 86 C" {
 			t.Errorf("value %v (%q), summary %q; want 86 C, the value that made temperature > 85 true", tr.Value, tr.ValueText, tr.Summary)
 		}
-		if !tr.ValueAt.Equal(valueAt) || tr.NowText != "83 C" || tr.ValueExpr != "temperature" {
-			t.Errorf("value of %s at %v, now %q; want temperature at %v, now 83 C", tr.ValueExpr, tr.ValueAt, tr.NowText, valueAt)
+		if !tr.ValueAt.Equal(valueAt) || tr.ValueExpr != "temperature" {
+			t.Errorf("value of %s at %v; want temperature at %v", tr.ValueExpr, tr.ValueAt, valueAt)
 		}
+	}
+	if fired.NowText != "" || repeat.NowText != "83 C" {
+		t.Errorf("now %q when it fired, %q in the reminder; want none (the value is now's), then 83 C", fired.NowText, repeat.NowText)
 	}
 }
 

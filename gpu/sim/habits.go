@@ -35,6 +35,8 @@ type habits struct {
 	computing []span        // a notebook computes in these only; nil: computes throughout
 	growMiB   float64       // memory a notebook's first computation adds …
 	growFor   time.Duration // … over this long
+
+	daily *dailyLoad // a service's traffic over the day; nil: computes at its utilization throughout
 }
 
 // allocStep is the caching allocator reserving another block at at.
@@ -95,6 +97,8 @@ func (h *habits) at(j *job, t time.Duration, r *rand.Rand, room float64) jobStat
 		st.util = r.Float64() * pauseUtil
 	case pass >= 0:
 		st.util = passUtil + r.NormFloat64()*passUtilSD
+	case h.daily != nil:
+		st.util = h.daily.util(t, r)
 	case r.Float64() < h.dipShare:
 		st.util = r.Float64() * dipUtil
 	default:

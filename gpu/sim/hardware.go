@@ -107,6 +107,7 @@ func (h *hardware) read(g *gpuPlan, t time.Duration, util float64, r *rand.Rand)
 type throttling struct {
 	heatFrom, cycleFrom, cycleUntil time.Duration
 	period                          time.Duration
+	period2                         time.Duration // a second, slower cycle on top of the first; 0: none
 	lowC, highC                     float64
 	normalC                         float64 // the GPU's usual temperature under its load
 	afterC                          float64
@@ -133,10 +134,14 @@ func (th *throttling) at(t time.Duration, normal float64) (tempC, powerShare flo
 }
 
 // cycle is the throttling temperature at t: lowC at cycleFrom, highC half
-// a period later.
+// a period later; with a second period, the mean of the two cycles.
 func (th *throttling) cycle(t time.Duration) float64 {
 	mid, amp := (th.lowC+th.highC)/2, (th.highC-th.lowC)/2
-	return mid - amp*math.Cos(2*math.Pi*float64(t-th.cycleFrom)/float64(th.period))
+	c := math.Cos(2 * math.Pi * float64(t-th.cycleFrom) / float64(th.period))
+	if th.period2 > 0 {
+		c = (c + math.Cos(2*math.Pi*float64(t-th.cycleFrom)/float64(th.period2))) / 2
+	}
+	return mid - amp*c
 }
 
 // lostEvent reports that GPU index fell off the bus, as the NVML source

@@ -62,6 +62,9 @@ func builder(name string) func(*rand.Rand) *plan {
 	if b := sharingBuilder(name); b != nil {
 		return b
 	}
+	if b := dayBuilder(name); b != nil {
+		return b
+	}
 	return leakBuilder(name)
 }
 

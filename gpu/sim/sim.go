@@ -17,6 +17,11 @@
 // seed: they sample as nvidia-smi does on a real server (a few ms late each
 // loop, with the logger's gaps), lose GPUs and readings, and each has a
 // TruthFile in the format shared/traces/v2/score.py scores alerts against.
+// So do the leaks of other shapes (LeakScenarios, after shared/traces/v3)
+// and the servers that run for days (DayScenarios, after
+// shared/traces/v4): services that reload, leak a few MiB a minute or
+// answer a trickle of requests at night, jobs that keep dying of
+// out-of-memory, a temperature swinging around its threshold for hours.
 package sim
 
 import (
@@ -129,10 +134,11 @@ type Truth struct {
 // of the second trace set (RealisticScenarios), the leaks of every shape
 // (LeakScenarios), the nodes shared by several people, whose owners
 // matter (PeopleScenarios), the GPUs shared by MIG or time-slicing
-// (SharingScenarios), and the GPUs whose health fails (HealthScenarios).
+// (SharingScenarios), the servers that run for days (DayScenarios), and
+// the GPUs whose health fails (HealthScenarios).
 func Scenarios() []string {
 	return slices.Concat([]string{ScenarioNormalTraining, ScenarioMemoryLeak, ScenarioBatchSpike, ScenarioIdleHog, ScenarioThermal, ScenarioAll},
-		RealisticScenarios(), LeakScenarios(), PeopleScenarios(), SharingScenarios(), HealthScenarios())
+		RealisticScenarios(), LeakScenarios(), PeopleScenarios(), SharingScenarios(), DayScenarios(), HealthScenarios())
 }
 
 // Source plays a scenario. It implements gpu.Source and is used by one

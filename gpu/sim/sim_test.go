@@ -42,6 +42,7 @@ func TestScenarios(t *testing.T) {
 		"creep-plateau", "gpu-lost", "idle-resume", "leak-gappy", "leak-restart", "leak-slow", "node8", "noisy-1s", "tf-grab-all", "tf-prealloc", "thermal-cycle",
 		"leak-epoch", "leak-tiny", "leak-notebook", "leak-peaks", "leak-nearfull", "vllm-serve", "shared-node", "slurm-node",
 		"mig-slice-leak", "mig-mixed", "timeslice-leak",
+		"model-reload", "frag-creep", "oom-retry-loop", "day-night-inference", "slow-leak-80gb", "hot-oscillation",
 		"ecc-row-remap", "power-brake", "pcie-degraded", "xid-storm", "nvlink-errors"}
 	if !slices.Equal(got, want) {
 		t.Errorf("Scenarios() = %q, want %q", got, want)
@@ -58,7 +59,10 @@ func TestScenarios(t *testing.T) {
 	if got, want := sim.SharingScenarios(), want[25:28]; !slices.Equal(got, want) {
 		t.Errorf("SharingScenarios() = %q, want %q", got, want)
 	}
-	if got, want := sim.HealthScenarios(), want[28:]; !slices.Equal(got, want) {
+	if got, want := sim.DayScenarios(), want[28:34]; !slices.Equal(got, want) {
+		t.Errorf("DayScenarios() = %q, want %q", got, want)
+	}
+	if got, want := sim.HealthScenarios(), want[34:]; !slices.Equal(got, want) {
 		t.Errorf("HealthScenarios() = %q, want %q", got, want)
 	}
 }
@@ -119,6 +123,7 @@ func TestNewDefaults(t *testing.T) {
 func TestDeterministic(t *testing.T) {
 	for _, sc := range sim.Scenarios() {
 		t.Run(sc, func(t *testing.T) {
+			t.Parallel()
 			cfg := sim.Config{Scenario: sc, Seed: 42, Host: "node-7"}
 			a, srcA := run(t, cfg)
 			b, srcB := run(t, cfg)
@@ -377,7 +382,9 @@ func checkPlausible(t testing.TB, snaps []*gpu.Snapshot, realistic bool) {
 				}
 				sum += p.MemUsed
 			}
-			if len(d.Processes) > 0 && (sum > d.MemUsed || d.MemUsed-sum > 1<<30) {
+			// What no process holds is the GPU's resting level: a few
+			// MiB, or up to 1.4 GiB where a display or a daemon keeps some.
+			if len(d.Processes) > 0 && (sum > d.MemUsed || d.MemUsed-sum > 1500<<20) {
 				at("processes hold %d MiB, the GPU %d MiB; want about the same", sum>>20, d.MemUsed>>20)
 			}
 		}
@@ -420,9 +427,13 @@ func checkInstance(t testing.TB, s *gpu.Snapshot, d *gpu.Device) {
 
 func TestReadingsPlausible(t *testing.T) {
 	for _, sc := range sim.Scenarios() {
-		for seed := uint64(1); seed <= 6; seed++ {
+		seeds := uint64(6)
+		if slices.Contains(sim.DayScenarios(), sc) {
+			seeds = 2 // days of samples each
+		}
+		for seed := uint64(1); seed <= seeds; seed++ {
 			snaps, _ := run(t, sim.Config{Scenario: sc, Seed: seed})
-			checkPlausible(t, snaps, slices.Contains(sim.RealisticScenarios(), sc) || slices.Contains(sim.LeakScenarios(), sc))
+			checkPlausible(t, snaps, hasTruthFile(sc))
 		}
 	}
 }

@@ -100,6 +100,7 @@ type incident struct {
 	oomAt                 time.Duration // 0: no OOM
 	end                   time.Duration // when the problem itself ends (the job dies, the memory is freed)
 	rateMiBPerMin         float64       // leaks
+	maxFirings            int           // the most firings of any one rule; 0: 1
 }
 
 type resolveCheck struct {
@@ -109,8 +110,9 @@ type resolveCheck struct {
 }
 
 // TruthFile returns the truth of the first run of a realistic scenario (the
-// eleven of the second trace set, Realistic), or nil for the others, whose
-// truth is Truth.
+// eleven of the second trace set, RealisticScenarios), a leak scenario
+// (LeakScenarios) or a scenario of servers that run for days
+// (DayScenarios), or nil for the others, whose truth is Truth.
 func (s *Source) TruthFile() *TruthFile {
 	p := s.build(rand.New(rand.NewPCG(s.cfg.Seed, planStream)))
 	if p.story == nil {
@@ -155,7 +157,7 @@ func (s *Source) TruthFile() *TruthFile {
 		out := Incident{
 			ID: in.id, GPU: in.gpu, Kind: in.kind,
 			From: seconds(in.from), Deadline: seconds(in.deadline), Until: seconds(in.until),
-			MaxFirings: 1, Why: in.why,
+			MaxFirings: max(in.maxFirings, 1), Why: in.why,
 		}
 		if in.oomAt > 0 {
 			oom := seconds(in.oomAt)

@@ -211,13 +211,20 @@ func TestTruthFileRules(t *testing.T) {
 	}
 }
 
-func TestTruthFileOnlyForRealisticAndLeakScenarios(t *testing.T) {
+// hasTruthFile reports whether scenario sc is one of those with a
+// TruthFile: the realistic ones, the leaks and the servers that run for
+// days.
+func hasTruthFile(sc string) bool {
+	return slices.Contains(slices.Concat(sim.RealisticScenarios(), sim.LeakScenarios(), sim.DayScenarios()), sc)
+}
+
+func TestTruthFileOnlyForRealisticLeakAndDayScenarios(t *testing.T) {
 	for _, sc := range sim.Scenarios() {
 		src, err := sim.New(sim.Config{Scenario: sc})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got, want := src.TruthFile() != nil, slices.Contains(sim.RealisticScenarios(), sc) || slices.Contains(sim.LeakScenarios(), sc); got != want {
+		if got, want := src.TruthFile() != nil, hasTruthFile(sc); got != want {
 			t.Errorf("%s: has a truth file %v, want %v", sc, got, want)
 		}
 	}

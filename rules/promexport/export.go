@@ -10,10 +10,10 @@
 //   - window functions are recording rules over (t−W, t], ready once
 //     their samples span half the window: avg/min/max → *_over_time,
 //     slope → deriv, trend → the order statistics of its slice floors;
-//   - gpuwatch's state machine is Prometheus's, with the ALERTS series
-//     carrying what it adds: a firing alert resolves only when its
-//     condition is known to be false, clear_when holds pending and firing
-//     alerts (hysteresis).
+//   - gpuwatch's state machine is Prometheus's (for counts only the time
+//     the condition holds), with the ALERTS series carrying what it adds:
+//     a firing alert resolves only when its condition is known to be
+//     false, and with clear_when only once clear_when holds (hysteresis).
 //
 // What cannot be carried faithfully is said, per rule and part, as a Note:
 // the rule is left out, or kept and marked approximate.
@@ -247,11 +247,11 @@ func (r *ruleExport) fail(part, why string) error {
 // or, with clear_when,
 //
 //	when
-//	or (the alert pending, when and clear_when known to be false)
 //	or (the alert firing, unless clear_when holds)
 //
-// where "the alert pending/firing" is its ALERTS series of the last
-// evaluation: what gpuwatch's state machine adds to Prometheus's.
+// where "the alert firing" is its ALERTS series of the last evaluation:
+// what gpuwatch's state machine adds to Prometheus's. A pending alert
+// needs when itself, as Prometheus's for does.
 func (r *ruleExport) alert() (Rule, error) {
 	rule := r.rule
 	r.field = "when"
@@ -289,11 +289,7 @@ func (r *ruleExport) alert() (Rule, error) {
 		if err != nil {
 			return Rule{}, err
 		}
-		fc, err := r.truth(clear, false)
-		if err != nil {
-			return Rule{}, err
-		}
-		branches = append(branches, join("and", state("pending"), fw, fc), bin(state("firing"), "unless", tc))
+		branches = append(branches, bin(state("firing"), "unless", tc))
 	}
 	r.field = "gpus"
 	parts := make([]string, len(branches))
@@ -439,6 +435,10 @@ func (r *ruleExport) value(v rules.CondValue) (expr, error) {
 		return r.heldFor()
 	case v.Fn == "" && v.Metric == rules.MetricMissingFor:
 		return r.missingFor(), nil
+	case v.Fn == "" && v.Metric == rules.MetricMemoryHeld:
+		return r.memHeld()
+	case v.Fn == "" && v.Metric == rules.MetricOOMExits:
+		return r.oomExits()
 	case v.Fn == "":
 		if f := r.s.form(v.Metric); f.note != "" {
 			r.note(Caveat, v.Metric.String(), f.note)

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gpuwatch/gpuwatch/gpu"
 	"github.com/gpuwatch/gpuwatch/rules"
 )
 
@@ -45,15 +46,69 @@ func (r *ruleExport) heldForRecord() (expr, error) {
 	if err != nil {
 		return expr{}, err
 	}
+	rest := r.restingLevel(used)
 	at := r.reportedAt()
-	isHeld := bin(bin(used, ">", number(heldBytes)), "or", bin(procs, ">", raw("0")))
-	held := r.exporter.record("gpuwatch:held_at", "the time of the GPU's latest sample, while a job holds it (more than 1 GiB in use, or a process)", bin(at, "and", isHeld))
+	isHeld := bin(bin(bin(used, "-", rest), ">", number(heldBytes)), "or", bin(procs, ">", raw("0")))
+	held := r.exporter.record("gpuwatch:held_at", "the time of the GPU's latest sample, while a job holds it (more than 1 GiB above its resting level in use, or a process)", bin(at, "and", isHeld))
 	free := r.exporter.record("gpuwatch:free_at", "the time of the GPU's latest sample, while no job holds it", bin(at, "unless", isHeld))
 	e := r.opts.Interval
 	sinceFree := bin(raw(fmt.Sprintf("time() - %s - %s", seconds(e).s, call("max_over_time", rangeOf(free, r.heldRange)).s)), "and", held)
 	allAlong := bin(raw("time() - "+call("min_over_time", rangeOf(held, r.heldRange)).s), "and", held)
 	return r.exporter.record("gpuwatch:held_for", "held_for: seconds the job on the GPU has held it, 0 while it is free",
 		join("or", sinceFree, allAlong, bin(raw("0"), "*", free))), nil
+}
+
+// restingLevel is a GPU's resting level: the least memory it has had in
+// use once that was at most 2 GiB (rules.Held), 0 until then. A recording
+// rule keeps it as a running minimum, each evaluation the smaller of the
+// memory in use now and the level before (for as long as Prometheus's
+// lookback keeps it). used is memory.used's recording rule.
+func (r *ruleExport) restingLevel(used expr) expr {
+	const name = "gpuwatch:memory_resting_bytes"
+	now := bin(used, "<=", number(gpu.RestingMax))
+	before := call("last_over_time", rangeOf(raw(name), MaxInterval))
+	rest := r.exporter.record(name, "the GPU's resting level: the least memory in use it has reported, once at most 2 GiB",
+		join("or", bin(now, "<", before), before, now))
+	return bin(rest, "or", bin(raw("0"), "*", used))
+}
+
+// memHeld records memory.held: the memory in use above the GPU's resting
+// level.
+func (r *ruleExport) memHeld() (expr, error) {
+	used, err := r.metric(rules.MetricMemoryUsed)
+	if err != nil {
+		return expr{}, err
+	}
+	why := "the resting level is the least memory in use Prometheus has seen (gpuwatch also leaves out what processes hold); it restarts should Prometheus lose the GPU's series for longer than its lookback"
+	r.note(Caveat, "memory.held", why)
+	return r.exporter.record("gpuwatch:memory_held_bytes", "memory.held: memory in use above the GPU's resting level, in bytes",
+		call("clamp_min", bin(used, "-", r.restingLevel(used)), raw("0"))), nil
+}
+
+// oomExits records oom_exits: how many times in the last hour a job left
+// the GPU (the GPU held at the evaluation before, free at this one) with
+// memory at 95 % or more of what jobs can allocate, after it rose by a
+// point or more in the half hour before (read a minute apart).
+func (r *ruleExport) oomExits() (expr, error) {
+	if _, err := r.heldForRecord(); err != nil {
+		return expr{}, err
+	}
+	pct, err := r.metric(rules.MetricMemoryUsedPercent)
+	if err != nil {
+		return expr{}, err
+	}
+	prev := "offset " + duration(r.opts.Interval)
+	last := raw(pct.s + " " + prev)
+	// The half hour before at one sample a minute: enough to see a rise,
+	// at a thirtieth of what every sample costs a fleet.
+	low := call("min_over_time", raw(pct.s+"[30m:1m] "+prev))
+	exit := join("and", raw("gpuwatch:free_at"), raw("gpuwatch:held_at "+prev),
+		bin(last, ">=", number(oomLikelyPercent)), bin(bin(last, "-", low), ">=", raw("1")))
+	events := r.exporter.record("gpuwatch:oom_exit", "a job left the GPU at this evaluation with it nearly full, after its memory rose: a likely CUDA out-of-memory",
+		bin(bin(exit, "*", raw("0")), "+", raw("1")))
+	r.note(Approximate, "oom_exits", fmt.Sprintf("a job's exit is seen from one evaluation (every %s) to the next, so one started again within an evaluation is not; and every job on the GPU counts, where gpuwatch counts the runs of one job (its command or Slurm job)", duration(r.opts.Interval)))
+	return r.exporter.record("gpuwatch:oom_exits", "oom_exits: likely out-of-memory exits of jobs on the GPU in the last hour",
+		bin(call("count_over_time", rangeOf(events, time.Hour)), "or", bin(raw("0"), "*", r.reportedAt()))), nil
 }
 
 // missingFor records missing_for: how long a GPU has not reported, 0 while

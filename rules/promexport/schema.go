@@ -42,8 +42,13 @@ func (s schema) gpuLabels() string {
 // mib is dcgm-exporter's memory unit.
 const mib = 1 << 20
 
-// heldBytes is how much memory in use makes a GPU held (rules.Held).
+// heldBytes is how much memory in use above a GPU's resting level makes it
+// held (rules.Held); the resting level is at most gpu.RestingMax.
 const heldBytes = 1 << 30
+
+// oomLikelyPercent is how full a GPU whose job left it must have been for
+// the exit to be a likely CUDA out-of-memory (rules.Exit).
+const oomLikelyPercent = 95
 
 // formKind says how a metric is computed from the series.
 type formKind int

@@ -3,6 +3,7 @@ package promexport
 import (
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"text/template"
 	"text/template/parse"
@@ -16,7 +17,8 @@ import (
 // $value | humanize1024, …). A summary that does not translate is replaced
 // by a plain one, a description left out; either is noted.
 func (r *ruleExport) annotations(dim rules.Dimension, first rules.CondNode) map[string]string {
-	t := tmplTranslator{dim: dim, valueIsCount: r.s.name == SchemaGPUWatch && first.Value.Metric == rules.MetricXID && first.Kind == rules.CondCompare}
+	t := tmplTranslator{dim: dim, valueIsCount: r.s.name == SchemaGPUWatch && first.Value.Metric == rules.MetricXID && first.Kind == rules.CondCompare,
+		forSeconds: r.rule.For.Seconds()}
 	if first.Value.Metric.IsEvent() && first.Value.Fn == "" && !t.valueIsCount {
 		t.xidCodes = codesOf(first)
 	}
@@ -24,15 +26,19 @@ func (r *ruleExport) annotations(dim rules.Dimension, first rules.CondNode) map[
 	plain := fmt.Sprintf("%s on GPU {{ $labels.gpu }} of {{ $labels.host }}: {{ %s }}", r.rule.Name, t.valueText("$value"))
 	if r.rule.Summary == nil {
 		out["summary"] = plain
-	} else if s, why := t.translate(r.rule.Summary); why == "" {
+	} else if s, why, trueFor := t.translate(r.rule.Summary); why == "" {
 		out["summary"] = s
+		if trueFor {
+			r.notes = append(r.notes, Note{Rule: r.rule.Name, Kind: Caveat, Part: "summary",
+				Why: ".TrueFor is the rule's for: Prometheus's templates do not know how long the condition has held, which is that when the alert fires and more later"})
+		}
 	} else {
 		out["summary"] = plain
 		r.notes = append(r.notes, Note{Rule: r.rule.Name, Kind: Caveat, Part: "summary",
 			Why: why + "; the exported summary is a plain one: " + plain})
 	}
 	if r.rule.Description != nil {
-		if s, why := t.translate(r.rule.Description); why == "" {
+		if s, why, _ := t.translate(r.rule.Description); why == "" {
 			out["description"] = s
 		} else {
 			r.notes = append(r.notes, Note{Rule: r.rule.Name, Kind: Caveat, Part: "description", Why: why + "; the description is left out"})
@@ -50,17 +56,21 @@ type tmplTranslator struct {
 	// xidCodes, when set, are the XID codes the alert's value may be:
 	// .ValueText says what each means, as gpuwatch's does.
 	xidCodes []float64
-	why      string // the first part that does not translate
+	// forSeconds is the rule's for, which .TrueFor is when the alert
+	// fires; trueFor says a template reads it.
+	forSeconds float64
+	trueFor    bool
+	why        string // the first part that does not translate
 }
 
 // translate returns the template in Prometheus's language, or why it
-// cannot be.
-func (t tmplTranslator) translate(tmpl *template.Template) (string, string) {
+// cannot be, and whether it reads .TrueFor.
+func (t tmplTranslator) translate(tmpl *template.Template) (text, why string, trueFor bool) {
 	if len(tmpl.Templates()) > 1 {
-		return "", "templates that define others do not translate"
+		return "", "templates that define others do not translate", false
 	}
-	text := t.list(tmpl.Tree.Root)
-	return text, t.why
+	text = t.list(tmpl.Tree.Root)
+	return text, t.why, t.trueFor
 }
 
 func (t *tmplTranslator) fail(format string, args ...any) string {
@@ -166,11 +176,27 @@ func (t *tmplTranslator) pipe(p *parse.PipeNode) string {
 	if len(p.Decl) > 0 {
 		return t.fail("template variables do not translate")
 	}
+	if t.isTrueForDuration(p) {
+		// The rule's for, written as gpuwatch writes it ("45m"), not as
+		// humanizeDuration would ("45m 0s").
+		t.trueFor = true
+		return strconv.Quote(rules.Dimension{Base: rules.Seconds}.Format(t.forSeconds))
+	}
 	stages := make([]string, 0, len(p.Cmds))
 	for _, c := range p.Cmds {
 		stages = append(stages, t.command(c))
 	}
 	return strings.Join(stages, " | ")
+}
+
+// isTrueForDuration reports whether p is .TrueFor | duration.
+func (t *tmplTranslator) isTrueForDuration(p *parse.PipeNode) bool {
+	if len(p.Cmds) != 2 || len(p.Cmds[0].Args) != 1 || len(p.Cmds[1].Args) != 1 {
+		return false
+	}
+	f, ok1 := p.Cmds[0].Args[0].(*parse.FieldNode)
+	id, ok2 := p.Cmds[1].Args[0].(*parse.IdentifierNode)
+	return ok1 && ok2 && slices.Equal(f.Ident, []string{"TrueFor"}) && id.Ident == "duration"
 }
 
 func (t *tmplTranslator) command(c *parse.CommandNode) string {
@@ -252,6 +278,9 @@ func (t *tmplTranslator) field(path []string) string {
 		return t.fail(".Processes does not translate: Prometheus's alerts do not know the processes on a GPU")
 	case "StartsAt":
 		return t.fail(".StartsAt does not translate: Prometheus's templates do not know when an alert fired")
+	case "TrueFor":
+		t.trueFor = true
+		return strconv.FormatFloat(t.forSeconds, 'f', -1, 64)
 	}
 	return t.fail(".%s does not translate", strings.Join(path, "."))
 }

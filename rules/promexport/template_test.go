@@ -31,9 +31,14 @@ func TestTemplateTranslation(t *testing.T) {
 		{"{{.StartsAt}}", rules.Dimension{}, "!.StartsAt does not translate"},
 		{"{{with .Labels}}{{.team}}{{end}}", rules.Dimension{}, "!{{with .Labels}}"},
 		{"{{$x := .GPU}}{{$x}}", rules.Dimension{}, "!template variables do not translate"},
+		{"idle for {{.TrueFor | duration}}", rules.Dimension{}, `idle for {{ "45m" }}`}, // the rule's for
+		{"idle for {{.TrueFor}} s", rules.Dimension{}, "idle for {{ 2700 }} s"},
 	} {
 		tmpl := template.Must(template.New("t").Funcs(funcs).Parse(c.text))
-		got, why := tmplTranslator{dim: c.dim}.translate(tmpl)
+		got, why, trueFor := tmplTranslator{dim: c.dim, forSeconds: 2700}.translate(tmpl)
+		if trueFor != strings.Contains(c.text, ".TrueFor") {
+			t.Errorf("%s: reads .TrueFor %v", c.text, trueFor)
+		}
 		if want, ok := strings.CutPrefix(c.want, "!"); ok {
 			if !strings.HasPrefix(why, want) {
 				t.Errorf("%s: got %q (why %q), want it refused: %q", c.text, got, why, want)

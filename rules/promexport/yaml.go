@@ -19,7 +19,8 @@ const header = `Each alert keeps the meaning gpuwatch gives it, one alert per ru
   gpuwatch:METRIC:FN_WINDOW keep them;
 - an alert's ALERTS series keeps what gpuwatch's state machine adds: a
   firing alert resolves only when its condition is known to be false, and
-  clear_when holds a pending or firing alert until it holds (hysteresis).
+  with clear_when only once clear_when holds (hysteresis); a pending alert
+  needs its condition at every evaluation, as for's does.
 `
 
 // Write writes the rule file, with the notes as comments.
