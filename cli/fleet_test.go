@@ -25,11 +25,21 @@ import (
 // scenario, 10 simulated seconds a sample at 240 times real time (a two
 // hour scenario in 30 seconds), no rules, /metrics on addr.
 func fleetAgent(dir, host, scenario, addr string) string {
+	return fleetAgentAt(dir, host, scenario, addr, fleetSpeed)
+}
+
+// fleetSpeed is how many times faster than real time the fleet tests'
+// agents run their scenario: a 2-hour scenario lasts 30 s, then starts
+// again.
+const fleetSpeed = 240
+
+// fleetAgentAt is fleetAgent's config at another speed.
+func fleetAgentAt(dir, host, scenario, addr string, speed int) string {
 	return fmt.Sprintf(`host: %s
 storage: {path: %s}
 server: {listen: %q}
-source: {type: sim, interval: 10s, sim: {scenario: %s, seed: 1, speed: 240}}
-`, host, filepath.Join(dir, host+".db"), addr, scenario)
+source: {type: sim, interval: 10s, sim: {scenario: %s, seed: 1, speed: %d}}
+`, host, filepath.Join(dir, host+".db"), addr, scenario, speed)
 }
 
 // fleetHub is the config of a hub named name on promURL (gpuwatch agents
@@ -384,10 +394,11 @@ scrape_configs:
 	return prom, agents
 }
 
-// promQuery runs an instant query on Prometheus and returns the label
-// sets of the answer; nil when it does not answer.
+// promQuery runs an instant query on Prometheus (or VictoriaMetrics,
+// told to answer as of now: nocache) and returns the label sets of the
+// answer; nil when it does not answer.
 func promQuery(t *testing.T, base, query string) []map[string]string {
-	resp, err := http.Get(base + "/api/v1/query?query=" + url.QueryEscape(query))
+	resp, err := http.Get(base + "/api/v1/query?nocache=1&query=" + url.QueryEscape(query))
 	if err != nil {
 		return nil
 	}

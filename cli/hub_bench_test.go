@@ -117,6 +117,9 @@ type fleetPrometheus struct {
 	*httptest.Server
 	evaluations atomic.Int64
 	vector      []byte
+	// firstEvaluation is when the first instant query came, in Unix
+	// nanoseconds; serving is the time spent writing range answers.
+	firstEvaluation, serving atomic.Int64
 }
 
 // newFleetPrometheus serves the fleet at time at, and its past.
@@ -134,12 +137,15 @@ func newFleetPrometheus(tb testing.TB, at time.Time) *fleetPrometheus {
 		w.Header().Set("Content-Type", "application/json")
 		switch r.URL.Path {
 		case "/api/v1/query":
+			p.firstEvaluation.CompareAndSwap(0, time.Now().UnixNano())
 			w.Write(p.vector)
 			p.evaluations.Add(1)
 		case "/api/v1/query_range":
+			began := time.Now()
 			family := strings.TrimSuffix(strings.TrimPrefix(r.Form.Get("query"), `{__name__=~"`), `"}`)
 			step, _ := strconv.ParseFloat(r.Form.Get("step"), 64)
 			writeFleetMatrix(w, family, seconds("start"), seconds("end"), time.Duration(step*float64(time.Second)))
+			p.serving.Add(int64(time.Since(began)))
 		default:
 			http.NotFound(w, r)
 		}
@@ -156,16 +162,21 @@ func newFleetPrometheus(tb testing.TB, at time.Time) *fleetPrometheus {
 // hub's), backfills the example rules' windows at start from range
 // queries, and evaluates the example config's rules, one op an
 // evaluation. It reports the CPU an evaluation takes (from /proc/PID/stat,
-// garbage collection included; target ≤ 300 ms), the hub's resident
+// garbage collection included; target ≤ 150 ms), the hub's resident
 // memory at the end and its peak over its life, backfill included
-// (VmRSS, VmHWM; target ≤ 500 MiB), and the answer's size.
+// (VmRSS, VmHWM; target ≤ 500 MiB), the answer's size, and the hub's
+// start: the time from its start to its first evaluation, the backfill's
+// range queries answered (start-s; target ≤ 60 s), the hub's CPU in it
+// (start-cpu-s), and the time the fake Prometheus took to write the range
+// answers, on the same cores (serve-s).
 //
 //	go test ./cli -run '^$' -bench BenchmarkHubCost10000GPUs -benchtime 20x -timeout 20m
 //
 // With GPUWATCH_HUB_PROFILE=DIR it builds the hub with the profile tag
-// and writes its CPU profile over the measured evaluations (cpu.pb.gz)
-// and its heap after the backfill and at the end (heap-start.pb.gz,
-// heap.pb.gz) to DIR, for go tool pprof.
+// and writes its CPU profile over the start (start-cpu.pb.gz) and over
+// the measured evaluations (cpu.pb.gz), and its heap after the backfill
+// and at the end (heap-start.pb.gz, heap.pb.gz) to DIR, for go tool
+// pprof.
 func BenchmarkHubCost10000GPUs(b *testing.B) {
 	if _, err := os.Stat("/proc/self/stat"); err != nil {
 		b.Skip("no /proc to read a process's CPU time and memory from")
@@ -192,22 +203,33 @@ func BenchmarkHubCost10000GPUs(b *testing.B) {
 	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
 		b.Fatal(err)
 	}
+	started := time.Now()
 	cmd, stderr := startBuilt(b, bin, path, env...)
 	stat := fmt.Sprintf("/proc/%d/stat", cmd.Process.Pid)
 	status := fmt.Sprintf("/proc/%d/status", cmd.Process.Pid)
+	var startProfile func() error
+	if profiling {
+		startProfile = profileStart(env[0], &prom.evaluations, profiles)
+	}
 	wait := func(n int64) {
-		deadline := time.Now().Add(5 * time.Minute)
+		deadline := time.Now().Add(15 * time.Minute)
 		for prom.evaluations.Load() < n {
 			if time.Now().After(deadline) || cmd.ProcessState != nil {
-				b.Fatalf("the hub made %d evaluations, not %d, within 5 minutes:\n%s", prom.evaluations.Load(), n, stderr.String())
+				b.Fatalf("the hub made %d evaluations, not %d, within 15 minutes:\n%s", prom.evaluations.Load(), n, stderr.String())
 			}
 			time.Sleep(20 * time.Millisecond)
 		}
 	}
+	wait(1)
+	startCPU := float64(cpuTicks(b, stat)) / userHZ
+	startWall := time.Unix(0, prom.firstEvaluation.Load()).Sub(started)
 	wait(2) // the backfill and the first evaluation are behind
 	before, first := cpuTicks(b, stat), prom.evaluations.Load()
 	var cpuProfile func() error
 	if profiling {
+		if err := startProfile(); err != nil {
+			b.Fatal(err)
+		}
 		if err := saveProfile(env[0], "heap?gc=1", filepath.Join(profiles, "heap-start.pb.gz")); err != nil {
 			b.Fatal(err)
 		}
@@ -238,6 +260,37 @@ func BenchmarkHubCost10000GPUs(b *testing.B) {
 	b.ReportMetric(mem.RSS, "RSS-MiB")
 	b.ReportMetric(mem.HWM, "peak-RSS-MiB")
 	b.ReportMetric(float64(len(prom.vector))/1e6, "answer-MB")
+	b.ReportMetric(startWall.Seconds(), "start-s")
+	b.ReportMetric(startCPU, "start-cpu-s")
+	b.ReportMetric(time.Duration(prom.serving.Load()).Seconds(), "serve-s")
+}
+
+// profileStart takes the running hub's CPU profile from its start until
+// its first evaluation, in profiles of 10 s each (DIR/start-cpu-NN.pb.gz;
+// go tool pprof reads them together), written when the function it
+// returns has waited for them.
+func profileStart(env string, evaluations *atomic.Int64, dir string) func() error {
+	done := make(chan error, 1)
+	go func() {
+		addr := strings.TrimPrefix(env, "GPUWATCH_PROFILE_ADDR=")
+		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+			if resp, err := http.Get("http://" + addr + "/debug/pprof/"); err == nil {
+				resp.Body.Close()
+				break
+			} else if time.Now().After(deadline) {
+				done <- err
+				return
+			}
+		}
+		for i := 0; evaluations.Load() == 0; i++ {
+			if err := saveProfile(env, "profile?seconds=10", filepath.Join(dir, fmt.Sprintf("start-cpu-%02d.pb.gz", i))); err != nil {
+				done <- err
+				return
+			}
+		}
+		done <- nil
+	}()
+	return func() error { return <-done }
 }
 
 // saveProfile writes the running hub's profile name (net/http/pprof,

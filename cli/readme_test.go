@@ -493,6 +493,17 @@ func readmeCommands() map[string]readmeCommand {
 				t.Errorf("%s: got %v", cmd, got)
 			}
 		}},
+		"gpuwatch rules export --schema gpuwatch --target vmalert > gpuwatch.vmalert.rules.yml": {run: func(t *testing.T, r *readmeRun, cmd string) {
+			command, file, _ := strings.Cut(cmd, " > ")
+			got := r.gpuwatch(t, args(command)...)
+			want(t, cmd, got, cli.ExitOK, "    params: {nocache: [\"1\"]}\n", "- alert: GPUXidError\n")
+			r.write(t, file, got.stdout)
+		}},
+		"gpuwatch rules export --schema gpuwatch --target vmalert": {same: "gpuwatch rules export --schema gpuwatch --target vmalert > gpuwatch.vmalert.rules.yml"},
+		"gpuwatch rules export --schema gpuwatch":                  {same: "gpuwatch rules export --schema gpuwatch > gpuwatch.rules.yml"},
+		"vmalert -dryRun -rule=gpuwatch.vmalert.rules.yml": {run: func(t *testing.T, r *readmeRun, cmd string) {
+			r.tool(t, cmd, "")
+		}},
 		"promtool test rules": {same: "promtool test rules prom/rules_test.yaml"},
 		"gpuwatch replay":     {same: "gpuwatch replay --trace gpu.csv"},
 		"promtool test rules prom/rules_test.yaml": {run: func(t *testing.T, r *readmeRun, cmd string) {
@@ -564,9 +575,14 @@ func readmeCommands() map[string]readmeCommand {
 // promtool runs a promtool command of the README in the work folder, with
 // the real promtool (a skip where it is not installed), and checks that
 // its output holds claim.
-func (r *readmeRun) promtool(t *testing.T, cmd, claim string) {
+func (r *readmeRun) promtool(t *testing.T, cmd, claim string) { r.tool(t, cmd, claim) }
+
+// tool runs a command of the docs of the fleet suite's programs (promtool,
+// vmalert) in the work folder, with the real program (a skip where it is
+// not installed), and checks that it succeeds and its output holds claim.
+func (r *readmeRun) tool(t *testing.T, cmd, claim string) {
 	t.Helper()
-	bin := fleettest.Binary(t, "promtool")
+	bin := fleettest.Binary(t, words(cmd)[0])
 	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
 	defer cancel()
 	c := exec.CommandContext(ctx, bin, args(cmd)...)

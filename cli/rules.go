@@ -43,17 +43,21 @@ The rules elsewhere:
 }
 
 func rulesExport(_ context.Context, env *Env, args []string) error {
-	fs := newFlags(env, "rules export", "--schema gpuwatch|dcgm [--config FILE] [--interval D] [--tests FILE]... [--out DIR]", `
+	fs := newFlags(env, "rules export", "--schema gpuwatch|dcgm [--target prometheus|vmalert] [--config FILE] [--interval D] [--tests FILE]... [--out DIR]", `
 Writes the rules (of --config, or the built-in example rules) as a
-Prometheus rule file that promtool check rules accepts, reading the series
-of gpuwatch agents (--schema gpuwatch) or of NVIDIA's dcgm-exporter
-(--schema dcgm). What a rule uses that Prometheus cannot do exactly is said
-on standard error and in the file: the rule is marked approximate, or left
-out. With --tests, gpuwatch rule test files (gpuwatch test) are written as
-promtool test rules files too, next to the rule file in --out.`)
+Prometheus rule file that promtool check rules accepts, or one for
+VictoriaMetrics' vmalert (--target vmalert), reading the series of
+gpuwatch agents (--schema gpuwatch) or of NVIDIA's dcgm-exporter (--schema
+dcgm). Each alert is a group of its own, with what only it reads, at the
+interval it needs; the alerts on one trend share its group. What a rule
+uses that the engine cannot do exactly is said on standard error and in
+the file: the rule is marked approximate, or left out. With --tests,
+gpuwatch rule test files (gpuwatch test) are written as promtool test
+rules files too, next to the rule file in --out.`)
 	schemaName := fs.String("schema", "", "the series the rules read: gpuwatch (gpuwatch agents' /metrics) or dcgm (dcgm-exporter) (required)")
+	targetName := fs.String("target", "prometheus", "the engine that evaluates them: prometheus (2.42 or later) or vmalert (1.79 or later, over VictoriaMetrics)")
 	configPath := fs.String("config", "", "config file whose rules to export (default: the built-in example rules)")
-	interval := fs.Duration("interval", 0, "how often Prometheus is to evaluate the rules, at most 5m (default: what the rules need: a tenth of their shortest window (a 48th of a trend's), half their shortest for, at most 1m; 5s for the example rules, 30s advised on a large fleet)")
+	interval := fs.Duration("interval", 0, "how often every group is to be evaluated, at most 5m (default: each group what its rules need: a tenth of their shortest window (a 48th of a trend's), half their shortest for, at most 1m; with --tests, the shortest of them for every group)")
 	var tests []string
 	fs.Func("tests", "a gpuwatch rule test file of the same rules to write as a promtool test; repeat it for more (needs --out)", func(s string) error {
 		tests = append(tests, s)
@@ -74,6 +78,10 @@ promtool test rules files too, next to the rule file in --out.`)
 	if err != nil {
 		return usageErrf("rules export: --schema: %v", err)
 	}
+	target, err := promexport.ParseTarget(*targetName)
+	if err != nil {
+		return usageErrf("rules export: --target: %v", err)
+	}
 	if *interval < 0 || *interval > promexport.MaxInterval || *interval%time.Millisecond != 0 {
 		return usageErrf("rules export: --interval %v: give a whole number of milliseconds up to %v", *interval, promexport.MaxInterval)
 	}
@@ -88,8 +96,9 @@ promtool test rules files too, next to the rule file in --out.`)
 	if *configPath != "" {
 		source = filepath.Base(*configPath)
 	}
-	opts := promexport.Options{Schema: schema, Interval: *interval, Source: source}
-	if opts.Interval == 0 {
+	opts := promexport.Options{Schema: schema, Target: target, Interval: *interval, Source: source}
+	if opts.Interval == 0 && len(tests) > 0 {
+		// promtool evaluates every group at the test's interval.
 		opts.Interval = promexport.NeededInterval(cfg.Rules)
 	}
 	file, err := promexport.Export(cfg.Rules, opts)

@@ -26,6 +26,8 @@ func TestRulesExportCommandLine(t *testing.T) {
 		{"export help", []string{"rules", "export", "--help"}, cli.ExitOK, "Usage: gpuwatch rules export --schema gpuwatch|dcgm", ""},
 		{"no schema", []string{"rules", "export"}, cli.ExitUsage, "", "--schema gpuwatch"},
 		{"unknown schema", []string{"rules", "export", "--schema", "nvml"}, cli.ExitUsage, "", `schema "nvml" is not gpuwatch or dcgm`},
+		{"unknown target", []string{"rules", "export", "--schema", "gpuwatch", "--target", "thanos"}, cli.ExitUsage, "", `target "thanos" is not prometheus or vmalert`},
+		{"for vmalert, flags after", []string{"rules", "export", "--config", "testdata/valid.yaml", "--schema", "gpuwatch", "--target", "vmalert"}, cli.ExitOK, `params: {nocache: ["1"]}`, ""},
 		{"interval too long", []string{"rules", "export", "--schema", "dcgm", "--interval", "10m"}, cli.ExitUsage, "", "up to 5m0s"},
 		{"tests without a folder", []string{"rules", "export", "--schema", "gpuwatch", "--tests", "../examples/rules_test.yaml"}, cli.ExitUsage, "", "--out DIR"},
 		{"an argument", []string{"rules", "export", "--schema", "gpuwatch", "rules.yml"}, cli.ExitUsage, "", `unexpected argument "rules.yml"`},

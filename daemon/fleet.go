@@ -10,6 +10,7 @@ import (
 
 	"github.com/gpuwatch/gpuwatch/gpu"
 	"github.com/gpuwatch/gpuwatch/gpu/prometheus"
+	"github.com/gpuwatch/gpuwatch/rules"
 )
 
 // fleet is the latest snapshot of every host the daemon has seen: one on
@@ -62,8 +63,8 @@ type backfiller interface {
 const backfillGCPercent = 25
 
 // backfill warms the engine's windows and the GPUs' history from src's
-// past over the longest window the rules read, when src can tell it. A
-// failure is logged: the windows then fill as the samples come.
+// past, what the rules and the charts read of it, when src can tell it.
+// A failure is logged: the windows then fill as the samples come.
 func (d *Daemon) backfill(ctx context.Context, src gpu.Source) {
 	b, ok := src.(backfiller)
 	if !ok {
@@ -71,14 +72,10 @@ func (d *Daemon) backfill(ctx context.Context, src gpu.Source) {
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	span := d.engine.Lookback()
-	if span <= 0 {
+	past := pastNeeded(d.engine.Lookbacks(), d.history.span())
+	if len(past) == 0 {
 		return
 	}
-	// Before the windows and the trends' shortest scale, a step a minute at
-	// most, so the minute-by-minute history alert charts draw has no holes.
-	fine, step := d.engine.FineLookback()
-	past := prometheus.Past{Span: span, Fine: fine, Step: min(step, time.Minute)}
 	// A fleet's past comes in rounds of answers that are garbage once
 	// replayed, hundreds of megabytes of them on a large fleet: collecting
 	// more often while they come keeps the hub's peak near what it keeps,
@@ -96,8 +93,68 @@ func (d *Daemon) backfill(ctx context.Context, src gpu.Source) {
 	})
 	if err != nil {
 		d.logger.Warn("cannot read the past from the source: windows fill as samples come, so rules over windows judge only after them",
-			"window", span, "err", err)
+			"window", past.Span(), "err", err)
 		return
 	}
-	d.logger.Info("rule windows filled from the source's past", "window", span, "finely", past.Fine, "snapshots", n)
+	d.logger.Info("rule windows filled from the source's past", "window", past.Span(), "snapshots", n)
+}
+
+// pastNeeded is what a hub reads of its fleet's past at start: what the
+// rules read of each metric (lookbacks), and, for the charts of their
+// alerts, the memory, utilization and temperature of the history's span,
+// a point a minute, with who holds each GPU wherever anything is read.
+func pastNeeded(lookbacks []rules.MetricLookback, history time.Duration) prometheus.Past {
+	var past prometheus.Past
+	add := func(r prometheus.Reading, span, step time.Duration) {
+		n := prometheus.Need{Reading: r, Span: span, Step: step}
+		if !slices.Contains(past, n) {
+			past = append(past, n)
+		}
+	}
+	for _, l := range lookbacks {
+		for _, r := range readingsOf(l.Metric) {
+			add(r, l.Span, l.Step)
+		}
+	}
+	if history > 0 {
+		for _, r := range []prometheus.Reading{prometheus.ReadingMemory, prometheus.ReadingHolders,
+			prometheus.ReadingUtilization, prometheus.ReadingTemperature} {
+			add(r, history, time.Minute)
+		}
+	}
+	return past
+}
+
+// readingsOf are the readings of a hub's source metric m of the rules is
+// made of: a health metric is its health reading (and, for one below its
+// maximum, the maximum's), an XID metric the XID events.
+func readingsOf(m rules.Metric) []prometheus.Reading {
+	if m.IsEvent() {
+		return []prometheus.Reading{prometheus.ReadingXIDs}
+	}
+	if h, ok := m.HealthSource(); ok {
+		if h.BelowMax {
+			return []prometheus.Reading{prometheus.ReadingHealth(h.Reading), prometheus.ReadingHealth(h.Max)}
+		}
+		return []prometheus.Reading{prometheus.ReadingHealth(h.Reading)}
+	}
+	return metricReadings[m]
+}
+
+// metricReadings are the readings of a hub's source each metric of
+// memory, utilization, temperature, power and processes is made of.
+var metricReadings = map[rules.Metric][]prometheus.Reading{
+	rules.MetricMemoryUsed:        {prometheus.ReadingMemory},
+	rules.MetricMemoryFree:        {prometheus.ReadingMemory},
+	rules.MetricMemoryTotal:       {prometheus.ReadingMemory},
+	rules.MetricMemoryUsedPercent: {prometheus.ReadingMemory},
+	rules.MetricUtilizationGPU:    {prometheus.ReadingUtilization},
+	rules.MetricUtilizationMemory: {prometheus.ReadingMemoryUtilization},
+	rules.MetricTemperature:       {prometheus.ReadingTemperature},
+	rules.MetricPower:             {prometheus.ReadingPower},
+	rules.MetricPowerPercent:      {prometheus.ReadingPower},
+	// dcgm-exporter names the pod holding a GPU on its memory series.
+	rules.MetricProcessMemory: {prometheus.ReadingHolders, prometheus.ReadingMemory},
+	rules.MetricProcessCount:  {prometheus.ReadingHolders, prometheus.ReadingMemory},
+	rules.MetricProcessJobs:   {prometheus.ReadingHolders, prometheus.ReadingMemory},
 }

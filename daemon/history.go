@@ -97,6 +97,13 @@ func spanMinutes(span time.Duration) int {
 	return int(min(max((span+time.Minute-1)/time.Minute, 1), historyMinutes))
 }
 
+// span is how much each GPU keeps.
+func (h *histories) span() time.Duration {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	return time.Duration(h.minutes) * time.Minute
+}
+
 // keep changes how much each GPU keeps to span, keeping the minutes that
 // fit (a config reload whose rules' charts show more or less).
 func (h *histories) keep(span time.Duration) {

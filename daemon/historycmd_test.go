@@ -90,7 +90,11 @@ func TestHubHistoryFromPrometheus(t *testing.T) {
 	}
 	mem := gpus[0].MemoryPercent
 	at := now.Add(-5 * time.Hour).Truncate(time.Hour).Add(30 * time.Minute)
-	if v := mem.Values[int(at.Sub(mem.Start)/mem.Step)]; !(math.Abs(v-50) <= 2) {
+	i := int(at.Sub(mem.Start) / mem.Step)
+	if i < 0 || i >= len(mem.Values) {
+		t.Fatalf("b GPU 0's memory starts at %v, every %v, with %d values: none at %v", mem.Start, mem.Step, len(mem.Values), at)
+	}
+	if v := mem.Values[i]; !(math.Abs(v-50) <= 2) {
 		t.Errorf("b GPU 0's memory at %v, five hours before the hub started: %v%%, want 50%% from Prometheus", at, v)
 	}
 	ranges := prom.ranges.Load()

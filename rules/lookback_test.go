@@ -1,6 +1,7 @@
 package rules
 
 import (
+	"slices"
 	"testing"
 	"time"
 )
@@ -31,31 +32,41 @@ func TestLookback(t *testing.T) {
 	}
 }
 
-// TestFineLookback: the past before a trend's shortest scale is needed
-// only for its longer scales, a sample every quarter of the second
-// scale's slice.
-func TestFineLookback(t *testing.T) {
+// TestLookbacks: every sample of windows and counts, of a trend's shortest scale
+// and of the half hour of history; of a trend's longer scales, a sample
+// every quarter of the second scale's slice; memory.used and
+// process.count (who holds the GPU) wherever anything is read.
+func TestLookbacks(t *testing.T) {
+	l := func(m Metric, span, step time.Duration) MetricLookback {
+		return MetricLookback{Metric: m, Span: span, Step: step}
+	}
 	for _, tc := range []struct {
 		name, when string
-		fine, step time.Duration
+		want       []MetricLookback
 	}{
-		{"a window", "avg(utilization.gpu, 2h) < 5", 2 * time.Hour, 0},
-		{"a trend of one scale", "trend(memory.used, 40m) > 10MiB/min", 40 * time.Minute, 0},
+		{"no window", "xid in (79)", nil},
+		{"a window", "avg(utilization.gpu, 2h) < 5", []MetricLookback{
+			l(MetricMemoryUsed, 2*time.Hour, 0), l(MetricUtilizationGPU, 2*time.Hour, 0), l(MetricProcessCount, 2*time.Hour, 0)}},
+		{"a reading", "temperature > 85", []MetricLookback{
+			l(MetricMemoryUsed, 30*time.Minute, 0), l(MetricTemperature, 30*time.Minute, 0), l(MetricProcessCount, 30*time.Minute, 0)}},
+		// A count of XIDs reads the XID events of its span.
+		{"a count of XIDs", `count(xid.fault == "application", 10m) >= 3`, []MetricLookback{
+			l(MetricMemoryUsed, 10*time.Minute, 0), l(MetricProcessCount, 10*time.Minute, 0), l(MetricXID, 10*time.Minute, 0)}},
+		{"how long a flag held", "active(throttle.hw_slowdown, 5m) >= 4m", []MetricLookback{
+			l(MetricMemoryUsed, 5*time.Minute, 0), l(MetricProcessCount, 5*time.Minute, 0), l(MetricThrottleHWSlowdown, 5*time.Minute, 0)}},
+		{"a counter's rate", "rate(nvlink.crc_errors, 5m) > 10/min", []MetricLookback{
+			l(MetricMemoryUsed, 5*time.Minute, 0), l(MetricProcessCount, 5*time.Minute, 0), l(MetricNVLinkCRCErrors, 5*time.Minute, 0)}},
 		// 40m to 320m: the 80m scale's slices are 6m40s.
-		{"a trend over several time scales", "time_to_full(memory.used, 40m, 6h) < 1h", 40 * time.Minute, 100 * time.Second},
-		{"a window shorter than the longest scale", "time_to_full(memory.used, 40m, 6h) < 1h and avg(utilization.gpu, 3h) < 5", 3 * time.Hour, 100 * time.Second},
-		{"a window longer than every scale", "time_to_full(memory.used, 40m, 80m) < 1h and avg(utilization.gpu, 2h) < 5", 2 * time.Hour, 0},
+		{"a trend over several time scales", "time_to_full(memory.used, 40m, 6h) < 1h", []MetricLookback{
+			l(MetricMemoryUsed, 40*time.Minute, 0), l(MetricMemoryUsed, 320*time.Minute, 100*time.Second),
+			l(MetricProcessCount, 40*time.Minute, 0), l(MetricProcessCount, 320*time.Minute, 100*time.Second)}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rs := mustRules(t, "rules:\n  - alert: A\n    when: "+tc.when+"\n")
-			fine, step := NewEngine(rs, Options{}).FineLookback()
-			if fine != tc.fine || step != tc.step {
-				t.Errorf("FineLookback of %q = %v, %v; want %v, %v", tc.when, fine, step, tc.fine, tc.step)
+			got := NewEngine(rs, Options{}).Lookbacks()
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("Lookbacks of %q =\n%v\nwant\n%v", tc.when, got, tc.want)
 			}
 		})
-	}
-	fine, step := NewEngine(exampleRules(t), Options{}).FineLookback()
-	if fine != 40*time.Minute || step != 100*time.Second {
-		t.Errorf("FineLookback of the example rules = %v, %v; want 40m, 1m40s", fine, step)
 	}
 }

@@ -118,7 +118,7 @@ const maxDepth = 64
 
 // parseAnswer decodes a whole answer held in memory, keeping its series.
 func parseAnswer(data []byte) (*answer, error) {
-	return decodeAnswer(bytes.NewReader(data), int64(len(data)), newInterner(), nil, nil)
+	return decodeAnswer(bytes.NewReader(data), int64(len(data)), nil, newInterner(), nil, nil, nil)
 }
 
 // decodeAnswer reads an answer of /api/v1/query or /api/v1/query_range
@@ -130,9 +130,23 @@ func parseAnswer(data []byte) (*answer, error) {
 // answer keeps them. Label values are interned: the same host, model and
 // job repeat in every series of a GPU, and in every evaluation. The
 // labels podNames names (at most 2 × gpu.MaxPodLabels) are read into
-// labelSet.podLabels.
-func decodeAnswer(r io.Reader, limit int64, strs *interner, podNames []string, each func(ls *labelSet, samples []sample) error) (*answer, error) {
-	d := &decoder{r: r, limit: limit, buf: make([]byte, 0, 64<<10), strs: strs, podNames: podNames[:min(len(podNames), 2*gpu.MaxPodLabels)], each: each}
+// labelSet.podLabels. buf, when not nil, is the buffer to read through,
+// kept for the next answer; metrics, when not nil, the label sets of the
+// last answer's series.
+func decodeAnswer(r io.Reader, limit int64, buf *[]byte, strs *interner, podNames []string, metrics *metricCache, each func(ls *labelSet, samples []sample) error) (*answer, error) {
+	d := &decoder{r: r, limit: limit, strs: strs, podNames: podNames[:min(len(podNames), 2*gpu.MaxPodLabels)], each: each, metrics: metrics}
+	if metrics != nil {
+		metrics.start()
+		defer metrics.finish()
+	}
+	if buf != nil && *buf != nil {
+		d.buf = (*buf)[:0]
+	} else {
+		d.buf = make([]byte, 0, min(limit+1, readBuffer))
+	}
+	if buf != nil {
+		defer func() { *buf = d.buf }()
+	}
 	a := &answer{}
 	err := d.object(func(key []byte) error {
 		switch string(key) {
@@ -177,6 +191,9 @@ type decoder struct {
 	err   error // what the reader failed with, or the answer being too big
 	strs  *interner
 	each  func(*labelSet, []sample) error
+	// metrics, when set, has the label sets of the last answer's series
+	// (an instant query's, every evaluation).
+	metrics *metricCache
 	// podNames are the names of the pod labels read, as series carry
 	// them (gpu.PodLabelSeriesName).
 	podNames []string
@@ -187,6 +204,11 @@ type decoder struct {
 	bad     badLabel // the first label of ls too long to read; zero when none
 	count   int      // the series read so far
 }
+
+// readBuffer is the size of the buffer an answer is read through: a
+// fleet's answer is tens of megabytes, read in as few reads of the
+// socket as that takes.
+const readBuffer = 1 << 20
 
 // minRead is the least room fill reads into.
 const minRead = 32 << 10
@@ -576,6 +598,9 @@ func (d *decoder) series() error {
 	return d.object(func(key []byte) error {
 		switch string(key) {
 		case "metric":
+			if d.metrics != nil {
+				return d.cachedLabels(&d.ls)
+			}
 			return d.labels(&d.ls)
 		case "value":
 			v, err := d.sample()

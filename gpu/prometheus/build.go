@@ -89,6 +89,9 @@ type builder struct {
 	// xidTimes are, per dcgm-exporter XID count, the times of the events
 	// it counted that are still within its window.
 	xidTimes map[countKey][]time.Time
+	// order is the last evaluation's GPUs, sorted: the next one's are
+	// most often the same, and need no sorting then.
+	order []deviceKey
 	// grace is how long a host may be unknown (its series and its
 	// targets' up gone, as while Prometheus starts) before it is down.
 	grace time.Duration
@@ -132,6 +135,10 @@ type evaluation struct {
 	// an answer lists a family's series together.
 	name   string
 	family *family
+	// last is the GPU of the series added last, and lastTarget the
+	// target it came from: a backfill's series come GPU by GPU.
+	last       *deviceBuild
+	lastTarget target
 }
 
 func (b *builder) start(at time.Time) *evaluation {
@@ -221,8 +228,8 @@ func (e *evaluation) finish(live bool) (snaps []*gpu.Snapshot, unknown []string)
 			present[key] = was // a host that is down has not lost its GPUs
 		}
 	}
-	for _, key := range slices.SortedFunc(maps.Keys(e.devs), compareKeys) {
-		d := e.devs[key]
+	for _, d := range e.sorted() {
+		key := d.key
 		s := byHost[key.host]
 		if s == nil {
 			s = &gpu.Snapshot{Time: e.at, Host: key.host}
@@ -249,6 +256,28 @@ func (e *evaluation) finish(live bool) (snaps []*gpu.Snapshot, unknown []string)
 		snaps = append(snaps, byHost[h])
 	}
 	return snaps, nil
+}
+
+// sorted is the evaluation's GPUs in order: the builder's order of the
+// last evaluation where it has them all, else sorted anew.
+func (e *evaluation) sorted() []*deviceBuild {
+	b := e.b
+	out := make([]*deviceBuild, 0, len(e.devs))
+	for _, key := range b.order {
+		if d := e.devs[key]; d != nil {
+			out = append(out, d)
+		}
+	}
+	if len(out) == len(e.devs) {
+		return out
+	}
+	out = slices.AppendSeq(out[:0], maps.Values(e.devs))
+	slices.SortFunc(out, func(a, b *deviceBuild) int { return compareKeys(a.key, b.key) })
+	b.order = b.order[:0]
+	for _, d := range out {
+		b.order = append(b.order, d.key)
+	}
+	return out
 }
 
 // silence says why a host that reported before has no series in this
@@ -300,15 +329,13 @@ func (e *evaluation) add(ls *labelSet, value float64) {
 		e.skipped++
 		return
 	}
-	ts, known := e.targets[key.host]
-	if t := (target{ls.job, ls.instance}); t.instance != "" && !slices.Contains(ts, t) {
-		ts = append(ts, t)
-		known = false
+	t := target{ls.job, ls.instance}
+	d := e.last
+	if d == nil || d.key != key || t != e.lastTarget {
+		e.lastTarget = t
+		e.noteTarget(key.host, t)
+		d = e.devs[key]
 	}
-	if !known {
-		e.targets[key.host] = ts
-	}
-	d := e.devs[key]
 	if d == nil && len(e.devs) == MaxGPUs {
 		e.err = fmt.Errorf("the series name more than %d GPUs, the most a hub watches: split the fleet between hubs, each with its own source.prometheus.selector", MaxGPUs)
 		return
@@ -322,6 +349,7 @@ func (e *evaluation) add(ls *labelSet, value float64) {
 		}
 		e.devs[key] = d
 	}
+	e.last = d
 	if d.dev.Name == "" {
 		d.dev.Name = ls.gpuName
 		if f.schema == SchemaDCGM {
@@ -351,6 +379,18 @@ func (e *evaluation) add(ls *labelSet, value float64) {
 	}
 	if f.schema == SchemaDCGM {
 		d.addPod(ls, e.b.podKeys)
+	}
+}
+
+// noteTarget notes that host's series come from target t.
+func (e *evaluation) noteTarget(host string, t target) {
+	ts, known := e.targets[host]
+	if t.instance != "" && !slices.Contains(ts, t) {
+		ts = append(ts, t)
+		known = false
+	}
+	if !known {
+		e.targets[host] = ts
 	}
 }
 

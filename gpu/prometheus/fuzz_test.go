@@ -71,7 +71,7 @@ func FuzzAnswer(f *testing.F) {
 	podKeys := []string{"app.kubernetes.io/name", "owner"}
 	podNames := []string{"app_kubernetes_io_name", "owner", "label_app_kubernetes_io_name", "label_owner"}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		a, err := decodeAnswer(bytes.NewReader(data), int64(len(data)), newInterner(), podNames, nil)
+		a, err := decodeAnswer(bytes.NewReader(data), int64(len(data)), nil, newInterner(), podNames, nil, nil)
 		if err != nil {
 			if !strings.HasPrefix(err.Error(), "the answer is not Prometheus's JSON: at byte ") && !strings.Contains(err.Error(), "more than the") {
 				t.Errorf("error %q does not say where", err)
@@ -79,6 +79,7 @@ func FuzzAnswer(f *testing.F) {
 			return
 		}
 		sameLabelsAsJSON(t, data, a, podNames)
+		sameLabelsCached(t, data, a, podNames)
 		var points []point
 		for i := range a.series {
 			for _, s := range a.series[i].samples {
@@ -154,6 +155,32 @@ func checkSnapshots(t *testing.T, at time.Time, snaps []*gpu.Snapshot) {
 						t.Fatalf("%s GPU %d: pod labels %q hold %q=%q, no label", s.Host, d.Index, p.PodLabels, k, v)
 					}
 				}
+			}
+		}
+	}
+}
+
+// sameLabelsCached checks that an answer decoded through a metricCache,
+// twice (the second time from the cache), gives each series the labels
+// decoded without it.
+func sameLabelsCached(t *testing.T, data []byte, want *answer, podNames []string) {
+	t.Helper()
+	c := newMetricCache()
+	for pass := range 2 {
+		var got []labelSet
+		_, err := decodeAnswer(bytes.NewReader(data), int64(len(data)), nil, newInterner(), podNames, c, func(ls *labelSet, _ []sample) error {
+			got = append(got, *ls)
+			return nil
+		})
+		if err != nil {
+			t.Fatalf("pass %d: the answer decodes without the cache, not with it: %v", pass, err)
+		}
+		if len(got) != len(want.series) {
+			t.Fatalf("pass %d: %d series with the cache, %d without", pass, len(got), len(want.series))
+		}
+		for i := range got {
+			if got[i] != want.series[i].labels {
+				t.Fatalf("pass %d, series %d: labels %+v with the cache, %+v without", pass, i, got[i], want.series[i].labels)
 			}
 		}
 	}

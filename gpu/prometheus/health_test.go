@@ -145,3 +145,94 @@ func TestXIDCountsAreEvents(t *testing.T) {
 		t.Errorf("XID 13 events by evaluation: got %v, want %v", got, want)
 	}
 }
+
+// TestBackfillReadsTheHealthTheRulesNeed: a backfill reads a health
+// reading over the span a rule's window needs, under every schema's names
+// in one range query a round, and no reading nobody needs; dcgm-exporter
+// 4.9's memory is read as the memory; the XIDs are read from the first
+// step on, so that only those after it are events, in the backfill and
+// in the first evaluation after it.
+func TestBackfillReadsTheHealthTheRulesNeed(t *testing.T) {
+	f := newFakePrometheus(t)
+	sick := sickHealth()
+	f.addAgentGPU("agent", 0, at0.Add(-time.Hour))
+	f.addAgentHealth("agent", 0, sick)
+	f.addDCGMGPU("renamed", healthseries.DCGM49, sick)
+	// XID 79 thrice long ago, once more 3 minutes ago; dcgm-exporter
+	// counts two XID 13 in its hour, from long ago.
+	f.add(map[string]string{"__name__": gwXID, "host": "agent", "gpu": "0", "uuid": "GPU-agent-0", "xid": "79",
+		"instance": "agent:9477", "job": "gpuwatch"}, func(t time.Time) (float64, bool) {
+		if t.Before(at0.Add(-3 * time.Minute)) {
+			return 3, true
+		}
+		return 4, true
+	})
+	f.add(map[string]string{"__name__": dcgmXIDCount, "gpu": "0", "UUID": "GPU-renamed", "hostname": "renamed", "xid": "13",
+		"window_size_in_ms": "3600000", "instance": "renamed:9400", "job": "dcgm"}, func(time.Time) (float64, bool) { return 2, true })
+	src := newSource(t, f, Options{Interval: time.Minute})
+	throttle, width := ReadingHealth(gpu.ClockEventReasons), ReadingHealth(gpu.PCIeLinkWidth)
+	past := Past{{Reading: ReadingMemory, Span: 10 * time.Minute}, {Reading: throttle, Span: 5 * time.Minute}, {Reading: width, Span: 5 * time.Minute}}
+
+	var health []string
+	for _, p := range src.q.plans(past) {
+		if r := readings[p.families[0]]; r == throttle || r == width {
+			health = append(health, fmt.Sprint(p.families))
+		}
+	}
+	var want []string
+	for _, name := range SchemaAuto.names() {
+		if r := readings[name]; r == throttle || r == width {
+			want = append(want, name)
+		}
+	}
+	if len(health) != 1 || health[0] != fmt.Sprint(want) {
+		t.Errorf("the health readings are read in %v, want one range query of %v", health, want)
+	}
+
+	type reading struct {
+		host          string
+		ago           time.Duration
+		throttle, ecc bool
+		memory        uint64
+		xids          []uint64
+	}
+	var got []reading
+	err := src.q.backfill(t.Context(), at0, past, func(s *gpu.Snapshot) {
+		d := s.Devices[0]
+		_, th := d.Health.Get(gpu.ClockEventReasons)
+		_, ecc := d.Health.Get(gpu.ECCCorrectedVolatile)
+		r := reading{host: s.Host, ago: at0.Sub(s.Time), throttle: th, ecc: ecc, memory: d.MemUsed >> 30}
+		for _, ev := range s.Events {
+			r.xids = append(r.xids, ev.XID)
+		}
+		got = append(got, r)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2*11 {
+		t.Fatalf("backfill warmed %d snapshots, want 22 (2 hosts, 11 steps): %v", len(got), got)
+	}
+	for _, r := range got {
+		wantXIDs := "[]"
+		if r.host == "agent" && r.ago == 3*time.Minute {
+			wantXIDs = "[79]"
+		}
+		if r.throttle != (r.ago <= 5*time.Minute) || r.ecc || fmt.Sprint(r.xids) != wantXIDs {
+			t.Errorf("%s %v ago: clock event reasons read %v, ECC read %v, XID events %v; want the reasons of the last 5m only, no ECC, XIDs %s",
+				r.host, r.ago, r.throttle, r.ecc, r.xids, wantXIDs)
+		}
+		if r.host == "renamed" && r.memory != 40 {
+			t.Errorf("renamed %v ago: %d GiB used, want dcgm-exporter 4.9's 40", r.ago, r.memory)
+		}
+	}
+	snaps, err := src.q.SampleFleet(t.Context(), at0.Add(time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range snaps {
+		if len(s.Events) != 0 {
+			t.Errorf("%s: the first evaluation after the backfill tells %v, want nothing new", s.Host, s.Events)
+		}
+	}
+}

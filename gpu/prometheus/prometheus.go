@@ -19,7 +19,8 @@
 // XID events are the increases of the agents' XID counters, or of
 // dcgm-exporter's counts of XIDs within a window, else the changes of its
 // last XID, between evaluations. At start, Backfill reads the past with
-// one range query per series family (one for all the health readings) so
+// range queries, each reading over the span and at the step the rules
+// need of it (Past; the health readings most fleets lack, together), so
 // that the engine's windows are full at once.
 //
 // Only /api/v1/query and /api/v1/query_range are used. A failed query is a
@@ -112,15 +113,14 @@ func New(opts Options) (*Source, error) {
 		client = http.DefaultClient
 	}
 	q := &querier{opts: opts, base: u, client: client, build: newBuilder(opts.Schema, opts.Interval, opts.PodLabelKeys), strs: newInterner(),
-		refused: newRefusedLog()}
+		metrics: newMetricCache(), refused: newRefusedLog()}
 	return &Source{Poller: gpu.PollFleet(q, opts.Interval), q: q}, nil
 }
 
-// Backfill reads the past of the fleet, its last Fine one step per
-// evaluation interval (coarser when that would pass MaxPoints), the rest
-// one step per Past.Step, and hands each past evaluation's snapshots to
-// warm, in time order, before the first Next. It sends one range query
-// per series family of the schema and round.
+// Backfill reads the past of the fleet that past asks for and hands each
+// past evaluation's snapshots to warm, in time order, before the first
+// Next. It sends one range query per series family read and round of
+// chunkSteps steps.
 func (s *Source) Backfill(ctx context.Context, past Past, warm func(*gpu.Snapshot)) error {
 	return s.q.backfill(ctx, time.Now(), past, warm)
 }
@@ -132,6 +132,10 @@ type querier struct {
 	client *http.Client
 	build  *builder
 	strs   *interner // the label values of the answers, shared
+	buf    []byte    // the buffer answers are read through
+	// metrics are the label sets of the last evaluation's series, by
+	// place: the next evaluation's are most often the same.
+	metrics *metricCache
 	// refused are the series left out that the log has named.
 	refused *refusedLog
 }
@@ -143,7 +147,7 @@ type querier struct {
 func (q *querier) SampleFleet(ctx context.Context, at time.Time) ([]*gpu.Snapshot, error) {
 	e := q.build.start(at)
 	q.strs.next()
-	a, err := q.get(ctx, "/api/v1/query", url.Values{
+	a, err := q.get(ctx, instantPath, url.Values{
 		"query": {q.opts.Selector.Query(append(q.opts.Schema.names(), upSeries))},
 		"time":  {formatTime(at)},
 	}, func(ls *labelSet, samples []sample) error {
@@ -182,6 +186,9 @@ func (q *querier) silent(hosts []string) error {
 		q.opts.URL, len(hosts), len(q.build.hosts), some)
 }
 
+// instantPath is the query API's instant query: an evaluation.
+const instantPath = "/api/v1/query"
+
 // maxErrorAnswer is how much of an answer that is not a success is read
 // for the error to quote.
 const maxErrorAnswer = 64 << 10
@@ -194,6 +201,11 @@ func (q *querier) get(ctx context.Context, endpoint string, params url.Values, e
 	defer cancel()
 	u := *q.base
 	u.Path = path.Join(q.base.Path, endpoint)
+	// VictoriaMetrics answers a query of its last 30 s (its
+	// -search.latencyOffset) as of 30 s earlier, unless it is told not to
+	// cache: the hub would see every reading 30 s late. Prometheus, Thanos
+	// and Mimir ignore the parameter.
+	params.Set("nocache", "1")
 	u.RawQuery = params.Encode()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
 	if err != nil {
@@ -211,7 +223,11 @@ func (q *querier) get(ctx context.Context, endpoint string, params url.Values, e
 		}
 		return nil, fmt.Errorf("HTTP %d: %s", resp.StatusCode, clip(strings.TrimSpace(string(body)), 300))
 	}
-	a, err := decodeAnswer(resp.Body, maxAnswer, q.strs, q.build.podNames, each)
+	var metrics *metricCache
+	if endpoint == instantPath {
+		metrics = q.metrics
+	}
+	a, err := decodeAnswer(resp.Body, maxAnswer, &q.buf, q.strs, q.build.podNames, metrics, each)
 	switch {
 	case err != nil:
 		return nil, err

@@ -112,12 +112,21 @@ func TestQueriesPerEvaluationAreConstant(t *testing.T) {
 			}
 			src := newSource(t, f, Options{Schema: SchemaGPUWatch})
 			warmed := 0
-			if err := src.q.backfill(t.Context(), at0, Past{Span: 10 * time.Minute}, func(*gpu.Snapshot) { warmed++ }); err != nil {
+			if err := src.q.backfill(t.Context(), at0, everything(10*time.Minute, 0), func(*gpu.Snapshot) { warmed++ }); err != nil {
 				t.Fatal(err)
 			}
 			rounds := (21 + chunkSteps - 1) / chunkSteps // 21 steps
-			if got, want := f.count("/api/v1/query_range"), rounds*len(SchemaGPUWatch.backfillGroups()); got != want {
-				t.Errorf("backfill sent %d range queries, want %d (one per group of series families and round of %d steps)", got, want, chunkSteps)
+			// The families a backfill of everything reads: those of memory,
+			// utilization, temperature and power, and the XIDs over the
+			// last region, that the first evaluation tells only new ones.
+			read := 0
+			for _, name := range SchemaGPUWatch.names() {
+				if r := readings[name]; r >= ReadingMemory && r <= ReadingXIDs {
+					read++
+				}
+			}
+			if got, want := f.count("/api/v1/query_range"), rounds*read; got != want {
+				t.Errorf("backfill sent %d range queries, want %d (one per series family with a reading asked for and round of %d steps)", got, want, chunkSteps)
 			}
 			if want := 21 * hosts; warmed != want { // (at0-10m, at0] every 30s
 				t.Errorf("backfill warmed %d snapshots, want %d", warmed, want)
@@ -372,7 +381,7 @@ func TestSecretsStayOut(t *testing.T) {
 	if err == nil || strings.Contains(err.Error(), token) || !strings.Contains(err.Error(), "Bearer <secret>") {
 		t.Errorf("got %v, want the error without the token", err)
 	}
-	err = src.Backfill(t.Context(), Past{Span: time.Hour}, func(*gpu.Snapshot) {})
+	err = src.Backfill(t.Context(), everything(time.Hour, 0), func(*gpu.Snapshot) {})
 	if err == nil || strings.Contains(err.Error(), token) {
 		t.Errorf("backfill: got %v, want an error without the token", err)
 	}
@@ -391,7 +400,7 @@ func TestBackfill(t *testing.T) {
 	f.addAgentGPU("a", 0, start.Add(55*time.Minute)) // joined 5 minutes ago
 	src := newSource(t, f, Options{Interval: time.Minute})
 	var got []*gpu.Snapshot
-	if err := src.q.backfill(context.Background(), at0, Past{Span: 10 * time.Minute}, func(s *gpu.Snapshot) { got = append(got, s) }); err != nil {
+	if err := src.q.backfill(context.Background(), at0, everything(10*time.Minute, 0), func(s *gpu.Snapshot) { got = append(got, s) }); err != nil {
 		t.Fatal(err)
 	}
 	// b at every minute of the last 10, a from its first minute on.
@@ -418,14 +427,15 @@ func TestBackfill(t *testing.T) {
 	}
 }
 
-// TestBackfillCoarseThenFine: the past before Past.Fine is read a step
-// per Past.Step, the rest every interval, in time order, each time once.
+// TestBackfillCoarseThenFine: the past a coarse Need reaches beyond a
+// fine one is read a step per its Step, the rest every interval, in time
+// order, each time once.
 func TestBackfillCoarseThenFine(t *testing.T) {
 	f := newFakePrometheus(t)
 	f.addAgentGPU("a", 0, at0.Add(-2*time.Hour))
 	src := newSource(t, f, Options{Interval: time.Minute})
 	var times []time.Time
-	past := Past{Span: time.Hour, Fine: 10 * time.Minute, Step: 5 * time.Minute}
+	past := append(everything(time.Hour, 5*time.Minute), everything(10*time.Minute, 0)...)
 	if err := src.q.backfill(t.Context(), at0, past, func(s *gpu.Snapshot) { times = append(times, s.Time) }); err != nil {
 		t.Fatal(err)
 	}
@@ -441,7 +451,8 @@ func TestBackfillCoarseThenFine(t *testing.T) {
 	}
 	// A step no coarser than the interval, or a fine part as long as the
 	// span, reads all of it every interval.
-	for _, past := range []Past{{Span: time.Hour, Fine: 10 * time.Minute, Step: time.Minute}, {Span: time.Hour, Fine: time.Hour, Step: 5 * time.Minute}} {
+	for _, past := range []Past{append(everything(time.Hour, time.Minute), everything(10*time.Minute, 0)...),
+		append(everything(time.Hour, 5*time.Minute), everything(time.Hour, 0)...)} {
 		n := 0
 		if err := src.q.backfill(t.Context(), at0, past, func(*gpu.Snapshot) { n++ }); err != nil {
 			t.Fatal(err)
@@ -459,10 +470,19 @@ func TestBackfillStaysUnderPrometheusResolutionLimit(t *testing.T) {
 	f.addAgentGPU("a", 0, time.Unix(0, 0))
 	src := newSource(t, f, Options{Interval: time.Second})
 	n := 0
-	if err := src.q.backfill(t.Context(), at0, Past{Span: 24 * time.Hour}, func(*gpu.Snapshot) { n++ }); err != nil {
+	if err := src.q.backfill(t.Context(), at0, everything(24*time.Hour, 0), func(*gpu.Snapshot) { n++ }); err != nil {
 		t.Fatal(err)
 	}
 	if n == 0 || n > MaxPoints+1 {
 		t.Errorf("a day at 1s warmed %d snapshots, want at most %d", n, MaxPoints+1)
 	}
+}
+
+// everything is a Past of every reading over the last span at step.
+func everything(span, step time.Duration) Past {
+	var p Past
+	for r := ReadingMemory; r <= ReadingPower; r++ {
+		p = append(p, Need{Reading: r, Span: span, Step: step})
+	}
+	return p
 }

@@ -58,14 +58,14 @@ func TestDecodeLeavesOutLongLabels(t *testing.T) {
 		kept = append(kept, ls.host)
 		return nil
 	}
-	if _, err := decodeAnswer(answer(), maxAnswer, newInterner(), nil, each); err != nil { // warm up: buffers, interned strings
+	if _, err := decodeAnswer(answer(), maxAnswer, nil, newInterner(), nil, newMetricCache(), each); err != nil { // warm up: buffers, interned strings
 		t.Fatal(err)
 	}
 	kept = nil
 	var before, after runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)
-	a, err := decodeAnswer(answer(), maxAnswer, newInterner(), nil, each)
+	a, err := decodeAnswer(answer(), maxAnswer, nil, newInterner(), nil, newMetricCache(), each)
 	runtime.ReadMemStats(&after)
 	if err != nil {
 		t.Fatal(err)
@@ -103,7 +103,7 @@ func TestDecodeBounds(t *testing.T) {
 		{"points", strings.NewReader(points), "a series of more than 11001 points"},
 		{"number", strings.NewReader(number), "is not a number"},
 	} {
-		_, err := decodeAnswer(tc.in, maxAnswer, newInterner(), nil, func(*labelSet, []sample) error { return nil })
+		_, err := decodeAnswer(tc.in, maxAnswer, nil, newInterner(), nil, nil, func(*labelSet, []sample) error { return nil })
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: got %v, want an error with %q", tc.name, err, tc.want)
 		}

@@ -1,6 +1,7 @@
-// Package fleettest runs the real Prometheus and Alertmanager for gpuwatch's
-// fleet tests: each on a free loopback port, with a temporary data
-// directory, stopped when the test ends. The fleet tests are a suite of
+// Package fleettest runs the real Prometheus, Alertmanager and
+// VictoriaMetrics (the server, vmagent and vmalert) for gpuwatch's fleet
+// tests: each on a free loopback port, with a temporary data directory,
+// stopped when the test ends. The fleet tests are a suite of
 // their own (see package suites): they run when GPUWATCH_FLEET_TESTS asks
 // for them and -short is off. Where a binary is missing the test is
 // skipped, saying how to install it — unless GPUWATCH_FLEET_TESTS is
@@ -29,8 +30,16 @@ import (
 // "require" turns a missing binary from a skip into a failure.
 const RequireEnv = suites.FleetEnv
 
-// install says how to get the binaries on Debian or Ubuntu.
-const install = "apt-get install prometheus prometheus-alertmanager"
+// packages are the Debian (and Ubuntu) packages of the programs the fleet
+// tests run.
+var packages = map[string]string{
+	"prometheus":              "prometheus",
+	"promtool":                "prometheus",
+	"prometheus-alertmanager": "prometheus-alertmanager",
+	"victoria-metrics":        "victoria-metrics",
+	"vmagent":                 "victoria-metrics",
+	"vmalert":                 "victoria-metrics",
+}
 
 // Binary returns the path of the named program, skipping the test when the
 // fleet suite is not asked for, and skipping (or failing, see RequireEnv)
@@ -42,7 +51,11 @@ func Binary(t testing.TB, name string) string {
 	if err == nil {
 		return path
 	}
-	msg := fmt.Sprintf("%s is not installed (%s to run the fleet tests)", name, install)
+	pkg := packages[name]
+	if pkg == "" {
+		pkg = name
+	}
+	msg := fmt.Sprintf("%s is not installed (apt-get install %s to run the fleet tests)", name, pkg)
 	if suites.Required(RequireEnv) {
 		t.Fatal(msg)
 	}

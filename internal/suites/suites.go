@@ -1,9 +1,9 @@
 // Package suites decides which of gpuwatch's long test suites run. `go
 // test ./...` runs the tests every change needs, in a few minutes on two
-// cores; the suites that start the real Prometheus, Alertmanager and
-// promtool (Fleet), drive the real Chromium (Browser), and those that take
-// minutes (Long), run only when their
-// variable asks for them and -short is off. `.ci/run` asks for all of them.
+// cores; the suites that start the real Prometheus, Alertmanager, promtool
+// and VictoriaMetrics (Fleet), drive the real Chromium (Browser), and
+// those that take minutes (Long), run only when their variable asks for
+// them and -short is off. `.ci/run` asks for all of them.
 //
 // A variable set to any value but "" or "0" runs its suite; "require" (CI
 // sets it) also turns a program the suite needs but cannot find from a
@@ -24,8 +24,10 @@ const (
 )
 
 // Fleet skips the test unless the fleet suite is asked for: the tests that
-// run the real Prometheus, Alertmanager or promtool.
-func Fleet(t testing.TB) { gate(t, FleetEnv, "it runs the real Prometheus, Alertmanager or promtool") }
+// run the real Prometheus, Alertmanager, promtool or VictoriaMetrics.
+func Fleet(t testing.TB) {
+	gate(t, FleetEnv, "it runs the real Prometheus, Alertmanager, promtool or VictoriaMetrics")
+}
 
 // Long skips the test unless the long suite is asked for: the tests that
 // take minutes.

@@ -8,27 +8,29 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"gopkg.in/yaml.v3"
+
 	"github.com/gpuwatch/gpuwatch/internal/fleettest"
+	"github.com/gpuwatch/gpuwatch/internal/suites"
 	"github.com/gpuwatch/gpuwatch/rules/promexport"
 )
 
-// costGPUs is the fleet TestRuleCost measures the rules on: 1,250 hosts
-// of 8 GPUs, or GPUWATCH_RULE_COST_GPUS.
-var costGPUs = 10000
-
-// costInterval is the scrape and evaluation interval of the measurement.
+// costInterval is the scrape interval of the measurement, and the step of
+// the history it pushes.
 const costInterval = 30 * time.Second
 
 // costFamilies are the series a gpuwatch agent exports per GPU that the
@@ -149,43 +151,59 @@ func costLabelPairs(name string, g int) []string {
 		"uuid", fmt.Sprintf("GPU-%08x-0000-4000-8000-%012x", g, g)}
 }
 
-// pushCostHistory pushes the fleet's series from start to end, every
-// costInterval, in time order; and the recording rules' series the rules
-// read over long ranges (held_for's, missing_for's), as the rules would
-// have recorded them every evaluation.
-func pushCostHistory(t *testing.T, w *remoteWriter, start, end time.Time) {
+// pushCostHistory pushes gpus GPUs' series from start to end, every
+// costInterval, in time order; and the series of the recording rules the
+// rules read over ranges (history), as the rules would have recorded them
+// every evaluation: the times a GPU reported, was held or free, and 0 for
+// the others (slice rates).
+func pushCostHistory(t *testing.T, w *remoteWriter, gpus int, history []string, start, end time.Time) {
 	for at := start; !at.After(end); at = at.Add(costInterval) {
 		ms, sec := at.UnixMilli(), float64(at.Unix())
 		for _, f := range costFamilies {
-			for g := range costGPUs {
+			for g := range gpus {
 				w.series(costLabelPairs(f.name, g), f.value(g, sec), ms)
 			}
 		}
-		for g := range costGPUs {
+		for g := range gpus {
 			labels := func(name string) []string {
 				return []string{"__name__", name, "gpu", strconv.Itoa(g % 8), "host", fmt.Sprintf("gpu-node-%04d", g/8), "uuid", fmt.Sprintf("GPU-%08x-0000-4000-8000-%012x", g, g)}
 			}
-			w.series(labels("gpuwatch:reported_at"), sec, ms)
-			if g%10 < 6 {
-				w.series(labels("gpuwatch:held_at"), sec, ms)
-			} else {
-				w.series(labels("gpuwatch:free_at"), sec, ms)
+			held := g%10 < 6
+			for _, name := range history {
+				switch {
+				case name == "gpuwatch:reported_at", name == "gpuwatch:held_at" && held, name == "gpuwatch:free_at" && !held:
+					w.series(labels(name), sec, ms)
+				case name != "gpuwatch:held_at" && name != "gpuwatch:free_at":
+					w.series(labels(name), 0, ms)
+				}
 			}
 		}
 		w.flush(t)
 	}
 }
 
-// costExporter serves the fleet's series now, as one target whose series
+// historyRead are the recording rules a rule file reads over ranges.
+func historyRead(ruleFile []byte) []string {
+	var out []string
+	for _, m := range regexp.MustCompile(`(gpuwatch:[A-Za-z0-9_:]+)\[`).FindAllSubmatch(ruleFile, -1) {
+		if name := string(m[1]); !slices.Contains(out, name) {
+			out = append(out, name)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// costExporter serves gpus GPUs' series now, as one target whose series
 // carry their own host and instance (honor_labels).
-func costExporter(t *testing.T) *httptest.Server {
+func costExporter(t *testing.T, gpus int) *httptest.Server {
 	s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		b := bufio.NewWriterSize(w, 1<<20)
 		defer b.Flush()
 		now := float64(time.Now().Unix())
 		for _, f := range costFamilies {
 			fmt.Fprintf(b, "# TYPE %s gauge\n", f.name)
-			for g := range costGPUs {
+			for g := range gpus {
 				fmt.Fprintf(b, "%s{%s} %s\n", f.name, costLabels(g), strconv.FormatFloat(f.value(g, now), 'g', -1, 64))
 			}
 		}
@@ -194,29 +212,50 @@ func costExporter(t *testing.T) *httptest.Server {
 	return s
 }
 
-// TestRuleCost measures what the exported example rules cost the real
-// Prometheus at 10,000 GPUs (1,250 hosts of 8, ten series a GPU), scraped
-// and evaluated every 30 s: the group's evaluation time, from
-// prometheus_rule_group_last_duration_seconds over several evaluations,
-// after 50 minutes of history (backfilled with promtool) fill the rules'
-// windows. It takes some 15 minutes on a machine of its own: set
-// GPUWATCH_RULE_COST=1 to run it, GPUWATCH_RULE_COST_FILE to measure another
-// rule file, GPUWATCH_RULE_COST_GPUS another fleet size.
+// TestRuleCost measures what the exported example rules cost their engine,
+// the real Prometheus and vmalert over the real VictoriaMetrics: each
+// group's evaluation time over several evaluations, against the interval
+// the export gives it, after 50 minutes of history fill the rules'
+// windows, and the costliest rules. At 1,000 GPUs (125 hosts of 8, ten
+// series a GPU, scraped every 30 s) it runs with the fleet suite, every
+// group evaluated every 10 s to be quick (its time is the same); with
+// GPUWATCH_RULE_COST=1 at 10,000 GPUs (1,250 hosts), each group at its own
+// interval, for some 15 minutes an engine. GPUWATCH_RULE_COST_GPUS sets
+// another fleet size, GPUWATCH_RULE_COST_FILE another rule file (for
+// Prometheus), GPUWATCH_RULE_COST_ENGINE one engine (prometheus or
+// vmalert).
 func TestRuleCost(t *testing.T) {
-	if os.Getenv("GPUWATCH_RULE_COST") == "" {
-		t.Skip("measures the exported rules in the real Prometheus at 10,000 GPUs for some 15 minutes: set GPUWATCH_RULE_COST=1")
+	if raceDetector {
+		t.Skip("measures the real Prometheus and vmalert (not with -race)")
+	}
+	suites.Fleet(t)
+	gpus, full := 1000, os.Getenv("GPUWATCH_RULE_COST") != ""
+	if full {
+		gpus = 10000
 	}
 	if n, err := strconv.Atoi(os.Getenv("GPUWATCH_RULE_COST_GPUS")); err == nil && n > 0 {
-		costGPUs = n
+		gpus = n
 	}
+	for _, engine := range []promexport.Target{promexport.TargetPrometheus, promexport.TargetVMAlert} {
+		t.Run(string(engine), func(t *testing.T) {
+			if e := os.Getenv("GPUWATCH_RULE_COST_ENGINE"); e != "" && e != string(engine) {
+				t.Skipf("GPUWATCH_RULE_COST_ENGINE=%s", e)
+			}
+			measureRuleCost(t, engine, gpus, full)
+		})
+	}
+}
+
+// measureRuleCost runs the example rules at gpus GPUs on engine.
+func measureRuleCost(t *testing.T, engine promexport.Target, gpus int, full bool) {
 	var ruleFile []byte
-	if path := os.Getenv("GPUWATCH_RULE_COST_FILE"); path != "" {
+	if path := os.Getenv("GPUWATCH_RULE_COST_FILE"); path != "" && engine == promexport.TargetPrometheus {
 		var err error
 		if ruleFile, err = os.ReadFile(path); err != nil {
 			t.Fatal(err)
 		}
 	} else {
-		f, err := promexport.Export(exampleRules(t), promexport.Options{Schema: promexport.SchemaGPUWatch, Interval: costInterval, Source: "config.example.yaml"})
+		f, err := promexport.Export(exampleRules(t), promexport.Options{Schema: promexport.SchemaGPUWatch, Target: engine, Source: "config.example.yaml"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -226,61 +265,136 @@ func TestRuleCost(t *testing.T) {
 		}
 		ruleFile = []byte(text.String())
 	}
-	// Prometheus starts without rules or targets and takes the last 50
-	// minutes through its remote-write receiver, in time order; then the
-	// rules and the exporter come in with a reload.
-	exporter := costExporter(t)
-	config := fmt.Sprintf(`global: {scrape_interval: %s, evaluation_interval: %s, scrape_timeout: 25s}
-`, costInterval, costInterval)
-	prom := fleettest.PrometheusWith(t, config, fleettest.PrometheusOptions{
-		Flags: []string{"--web.enable-remote-write-receiver"}, Files: map[string]string{"rules.yml": string(ruleFile)}})
-	end := time.Now().Truncate(costInterval)
-	began := time.Now()
-	pushCostHistory(t, &remoteWriter{url: prom.URL + "/api/v1/write"}, end.Add(-50*time.Minute), end)
-	t.Logf("history of %d GPUs pushed in %v", costGPUs, time.Since(began).Round(time.Second))
-	config += fmt.Sprintf(`rule_files: [rules.yml]
-scrape_configs:
-  - job_name: gpuwatch
-    honor_labels: true
-    static_configs: [{targets: [%q]}]
-`, strings.TrimPrefix(exporter.URL, "http://"))
-	if err := os.WriteFile(filepath.Join(prom.Dir, "prometheus.yml"), []byte(config), 0o644); err != nil {
-		t.Fatal(err)
+	intervals := groupIntervals(t, ruleFile)
+	if !full {
+		ruleFile = regexp.MustCompile(`(?m)^    interval: .*$`).ReplaceAll(ruleFile, []byte("    interval: 10s"))
 	}
-	if resp, err := http.Post(prom.URL+"/-/reload", "", nil); err != nil || resp.StatusCode != http.StatusOK {
-		t.Fatalf("reload Prometheus: %v %v", resp, err)
+	exporter := costExporter(t, gpus)
+	end := time.Now().Truncate(costInterval)
+	var groups func() map[string]groupEvaluation
+	push := func(url string) {
+		began := time.Now()
+		pushCostHistory(t, &remoteWriter{url: url}, gpus, historyRead(ruleFile), end.Add(-50*time.Minute), end)
+		t.Logf("history of %d GPUs pushed in %v", gpus, time.Since(began).Round(time.Second))
+	}
+	switch engine {
+	case promexport.TargetPrometheus:
+		// Prometheus starts without rules or targets and takes the last
+		// 50 minutes through its remote-write receiver, in time order;
+		// then the rules and the exporter come in with a reload.
+		config := fmt.Sprintf("global: {scrape_interval: %s, scrape_timeout: 25s}\n", costInterval)
+		prom := fleettest.PrometheusWith(t, config, fleettest.PrometheusOptions{
+			Flags: []string{"--web.enable-remote-write-receiver"}, Files: map[string]string{"rules.yml": string(ruleFile)}})
+		push(prom.URL + "/api/v1/write")
+		config += fmt.Sprintf("rule_files: [rules.yml]\nscrape_configs:\n  - {job_name: gpuwatch, honor_labels: true, static_configs: [{targets: [%q]}]}\n",
+			strings.TrimPrefix(exporter.URL, "http://"))
+		if err := os.WriteFile(filepath.Join(prom.Dir, "prometheus.yml"), []byte(config), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if resp, err := http.Post(prom.URL+"/-/reload", "", nil); err != nil || resp.StatusCode != http.StatusOK {
+			t.Fatalf("reload Prometheus: %v %v", resp, err)
+		}
+		groups = func() map[string]groupEvaluation { return prometheusGroups(prom.URL) }
+		defer checkRecorded(t, prom.URL, "", gpus)
+	case promexport.TargetVMAlert:
+		// VictoriaMetrics scrapes the exporter and takes the last 50
+		// minutes through its remote-write API; then vmalert starts.
+		dir := t.TempDir()
+		scrape := filepath.Join(dir, "scrape.yml")
+		if err := os.WriteFile(scrape, fmt.Appendf(nil, "global: {scrape_interval: %s, scrape_timeout: 25s}\nscrape_configs:\n  - {job_name: gpuwatch, honor_labels: true, static_configs: [{targets: [%q]}]}\n",
+			costInterval, strings.TrimPrefix(exporter.URL, "http://")), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		vm := fleettest.VictoriaMetrics(t, "-promscrape.config="+scrape)
+		push(vm.URL + "/api/v1/write")
+		am := fleettest.Alertmanager(t, "route: {receiver: none}\nreceivers: [{name: none}]\n")
+		vmalert := fleettest.VMAlert(t, fleettest.VMAlertOptions{Rules: map[string]string{"rules.yml": string(ruleFile)},
+			VictoriaMetrics: vm.URL, Alertmanager: am.URL, Flags: vmalertFleetFlags})
+		groups = vmalertGroups(vmalert.URL)
+		defer checkRecorded(t, vm.URL, "&nocache=1", gpus)
 	}
 
-	// Two evaluations to warm up (the live series join the history), then
-	// the measured ones, each read from /api/v1/rules.
-	const warm, measured = 2, 6
-	var durations []float64
-	perRule := map[string][]float64{}
-	var last string
-	deadline := time.Now().Add(time.Duration(warm+measured+4) * costInterval * 2)
-	for len(durations) < warm+measured {
+	// Warm-up evaluations (the live series join the history), then the
+	// measured ones, of every group.
+	warm, measured := 1, 3
+	if full {
+		warm, measured = 2, 6
+	}
+	seen := map[string][]groupEvaluation{}
+	deadline := time.Now().Add(time.Duration(warm+measured+4) * 2 * max(slices.Max(slices.Collect(maps.Values(intervals))), 10*time.Second))
+	for {
+		done := len(seen) == len(intervals)
+		for _, evs := range seen {
+			done = done && len(evs) >= warm+measured
+		}
+		if done {
+			break
+		}
 		if time.Now().After(deadline) {
-			t.Fatalf("only %d evaluations in time: %v", len(durations), durations)
+			t.Fatalf("not every group evaluated %d times in time: %v", warm+measured, seen)
 		}
 		time.Sleep(time.Second)
-		at, took, rules := lastGroupEvaluation(t, prom.URL)
-		if at == "" || at == last {
-			continue
-		}
-		last = at
-		durations = append(durations, took)
-		if len(durations) > warm {
-			for name, d := range rules {
-				perRule[name] = append(perRule[name], d)
+		for name, g := range groups() {
+			evs := seen[name]
+			if g.at != "" && (len(evs) == 0 || evs[len(evs)-1].at != g.at) {
+				if g.err != "" {
+					t.Fatalf("%s: group %s: %s", engine, name, g.err)
+				}
+				seen[name] = append(evs, g)
 			}
 		}
 	}
-	m := slices.Clone(durations[warm:])
-	slices.Sort(m)
-	t.Logf("rule group evaluation at %d GPUs every %v: median %.3fs, max %.3fs (%d evaluations: %v)", costGPUs, costInterval, m[len(m)/2], m[len(m)-1], len(m), durations[warm:])
+	var report strings.Builder
+	perRule := map[string][]float64{}
+	for _, name := range slices.Sorted(maps.Keys(seen)) {
+		var ds []float64
+		for _, g := range seen[name][warm:] {
+			ds = append(ds, g.seconds)
+			for rule, d := range g.rules {
+				perRule[rule] = append(perRule[rule], d)
+			}
+		}
+		slices.Sort(ds)
+		fmt.Fprintf(&report, "\n  %-40s every %-5v median %.3fs, max %.3fs (%.0f%% of its interval at most)", name, intervals[name],
+			ds[len(ds)/2], ds[len(ds)-1], 100*ds[len(ds)-1]/intervals[name].Seconds())
+	}
+	t.Logf("%s, %d GPUs, the groups' evaluations (%d each):%s", engine, gpus, measured, report.String())
 	t.Logf("the costliest rules (median of the measured evaluations): %s", costliest(perRule, 8))
-	if n := promQueryValue(t, prom.URL, `count(gpuwatch:memory_used)`); n != float64(costGPUs) {
-		t.Errorf("gpuwatch:memory_used has %v series, want one for each of %d GPUs", n, costGPUs)
+}
+
+// vmalertFleetFlags are vmalert's flags for a large fleet: results sent
+// every second, in batches and a queue as large as an evaluation of 10,000
+// GPUs' recording rules makes.
+var vmalertFleetFlags = []string{"-remoteWrite.flushInterval=1s", "-remoteWrite.maxQueueSize=2000000",
+	"-remoteWrite.maxBatchSize=10000", "-remoteWrite.concurrency=4"}
+
+// groupIntervals are the interval of each group of a rule file.
+func groupIntervals(t *testing.T, ruleFile []byte) map[string]time.Duration {
+	var file struct {
+		Groups []struct {
+			Name     string `yaml:"name"`
+			Interval string `yaml:"interval"`
+		} `yaml:"groups"`
+	}
+	if err := yaml.Unmarshal(ruleFile, &file); err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]time.Duration{}
+	for _, g := range file.Groups {
+		d, err := time.ParseDuration(g.Interval)
+		if err != nil {
+			t.Fatalf("group %s: interval %q: %v", g.Name, g.Interval, err)
+		}
+		out[g.Name] = d
+	}
+	return out
+}
+
+// checkRecorded checks that the engine recorded gpuwatch:memory_used
+// (the base group's) for every GPU.
+func checkRecorded(t *testing.T, base, params string, gpus int) {
+	if n := promQueryValue(t, base, `count(gpuwatch:memory_used)`+params); n != float64(gpus) {
+		t.Errorf("gpuwatch:memory_used has %v series, want one for each of %d GPUs", n, gpus)
 	}
 }
 
@@ -288,7 +402,8 @@ scrape_configs:
 // API answers; 0 when none.
 func promQueryValue(t *testing.T, base, query string) float64 {
 	t.Helper()
-	resp, err := http.Get(base + "/api/v1/query?query=" + url.QueryEscape(query))
+	q, params, _ := strings.Cut(query, "&")
+	resp, err := http.Get(base + "/api/v1/query?query=" + url.QueryEscape(q) + "&" + params)
 	if err != nil {
 		return 0
 	}
@@ -305,40 +420,108 @@ func promQueryValue(t *testing.T, base, query string) float64 {
 	return f
 }
 
-// lastGroupEvaluation is when Prometheus last evaluated the rule group, how
-// long that took in seconds, and how long each of its rules took (by
-// record or alert name), from its /api/v1/rules.
-func lastGroupEvaluation(t *testing.T, base string) (at string, seconds float64, rules map[string]float64) {
-	t.Helper()
-	resp, err := http.Get(base + "/api/v1/rules")
+// groupEvaluation is a group's latest evaluation: when (as the engine
+// writes it), how long it took, each rule's time (by record or alert
+// name), and the error of a rule that failed.
+type groupEvaluation struct {
+	at      string
+	seconds float64
+	rules   map[string]float64
+	err     string
+}
+
+// rulesAnswer is /api/v1/rules of Prometheus and of vmalert.
+type rulesAnswer struct {
+	Data struct {
+		Groups []struct {
+			Name           string  `json:"name"`
+			EvaluationTime float64 `json:"evaluationTime"`
+			LastEvaluation string  `json:"lastEvaluation"`
+			Rules          []struct {
+				Name           string  `json:"name"`
+				EvaluationTime float64 `json:"evaluationTime"`
+				LastError      string  `json:"lastError"`
+			} `json:"rules"`
+		} `json:"groups"`
+	} `json:"data"`
+}
+
+func getJSON(url string, v any) bool {
+	resp, err := http.Get(url)
 	if err != nil {
-		return "", 0, nil
+		return false
 	}
 	defer resp.Body.Close()
-	var answer struct {
-		Data struct {
-			Groups []struct {
-				EvaluationTime float64 `json:"evaluationTime"`
-				LastEvaluation string  `json:"lastEvaluation"`
-				Rules          []struct {
-					Name           string  `json:"name"`
-					EvaluationTime float64 `json:"evaluationTime"`
-				} `json:"rules"`
-			} `json:"groups"`
-		} `json:"data"`
+	return resp.StatusCode == http.StatusOK && json.NewDecoder(resp.Body).Decode(v) == nil
+}
+
+// evaluations reads the groups of /api/v1/rules; seconds, when set, gives
+// a group's evaluation time where the answer does not.
+func (a *rulesAnswer) evaluations(seconds func(group string) float64) map[string]groupEvaluation {
+	out := map[string]groupEvaluation{}
+	for _, g := range a.Data.Groups {
+		if strings.HasPrefix(g.LastEvaluation, "0001-") {
+			continue
+		}
+		e := groupEvaluation{at: g.LastEvaluation, seconds: g.EvaluationTime, rules: map[string]float64{}}
+		for _, r := range g.Rules {
+			e.rules[r.Name] += r.EvaluationTime
+			if r.LastError != "" && e.err == "" {
+				e.err = r.Name + ": " + r.LastError
+			}
+		}
+		if seconds != nil {
+			e.seconds = seconds(g.Name)
+		}
+		out[g.Name] = e
 	}
-	if err := json.NewDecoder(resp.Body).Decode(&answer); err != nil || len(answer.Data.Groups) != 1 {
-		return "", 0, nil
+	return out
+}
+
+// prometheusGroups are Prometheus's groups' latest evaluations.
+func prometheusGroups(base string) map[string]groupEvaluation {
+	var a rulesAnswer
+	if !getJSON(base+"/api/v1/rules", &a) {
+		return nil
 	}
-	g := answer.Data.Groups[0]
-	if strings.HasPrefix(g.LastEvaluation, "0001-") {
-		return "", 0, nil
+	return a.evaluations(nil)
+}
+
+// vmalertGroups reads vmalert's groups' latest evaluations, each's time
+// from vmalert_iteration_duration_seconds: its sum grows by the time of
+// each evaluation, read right after it.
+func vmalertGroups(base string) func() map[string]groupEvaluation {
+	last := map[string]float64{} // the sums read at each group's last new evaluation
+	lastAt := map[string]string{}
+	return func() map[string]groupEvaluation {
+		var a rulesAnswer
+		if !getJSON(base+"/api/v1/rules", &a) {
+			return nil
+		}
+		resp, err := http.Get(base + "/metrics")
+		if err != nil {
+			return nil
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		sums := map[string]float64{}
+		for line := range strings.Lines(string(body)) {
+			rest, ok := strings.CutPrefix(line, `vmalert_iteration_duration_seconds_sum{group="`)
+			if !ok {
+				continue
+			}
+			group, rest, _ := strings.Cut(rest, `"`)
+			_, value, _ := strings.Cut(rest, "} ")
+			sums[group], _ = strconv.ParseFloat(strings.TrimSpace(value), 64)
+		}
+		evs := a.evaluations(func(group string) float64 { return sums[group] - last[group] })
+		for name, e := range evs {
+			if e.at != lastAt[name] {
+				last[name], lastAt[name] = sums[name], e.at
+			}
+		}
+		return evs
 	}
-	rules = map[string]float64{}
-	for _, r := range g.Rules {
-		rules[r.Name] += r.EvaluationTime
-	}
-	return g.LastEvaluation, g.EvaluationTime, rules
 }
 
 // costliest says which rules took the most of the measured evaluations,

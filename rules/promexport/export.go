@@ -34,12 +34,40 @@ import (
 // Options say how to export.
 type Options struct {
 	Schema Schema
-	// Interval is how often Prometheus evaluates the rules (the group's
-	// interval): XID events are counted from one evaluation to the next,
-	// and subqueries sample every Interval. At most MaxInterval.
+	// Target is the engine that evaluates the rules: Prometheus (the
+	// default) or vmalert.
+	Target Target
+	// Interval is how often the engine evaluates every group of the
+	// rules: XID events are counted from one evaluation to the next, and
+	// subqueries sample every Interval. At most MaxInterval. Zero: each
+	// group at the interval its rules need (NeededInterval).
 	Interval time.Duration
 	// Source names where the rules come from, for the file's header.
 	Source string
+}
+
+// Target is the rule engine an export is for.
+type Target string
+
+// The targets.
+const (
+	// TargetPrometheus is Prometheus 2.42 or later.
+	TargetPrometheus Target = "prometheus"
+	// TargetVMAlert is VictoriaMetrics' vmalert 1.79 or later, over
+	// VictoriaMetrics: its PromQL is MetricsQL, and it writes a recording
+	// rule's result to VictoriaMetrics after it evaluates the rule.
+	TargetVMAlert Target = "vmalert"
+)
+
+// ParseTarget checks a target's name; "" is TargetPrometheus.
+func ParseTarget(name string) (Target, error) {
+	switch t := Target(name); t {
+	case "":
+		return TargetPrometheus, nil
+	case TargetPrometheus, TargetVMAlert:
+		return t, nil
+	}
+	return "", fmt.Errorf("target %q is not prometheus or vmalert", name)
 }
 
 // MaxInterval is the longest evaluation interval: an alert's state must
@@ -89,12 +117,13 @@ func (n Note) String() string {
 	return fmt.Sprintf("%s: %s: %s: %s", n.Rule, n.Kind, n.Part, n.Why)
 }
 
-// File is the exported rule file: one group whose rules are the
-// recording rules of the window functions the alerts read, each before the
-// first alert that reads it, and the alerts.
+// File is the exported rule file: its groups (see Group), and their
+// rules: the recording rules of the window functions the alerts read, each
+// before the first rule that reads it, and the alerts.
 type File struct {
-	opts  Options
-	Rules []Rule
+	opts   Options
+	Groups []Group
+	Rules  []Rule // every group's, in the groups' order
 	// LeftOut names the rules not exported; Notes say why.
 	LeftOut []string
 	Notes   []Note
@@ -103,6 +132,7 @@ type File struct {
 // Rule is a recording rule (Record) or an alerting rule (Alert), or, for a
 // rule left out, only the comment that says so.
 type Rule struct {
+	Group         string
 	Record        string
 	Alert         string
 	Expr          string
@@ -118,14 +148,23 @@ func Export(rs []*rules.Rule, opts Options) (*File, error) {
 	if opts.Schema != SchemaGPUWatch && opts.Schema != SchemaDCGM {
 		return nil, fmt.Errorf("schema %q is not gpuwatch or dcgm", opts.Schema)
 	}
-	if opts.Interval <= 0 || opts.Interval > MaxInterval || opts.Interval%time.Millisecond != 0 {
-		return nil, fmt.Errorf("evaluation interval %v must be a whole number of milliseconds, above 0 and at most %v (Prometheus's lookback)", opts.Interval, MaxInterval)
+	if opts.Target == "" {
+		opts.Target = TargetPrometheus
+	}
+	if opts.Target != TargetPrometheus && opts.Target != TargetVMAlert {
+		return nil, fmt.Errorf("target %q is not prometheus or vmalert", opts.Target)
+	}
+	if opts.Interval < 0 || opts.Interval > MaxInterval || opts.Interval%time.Millisecond != 0 {
+		return nil, fmt.Errorf("evaluation interval %v must be a whole number of milliseconds, at most %v (Prometheus's lookback)", opts.Interval, MaxInterval)
 	}
 	x := &exporter{opts: opts, s: schema{name: opts.Schema}, file: &File{opts: opts}, recorded: map[string]bool{}}
-	x.heldRange, x.missingRange = historyRanges(rs, opts.Interval)
+	x.plan(rs)
+	x.heldRange, x.missingRange = historyRanges(rs, x.base.interval)
 	for _, r := range rs {
+		x.current = x.groupOf[r]
 		x.rule(r)
 	}
+	x.arrange()
 	return x.file, nil
 }
 
@@ -138,6 +177,16 @@ type exporter struct {
 	// heldRange and missingRange are how far back held_for and
 	// missing_for look: past every threshold the rules compare them with.
 	heldRange, missingRange time.Duration
+
+	// The groups: the base group's history, each rule's group, in order;
+	// current is the group of the rule being translated, and owners the
+	// groups the records being made go to, innermost last, where they
+	// are not current's.
+	base    *groupPlan
+	groupOf map[*rules.Rule]*groupPlan
+	groups  []*groupPlan
+	current *groupPlan
+	owners  []*groupPlan
 }
 
 // historyRanges returns how far back the held_for and missing_for rules
@@ -211,6 +260,7 @@ func (x *exporter) rule(r *rules.Rule) {
 	for _, n := range notes {
 		alert.Comment = append(alert.Comment, n.String())
 	}
+	alert.Group = x.current.name
 	x.file.Rules = append(x.file.Rules, alert)
 	x.file.Notes = append(x.file.Notes, notes...)
 }
@@ -304,7 +354,7 @@ func (r *ruleExport) alert() (Rule, error) {
 		}
 		text = "(\n" + indent(text) + "\n)\nand " + set.s
 	}
-	a := Rule{Alert: rule.Name, Expr: text, For: rule.For, KeepFiringFor: rule.KeepFiringFor,
+	a := Rule{Group: r.current.name, Alert: rule.Name, Expr: text, For: rule.For, KeepFiringFor: rule.KeepFiringFor,
 		Labels: map[string]string{"severity": string(rule.Severity)}}
 	for k, v := range rule.Labels {
 		a.Labels[k] = v
@@ -511,11 +561,12 @@ func (r *ruleExport) checkWindow(v rules.CondValue) error {
 	return nil
 }
 
-// record adds a recording rule once, and returns its name as a selector.
+// record adds a recording rule once, to the group being made, and
+// returns its name as a selector.
 func (x *exporter) record(name, help string, e expr) expr {
 	if !x.recorded[name] {
 		x.recorded[name] = true
-		x.file.Rules = append(x.file.Rules, Rule{Record: name, Expr: e.s, Comment: []string{help}})
+		x.file.Rules = append(x.file.Rules, Rule{Group: x.owner().name, Record: name, Expr: e.s, Comment: []string{help}})
 	}
 	return raw(name)
 }

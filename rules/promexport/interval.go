@@ -44,6 +44,12 @@ func NeededInterval(rs []*rules.Rule) time.Duration {
 			}
 		}
 	}
+	return roundInterval(need)
+}
+
+// roundInterval rounds an interval down to a whole number of 5 seconds
+// where it is that long, else of seconds, at least one.
+func roundInterval(need time.Duration) time.Duration {
 	if need >= 5*time.Second {
 		return need.Truncate(5 * time.Second)
 	}

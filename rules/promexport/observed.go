@@ -15,7 +15,11 @@ import (
 // reportedAt records, for every GPU reporting now, the time of its
 // latest sample.
 func (r *ruleExport) reportedAt() expr {
-	return r.exporter.record("gpuwatch:reported_at", "the time of the GPU's latest sample, while it reports", r.s.reportedAt())
+	var e expr
+	r.inBaseGroup(func() {
+		e = r.exporter.record("gpuwatch:reported_at", "the time of the GPU's latest sample, while it reports", r.s.reportedAt())
+	})
+	return e
 }
 
 // heldFor records held_for: how long the job on a GPU has held it, 0 while
@@ -28,7 +32,7 @@ func (r *ruleExport) heldFor() (expr, error) {
 		return e, err
 	}
 	why := fmt.Sprintf("counted in evaluations (every %s) over the last %s; a job that takes over from another between two samples, with the memory held throughout, is not told apart",
-		duration(r.opts.Interval), duration(r.heldRange))
+		duration(r.base.interval), duration(r.heldRange))
 	if r.s.name == SchemaDCGM {
 		why = "dcgm-exporter names a GPU's Kubernetes pods, not its processes: a GPU is held by more than 1 GiB in use or by a pod; " + why
 	}
@@ -36,8 +40,14 @@ func (r *ruleExport) heldFor() (expr, error) {
 	return e, nil
 }
 
-// heldForRecord records held_for.
-func (r *ruleExport) heldForRecord() (expr, error) {
+// heldForRecord records held_for, in the base group: it reads the
+// history of when the GPU was held and free.
+func (r *ruleExport) heldForRecord() (e expr, err error) {
+	r.inBaseGroup(func() { e, err = r.heldForBase() })
+	return e, err
+}
+
+func (r *ruleExport) heldForBase() (expr, error) {
 	used, err := r.metric(rules.MetricMemoryUsed)
 	if err != nil {
 		return expr{}, err
@@ -51,7 +61,7 @@ func (r *ruleExport) heldForRecord() (expr, error) {
 	isHeld := bin(bin(bin(used, "-", rest), ">", number(heldBytes)), "or", bin(procs, ">", raw("0")))
 	held := r.exporter.record("gpuwatch:held_at", "the time of the GPU's latest sample, while a job holds it (more than 1 GiB above its resting level in use, or a process)", bin(at, "and", isHeld))
 	free := r.exporter.record("gpuwatch:free_at", "the time of the GPU's latest sample, while no job holds it", bin(at, "unless", isHeld))
-	e := r.opts.Interval
+	e := r.base.interval
 	sinceFree := bin(raw(fmt.Sprintf("time() - %s - %s", seconds(e).s, call("max_over_time", rangeOf(free, r.heldRange)).s)), "and", held)
 	allAlong := bin(raw("time() - "+call("min_over_time", rangeOf(held, r.heldRange)).s), "and", held)
 	return r.exporter.record("gpuwatch:held_for", "held_for: seconds the job on the GPU has held it, 0 while it is free",
@@ -86,9 +96,10 @@ func (r *ruleExport) memHeld() (expr, error) {
 }
 
 // oomExits records oom_exits: how many times in the last hour a job left
-// the GPU (the GPU held at the evaluation before, free at this one) with
-// memory at 95 % or more of what jobs can allocate, after it rose by a
-// point or more in the half hour before (read a minute apart).
+// the GPU (the GPU held at the group's evaluation before, free at this
+// one, read its own interval apart) with memory at 95 % or more of what
+// jobs can allocate, after it rose by a point or more in the half hour
+// before (read a minute apart).
 func (r *ruleExport) oomExits() (expr, error) {
 	if _, err := r.heldForRecord(); err != nil {
 		return expr{}, err
@@ -97,7 +108,7 @@ func (r *ruleExport) oomExits() (expr, error) {
 	if err != nil {
 		return expr{}, err
 	}
-	prev := "offset " + duration(r.opts.Interval)
+	prev := "offset " + duration(r.interval())
 	last := raw(pct.s + " " + prev)
 	// The half hour before at one sample a minute: enough to see a rise,
 	// at a thirtieth of what every sample costs a fleet.
@@ -106,7 +117,7 @@ func (r *ruleExport) oomExits() (expr, error) {
 		bin(last, ">=", number(oomLikelyPercent)), bin(bin(last, "-", low), ">=", raw("1")))
 	events := r.exporter.record("gpuwatch:oom_exit", "a job left the GPU at this evaluation with it nearly full, after its memory rose: a likely CUDA out-of-memory",
 		bin(bin(exit, "*", raw("0")), "+", raw("1")))
-	r.note(Approximate, "oom_exits", fmt.Sprintf("a job's exit is seen from one evaluation (every %s) to the next, so one started again within an evaluation is not; and every job on the GPU counts, where gpuwatch counts the runs of one job (its command or Slurm job)", duration(r.opts.Interval)))
+	r.note(Approximate, "oom_exits", fmt.Sprintf("a job's exit is seen from one evaluation (every %s) to the next, so one started again within an evaluation is not; and every job on the GPU counts, where gpuwatch counts the runs of one job (its command or Slurm job)", duration(r.interval())))
 	return r.exporter.record("gpuwatch:oom_exits", "oom_exits: likely out-of-memory exits of jobs on the GPU in the last hour",
 		bin(call("count_over_time", rangeOf(events, time.Hour)), "or", bin(raw("0"), "*", r.reportedAt()))), nil
 }
@@ -123,15 +134,19 @@ func (r *ruleExport) missingFor() expr {
 		why = "dcgm-exporter has no lost signal: a GPU is missing when its series stop; " + why
 	}
 	r.note(Caveat, "missing_for", why)
-	return r.exporter.record("gpuwatch:missing_for", "missing_for: seconds since the GPU last reported, 0 while it does",
-		bin(gone, "or", bin(raw("0"), "*", at)))
+	var e expr
+	r.inBaseGroup(func() {
+		e = r.exporter.record("gpuwatch:missing_for", "missing_for: seconds since the GPU last reported, 0 while it does",
+			bin(gone, "or", bin(raw("0"), "*", at)))
+	})
+	return e
 }
 
 // xidTruth is where an xid test holds (want) or is known not to: an XID
 // event since the previous evaluation. xid is known for every GPU the
 // series know of: no event there is false.
 func (r *ruleExport) xidTruth(n rules.CondNode, want bool) (expr, error) {
-	rec, why := r.s.xidEvents(duration(r.opts.Interval))
+	rec, why := r.s.xidEvents(duration(r.interval()))
 	events := r.exporter.record("gpuwatch:xid_events", "xid: the XID events since the previous evaluation", rec)
 	if why != "" {
 		r.note(Approximate, "xid", why)

@@ -2,6 +2,7 @@ package promexport
 
 import (
 	"bytes"
+	"cmp"
 	"fmt"
 	"io"
 	"slices"
@@ -17,6 +18,7 @@ import (
 type Tests struct {
 	source, ruleFile string
 	interval         time.Duration
+	groups           []string // the rule file's groups, in order
 	Cases            []TestCase
 	Notes            []Note
 }
@@ -45,7 +47,10 @@ type AlertCheck struct {
 // an alert test (which compares annotations too). Checks of rules left out
 // of f, and checks between two of f's evaluations, are left out and noted.
 func ExportTests(tf *rules.TestFile, f *File, ruleFile string) *Tests {
-	out := &Tests{source: tf.Path, ruleFile: ruleFile, interval: f.opts.Interval}
+	out := &Tests{source: tf.Path, ruleFile: ruleFile, interval: f.TestInterval()}
+	for _, g := range f.Groups {
+		out.groups = append(out.groups, g.Name)
+	}
 	exported := map[string]*rules.Rule{}
 	for _, r := range tf.Rules {
 		if !slices.Contains(f.LeftOut, r.Name) {
@@ -74,8 +79,8 @@ func ExportTests(tf *rules.TestFile, f *File, ruleFile string) *Tests {
 		}
 		for _, ch := range tc.Checks {
 			at := "check at " + duration(ch.At)
-			if ch.At%f.opts.Interval != 0 {
-				skip(at, fmt.Sprintf("it falls between two evaluations of the exported rules (every %s)", duration(f.opts.Interval)))
+			if ch.At%out.interval != 0 {
+				skip(at, fmt.Sprintf("it falls between two evaluations of the exported rules (every %s)", duration(out.interval)))
 				continue
 			}
 			if ch.Alert != "" && exported[ch.Alert] == nil {
@@ -123,7 +128,9 @@ func (t *Tests) Write(w io.Writer) error {
 			comment(&b, "", "- "+n.String())
 		}
 	}
-	fmt.Fprintf(&b, "rule_files: [%s]\nevaluation_interval: %s\ntests:\n", scalar(t.ruleFile), duration(t.interval))
+	fmt.Fprintf(&b, "rule_files: [%s]\nevaluation_interval: %s\n", scalar(t.ruleFile), duration(t.interval))
+	writeGroupOrder(&b, t.groups)
+	b.WriteString("tests:\n")
 	for _, c := range t.Cases {
 		fmt.Fprintf(&b, "  - name: %s\n    interval: %s\n    input_series:\n", scalar(c.Name), duration(c.Interval))
 		for _, s := range c.Input {
@@ -158,4 +165,33 @@ func (t *Tests) String() string {
 	var b strings.Builder
 	t.Write(&b)
 	return b.String()
+}
+
+// TestInterval is the interval promtool tests of f evaluate it at: every
+// group's, or, where the groups have their own, the shortest (promtool
+// evaluates every group at the test's evaluation_interval).
+func (f *File) TestInterval() time.Duration {
+	var shortest time.Duration
+	for _, g := range f.Groups {
+		if shortest == 0 || g.Interval < shortest {
+			shortest = g.Interval
+		}
+	}
+	if shortest == 0 {
+		return cmp.Or(f.opts.Interval, DefaultMaxInterval)
+	}
+	return shortest
+}
+
+// writeGroupOrder writes a promtool test file's group_eval_order: the
+// groups in the rule file's order, which promtool follows only for the
+// groups it names.
+func writeGroupOrder(b *bytes.Buffer, groups []string) {
+	if len(groups) < 2 {
+		return
+	}
+	b.WriteString("group_eval_order:\n")
+	for _, g := range groups {
+		fmt.Fprintf(b, "  - %s\n", scalar(g))
+	}
 }

@@ -2,6 +2,7 @@ package promexport
 
 import (
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/gpuwatch/gpuwatch/rules"
@@ -98,15 +99,21 @@ func (t trendParts) parity(p int) expr {
 func (t trendParts) current() expr {
 	var xs []expr
 	for p := range 2 {
-		points := subquery(bin(t.metric, "and on ()", t.parity(p)), t.slice-time.Millisecond, t.r.opts.Interval)
+		points := subquery(bin(t.metric, "and on ()", t.parity(p)), t.slice-time.Millisecond, t.r.interval())
 		xs = append(xs, bin(call("min_over_time", points), "and on ()", t.parity(p)))
 	}
 	return join("or", xs...)
 }
 
-// trend records trend(m, w) and the rate it reports, and returns the
-// trend.
-func (r *ruleExport) trend(m rules.Metric, w time.Duration) (expr, error) {
+// trend records trend(m, w) and the rate it reports, in the trend's
+// groups, and returns the trend.
+func (r *ruleExport) trend(m rules.Metric, w time.Duration) (tv expr, err error) {
+	fast, slices := r.trendGroups(m, w)
+	r.inGroup(fast, func() { tv, err = r.trendIn(m, w, slices) })
+	return tv, err
+}
+
+func (r *ruleExport) trendIn(m rules.Metric, w time.Duration, slices *groupPlan) (expr, error) {
 	v := rules.CondValue{Metric: m, Fn: "trend", Window: w}
 	name, rateName := r.recordName(m, "trend", w), r.recordName(m, "trend_rate", w)
 	help := part(v) + ": the rate at least two-thirds of the window's slices reach, per second"
@@ -135,75 +142,107 @@ func (r *ruleExport) trend(m rules.Metric, w time.Duration) (expr, error) {
 		return expr{}, err
 	}
 	t := trendParts{r: r, f: f, metric: rec, slice: w / 12}
+	S := t.slice
 
 	// gpuwatch measures one job: a GPU's trends start afresh when a job
 	// takes it or leaves it. So a rate counts only from the slice the job
-	// (held_for at the evaluation time, @ end()) started in; the others,
-	// and a rate without both floors (the slices before a series' first
-	// sample), count as no change.
+	// started in; the others, and a rate without both floors (the slices
+	// before a series' first sample), count as no change.
 	held, err := r.heldForRecord()
 	if err != nil {
 		return expr{}, err
 	}
-	// When the job began, recorded once for every rank of every trend: a
-	// step at time t is in it from a slice after.
-	since := r.record("gpuwatch:held_since", "the time the job on the GPU took it; the time of its latest sample while it is free",
-		bin(call("timestamp", held), "-", held))
-	inJob := bin(raw(since.s+" @ end()"), "<=", raw("time() - "+seconds(t.slice).s))
-	// Every GPU with a sample in the window, recorded once for the four
-	// ranks that read it.
-	present := raw(r.record(r.recordName(m, "trend_present", w), part(v)+": 1 for each GPU with a sample in the window",
-		t.labelled(call("present_over_time", rangeOf(f.series, w-time.Millisecond)))).s + " @ end()")
-	// The rate of each full slice is computed once, at the evaluations of
-	// the slice after it, and recorded: a subquery with step S over the
-	// last slice length has one point, the current slice's start. The
-	// ranks read it back at each slice's start from the samples recorded
-	// in that slice (a negative offset), rather than compute ten slices
-	// again each, every evaluation.
-	sliceRate := r.record(r.recordName(m, "trend_slice_rate", w),
-		part(v)+": the rate between the floors of the two full slices before the current one (recorded every evaluation of it)",
-		call("last_over_time", subquery(t.labelled(t.rate(bin(t.floor(0), "-", t.floor(t.slice)), t.lastAt(t.slice), t.lastAt(2*t.slice))),
-			t.slice-time.Millisecond, t.slice)))
-	// last_over_time keeps the series' name: the aggregation drops it.
-	ofSlice := raw("max by (" + r.s.gpuLabels() + ") (" + call("last_over_time", offset(rangeOf(sliceRate, t.slice), -(t.slice-time.Millisecond))).s + ")")
-	rates := join("or", bin(ofSlice, "and", inJob), bin(raw("0"), "*", present))
+	var since expr
+	r.inBaseGroup(func() {
+		since = r.record("gpuwatch:held_since", "the time the job on the GPU took it; the time of its latest sample while it is free",
+			bin(raw("time()"), "-", held))
+	})
+	// The current slice's start.
+	sliceStart := fmt.Sprintf("(time() - time() %% %s)", seconds(S).s)
+
+	// What changes once a slice is computed in the slice group, which
+	// runs a few times a slice: the rates between the last 11 full
+	// slices' floors (the newest pair's recorded, the ten in one record
+	// with a label slice), the last full slice's floor and the time
+	// between the last two, and whether the trend is ready.
+	var rates, ready, lastFloor, dt expr
+	r.inGroup(slices, func() {
+		// A subquery with step S over the last slice length has one
+		// point, the current slice's start, or, offset by d, the start
+		// of the slice d before the current one.
+		slicesBack := func(e expr, d time.Duration) expr {
+			return call("last_over_time", offset(subquery(e, S-time.Millisecond, S), d))
+		}
+		atStart := func(e expr) expr { return slicesBack(e, 0) }
+		pair := atStart(t.labelled(t.rate(bin(t.floor(0), "-", t.floor(S)), t.lastAt(S), t.lastAt(2*S))))
+		sliceRate := r.record(r.recordName(m, "trend_slice_rate", w),
+			part(v)+": the rate between the floors of the two full slices before the current one", pair)
+		present := t.labelled(call("present_over_time", rangeOf(f.series, w-time.Millisecond)))
+		terms := make([]expr, 10)
+		for k := range terms {
+			// The rate recorded in the slice k slices back: the one point
+			// of a subquery with step S, its slice's start, reads what
+			// was recorded in the slice after it.
+			term := pair
+			if k > 0 {
+				term = raw("max by (" + r.s.gpuLabels() + ") (" + slicesBack(call("last_over_time",
+					offset(rangeOf(sliceRate, S), -(S-time.Millisecond))), time.Duration(k)*S).s + ")")
+			}
+			inJob := bin(since, "<=", raw(fmt.Sprintf("%s - %s", sliceStart, seconds(time.Duration(k+1)*S).s)))
+			terms[k] = call("label_replace", join("or", bin(term, "and", inJob), bin(raw("0"), "*", present)),
+				raw(`"slice"`), raw(quote(strconv.Itoa(k))), raw(`""`), raw(`""`))
+		}
+		rates = r.record(r.recordName(m, "trend_rates", w),
+			part(v)+": the rates between the last 11 full slices' floors, in the current job (0 before it), one series a slice", join("or", terms...))
+		lastFloor = r.record(r.recordName(m, "trend_last_floor", w), part(v)+": the floor of the last full slice", r.perGPU(f, atStart(t.floor(0))))
+		lastAt := func(d time.Duration) expr { return t.labelled(atStart(t.lastAt(d))) }
+		dt = r.record(r.recordName(m, "trend_floor_gap", w), part(v)+": the seconds between the last full slice's floor and the floor before",
+			call("clamp_min", bin(lastAt(0), "-", lastAt(S)), seconds(S/2)))
+		// Ready once the samples span half the window: one of the six
+		// oldest slices has one.
+		ready = r.record(r.recordName(m, "trend_ready", w), part(v)+": 1 once the samples span half the window",
+			t.labelled(call("present_over_time", offset(subquery(t.floor(0), 6*S-time.Millisecond, S), 5*S))))
+	})
 	rank := make(map[int]expr)
 	for k := 3; k <= 6; k++ {
-		q := call("quantile_over_time", number(float64(k-1)/9), subquery(rates, 10*t.slice-time.Millisecond, t.slice))
+		q := raw(fmt.Sprintf("quantile by (%s) (%s, %s)", r.s.gpuLabels(), number(float64(k-1)/9).s, rates.s))
 		if f.scale != 1 {
 			q = bin(number(f.scale), "*", q)
 		}
 		rank[k] = r.record(r.recordName(m, fmt.Sprintf("trend_rank%d", k), w),
 			fmt.Sprintf("%s: the %s smallest of the rates between the last 11 full slices' floors, in the current job", part(v), ordinal(k)), q)
 	}
-	// At the evaluation time, the one point of a subquery over the last
-	// slice length with step S is the current slice's start.
-	atStart := func(e expr) expr {
-		return r.perGPU(f, call("last_over_time", subquery(e, t.slice-time.Millisecond, t.slice)))
-	}
-	lastAt := func(d time.Duration) expr {
-		e := call("last_over_time", subquery(t.lastAt(d), t.slice-time.Millisecond, t.slice))
-		if !f.recorded {
-			e = r.s.perGPU(e)
-		}
-		return e
-	}
+	floor := r.currentFloor(t, m, w, sliceStart)
 	rise := r.record(r.recordName(m, "trend_current_rise", w), part(v)+": the growth from the last full slice's floor to the current slice's",
-		bin(t.current(), "-", atStart(t.floor(0))))
+		bin(floor, "-", lastFloor))
 	cur := r.record(r.recordName(m, "trend_current", w), part(v)+": the rate from the last full slice's floor to the current slice's",
-		t.rate(rise, lastAt(0), lastAt(t.slice)))
-	inJobNow := bin(held, ">=", raw(fmt.Sprintf("time() %% %s", seconds(t.slice).s)))
+		bin(bin(rise, "/", dt), "or", bin(rise, "/", seconds(S))))
+	inJobNow := bin(held, ">=", raw(fmt.Sprintf("time() %% %s", seconds(S).s)))
 	c := bin(bin(cur, "and", inJobNow), "or", bin(raw("0"), "*", rank[4]))
 	clamp := func(lo, hi expr) expr { return bin(bin(bin(bin(c, "<", hi), "or", hi), ">", lo), "or", lo) }
-	// Ready once the samples span half the window: one of the six oldest
-	// slices has one.
-	ready := call("present_over_time", offset(subquery(t.floor(0), 6*t.slice-time.Millisecond, t.slice), 5*t.slice))
-	if !f.recorded {
-		ready = r.s.perGPU(ready)
-	}
 	tv := r.record(name, help, bin(clamp(rank[3], rank[4]), "and", ready))
 	r.record(rateName, rateHelp, bin(bin(clamp(rank[5], rank[6]), "and", bin(tv, ">", raw("0"))), "or", tv))
 	return tv, nil
+}
+
+// currentFloor records the current slice's floor, the least reading of
+// the slice so far. In Prometheus, which evaluates a group's rules one
+// after the other, it is the last evaluation's floor, kept while it is of
+// this slice, or the reading now where it is less. vmalert reads a record
+// only once it has been written, some evaluations late: the floor there is
+// the least of the readings sampled every evaluation over the last slice
+// length, those that fall in the slice before told apart by parity.
+func (r *ruleExport) currentFloor(t trendParts, m rules.Metric, w time.Duration, sliceStart string) expr {
+	v := rules.CondValue{Metric: m, Fn: "trend", Window: w}
+	help := part(v) + ": the least reading of the current slice"
+	name := r.recordName(m, "trend_floor", w)
+	now := r.perGPU(t.f, t.f.series)
+	if r.opts.Target == TargetVMAlert {
+		t.metric = now
+		return r.record(name, help, t.current())
+	}
+	prev := bin(raw(name), "and", bin(call("timestamp", raw(name)), ">=", raw(sliceStart)))
+	return r.record(name, help, join("or", bin(now, "<=", prev), prev, now))
 }
 
 func ordinal(k int) string {

@@ -51,7 +51,7 @@ func (r *ruleExport) source(m rules.Metric, fn string, w time.Duration) (form, e
 		return form{}, err
 	}
 	r.note(Caveat, part(rules.CondValue{Metric: m, Fn: fn, Window: w}),
-		fmt.Sprintf("%s is computed from several series: its window reads gpuwatch:%s, one sample per evaluation (every %s)", m, metricStem(m), duration(r.opts.Interval)))
+		fmt.Sprintf("%s is computed from several series: its window reads gpuwatch:%s, one sample per evaluation (every %s)", m, metricStem(m), duration(r.interval())))
 	return form{kind: formRaw, series: rec, scale: 1, recorded: true}, nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"gopkg.in/yaml.v3"
@@ -34,12 +35,28 @@ func (f *File) Write(w io.Writer) error {
 			comment(&b, "", "- "+n.String())
 		}
 	}
-	fmt.Fprintf(&b, "groups:\n  - name: gpuwatch\n    interval: %s\n    rules:\n", duration(f.opts.Interval))
-	const in = "      "
-	if len(f.Rules) == 0 {
-		b.WriteString(in + "[]\n")
+	if len(f.Groups) == 0 {
+		b.WriteString("groups: []\n")
+	} else {
+		b.WriteString("groups:\n")
 	}
-	for _, r := range f.Rules {
+	const in = "      "
+	for i, r := range f.Rules {
+		if i == 0 || r.Group != f.Rules[i-1].Group {
+			g := f.Groups[slices.IndexFunc(f.Groups, func(g Group) bool { return g.Name == r.Group })]
+			fmt.Fprintf(&b, "  - name: %s\n    interval: %s\n", scalar(g.Name), duration(g.Interval))
+			if f.opts.Target == TargetVMAlert {
+				// VictoriaMetrics answers a query of the last 30 s
+				// (-search.latencyOffset) as of 30 s ago unless told
+				// not to cache it: an alert would be 30 s late.
+				b.WriteString("    params: {nocache: [\"1\"]}\n")
+			}
+			if slices.ContainsFunc(f.Rules, func(o Rule) bool { return o.Group == g.Name && (o.Record != "" || o.Alert != "") }) {
+				b.WriteString("    rules:\n")
+			} else {
+				b.WriteString("    rules: [] # every rule of it is left out\n")
+			}
+		}
 		comment(&b, in, strings.Join(r.Comment, "\n"))
 		switch {
 		case r.Record != "":
