@@ -106,6 +106,7 @@ for the time since the one before (up to three of its steps).`)
 	}
 	firing := map[string]rules.Transition{} // alerts still firing, by rule and GPU
 	var first, last time.Time
+	recent, latest := gpu.NewRecentXIDs(), map[string]*gpu.Snapshot{} // for the GPUs' health at the end
 	w := &watcher{
 		source: probe,
 		engine: rules.NewEngine(cfg.Rules, rules.Options{}),
@@ -128,6 +129,8 @@ for the time since the one before (up to three of its steps).`)
 			}
 			last = s.Time
 			rollups.Update(s)
+			recent.Observe(s)
+			latest[s.Host] = s
 		},
 	}
 	if err := w.run(ctx); err != nil {
@@ -144,6 +147,15 @@ for the time since the one before (up to three of its steps).`)
 		from = last.Add(-*window)
 	}
 	opts.Name, opts.From, opts.To, opts.Host = "trace", from, last, r.Host()
+	for _, s := range latest {
+		for i := range s.Devices {
+			d := &s.Devices[i]
+			if d.MIG != nil {
+				continue // a MIG instance's health is its GPU's
+			}
+			opts.Health = append(opts.Health, digest.GPUHealth{Host: s.Host, GPU: d.Index, UUID: d.UUID, Verdict: gpu.Assess(d, recent.Of(s.Host, d, last))})
+		}
+	}
 	return printDigest(env, rollups, opts, output{form, *out})
 }
 

@@ -34,35 +34,11 @@ type migDCGMExporter struct {
 }
 
 func newMIGDCGMExporter(t *testing.T, scenario, host string) *migDCGMExporter {
-	// It loops, as a gpuwatch agent's simulation does.
-	src, err := sim.New(sim.Config{Scenario: scenario, Seed: 1, Host: host, Step: 10 * time.Second, Loop: true})
-	if err != nil {
-		t.Fatal(err)
-	}
 	e := &migDCGMExporter{}
-	next := func() {
-		s, err := src.Next(context.Background())
-		if err == nil {
-			e.mu.Lock()
-			e.snap = s
-			e.mu.Unlock()
-		}
-	}
-	next()
-	ctx, cancel := context.WithCancel(context.Background())
-	e.start = sync.OnceFunc(func() {
-		go func() {
-			tick := time.NewTicker(10 * time.Second / 240)
-			defer tick.Stop()
-			for {
-				select {
-				case <-ctx.Done():
-					return
-				case <-tick.C:
-					next()
-				}
-			}
-		}()
+	e.start = playSim(t, sim.Config{Scenario: scenario, Seed: 1, Host: host, Step: 10 * time.Second}, 240, func(s *gpu.Snapshot) {
+		e.mu.Lock()
+		e.snap = s
+		e.mu.Unlock()
 	})
 	e.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		e.mu.Lock()
@@ -87,8 +63,42 @@ func newMIGDCGMExporter(t *testing.T, scenario, host string) *migDCGMExporter {
 			}
 		}
 	}))
-	t.Cleanup(func() { cancel(); e.Close() })
+	t.Cleanup(e.Close)
 	return e
+}
+
+// playSim plays the simulation cfg in a loop (as a gpuwatch agent's sim
+// source does), speed times faster than real time, giving each snapshot
+// to each: the first at once, the next ones once start is called, until
+// the test ends.
+func playSim(t *testing.T, cfg sim.Config, speed int, each func(*gpu.Snapshot)) (start func()) {
+	cfg.Loop = true
+	src, err := sim.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	next := func() {
+		if s, err := src.Next(context.Background()); err == nil {
+			each(s)
+		}
+	}
+	next()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	return sync.OnceFunc(func() {
+		go func() {
+			tick := time.NewTicker(cfg.Step / time.Duration(speed))
+			defer tick.Stop()
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case <-tick.C:
+					next()
+				}
+			}
+		}()
+	})
 }
 
 // hookAlerts are the alerts of a generic webhook's requests, as "status

@@ -178,7 +178,7 @@ func TestDigestSparseLog(t *testing.T) {
 			t.Errorf("digest: got\n%s\nwant it to say %q", got.stdout, want)
 		}
 	}
-	if want := "warning: GPUMemoryNearFull's 1m30s window (min), GPUMemoryNearFull's 5m window (min), GPUMemoryNearFull's 30m window (max), GPUMemoryFillingFast's 1m window (slope), GPUMemoryFillingFast's 5m window (time_to_full), GPUIdleButHeld's 5m window (max), GPUIdleButHeld's 5m window (avg), GPUHot's 2m window (max) are shorter than this log's 30m step"; !strings.Contains(got.stderr, want) {
+	if want := "warning: GPUMemoryNearFull's 1m30s window (min), GPUMemoryNearFull's 5m window (min), GPUMemoryNearFull's 30m window (max), GPUMemoryFillingFast's 1m window (slope), GPUMemoryFillingFast's 5m window (time_to_full), GPUIdleButHeld's 5m window (max), GPUIdleButHeld's 5m window (avg), GPUHot's 2m window (max), GPUHardwareSlowdown's 5m window (active), GPUNVLinkErrors's 5m window (rate) are shorter than this log's 30m step"; !strings.Contains(got.stderr, want) {
 		t.Errorf("digest: got stderr\n%s\nwant %q", got.stderr, want)
 	}
 

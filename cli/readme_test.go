@@ -309,6 +309,8 @@ func readmeCommands() map[string]readmeCommand {
 			r.startDaemon(t)
 			want(t, cmd, r.gpuwatch(t, args(cmd)...), cli.ExitOK, "(the last sample of gpuwatch run at "+r.addr+")")
 		}},
+		"nvidia-smi -r -i N":   {skip: "resets a GPU: needs one, and root; docs/health.md shows it as what an operator does"},
+		"nvidia-smi nvlink -e": {skip: "reads a GPU's NVLink error counters: needs one; gpu/nvml's tests read the same counters through go-nvml's mock"},
 		"nvidia-smi --query-gpu=timestamp,index,name,uuid,temperature.gpu,utilization.gpu,utilization.memory,memory.used,memory.total,power.draw --format=csv -l 5 > gpu.csv": {
 			run: func(t *testing.T, r *readmeRun, cmd string) {
 				// No GPU here: gpu.csv, written before the commands run,
@@ -359,16 +361,9 @@ func readmeCommands() map[string]readmeCommand {
 			byFlag := r.gpuwatch(t, "replay", "--trace", "gpu.csv")
 			want(t, cmd, r.gpuwatch(t, args(cmd)...), cli.ExitOK, byFlag.stdout)
 		}},
-		"gpuwatch demo --scenario slurm-node --speed 0": {run: func(t *testing.T, r *readmeRun, cmd string) {
-			got := r.gpuwatch(t, args(cmd)...)
-			want(t, cmd, got, cli.ExitOK, "\ndemo finished: ")
-			claim := r.readme.block(t, "prints, among its alerts:")
-			for _, part := range strings.Split(strings.Join(claim.lines, "\n"), "\n...\n") {
-				if !strings.Contains(got.stdout, part+"\n") {
-					t.Errorf("%s: docs/people.md shows\n%s\nwhich the demo does not print; it prints\n%s", cmd, part, got.stdout)
-				}
-			}
-		}},
+		"gpuwatch demo --scenario slurm-node --speed 0":    {run: demoPrints("prints, among its alerts:")},
+		"gpuwatch demo --scenario ecc-row-remap --speed 0": {run: demoPrints("prints, among its alerts, the two that say to reset the GPU:")},
+		"gpuwatch demo --scenario xid-storm --speed 0":     {run: demoPrints("prints the application's XIDs and the hardware's apart:")},
 		"GPUWATCH_STORE=/tmp/owners.db SLACK_BOT_TOKEN=xoxb-… SLACK_SIGNING_SECRET=… gpuwatch run --config examples/owners.yaml": {
 			skip: "needs a Slack workspace; TestOwnersExample runs examples/owners.yaml as it is against a Slack fake"},
 		"gpuwatch check":                         {same: check},
@@ -384,8 +379,12 @@ func readmeCommands() map[string]readmeCommand {
 		"gpuwatch test":                          {same: "gpuwatch test leak_test.yaml"},
 		"gpuwatch silence":                       {same: add},
 		"GPUWATCH_QUALITY_SEEDS=100 go test -v -run TestAlertQualitySweep ./cli": {skip: "a measure of the rules on many seeds: minutes, asked for when the rules change"},
-		"gpuwatch test examples/rules_test.yaml examples/leaks_test.yaml": {run: func(t *testing.T, r *readmeRun, cmd string) {
-			want(t, cmd, r.gpuwatch(t, args(cmd)...), cli.ExitOK, "PASS examples/rules_test.yaml: ", "PASS examples/leaks_test.yaml: ", " passed, 0 failed\n")
+		"gpuwatch test examples/rules_test.yaml examples/leaks_test.yaml examples/health_test.yaml": {run: func(t *testing.T, r *readmeRun, cmd string) {
+			want(t, cmd, r.gpuwatch(t, args(cmd)...), cli.ExitOK, "PASS examples/rules_test.yaml: ", "PASS examples/leaks_test.yaml: ",
+				"PASS examples/health_test.yaml: ", " passed, 0 failed\n")
+		}},
+		"gpuwatch test examples/health_test.yaml": {run: func(t *testing.T, r *readmeRun, cmd string) {
+			want(t, cmd, r.gpuwatch(t, args(cmd)...), cli.ExitOK, "PASS examples/health_test.yaml: ", "9 passed, 0 failed\n")
 		}},
 		"gpuwatch test examples/leaks_test.yaml": {run: func(t *testing.T, r *readmeRun, cmd string) {
 			want(t, cmd, r.gpuwatch(t, args(cmd)...), cli.ExitOK, "PASS examples/leaks_test.yaml: ", " passed, 0 failed\n")
@@ -490,7 +489,7 @@ func readmeCommands() map[string]readmeCommand {
 		}},
 		"gpuwatch rules export --schema dcgm --config config.yaml --interval 20s --tests examples/rules_test.yaml --out prom": {run: func(t *testing.T, r *readmeRun, cmd string) {
 			got := r.gpuwatch(t, args(cmd)...)
-			if got.code != cli.ExitOK || !strings.Contains(got.stderr, "wrote prom/gpuwatch.rules.yml: 9 alerts (1 rule left out); and 1 promtool test file\n") {
+			if got.code != cli.ExitOK || !strings.Contains(got.stderr, "wrote prom/gpuwatch.rules.yml: 16 alerts (3 rules left out); and 1 promtool test file\n") {
 				t.Errorf("%s: got %v", cmd, got)
 			}
 		}},
@@ -782,7 +781,7 @@ func TestDocsCommands(t *testing.T) {
 	if got := r.shell(t, repo, strings.Replace(build, "-o gpuwatch", "-o "+r.bin, 1)); got.code != 0 {
 		t.Fatalf("%s: %v", build, got)
 	}
-	for _, name := range []string{"config.example.yaml", "examples/rules_test.yaml", "examples/leaks_test.yaml"} {
+	for _, name := range []string{"config.example.yaml", "examples/rules_test.yaml", "examples/leaks_test.yaml", "examples/health_test.yaml"} {
 		b, err := os.ReadFile(filepath.Join(repo, name))
 		if err != nil {
 			t.Fatal(err)
@@ -866,4 +865,19 @@ func readablePNG(t *testing.T, cmd, path string) {
 		t.Fatalf("%s: %v", cmd, err)
 	}
 	imagetest.Readable(t, cmd, b, chart.Width)
+}
+
+// demoPrints runs a demo command and checks that it prints each part
+// (parts apart by "...") of the block after marker in the docs.
+func demoPrints(marker string) func(t *testing.T, r *readmeRun, cmd string) {
+	return func(t *testing.T, r *readmeRun, cmd string) {
+		got := r.gpuwatch(t, args(cmd)...)
+		want(t, cmd, got, cli.ExitOK, "\ndemo finished: ")
+		claim := r.readme.block(t, marker)
+		for _, part := range strings.Split(strings.Join(claim.lines, "\n"), "\n...\n") {
+			if !strings.Contains(got.stdout, part+"\n") {
+				t.Errorf("%s: the docs show\n%s\nwhich the demo does not print; it prints\n%s", cmd, part, got.stdout)
+			}
+		}
+	}
 }

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/gpuwatch/gpuwatch/cli"
 	"github.com/gpuwatch/gpuwatch/config"
+	"github.com/gpuwatch/gpuwatch/gpu"
 	"github.com/gpuwatch/gpuwatch/rules"
 )
 
@@ -54,7 +56,7 @@ func TestREADMEWalk(t *testing.T) {
 		path := filepath.Join(dir, "config.yaml")
 		text := mustRead(t, "../config.example.yaml")
 		writeFile(t, path, text)
-		if got := gpuwatch(t, "check", "--config", path); got.code != cli.ExitOK || !strings.Contains(got.stdout, ": ok: 10 rules, 1 receiver, source nvml every 5s") {
+		if got := gpuwatch(t, "check", "--config", path); got.code != cli.ExitOK || !strings.Contains(got.stdout, ": ok: 19 rules, 1 receiver, source nvml every 5s") {
 			t.Errorf("check of the example: exit %d\n%s%s", got.code, got.stdout, got.stderr)
 		}
 		if got := gpuwatch(t, "status"); got.code != cli.ExitOK &&
@@ -170,6 +172,10 @@ func checkMessages(t *testing.T, what, out string, example map[string]*rules.Rul
 // one of the rule's comparisons of its kind, and returns its kind.
 func checkValue(t *testing.T, what string, r *rules.Rule, text string) rules.Dimension {
 	t.Helper()
+	if code, ok := xidValue(text); ok {
+		checkXID(t, what, r, text, code)
+		return rules.Dimension{Base: rules.Count}
+	}
 	v, dim, ok := parseQuantity(text)
 	if !ok {
 		t.Errorf("%s: value %q is no quantity a message writes", what, text)
@@ -190,9 +196,47 @@ func checkValue(t *testing.T, what string, r *rules.Rule, text string) rules.Dim
 	return dim
 }
 
+// xidText is an XID as a message writes it: "XID 79: the GPU has fallen
+// off the bus — …".
+var xidText = regexp.MustCompile(`^XID (\d+)(?::|$)`)
+
+// xidValue reads the code of an XID as a message writes it.
+func xidValue(text string) (uint64, bool) {
+	m := xidText.FindStringSubmatch(strings.TrimSpace(text))
+	if m == nil {
+		return 0, false
+	}
+	code, err := strconv.ParseUint(m[1], 10, 64)
+	return code, err == nil
+}
+
+// checkXID checks that the XID code, which a message says as text,
+// passes one of the rule's tests of XIDs: by code (xid in (…), xid > 0)
+// or by what the catalogue says of it (xid.fault, xid.action).
+func checkXID(t *testing.T, what string, r *rules.Rule, text string, code uint64) {
+	t.Helper()
+	x, _ := gpu.LookupXID(code)
+	for _, c := range comparisons(r.When.Tree()) {
+		v := float64(code)
+		switch c.Value.Metric {
+		case rules.MetricXIDFault:
+			v = float64(x.Fault)
+		case rules.MetricXIDAction:
+			v = float64(x.Action)
+		case rules.MetricXID:
+		default:
+			continue
+		}
+		if c.Value.Fn == "" && holds(c, v) {
+			return
+		}
+	}
+	t.Errorf("%s: the message says %s, which passes none of %s's tests of XIDs: when: %s", what, text, r.Name, r.When)
+}
+
 // nowSentence is a resolve's summary: "GPU 3 on node1: temperature is 79 C
 // now, under 80 C".
-var nowSentence = regexp.MustCompile(`^GPU \d+ on \S+: \S+(?: \S+)? is (.+) now, (over|at or over|under|at or under|at|not at) (.+)$`)
+var nowSentence = regexp.MustCompile(`^GPU \d+ on \S+: (?:\S+(?: \S+)?|\w+\([^)]*\)) is (.+) now, (over|at or over|under|at or under|at|not at) (.+)$`)
 
 // checkNow checks that a resolve's summary says what holds now, and that
 // it does hold.
@@ -218,7 +262,7 @@ func checkNow(t *testing.T, what, summary string) {
 
 // comparisons are the comparisons of a condition's tree.
 func comparisons(n rules.CondNode) []rules.CondNode {
-	if n.Kind == rules.CondCompare {
+	if n.Kind == rules.CondCompare || n.Kind == rules.CondIn {
 		return []rules.CondNode{n}
 	}
 	var out []rules.CondNode
@@ -229,6 +273,9 @@ func comparisons(n rules.CondNode) []rules.CondNode {
 }
 
 func holds(c rules.CondNode, v float64) bool {
+	if c.Kind == rules.CondIn {
+		return slices.Contains(c.Set, v)
+	}
 	switch c.Op {
 	case ">":
 		return v > c.Quantity
@@ -286,6 +333,9 @@ func parseQuantity(s string) (float64, rules.Dimension, bool) {
 		if n, ok := strings.CutSuffix(s, u); ok {
 			return number(n, math.Pow(1024, float64(i)), rules.Bytes)
 		}
+	}
+	if _, err := strconv.ParseFloat(s, 64); err == nil {
+		return number(s, 1, rules.Count) // a count, or a count per minute
 	}
 	switch {
 	case per.PerSecond:

@@ -59,7 +59,7 @@ func TestRulesExportCommandLine(t *testing.T) {
 func TestRulesExportWritesRulesAndTests(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "prom")
 	got := gpuwatch(t, "rules", "export", "--schema", "dcgm", "--tests", "../examples/rules_test.yaml", "--out", out)
-	if got.code != cli.ExitOK || got.stdout != "" || !strings.Contains(got.stderr, "wrote "+filepath.Join(out, "gpuwatch.rules.yml")+": 9 alerts (1 rule left out); and 1 promtool test file") {
+	if got.code != cli.ExitOK || got.stdout != "" || !strings.Contains(got.stderr, "wrote "+filepath.Join(out, "gpuwatch.rules.yml")+": 16 alerts (3 rules left out); and 1 promtool test file") {
 		t.Fatalf("got %+v", got)
 	}
 	test, err := os.ReadFile(filepath.Join(out, "rules_test.yaml"))

@@ -24,6 +24,7 @@ type reading struct {
 	at                  time.Time
 	memUsed, memPercent float64 // bytes; percent of what jobs can allocate
 	util, temp          float64
+	health              gpu.Health
 }
 
 // readings are a GPU's samples, oldest first.
@@ -157,7 +158,79 @@ func textChecks() map[string]textCheck {
 			return ""
 		}},
 		"GPUXidError": {regexp.MustCompile(`^` + label + ` reported XID \d+$`), func(*rules.Transition, []string, readings) string { return "" }},
+		"GPUMemoryUncorrectable": {regexp.MustCompile(`^` + label + ` on \S+ has had uncorrectable memory errors \((\d+) since the driver loaded\): drain it and reset it \(nvidia-smi -r -i \d+\)$`),
+			func(_ *rules.Transition, m []string, rs readings) string {
+				return lastHealth(rs, gpu.ECCUncorrectedVolatile, m[1])
+			}},
+		"GPURowRemapFailed": {regexp.MustCompile(`^` + label + ` on \S+ failed to remap a damaged memory row: drain it and call NVIDIA support to replace it$`),
+			func(_ *rules.Transition, _ []string, rs readings) string {
+				return lastHealth(rs, gpu.RowRemapFailed, "1")
+			}},
+		"GPURowRemapPending": {regexp.MustCompile(`^` + label + ` on \S+ has a row remap pending: reset it \(nvidia-smi -r -i \d+\) when its job ends$`),
+			func(_ *rules.Transition, _ []string, rs readings) string {
+				return lastHealth(rs, gpu.RowRemapPending, "1")
+			}},
+		"GPUHardwareSlowdown": {regexp.MustCompile(`^` + label + ` on \S+ was slowed down in hardware for (\S+) of the last 5 minutes: check its cooling and the server's power supplies$`),
+			func(tr *rules.Transition, _ []string, rs readings) string {
+				for _, r := range rs.within(tr.At.Add(-5*time.Minute), tr.At) {
+					if e, ok := r.health.ClockEvents(); ok && e.Hardware() {
+						return ""
+					}
+				}
+				return "no sample of the last 5 minutes has a hardware slowdown"
+			}},
+		"GPUPCIeLinkDegraded": {regexp.MustCompile(`^` + label + ` on \S+ runs its PCIe link (\d+) lanes narrower than it can: reseat the GPU, check its riser and slot$`),
+			func(_ *rules.Transition, m []string, rs readings) string {
+				return lastHealth(rs, gpu.PCIeLinkWidthMax, fmt.Sprint(rs[len(rs)-1].health.Value(gpu.PCIeLinkWidth)+mustFloat(m[1])))
+			}},
+		"GPUNVLinkErrors": {regexp.MustCompile(`^` + label + ` on \S+ has NVLink errors rising or a link down \(([^)]+)\): drain the node and have the link checked \(nvidia-smi nvlink -e\)$`),
+			func(tr *rules.Transition, _ []string, rs readings) string {
+				last := rs.within(tr.At.Add(-5*time.Minute), tr.At)
+				if len(last) > 1 && last[len(last)-1].health.Value(gpu.NVLinkCRCErrors) > last[0].health.Value(gpu.NVLinkCRCErrors) ||
+					rs[len(rs)-1].health.Value(gpu.NVLinkLinksDown) > 0 {
+					return ""
+				}
+				return "its NVLink errors did not rise in the last 5 minutes, and no link is down"
+			}},
+		"GPUFanStopped": {regexp.MustCompile(`^` + label + ` on \S+ is warm with its fan at (\S+): free or replace the fan before the GPU overheats$`),
+			func(_ *rules.Transition, _ []string, rs readings) string {
+				if v := rs[len(rs)-1].health.Value(gpu.FanSpeed); !(v < 5) {
+					return fmt.Sprintf("its fan is at %v%%", v)
+				}
+				return ""
+			}},
+		"GPUHardwareXID": {regexp.MustCompile(`^` + label + ` on \S+: XID (\d+): .+$`),
+			func(_ *rules.Transition, m []string, _ readings) string {
+				if f := gpu.XIDFaultOf(uint64(mustFloat(m[1]))); f != gpu.FaultHardware {
+					return "the catalogue puts XID " + m[1] + " on the " + f.String()
+				}
+				return ""
+			}},
+		"GPUApplicationXIDs": {regexp.MustCompile(`^` + label + ` on \S+: (\d+) application XIDs in 10 minutes(?: from .+)?: the job crashes on its own errors; its owner should fix it \(the GPU is fine\)$`),
+			func(_ *rules.Transition, m []string, _ readings) string {
+				if mustFloat(m[1]) < 3 {
+					return "fewer than 3 XIDs fire it"
+				}
+				return ""
+			}},
 	}
+}
+
+// lastHealth checks that the GPU's latest health reading r reads want.
+func lastHealth(rs readings, r gpu.HealthReading, want string) string {
+	if len(rs) == 0 {
+		return "no sample"
+	}
+	if got := fmt.Sprint(rs[len(rs)-1].health.Value(r)); got != want {
+		return fmt.Sprintf("%s is %s", r, got)
+	}
+	return ""
+}
+
+// mustFloat reads a number a summary's pattern matched.
+func mustFloat(s string) float64 {
+	v, _ := strconv.ParseFloat(s, 64)
+	return v
 }
 
 // spanStart is where the span of seconds a summary names, ending when its
@@ -276,7 +349,7 @@ func TestAlertTextsAreTrue(t *testing.T) {
 
 // readingOf is d's sample at at.
 func readingOf(at time.Time, d *gpu.Device) reading {
-	r := reading{at: at, memUsed: math.NaN(), memPercent: math.NaN(), util: d.UtilGPU, temp: d.TempC}
+	r := reading{at: at, memUsed: math.NaN(), memPercent: math.NaN(), util: d.UtilGPU, temp: d.TempC, health: d.Health}
 	if d.MemUsedKnown() {
 		r.memUsed = float64(d.MemUsed)
 	}

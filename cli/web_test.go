@@ -657,3 +657,33 @@ const readingsTouching = `(() => {
   }
   return out;
 })()`
+
+// TestPageShowsHealth runs `gpuwatch run` on the ecc-row-remap scenario:
+// when GPU 0's uncorrectable ECC error leaves a row remap pending, its
+// card says "needs reset" and why, the other's "ok", and the summary
+// counts it. It saves a screenshot.
+func TestPageShowsHealth(t *testing.T) {
+	browser := browsertest.Browser(t)
+	dir := t.TempDir()
+	addr := freeAddr(t)
+	path := filepath.Join(dir, "gpuwatch.yaml")
+	writeFile(t, path, strings.Replace(pageConfig(dir, fmt.Sprintf("{listen: %q}", addr)),
+		"scenario: all, seed: 1, speed: 60", "scenario: ecc-row-remap, seed: 1, speed: 600", 1))
+	d := runInProcess(t, path)
+	defer d.stop()
+	waitFor(t, &d.stderr, "HTTP API listening")
+	tab := browsertest.Tab(t, browser)
+	browsertest.Do(t, tab, 30*time.Second, "open the page", browsertest.Viewport(1280, 700, false), chromedp.Navigate("http://"+addr+"/"))
+	waitPage(t, tab, 60*time.Second, "GPU 0 needing a reset",
+		`(document.querySelector('#gpu-lab1-0 [data-field="health"]') || {}).textContent === 'needs reset'`)
+	if reason := browsertest.Eval[string](t, tab, "read the reason", `document.querySelector('#gpu-lab1-0 [data-field="health-reason"]').textContent`); !strings.Contains(reason, "a row remap is pending") {
+		t.Errorf("GPU 0's card says %q, want the pending row remap", reason)
+	}
+	if ok := browsertest.Eval[string](t, tab, "read GPU 1's health", `document.querySelector('#gpu-lab1-1 [data-field="health"]').textContent`); ok != "ok" {
+		t.Errorf("GPU 1's card says %q, want ok", ok)
+	}
+	if summary := browsertest.Eval[string](t, tab, "read the summary", `document.getElementById('summary').textContent`); !strings.Contains(summary, "health: 1 needs reset") {
+		t.Errorf("the summary says %q, want it to count the GPU that needs a reset", summary)
+	}
+	browsertest.Screenshot(t, tab, "health-desktop", false)
+}

@@ -117,7 +117,7 @@ var configFailures = map[string][]string{
 		`9:16: source.prometheus.tls.ca_file: testdata/bad/prometheus_auth.bad.yaml holds no PEM certificate`,
 	},
 	"sim_scenario.bad.yaml": {
-		`5:15: source.sim.scenario "leak" is not one of normal-training, memory-leak, batch-spike, idle-hog, thermal, all, creep-plateau, gpu-lost, idle-resume, leak-gappy, leak-restart, leak-slow, node8, noisy-1s, tf-grab-all, tf-prealloc, thermal-cycle, leak-epoch, leak-tiny, leak-notebook, leak-peaks, leak-nearfull, vllm-serve, shared-node, slurm-node, mig-slice-leak, mig-mixed, timeslice-leak, model-reload, frag-creep, oom-retry-loop, day-night-inference, slow-leak-80gb, hot-oscillation`,
+		`5:15: source.sim.scenario "leak" is not one of normal-training, memory-leak, batch-spike, idle-hog, thermal, all, creep-plateau, gpu-lost, idle-resume, leak-gappy, leak-restart, leak-slow, node8, noisy-1s, tf-grab-all, tf-prealloc, thermal-cycle, leak-epoch, leak-tiny, leak-notebook, leak-peaks, leak-nearfull, vllm-serve, shared-node, slurm-node, mig-slice-leak, mig-mixed, timeslice-leak, model-reload, frag-creep, oom-retry-loop, day-night-inference, slow-leak-80gb, hot-oscillation, ecc-row-remap, power-brake, pcie-degraded, xid-storm, nvlink-errors`,
 		`6:12: source.sim.speed must be 0 (as fast as possible) or more`,
 	},
 	// An agent's node is a node name, listed no more often than every
@@ -234,7 +234,7 @@ var configFailures = map[string][]string{
 	// One file, several problems: all reported at once, in file order,
 	// whichever stage (decoding, rules, validation) found them.
 	"many.bad.yaml": {
-		`5:15: source.sim.scenario "leaky" is not one of normal-training, memory-leak, batch-spike, idle-hog, thermal, all, creep-plateau, gpu-lost, idle-resume, leak-gappy, leak-restart, leak-slow, node8, noisy-1s, tf-grab-all, tf-prealloc, thermal-cycle, leak-epoch, leak-tiny, leak-notebook, leak-peaks, leak-nearfull, vllm-serve, shared-node, slurm-node, mig-slice-leak, mig-mixed, timeslice-leak, model-reload, frag-creep, oom-retry-loop, day-night-inference, slow-leak-80gb, hot-oscillation`,
+		`5:15: source.sim.scenario "leaky" is not one of normal-training, memory-leak, batch-spike, idle-hog, thermal, all, creep-plateau, gpu-lost, idle-resume, leak-gappy, leak-restart, leak-slow, node8, noisy-1s, tf-grab-all, tf-prealloc, thermal-cycle, leak-epoch, leak-tiny, leak-notebook, leak-peaks, leak-nearfull, vllm-serve, shared-node, slurm-node, mig-slice-leak, mig-mixed, timeslice-leak, model-reload, frag-creep, oom-retry-loop, day-night-inference, slow-leak-80gb, hot-oscillation, ecc-row-remap, power-brake, pcie-degraded, xid-storm, nvlink-errors`,
 		`6:3: unknown field "intervall" in source (did you mean "interval"?); valid fields: type, interval, sim, replay, prometheus, kubernetes`,
 		`10:5: receiver "console" is defined twice`,
 		`13:13: route.receiver "pager" is not a receiver; define it under receivers:`,
@@ -326,7 +326,8 @@ func TestExampleConfig(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Load(config.example.yaml): %v", err)
 	}
-	wantRules := []string{"GPUMemoryNearFull", "GPUMemoryLeak", "GPUOutOfMemorySoon", "GPUMemoryFillingFast", "ProcessMemoryLeak", "GPUOutOfMemoryLoop", "GPUIdleButHeld", "GPUHot", "GPULost", "GPUXidError"}
+	wantRules := []string{"GPUMemoryNearFull", "GPUMemoryLeak", "GPUOutOfMemorySoon", "GPUMemoryFillingFast", "ProcessMemoryLeak", "GPUOutOfMemoryLoop", "GPUIdleButHeld", "GPUHot", "GPULost", "GPUXidError",
+		"GPUMemoryUncorrectable", "GPURowRemapFailed", "GPURowRemapPending", "GPUHardwareSlowdown", "GPUPCIeLinkDegraded", "GPUNVLinkErrors", "GPUFanStopped", "GPUHardwareXID", "GPUApplicationXIDs"}
 	if got := ruleNames(c.Rules); !slices.Equal(got, wantRules) {
 		t.Errorf("rules: got %v, want %v", got, wantRules)
 	}
@@ -344,7 +345,7 @@ func TestExampleConfig(t *testing.T) {
 		c.Route.GroupWait == nil || *c.Route.GroupWait != 10*time.Second {
 		t.Errorf("route: got %+v, want receiver console, group_wait 10s, repeat_interval 4h", c.Route)
 	}
-	if got, want := c.Summary(), "../config.example.yaml: ok: 10 rules, 1 receiver, source nvml every 5s"; got != want {
+	if got, want := c.Summary(), "../config.example.yaml: ok: 19 rules, 1 receiver, source nvml every 5s"; got != want {
 		t.Errorf("Summary: got %q, want %q", got, want)
 	}
 }

@@ -351,6 +351,19 @@ type GPUJSON struct {
 	// HeldSince is when the job that holds the GPU took it, as the rules
 	// engine saw it; null while the GPU is free.
 	HeldSince *time.Time `json:"held_since"`
+	// Health is the GPU's condition and why, and the health readings it
+	// gives.
+	Health HealthJSON `json:"health"`
+}
+
+// HealthJSON is a GPU's health: its condition ("ok", "degraded", "needs
+// reset", "needs service"), the reasons of it, whether the GPU gives any
+// health reading (known), and those readings by name (the rule language's
+// names: ecc.uncorrected.volatile, row_remap.pending, throttle.reasons,
+// pcie.link.width, …).
+type HealthJSON struct {
+	gpu.Verdict
+	Readings gpu.Health `json:"readings"`
 }
 
 // AlertJSON is a pending or firing alert. Since is when it went pending,
@@ -429,7 +442,10 @@ func (d *Daemon) status(w http.ResponseWriter, _ *http.Request) {
 		out.Host, out.Time, out.GPUs = snap.Host, &at, gpusJSON(snap)
 	}
 	for _, snap := range d.Snapshots() {
-		out.Hosts = append(out.Hosts, HostJSON{Host: snap.Host, Time: snap.Time, GPUs: gpusJSON(snap)})
+		out.Hosts = append(out.Hosts, HostJSON{Host: snap.Host, Time: snap.Time, GPUs: d.healthJSON(snap, gpusJSON(snap))})
+	}
+	if snap := d.Snapshot(); snap != nil {
+		d.healthJSON(snap, out.GPUs)
 	}
 	d.mu.Lock()
 	for _, gpus := range append([][]GPUJSON{out.GPUs}, hostGPUs(out.Hosts)...) {
@@ -450,6 +466,16 @@ func hostGPUs(hosts []HostJSON) [][]GPUJSON {
 		out[i] = hosts[i].GPUs
 	}
 	return out
+}
+
+// healthJSON fills in the health of gpus, the GPUs of snap, and returns
+// them.
+func (d *Daemon) healthJSON(snap *gpu.Snapshot, gpus []GPUJSON) []GPUJSON {
+	for i := range gpus {
+		dev := &snap.Devices[i]
+		gpus[i].Health = HealthJSON{Verdict: d.Verdict(snap.Host, dev), Readings: dev.Health}
+	}
+	return gpus
 }
 
 func gpusJSON(snap *gpu.Snapshot) []GPUJSON {

@@ -234,3 +234,14 @@ func (d *Daemon) restoreAcks() error {
 	d.dispatcher.RestoreAcks(acks, d.setAside)
 	return nil
 }
+
+// Verdict is the health of GPU dev of host: its condition in one word and
+// why, from its readings and the XID errors it reported lately (at the
+// time of the host's latest snapshot).
+func (d *Daemon) Verdict(host string, dev *gpu.Device) gpu.Verdict {
+	now := d.opts.Now()
+	if s := d.fleet.of(host); s != nil {
+		now = s.Time
+	}
+	return gpu.Assess(dev, d.recentXIDs.Of(host, dev, now))
+}

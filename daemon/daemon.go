@@ -128,10 +128,12 @@ type Daemon struct {
 	storagePath string
 
 	// What the Slack app reads and acts through.
-	last    atomic.Pointer[gpu.Snapshot] // the latest snapshot, of any host
-	fleet   *fleet                       // the latest snapshot of every host
-	history *histories                   // the last day of every GPU, for /gpu history
-	app     *slackbot.App                // nil without slack.signing_secret and slack.app_token
+	last  atomic.Pointer[gpu.Snapshot] // the latest snapshot, of any host
+	fleet *fleet                       // the latest snapshot of every host
+	// recentXIDs are each GPU's recent XID errors, for its health verdict.
+	recentXIDs *gpu.RecentXIDs
+	history    *histories    // the last day of every GPU, for /gpu history
+	app        *slackbot.App // nil without slack.signing_secret and slack.app_token
 	// bot uploads pictures and reads users' zones with slack.bot_token;
 	// nil without one.
 	bot *slack.Bot
@@ -206,7 +208,7 @@ func NewContext(ctx context.Context, cfg *config.Config, opts Options) (*Daemon,
 	if err != nil {
 		return nil, fmt.Errorf("open the state store (storage.path): %w", err)
 	}
-	d := &Daemon{opts: opts, logger: opts.Logger, db: watch(db, opts.Wall), cfg: cfg, history: newHistories(historySpan(cfg)), fleet: newFleet(),
+	d := &Daemon{opts: opts, logger: opts.Logger, db: watch(db, opts.Wall), cfg: cfg, history: newHistories(historySpan(cfg)), fleet: newFleet(), recentXIDs: gpu.NewRecentXIDs(),
 		chartQueues: map[string]string{},
 		staleAfter:  staleAfter(cfg), interval: cfg.Source.Interval, storagePath: cfg.Storage.Path,
 		health: sourceHealth{host: cfg.HostName()}, hub: cfg.Source.Type == "prometheus", hostsDown: map[string]*hostDown{}}
@@ -439,6 +441,7 @@ func (d *Daemon) evaluate(snap *gpu.Snapshot) *notifier.Commit {
 	defer d.mu.Unlock()
 	d.last.Store(snap)
 	d.fleet.record(snap)
+	d.recentXIDs.Observe(snap)
 	back := d.sourceAnswered(snap.Time)
 	if snap.Down != "" {
 		ts, record := d.hostIsDown(snap)

@@ -275,6 +275,7 @@ func (d *Daemon) report(c *config.Digest, from, to time.Time, draw drawing) (*di
 	opts := digest.Options{
 		Name: c.Name, Host: host, From: from, To: to, TopUsers: c.TopUsers,
 		PricePerKWh: c.PricePerKWh, Currency: c.Currency, Location: d.zone(c.Schedule), Firing: firing,
+		Health: d.gpuHealth(),
 	}
 	var days []*chart.Day
 	if draw.any {
@@ -457,4 +458,19 @@ func (d *Daemon) servePicture(w http.ResponseWriter, host string, loc *time.Loca
 		return
 	}
 	http.Error(w, "no GPU of that host reported in the window: there is no picture", http.StatusNotFound)
+}
+
+// gpuHealth is every reporting GPU's health now, for a digest.
+func (d *Daemon) gpuHealth() []digest.GPUHealth {
+	var out []digest.GPUHealth
+	for _, s := range d.Snapshots() {
+		for i := range s.Devices {
+			dev := &s.Devices[i]
+			if dev.MIG != nil {
+				continue // a MIG instance's health is its GPU's
+			}
+			out = append(out, digest.GPUHealth{Host: s.Host, GPU: dev.Index, UUID: dev.UUID, Verdict: d.Verdict(s.Host, dev)})
+		}
+	}
+	return out
 }

@@ -112,7 +112,7 @@ func pastNeeded(lookbacks []rules.MetricLookback, history time.Duration) prometh
 		}
 	}
 	for _, l := range lookbacks {
-		for _, r := range metricReadings[l.Metric] {
+		for _, r := range readingsOf(l.Metric) {
 			add(r, l.Span, l.Step)
 		}
 	}
@@ -125,8 +125,24 @@ func pastNeeded(lookbacks []rules.MetricLookback, history time.Duration) prometh
 	return past
 }
 
-// metricReadings are the readings of a hub's source each metric of the
-// rules is made of.
+// readingsOf are the readings of a hub's source metric m of the rules is
+// made of: a health metric is its health reading (and, for one below its
+// maximum, the maximum's), an XID metric the XID events.
+func readingsOf(m rules.Metric) []prometheus.Reading {
+	if m.IsEvent() {
+		return []prometheus.Reading{prometheus.ReadingXIDs}
+	}
+	if h, ok := m.HealthSource(); ok {
+		if h.BelowMax {
+			return []prometheus.Reading{prometheus.ReadingHealth(h.Reading), prometheus.ReadingHealth(h.Max)}
+		}
+		return []prometheus.Reading{prometheus.ReadingHealth(h.Reading)}
+	}
+	return metricReadings[m]
+}
+
+// metricReadings are the readings of a hub's source each metric of
+// memory, utilization, temperature, power and processes is made of.
 var metricReadings = map[rules.Metric][]prometheus.Reading{
 	rules.MetricMemoryUsed:        {prometheus.ReadingMemory},
 	rules.MetricMemoryFree:        {prometheus.ReadingMemory},

@@ -59,7 +59,7 @@ type section struct {
 }
 
 // sections lays out the report in reading order: host one-liners, GPUs
-// (a fleet's hosts), top users, idle holders, alerts.
+// (a fleet's hosts), their health, top users, idle holders, alerts.
 func (r *Report) sections(st style) []section {
 	host := []string{r.hostLine()}
 	if e := r.energyLine(); e != "" {
@@ -101,8 +101,11 @@ func (r *Report) sections(st style) []section {
 	case still > 0:
 		alertsHeading = fmt.Sprintf("Alerts (%d still firing)", still)
 	}
+	out = append(out, machines)
+	if len(r.Health) > 0 {
+		out = append(out, r.healthSection(st))
+	}
 	return append(out,
-		machines,
 		list("Top users", users, r.OtherUsers, "No processes attributed to users in this window."),
 		list("Held idle", idle, r.OtherIdle, "Nobody held a GPU idle for "+duration(MinIdleHeld.Seconds())+" or more."),
 		list("Held at low utilization", underused, 0, fmt.Sprintf("No GPU was held busy under %d%% utilization for %s or more.",

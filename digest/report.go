@@ -73,6 +73,9 @@ type Options struct {
 	// (several within a second, then a pause of Step); 0 for a log sampled
 	// evenly.
 	Burst int
+	// Health is every GPU's health at To (their readings and recent XIDs
+	// judged by gpu.Assess); none leaves the report's health section out.
+	Health []GPUHealth
 }
 
 // FiringAlert is an alert (a rule on a GPU) still firing, since when.
@@ -132,6 +135,9 @@ type Report struct {
 	Underused   []Underused   `json:"underused"`
 	Alerts      []AlertReport `json:"alerts"`
 	AlertsFired int           `json:"alerts_fired"`
+	// Health is each GPU's health at To, the worst first; empty when the
+	// report was not given it.
+	Health []GPUHealth `json:"health,omitempty"`
 }
 
 // Underused is a GPU a job kept busy at low utilization: starved by its
@@ -274,6 +280,7 @@ func Build(gpus []GPUHour, users []UserHour, alerts []AlertHour, o Options) *Rep
 	}
 	users = withHosts(users, gpus)
 	r.buildGPUs(gpus, o)
+	r.buildHealth(o.Health)
 	r.buildUsers(users, o.TopUsers)
 	r.buildUnderused(gpus, users)
 	r.buildAlerts(alerts, o)

@@ -61,7 +61,12 @@ type Device struct {
 	TempC       float64 // degrees Celsius
 	PowerW      float64 // watts
 	PowerLimitW float64 // watts
-	Processes   []Process
+	// Health is what the GPU says of its own health: ECC errors, row
+	// remapping, throttling, PCIe and NVLink, fan and clocks; each reading
+	// known or missing. A MIG instance leaves it empty: health is the
+	// card's, read on its parent.
+	Health    Health
+	Processes []Process
 }
 
 // MemKnown reports whether the device's memory readings are known.

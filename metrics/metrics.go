@@ -1,5 +1,6 @@
 // Package metrics exposes gpuwatch to Prometheus: per-GPU gauges from the
-// latest snapshot of each host, who uses each GPU (memory and utilization
+// latest snapshot of each host (and its health readings, under the names
+// of package healthseries), who uses each GPU (memory and utilization
 // by user, bounded; by process, when asked), the GPUs known and lost,
 // energy and XID counters, alert states, notification counters per
 // receiver and failure reason, outbox depths, the duration of each
@@ -24,6 +25,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/gpuwatch/gpuwatch/gpu"
+	"github.com/gpuwatch/gpuwatch/internal/healthseries"
 	"github.com/gpuwatch/gpuwatch/notifier"
 )
 
@@ -114,6 +116,15 @@ type Collector struct {
 	alerts                         *prometheus.Desc
 	sent, failed, retried, dead    *prometheus.Desc
 	outboxDepth, buildInfo, sample *prometheus.Desc
+
+	// health are the health readings' series, in healthseries.All's order.
+	health []healthDesc
+}
+
+// healthDesc is a health reading's series.
+type healthDesc struct {
+	healthseries.Series
+	desc *prometheus.Desc
 }
 
 // NewCollector returns a Collector reading src.
@@ -125,7 +136,12 @@ func NewCollector(src Source, o Options) *Collector {
 	gauge := func(name, help string, labels ...string) *prometheus.Desc {
 		return prometheus.NewDesc(name, help, labels, nil)
 	}
+	var health []healthDesc
+	for _, s := range healthseries.All() {
+		health = append(health, healthDesc{s, gauge(s.Name, s.Help, gpuLabels...)})
+	}
 	return &Collector{
+		health:     health,
 		src:        src,
 		version:    version,
 		gpus:       o.GPUs,
@@ -188,6 +204,9 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 		c.alerts, c.sent, c.failed, c.retried, c.dead, c.outboxDepth, c.buildInfo, c.sample} {
 		ch <- d
 	}
+	for _, h := range c.health {
+		ch <- h.desc
+	}
 }
 
 // Collect reads the Source and sends every metric.
@@ -247,6 +266,7 @@ func (c *Collector) collectGPUs(ch chan<- prometheus.Metric, snap *gpu.Snapshot,
 		gauge(c.power, d.PowerW)
 		gauge(c.powerLimit, d.PowerLimitW)
 		gauge(c.processes, float64(len(d.Processes)))
+		c.collectHealth(ch, d, labels)
 		switch {
 		case d.MIG != nil:
 			send(ch, c.migInfo, prometheus.GaugeValue, 1, strconv.Itoa(d.Index), d.UUID, snap.Host, d.MIG.ParentUUID,
@@ -258,6 +278,25 @@ func (c *Collector) collectGPUs(ch chan<- prometheus.Metric, snap *gpu.Snapshot,
 		if processes != nil {
 			processes.collect(ch, snap.Host, d)
 		}
+	}
+}
+
+// collectHealth sends the GPU's health readings it knows; a missing one
+// has no series, not a 0.
+func (c *Collector) collectHealth(ch chan<- prometheus.Metric, d *gpu.Device, labels []string) {
+	if !d.Health.Known() {
+		return
+	}
+	for _, h := range c.health {
+		v, ok := d.Health.Get(h.Reading)
+		if !ok {
+			continue
+		}
+		typ := prometheus.GaugeValue
+		if h.Counter {
+			typ = prometheus.CounterValue
+		}
+		send(ch, h.desc, typ, v*h.Scale, labels...)
 	}
 }
 

@@ -248,6 +248,43 @@ func BenchmarkCollect16GPUs(b *testing.B) {
 	}
 }
 
+// TestCollectorHealth: a GPU's health readings are series of their own,
+// in their units (the fan as a ratio, clocks in hertz), counters as
+// counters; a reading the GPU does not give has no series, not a 0.
+func TestCollectorHealth(t *testing.T) {
+	snap := twoGPUs()
+	h := &snap.Devices[0].Health
+	h.Set(gpu.ECCUncorrectedVolatile, 1)
+	h.Set(gpu.RowRemapPending, 1)
+	h.Set(gpu.FanSpeed, 45)
+	h.Set(gpu.SMClock, 1980)
+	h.Set(gpu.ClockEventReasons, float64(gpu.ClockEventHWPowerBrake|gpu.ClockEventHWSlowdown))
+	c := metrics.NewCollector(&fakeSource{snap: snap}, metrics.Options{})
+	const h0 = `gpu="0",host="node1",name="NVIDIA H100 80GB HBM3",uuid="GPU-0"`
+	want := fmt.Sprintf(`
+# HELP gpuwatch_gpu_ecc_uncorrected_volatile_total Uncorrected (double-bit) ECC errors since the driver loaded.
+# TYPE gpuwatch_gpu_ecc_uncorrected_volatile_total counter
+gpuwatch_gpu_ecc_uncorrected_volatile_total{%[1]s} 1
+# HELP gpuwatch_gpu_row_remap_pending 1 while a row remap waits for a GPU reset to take effect, else 0.
+# TYPE gpuwatch_gpu_row_remap_pending gauge
+gpuwatch_gpu_row_remap_pending{%[1]s} 1
+# HELP gpuwatch_gpu_clock_event_reasons Why the clocks are below their maximum now, as NVML's bitmask: 4 sw_power_cap, 8 hw_slowdown, 32 sw_thermal, 64 hw_thermal, 128 hw_power_brake.
+# TYPE gpuwatch_gpu_clock_event_reasons gauge
+gpuwatch_gpu_clock_event_reasons{%[1]s} 136
+# HELP gpuwatch_gpu_fan_speed_ratio Fan speed, from 0 to 1 of its full speed.
+# TYPE gpuwatch_gpu_fan_speed_ratio gauge
+gpuwatch_gpu_fan_speed_ratio{%[1]s} 0.45
+# HELP gpuwatch_gpu_sm_clock_hertz SM clock now, in hertz.
+# TYPE gpuwatch_gpu_sm_clock_hertz gauge
+gpuwatch_gpu_sm_clock_hertz{%[1]s} 1.98e+09
+`, h0)
+	names := []string{"gpuwatch_gpu_ecc_uncorrected_volatile_total", "gpuwatch_gpu_row_remap_pending", "gpuwatch_gpu_clock_event_reasons",
+		"gpuwatch_gpu_fan_speed_ratio", "gpuwatch_gpu_sm_clock_hertz", "gpuwatch_gpu_ecc_corrected_volatile_total", "gpuwatch_gpu_nvlink_links_down"}
+	if err := testutil.CollectAndCompare(c, strings.NewReader(want), names...); err != nil {
+		t.Error(err)
+	}
+}
+
 func TestCollectorMIG(t *testing.T) {
 	nan := math.NaN()
 	snap := &gpu.Snapshot{Time: at, Host: "node1", Devices: []gpu.Device{

@@ -23,6 +23,7 @@ type Cond struct {
 	leaves  []*leaf // every comparison, in the order written; leaf.index is its place
 	windows []WindowSpec
 	trends  []WindowSpec
+	counts  []CountSpec
 	metrics []Metric
 }
 
@@ -40,6 +41,34 @@ type WindowSpec struct {
 	Longest time.Duration
 }
 
+// CountSpec is one count() of a condition: the XID test it counts
+// events of, and over how long. The engine keeps an EventCount of Span
+// for it, fed with the events each snapshot brings that pass the test.
+type CountSpec struct {
+	test *leaf
+	Span time.Duration
+}
+
+// Test returns the XID test as the rule writes it: `xid.fault ==
+// "application"`.
+func (s CountSpec) Test() string {
+	var b strings.Builder
+	s.test.canonical(&b)
+	return b.String()
+}
+
+// Matches counts the codes that pass the spec's test. It does not
+// allocate.
+func (s CountSpec) Matches(xids []uint64) int {
+	n := 0
+	for _, x := range xids {
+		if s.test.testXID(x) {
+			n++
+		}
+	}
+	return n
+}
+
 // EvalContext is what a condition is evaluated against: one GPU at one
 // instant.
 type EvalContext struct {
@@ -51,6 +80,9 @@ type EvalContext struct {
 	// entry.
 	Windows []*Window
 	Trends  []*Trend
+	// Counts holds one count of XID events per Cond.Counts entry, in the
+	// same order, each fed by the engine.
+	Counts []*EventCount
 	// HeldFor is how long, in seconds, the GPU has been held by its job (0
 	// while it is free); MissingFor how long it has not reported while
 	// other GPUs of its host did (0 while it reports). NaN when unknown.
@@ -99,6 +131,11 @@ func (c *Cond) windowStats(i int) windowStats {
 // Trends returns the trend windows the condition needs, in order of first
 // use: trend() keeps slice floors, not samples, so it has windows of its own.
 func (c *Cond) Trends() []WindowSpec { return slices.Clone(c.trends) }
+
+// Counts returns the counts of XID events the condition needs, in order
+// of first use; one test and span appear once however often they are
+// counted.
+func (c *Cond) Counts() []CountSpec { return slices.Clone(c.counts) }
 
 // Warnings returns what in the condition is valid but likely a mistake,
 // each at its column: a percentage compared with a bare number between 0
@@ -170,8 +207,9 @@ func (c *Cond) Decide(ctx *EvalContext) (Truth, int) {
 func (c *Cond) Value(ctx *EvalContext) float64 { return c.ValueOf(ctx, 0) }
 
 // ValueOf returns the left side of comparison i (as Decide numbers them):
-// the value an alert reports. For xid it is the first of ctx.XIDs that
-// satisfies the comparison, else the first one; NaN when there is none.
+// the value an alert reports. For xid, xid.fault and xid.action it is the
+// code of ctx.XIDs that satisfies the comparison whose action costs most
+// (the first of them), else the first code; NaN when there is none.
 // A trend reports how fast the metric rises (Trend.Rate) when that still
 // satisfies the comparison, else the rate it was compared by; so a value
 // that made a condition true always satisfies its comparison.
@@ -187,10 +225,16 @@ func (c *Cond) ValueOf(ctx *EvalContext, i int) float64 {
 		}
 		return v
 	}
+	// Of the codes that pass, the one whose action is the most costly:
+	// XID 63 (reset the GPU) says more than XID 94 (restart the job).
+	found, best := false, uint64(0)
 	for _, x := range ctx.XIDs {
-		if l.test(float64(x)) {
-			return float64(x)
+		if l.testXID(x) && (!found || gpu.XIDActionOf(x) > gpu.XIDActionOf(best)) {
+			found, best = true, x
 		}
+	}
+	if found {
+		return float64(best)
 	}
 	if len(ctx.XIDs) > 0 {
 		return float64(ctx.XIDs[0])
@@ -214,6 +258,10 @@ func (c *Cond) ValueDimension() Dimension { return c.DimensionOf(0) }
 // comparison's quantity never reads as the quantity itself: the 60.4s of
 // missing_for > 1m is "60.4s", not "1m".
 func (c *Cond) FormatValue(i int, v float64) string {
+	if c.isXID(i) && v >= 0 && v <= math.MaxUint32 && v == math.Trunc(v) {
+		x, _ := gpu.LookupXID(uint64(v))
+		return x.Text()
+	}
 	dim := c.DimensionOf(i)
 	s := dim.Format(v)
 	l := c.comparison(i)
@@ -250,6 +298,9 @@ func (c *Cond) Explain(ctx *EvalContext, i int) (string, float64) {
 		if holds {
 			return "XID " + formatNumber(v) + " now", v
 		}
+		if l.val.metric != MetricXID {
+			return "no new XID with " + l.text(), v
+		}
 		if l.op == opIn {
 			return "no new XID in (" + joinNumbers(l.set) + ")", v
 		}
@@ -270,6 +321,9 @@ func (c *Cond) Explain(ctx *EvalContext, i int) (string, float64) {
 	than := dim.Format(l.q)
 	if op == opIn || op == opNotIn {
 		than = "(" + joinNumbers(l.set) + ")"
+	}
+	if l.val.metric.States() != nil && l.val.fn == fnNone {
+		return l.val.text() + " is " + l.val.metric.stateName(v) + " now", v
 	}
 	return l.val.text() + " is " + c.FormatValue(i, v) + " now, " + op.words() + " " + than, v
 }
@@ -534,7 +588,7 @@ func (n *leaf) truth(ctx *EvalContext) tri {
 			return triFalse // no event in this snapshot: known, and not this XID
 		}
 		for _, x := range ctx.XIDs {
-			if n.test(float64(x)) {
+			if n.testXID(x) {
 				return triTrue
 			}
 		}
@@ -548,6 +602,39 @@ func (n *leaf) truth(ctx *EvalContext) tri {
 		return triTrue
 	}
 	return triFalse
+}
+
+// testXID applies an XID test (xid, xid.fault, xid.action) to the XID
+// code: the fault and action are the catalogue's.
+func (n *leaf) testXID(code uint64) bool { return n.test(xidValue(n.val.metric, code)) }
+
+// text writes the comparison as a person would: `xid.fault ==
+// "hardware"`, `temperature > 85`.
+func (n *leaf) text() string {
+	var b strings.Builder
+	b.WriteString(n.val.text() + " " + n.op.String() + " ")
+	switch {
+	case n.op == opIn:
+		b.WriteString("(" + n.setText() + ")")
+	case n.val.metric.States() != nil && n.val.fn == fnNone:
+		b.WriteString(strconv.Quote(n.val.metric.stateName(n.q)))
+	default:
+		b.WriteString(formatNumber(n.q))
+	}
+	return b.String()
+}
+
+// setText writes the set of an "in": numbers, or quoted names for a
+// metric of states.
+func (n *leaf) setText() string {
+	if n.val.metric.States() == nil || n.val.fn != fnNone {
+		return joinNumbers(n.set)
+	}
+	parts := make([]string, len(n.set))
+	for i, v := range n.set {
+		parts[i] = strconv.Quote(n.val.metric.stateName(v))
+	}
+	return strings.Join(parts, ", ")
 }
 
 // test applies the comparison to v.
@@ -574,6 +661,14 @@ func (n *leaf) test(v float64) bool {
 func (n *leaf) canonical(b *strings.Builder) {
 	n.val.canonical(b)
 	b.WriteString(" " + n.op.String() + " ")
+	if n.val.metric.States() != nil && n.val.fn == fnNone {
+		if n.op == opIn {
+			b.WriteString("(" + n.setText() + ")")
+		} else {
+			b.WriteString(strconv.Quote(n.val.metric.stateName(n.q)))
+		}
+		return
+	}
 	if n.op != opIn {
 		b.WriteString(strconv.FormatFloat(n.q, 'f', -1, 64))
 		return
@@ -599,6 +694,11 @@ const (
 	fnSlope
 	fnTimeToFull
 	fnTrend
+	fnRate   // rate(counter, W): how fast a counter rises, per second
+	fnActive // active(flag, W): how long a flag held within the window
+	fnCount  // count(xid test, W): XID events that pass the test within the window
+
+	fnEnd // one past the last function
 )
 
 // String returns the function's name.
@@ -616,6 +716,12 @@ func (f fn) String() string {
 		return "time_to_full"
 	case fnTrend:
 		return "trend"
+	case fnRate:
+		return "rate"
+	case fnActive:
+		return "active"
+	case fnCount:
+		return "count"
 	}
 	return ""
 }
@@ -627,15 +733,15 @@ func (f fn) windowStats() windowStats {
 		return statMin
 	case fnMax:
 		return statMax
-	case fnAvg, fnSlope:
+	case fnAvg, fnSlope, fnActive: // active() is the flag's mean
 		return statAll
 	}
-	return 0
+	return 0 // rate() reads the first and last samples only
 }
 
 // lookupFn finds the window function called name.
 func lookupFn(name string) (fn, bool) {
-	for f := fnAvg; f <= fnTrend; f++ {
+	for f := fnAvg; f < fnEnd; f++ {
 		if f.String() == name {
 			return f, true
 		}
@@ -648,12 +754,15 @@ func lookupFn(name string) (fn, bool) {
 type valueNode struct {
 	metric  Metric
 	fn      fn
-	window  int           // index into EvalContext.Windows (EvalContext.Trends for trend), for a function
+	window  int           // index into EvalContext.Windows (EvalContext.Trends for trend, EvalContext.Counts for count), for a function
 	span    time.Duration // the window's span, for a function
 	longest time.Duration // the longest time scale of a trend or time_to_full over several; 0 for one
+	test    *leaf         // the XID test count() counts the events of
 }
 
-func (v *valueNode) isXID() bool { return v.metric == MetricXID }
+// isXID reports whether the value is an XID event test (xid, xid.fault,
+// xid.action), true when one of the snapshot's events passes it.
+func (v *valueNode) isXID() bool { return v.fn == fnNone && v.metric.IsEvent() }
 
 // value computes the value, NaN when unknown.
 func (v *valueNode) value(ctx *EvalContext) float64 {
@@ -677,6 +786,11 @@ func (v *valueNode) value(ctx *EvalContext) float64 {
 			return tr.Value()
 		}
 		return tr.TimeToFull(v.full(ctx.Device))
+	case v.fn == fnCount:
+		if v.window >= len(ctx.Counts) || ctx.Counts[v.window] == nil {
+			return math.NaN()
+		}
+		return ctx.Counts[v.window].Value()
 	}
 	if v.window >= len(ctx.Windows) || ctx.Windows[v.window] == nil {
 		return math.NaN()
@@ -690,6 +804,13 @@ func (v *valueNode) value(ctx *EvalContext) float64 {
 		return w.Min()
 	case fnMax:
 		return w.Max()
+	case fnRate:
+		return w.Rate()
+	case fnActive:
+		// The share of the window's samples the flag held, over the
+		// window's length, to the millisecond: the running mean's
+		// rounding must not make 4 minutes 239.99999 s.
+		return math.Round(w.Avg()*v.span.Seconds()*1000) / 1000
 	}
 	return w.Slope()
 }
@@ -722,10 +843,12 @@ func (v *valueNode) full(d *gpu.Device) float64 {
 // dimension returns the dimension of the value.
 func (v *valueNode) dimension() Dimension {
 	switch v.fn {
-	case fnSlope, fnTrend:
+	case fnSlope, fnTrend, fnRate:
 		return Dimension{Base: v.metric.Dimension().Base, PerSecond: true}
-	case fnTimeToFull:
+	case fnTimeToFull, fnActive:
 		return Dimension{Base: Seconds}
+	case fnCount:
+		return Dimension{Base: Count}
 	}
 	return v.metric.Dimension()
 }
@@ -736,6 +859,12 @@ func (v *valueNode) canonical(b *strings.Builder) {
 		return
 	}
 	secs := strconv.FormatFloat(v.span.Seconds(), 'f', -1, 64)
+	if v.fn == fnCount {
+		b.WriteString("count(")
+		v.test.canonical(b)
+		b.WriteString(", " + secs + "s)")
+		return
+	}
 	b.WriteString(v.fn.String() + "(" + v.metric.String() + ", " + secs + "s")
 	if v.longest > 0 {
 		b.WriteString(", " + strconv.FormatFloat(v.longest.Seconds(), 'f', -1, 64) + "s")
@@ -766,6 +895,7 @@ const (
 	tokLParen
 	tokRParen
 	tokComma
+	tokString // a name in quotes; text is what is between them
 )
 
 // token is one lexical token; off is its byte offset in the source.
@@ -911,26 +1041,54 @@ func (p *parser) parseLeaf() (node, error) {
 		p.c.first = n
 	}
 	p.c.leaves = append(p.c.leaves, n)
+	return n, p.parseComparison(n)
+}
+
+// parseComparison parses what follows a comparison's value: op quantity,
+// op "name" for a metric of states, or "in" and its set.
+func (p *parser) parseComparison(n *leaf) error {
+	val := n.val
 	if p.isKeyword("in") {
-		return n, p.parseSet(n)
+		return p.parseSet(n)
 	}
 	if p.tok.kind != tokOp {
-		return nil, p.errAt(p.tok.off, `expected a comparison (> >= < <= == !=) or "in" after %s, found %s`, val.text(), p.describe())
+		return p.errAt(p.tok.off, `expected a comparison (> >= < <= == !=) or "in" after %s, found %s`, val.text(), p.describe())
 	}
 	opTok := p.tok
 	n.op = lookupOp(opTok.text)
 	if err := p.nextNumber(); err != nil {
-		return nil, err
+		return err
+	}
+	states := val.metric.States()
+	if val.fn != fnNone {
+		states = nil
+	}
+	switch {
+	case p.tok.kind == tokString:
+		if states == nil {
+			return p.errAt(p.tok.off, "%s is a number, not a name; names in quotes compare %s", val.text(), stateMetricList())
+		}
+		if n.op != opEQ && n.op != opNE {
+			return p.errAt(opTok.off, "%s is compared by name with == or != (or in), not %q", val.text(), opTok.text)
+		}
+		i, err := p.stateIndex(val.metric, states)
+		if err != nil {
+			return err
+		}
+		n.q = float64(i)
+		return p.next()
+	case states != nil:
+		return p.errAt(p.tok.off, `%s is compared by name: write e.g. %s == %q; its names are %s`, val.text(), val.text(), states[len(states)-1], quotedList(states))
 	}
 	if p.tok.kind != tokNumber {
 		if p.tok.kind == tokIdent {
-			return nil, p.errAt(p.tok.off, "expected a number after %q, found %s; a condition compares a value with a number, not with another metric", opTok.text, p.describe())
+			return p.errAt(p.tok.off, "expected a number after %q, found %s; a condition compares a value with a number, not with another metric", opTok.text, p.describe())
 		}
-		return nil, p.errAt(p.tok.off, "expected a number after %q, found %s", opTok.text, p.describe())
+		return p.errAt(p.tok.off, "expected a number after %q, found %s", opTok.text, p.describe())
 	}
 	num, err := p.number()
 	if err != nil {
-		return nil, err
+		return err
 	}
 	numTok := p.tok
 	uoff, utext := p.unit()
@@ -938,18 +1096,47 @@ func (p *parser) parseLeaf() (node, error) {
 	if utext != "" {
 		u, err := p.lookupUnit(uoff, utext)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		want := val.dimension()
 		if u.dim != want {
-			return nil, p.errAt(uoff, "unit %q is %s but %s is %s; %s", utext, unitNoun(u.dim), val.text(), want, unitHint(want))
+			return p.errAt(uoff, "unit %q is %s but %s is %s; %s", utext, unitNoun(u.dim), val.text(), want, unitHint(want))
 		}
 		n.q = num * u.factor
 		if math.IsInf(n.q, 0) {
-			return nil, p.errAt(numTok.off, "number %s %s is out of range", numTok.text, utext)
+			return p.errAt(numTok.off, "number %s %s is out of range", numTok.text, utext)
 		}
 	}
-	return n, p.next()
+	return p.next()
+}
+
+// stateIndex looks up the name of the current string token among the
+// states of m.
+func (p *parser) stateIndex(m Metric, states []string) (int, error) {
+	if i := slices.Index(states, p.tok.text); i >= 0 {
+		return i, nil
+	}
+	return 0, p.errAt(p.tok.off, "%s has no state %q%s; its names are %s", m, p.tok.text, didYouMean(p.tok.text, states), quotedList(states))
+}
+
+// stateMetricList names the metrics compared by name, for messages.
+func stateMetricList() string {
+	var names []string
+	for _, m := range Metrics() {
+		if m.States() != nil {
+			names = append(names, m.String())
+		}
+	}
+	return strings.Join(names, ", ")
+}
+
+// quotedList writes names quoted: "none", "reset".
+func quotedList(names []string) string {
+	parts := make([]string, len(names))
+	for i, n := range names {
+		parts[i] = strconv.Quote(n)
+	}
+	return strings.Join(parts, ", ")
 }
 
 // parseSet parses the "(" number {"," number} ")" of an inset.
@@ -961,9 +1148,33 @@ func (p *parser) parseSet(n *leaf) error {
 	if p.tok.kind != tokLParen {
 		return p.errAt(p.tok.off, `expected "(" after "in", found %s; write e.g. xid in (48, 79)`, p.describe())
 	}
+	states := n.val.metric.States()
+	if n.val.fn != fnNone {
+		states = nil
+	}
 	for {
 		if err := p.nextNumber(); err != nil {
 			return err
+		}
+		if states != nil || p.tok.kind == tokString {
+			if states == nil {
+				return p.errAt(p.tok.off, "%s is a number, not a name; names in quotes compare %s", n.val.text(), stateMetricList())
+			}
+			if p.tok.kind != tokString {
+				return p.errAt(p.tok.off, `expected a name in quotes in the list of "in", found %s; the names of %s are %s`, p.describe(), n.val.text(), quotedList(states))
+			}
+			i, err := p.stateIndex(n.val.metric, states)
+			if err != nil {
+				return err
+			}
+			n.set = append(n.set, float64(i))
+			if err := p.next(); err != nil {
+				return err
+			}
+			if done, err := p.setSeparator(); done || err != nil {
+				return err
+			}
+			continue
 		}
 		if p.tok.kind != tokNumber {
 			return p.errAt(p.tok.off, `expected a number in the list of "in", found %s`, p.describe())
@@ -979,14 +1190,22 @@ func (p *parser) parseSet(n *leaf) error {
 		if err := p.next(); err != nil {
 			return err
 		}
-		switch p.tok.kind {
-		case tokComma:
-			continue
-		case tokRParen:
-			return p.next()
+		if done, err := p.setSeparator(); done || err != nil {
+			return err
 		}
-		return p.errAt(p.tok.off, `expected "," or ")" in the list of "in", found %s`, p.describe())
 	}
+}
+
+// setSeparator reads what follows an element of an "in" list: "," (more
+// follow) or ")" (done, and the token after it is read).
+func (p *parser) setSeparator() (done bool, err error) {
+	switch p.tok.kind {
+	case tokComma:
+		return false, nil
+	case tokRParen:
+		return true, p.next()
+	}
+	return true, p.errAt(p.tok.off, `expected "," or ")" in the list of "in", found %s`, p.describe())
 }
 
 // parseValue parses value := metric | fn "(" metric "," duration ["," duration] ")",
@@ -1027,13 +1246,22 @@ func (p *parser) parseValue() (valueNode, error) {
 	if err != nil {
 		return valueNode{}, err
 	}
+	if f == fnCount {
+		return p.parseCount(m)
+	}
 	switch {
-	case m == MetricXID:
-		return valueNode{}, p.errAt(p.tok.off, "%s does not apply to xid: xid is an event, not a series; test it directly, e.g. xid in (79)", name)
+	case m.IsEvent():
+		return valueNode{}, p.errAt(p.tok.off, "%s does not apply to %s: it is an event, not a series; test it directly, e.g. xid in (79), or count its events, e.g. count(xid in (13, 31), 10m)", name, m)
 	case m.Observed():
 		return valueNode{}, p.errAt(p.tok.off, "%s does not apply to %s: gpuwatch keeps it from the GPU's past; compare it directly, e.g. %s > %s", name, m, m, observedExample(m))
 	case f == fnTimeToFull && m != MetricMemoryUsed && m != MetricMemoryUsedPercent && m != MetricProcessMemory:
 		return valueNode{}, p.errAt(p.tok.off, "time_to_full works only on memory.used, memory.used_percent and process.memory, not %s", m)
+	case m.States() != nil:
+		return valueNode{}, p.errAt(p.tok.off, "%s does not apply to %s: it is a state, compared by name, e.g. %s != %q", name, m, m, m.States()[0])
+	case f == fnRate && !m.IsCounter():
+		return valueNode{}, p.errAt(p.tok.off, "rate works on counters (%s), not %s; for how fast a reading changes use slope(%s, 10m)", metricList(Metric.IsCounter), m, m)
+	case f == fnActive && !m.IsFlag():
+		return valueNode{}, p.errAt(p.tok.off, "active works on flags (%s), not %s; for a reading over a window use avg, min or max", metricList(Metric.IsFlag), m)
 	}
 	if err := p.next(); err != nil {
 		return valueNode{}, err
@@ -1072,6 +1300,76 @@ func (p *parser) parseValue() (valueNode, error) {
 		v.window = useSpec(&p.c.windows, WindowSpec{Fn: name, Metric: m, Span: span})
 	}
 	return v, nil
+}
+
+// parseCount parses the rest of count(test, window) after its metric m:
+// the XID test's comparison, the window and the ")".
+func (p *parser) parseCount(m Metric) (valueNode, error) {
+	if !m.IsEvent() {
+		return valueNode{}, p.errAt(p.tok.off, "count counts XID events: its first argument tests xid, xid.fault or xid.action, e.g. count(xid in (13, 31, 43), 10m), not %s", m)
+	}
+	test := &leaf{val: valueNode{metric: m}, index: -1}
+	if err := p.next(); err != nil {
+		return valueNode{}, err
+	}
+	if err := p.parseComparison(test); err != nil {
+		return valueNode{}, err
+	}
+	if p.tok.kind != tokComma {
+		return valueNode{}, p.errAt(p.tok.off, `expected "," and a window after %s, found %s; write e.g. count(xid in (13, 31), 10m)`, test.text(), p.describe())
+	}
+	span, err := p.window("count")
+	if err != nil {
+		return valueNode{}, err
+	}
+	if err := p.next(); err != nil {
+		return valueNode{}, err
+	}
+	if p.tok.kind != tokRParen {
+		return valueNode{}, p.errAt(p.tok.off, `expected ")" to close count(, found %s`, p.describe())
+	}
+	if err := p.next(); err != nil {
+		return valueNode{}, err
+	}
+	p.useMetric(m)
+	v := valueNode{metric: m, fn: fnCount, span: span, test: test}
+	key := CountSpec{test: test, Span: span}
+	v.window = slices.IndexFunc(p.c.counts, func(c CountSpec) bool { return c.Span == span && c.Test() == key.Test() })
+	if v.window < 0 {
+		p.c.counts, v.window = append(p.c.counts, key), len(p.c.counts)
+	}
+	return v, nil
+}
+
+// metricSummary lists the metrics for messages: each reading of memory,
+// utilization, power and processes, the events and durations, then the
+// families of health readings ("ecc.*") with their count.
+func metricSummary() string {
+	var names, families []string
+	for _, m := range Metrics() {
+		if _, health := healthMetricOf(m); !health {
+			names = append(names, m.String())
+			continue
+		}
+		family, _, _ := strings.Cut(m.String(), ".")
+		if f := family + ".*"; !slices.Contains(families, f) && family != m.String() {
+			families = append(families, f)
+		} else if family == m.String() {
+			families = append(families, family)
+		}
+	}
+	return strings.Join(names, ", ") + " and the health readings " + strings.Join(families, ", ") + " (docs/rules.md lists them)"
+}
+
+// metricList names the metrics for which is holds, for messages.
+func metricList(is func(Metric) bool) string {
+	var names []string
+	for _, m := range Metrics() {
+		if is(m) {
+			names = append(names, m.String())
+		}
+	}
+	return strings.Join(names, ", ")
 }
 
 // longest parses the longest time scale after the window span of a trend
@@ -1155,7 +1453,7 @@ func (p *parser) metric(name string, off int) (Metric, error) {
 	for _, m := range Metrics() {
 		names = append(names, m.String())
 	}
-	return 0, p.errAt(off, "unknown metric %q%s; metrics are %s", name, didYouMean(name, names), strings.Join(names, ", "))
+	return 0, p.errAt(off, "unknown metric %q%s; metrics are %s", name, didYouMean(name, names), metricSummary())
 }
 
 // lookupUnit looks up the unit spelled s at off.
@@ -1184,6 +1482,9 @@ func (v *valueNode) text() string {
 	if v.fn == fnNone {
 		return v.metric.String()
 	}
+	if v.fn == fnCount {
+		return "count(" + v.test.text() + ", " + formatSeconds(v.span.Seconds()) + ")"
+	}
 	longest := ""
 	if v.longest > 0 {
 		longest = ", " + formatSeconds(v.longest.Seconds())
@@ -1192,12 +1493,15 @@ func (v *valueNode) text() string {
 }
 
 // fnList lists the window functions for messages.
-const fnList = "avg, min, max, slope, time_to_full, trend"
+const fnList = "avg, min, max, slope, time_to_full, trend, rate, active, count"
 
 // describe names the current token for messages.
 func (p *parser) describe() string {
-	if p.tok.kind == tokEOF {
+	switch p.tok.kind {
+	case tokEOF:
 		return "the end"
+	case tokString:
+		return "the name " + strconv.Quote(p.tok.text)
 	}
 	return strconv.Quote(p.tok.text)
 }
@@ -1254,6 +1558,15 @@ func (p *parser) lex(signed bool) error {
 	case c == ',':
 		p.pos++
 		p.tok.kind = tokComma
+	case c == '"' || c == '\'':
+		end := strings.IndexByte(p.src[p.pos+1:], c)
+		if end < 0 {
+			return p.errAt(start, "missing %c to end the name begun here", c)
+		}
+		p.pos += end + 2
+		p.tok.kind = tokString
+		p.tok.text = p.src[start+1 : p.pos-1]
+		return nil
 	case c == '>' || c == '<' || c == '=' || c == '!':
 		p.pos++
 		if p.pos < len(p.src) && p.src[p.pos] == '=' {

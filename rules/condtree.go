@@ -33,11 +33,14 @@ type CondNode struct {
 // a window function of it.
 type CondValue struct {
 	Metric Metric
-	Fn     string        // "" for the metric itself, else avg, min, max, slope, trend or time_to_full
+	Fn     string        // "" for the metric itself, else avg, min, max, slope, trend, time_to_full, rate, active or count
 	Window time.Duration // the function's window
 	// Longest is the longest time scale of a trend or time_to_full over
 	// several (see Trend); 0 for one.
 	Longest time.Duration
+	// Test is, for count, the XID test whose events it counts (a Compare
+	// or In on xid, xid.fault or xid.action); nil otherwise.
+	Test *CondNode
 }
 
 // Dimension returns what the value measures.
@@ -72,6 +75,10 @@ func (n *notNode) tree() CondNode {
 
 func (n *leaf) tree() CondNode {
 	v := CondValue{Metric: n.val.metric, Fn: n.val.fn.String(), Window: n.val.span, Longest: n.val.longest}
+	if n.val.test != nil {
+		t := n.val.test.tree()
+		v.Test = &t
+	}
 	if n.op == opIn {
 		return CondNode{Kind: CondIn, Value: v, Set: slices.Clone(n.set)}
 	}

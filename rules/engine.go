@@ -131,6 +131,7 @@ type Engine struct {
 	// stats are, per window, the statistics the rules read of it.
 	stats  []windowStats
 	trends []windowKey // the trends kept on each GPU
+	counts []CountSpec // the counts of XID events kept on each GPU: one per test and span
 	// histories are the metrics whose last half hour each GPU keeps.
 	histories []Metric
 	readings  readings   // what feed reads of each sample
@@ -166,22 +167,25 @@ type windowKey struct {
 type compiled struct {
 	when, clear             []int // slots of the conditions' windows, in the conditions' order
 	whenTrends, clearTrends []int // slots of their trends
+	whenCounts, clearCounts []int // slots of their counts
 	trend                   int   // slot of the transition's trend; -1 for none
 	history                 int   // index into Engine.histories; -1 for none
 }
 
 type gpuState struct {
 	index   int
-	key     string    // what it is found by: its UUID (a process's series: see subject); "" for a GPU without one
-	seq     int       // its place in Engine.order
-	placed  bool      // it is in Engine.hosts, under seen.host
-	stale   bool      // applies must be recomputed (after Inherit)
-	windows []*Window // per slot
-	trends  []*Trend  // per trend slot
-	history []history // per Engine.histories
+	key     string        // what it is found by: its UUID (a process's series: see subject); "" for a GPU without one
+	seq     int           // its place in Engine.order
+	placed  bool          // it is in Engine.hosts, under seen.host
+	stale   bool          // applies must be recomputed (after Inherit)
+	windows []*Window     // per slot
+	trends  []*Trend      // per trend slot
+	counts  []*EventCount // per count slot
+	history []history     // per Engine.histories
 	// when and clear are, per rule, the windows its conditions read.
 	when, clear             [][]*Window
 	whenTrends, clearTrends [][]*Trend
+	whenCounts, clearCounts [][]*EventCount
 	alerts                  []Alert
 	applies                 []bool
 	repeat                  []time.Duration // per rule: how often to repeat a firing alert
@@ -219,9 +223,11 @@ func newEngine(rules []*Rule, opts Options) *Engine {
 		c := &e.layout[i]
 		c.when = e.windowSlots(r.When)
 		c.whenTrends = slots(&e.trends, r.When.Trends())
+		c.whenCounts = countSlots(&e.counts, r.When.Counts())
 		if r.ClearWhen != nil {
 			c.clear = e.windowSlots(r.ClearWhen)
 			c.clearTrends = slots(&e.trends, r.ClearWhen.Trends())
+			c.clearCounts = countSlots(&e.counts, r.ClearWhen.Counts())
 		}
 		c.trend, c.history = -1, -1
 		if m := r.When.ValueMetric(); m != MetricXID && !m.Observed() && m.Dimension().Base != Count {
@@ -266,6 +272,18 @@ func slots(keys *[]windowKey, specs []WindowSpec) []int {
 	return out
 }
 
+// countSlots returns the slots in specs of the counts, adding them.
+func countSlots(specs *[]CountSpec, counts []CountSpec) []int {
+	out := make([]int, len(counts))
+	for i, c := range counts {
+		out[i] = slices.IndexFunc(*specs, func(o CountSpec) bool { return o.Span == c.Span && o.Test() == c.Test() })
+		if out[i] < 0 {
+			*specs, out[i] = append(*specs, c), len(*specs)
+		}
+	}
+	return out
+}
+
 // slot returns the index of k in keys, adding it if needed.
 func slot[K comparable](keys *[]K, k K) int {
 	if i := slices.Index(*keys, k); i >= 0 {
@@ -285,7 +303,7 @@ func (e *Engine) state(host, key string, d *gpu.Device) *gpuState {
 		gs = e.byIdx[d.Index]
 	}
 	if gs == nil {
-		gs = e.newState(e.newWindow, func(k windowKey) *Trend { return NewTrendScales(k.span, k.longest) })
+		gs = e.newState(e.newWindow, func(k windowKey) *Trend { return NewTrendScales(k.span, k.longest) }, nil)
 		gs.key = key
 		if key != "" {
 			e.gpus[key] = gs
@@ -315,20 +333,29 @@ func (e *Engine) refresh(gs *gpuState, host string, d *gpu.Device) {
 }
 
 // newWindow makes the empty window of slot i, which keeps the statistics
-// the rules read of it.
-func (e *Engine) newWindow(i int) *Window { return newWindowOf(e.specs[i].span, e.stats[i]) }
+// the rules read of it; a counter's keeps counting across a reset of the
+// counter.
+func (e *Engine) newWindow(i int) *Window {
+	w := newWindowOf(e.specs[i].span, e.stats[i])
+	w.counter = e.specs[i].metric.IsCounter()
+	return w
+}
 
-// newState makes a GPU's state, taking the window of each slot from window
-// and each trend from trend.
-func (e *Engine) newState(window func(slot int) *Window, trend func(windowKey) *Trend) *gpuState {
+// newState makes a GPU's state, taking the window of each slot from
+// window, each trend from trend and each count from count (a new one when
+// count is nil or gives nil).
+func (e *Engine) newState(window func(slot int) *Window, trend func(windowKey) *Trend, count func(CountSpec) *EventCount) *gpuState {
 	gs := &gpuState{
 		stale:       true,
 		windows:     make([]*Window, len(e.specs)),
 		trends:      make([]*Trend, len(e.trends)),
+		counts:      make([]*EventCount, len(e.counts)),
 		when:        make([][]*Window, len(e.rules)),
 		clear:       make([][]*Window, len(e.rules)),
 		whenTrends:  make([][]*Trend, len(e.rules)),
 		clearTrends: make([][]*Trend, len(e.rules)),
+		whenCounts:  make([][]*EventCount, len(e.rules)),
+		clearCounts: make([][]*EventCount, len(e.rules)),
 		alerts:      make([]Alert, len(e.rules)),
 		applies:     make([]bool, len(e.rules)),
 		repeat:      make([]time.Duration, len(e.rules)),
@@ -340,9 +367,18 @@ func (e *Engine) newState(window func(slot int) *Window, trend func(windowKey) *
 	for i, k := range e.trends {
 		gs.trends[i] = trend(k)
 	}
+	for i, c := range e.counts {
+		if count != nil {
+			gs.counts[i] = count(c)
+		}
+		if gs.counts[i] == nil {
+			gs.counts[i] = NewEventCount(c.Span)
+		}
+	}
 	for j, c := range e.layout {
 		gs.when[j], gs.clear[j] = pick(gs.windows, c.when), pick(gs.windows, c.clear)
 		gs.whenTrends[j], gs.clearTrends[j] = pick(gs.trends, c.whenTrends), pick(gs.trends, c.clearTrends)
+		gs.whenCounts[j], gs.clearCounts[j] = pick(gs.counts, c.whenCounts), pick(gs.counts, c.clearCounts)
 	}
 	return gs
 }
@@ -428,7 +464,23 @@ func (e *Engine) warmDevice(s *gpu.Snapshot, d *gpu.Device, gs *gpuState) {
 	e.place(gs, s.Host)
 	e.observe(s.Time, d, gs)
 	e.feed(s.Time, d, gs)
+	e.countXIDs(s, d.Index, gs)
 	gs.last, gs.device = s.Time, *d
+}
+
+// countXIDs gathers the XID codes the snapshot reports for the GPU at
+// index into e.xids and feeds the GPU's counts with those that pass each
+// count's test.
+func (e *Engine) countXIDs(s *gpu.Snapshot, index int, gs *gpuState) {
+	e.xids = e.xids[:0]
+	for i := range s.Events {
+		if ev := &s.Events[i]; ev.Kind == gpu.EventXID && ev.GPU == index {
+			e.xids = append(e.xids, ev.XID)
+		}
+	}
+	for i, c := range gs.counts {
+		c.Add(s.Time, e.counts[i].Matches(e.xids))
+	}
 }
 
 // observe follows who holds the GPU; a trend is the growth of one job, so
@@ -500,19 +552,14 @@ func (e *Engine) evalDevice(s *gpu.Snapshot, d *gpu.Device, gs *gpuState, procs 
 		e.resolveOrphans(s, d, gs, procs)
 	}
 	e.feed(s.Time, d, gs)
-	e.xids = e.xids[:0]
-	for i := range s.Events {
-		if ev := &s.Events[i]; ev.Kind == gpu.EventXID && ev.GPU == d.Index {
-			e.xids = append(e.xids, ev.XID)
-		}
-	}
+	e.countXIDs(s, d.Index, gs)
 	ctx := &e.ctx
 	ctx.Device, ctx.XIDs = d, e.xids
 	for j, r := range e.rules {
 		if !gs.applies[j] {
 			continue
 		}
-		ctx.Windows, ctx.Trends = gs.when[j], gs.whenTrends[j]
+		ctx.Windows, ctx.Trends, ctx.Counts = gs.when[j], gs.whenTrends[j], gs.whenCounts[j]
 		when, why := r.When.Decide(ctx)
 		a := &gs.alerts[j]
 		if when == TruthTrue {
@@ -522,7 +569,7 @@ func (e *Engine) evalDevice(s *gpu.Snapshot, d *gpu.Device, gs *gpuState, procs 
 		}
 		clear, clearWhy := TruthUnknown, -1
 		if r.ClearWhen != nil && a.State != StateInactive {
-			ctx.Windows, ctx.Trends = gs.clear[j], gs.clearTrends[j]
+			ctx.Windows, ctx.Trends, ctx.Counts = gs.clear[j], gs.clearTrends[j], gs.clearCounts[j]
 			clear, clearWhy = r.ClearWhen.Decide(ctx)
 		}
 		switch change := a.Step(s.Time, when, clear, r.Timing); {
@@ -532,7 +579,7 @@ func (e *Engine) evalDevice(s *gpu.Snapshot, d *gpu.Device, gs *gpuState, procs 
 		case change == Resolved:
 			// What resolved it: clear_when holding, or when not holding.
 			if r.ClearWhen == nil || clear != TruthTrue {
-				ctx.Windows, ctx.Trends = gs.when[j], gs.whenTrends[j]
+				ctx.Windows, ctx.Trends, ctx.Counts = gs.when[j], gs.whenTrends[j], gs.whenCounts[j]
 				e.emitResolve(s, d, gs, j, procs, r.When, why)
 			} else {
 				e.emitResolve(s, d, gs, j, procs, r.ClearWhen, clearWhy)
@@ -583,7 +630,7 @@ func (e *Engine) emit(s *gpu.Snapshot, d *gpu.Device, gs *gpuState, j int, procs
 	t.Value, t.ValueAt, t.ValueExpr = a.Value, a.ValueAt, r.When.Expr(a.ValueOf)
 	t.ValueText = r.When.FormatValue(a.ValueOf, a.Value)
 	ctx := &e.ctx
-	ctx.Windows, ctx.Trends = gs.when[j], gs.whenTrends[j]
+	ctx.Windows, ctx.Trends, ctx.Counts = gs.when[j], gs.whenTrends[j], gs.whenCounts[j]
 	now := a.Value
 	if !a.ValueAt.Equal(s.Time) {
 		now = r.When.ValueOf(ctx, a.ValueOf)
@@ -775,6 +822,11 @@ func (e *Engine) Inherit(old *Engine) {
 				return ogs.trends[i]
 			}
 			return NewTrendScales(k.span, k.longest)
+		}, func(c CountSpec) *EventCount {
+			if i := slices.IndexFunc(old.counts, func(o CountSpec) bool { return o.Span == c.Span && o.Test() == c.Test() }); i >= 0 {
+				return ogs.counts[i]
+			}
+			return nil
 		})
 		gs.index, gs.key, gs.process, gs.seen = ogs.index, ogs.key, ogs.process, ogs.seen
 		for i, m := range e.histories {

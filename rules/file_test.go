@@ -61,8 +61,8 @@ var ruleFileFailures = map[string][]string{
 		`5:40: when: unit "MiB" is a size but slope(memory.used, 10m) is bytes per second; use a rate such as MiB/s, MiB/min or GiB/h`,
 	},
 	"unknown_metric.bad.yaml": {
-		`3:11: when: unknown metric "memory.usd" (did you mean "memory.used"?); metrics are memory.used, memory.free, memory.total, memory.used_percent, memory.held, utilization.gpu, utilization.memory, temperature, power, power.percent, process.memory, process.count, process.jobs, oom_exits, xid, held_for, missing_for`,
-		`5:11: when: unknown function "mean" (did you mean "min"?); functions are avg, min, max, slope, time_to_full, trend`,
+		`3:11: when: unknown metric "memory.usd" (did you mean "memory.used"?); metrics are memory.used, memory.free, memory.total, memory.used_percent, memory.held, utilization.gpu, utilization.memory, temperature, power, power.percent, process.memory, process.count, process.jobs, oom_exits, xid, held_for, missing_for, xid.fault, xid.action and the health readings ecc.*, retired_pages.*, row_remap.*, recovery_action, throttle.*, pcie.*, nvlink.*, fan.*, clocks.* (docs/rules.md lists them)`,
+		`5:11: when: unknown function "mean" (did you mean "min"?); functions are avg, min, max, slope, time_to_full, trend, rate, active, count`,
 	},
 	"bad_duration.bad.yaml": {
 		`4:10: rules[0].for: "5 minutes" is not a duration: write it like 30s, 5m, 1h30m or 2d`,
@@ -81,9 +81,9 @@ var ruleFileFailures = map[string][]string{
 		`9:7: label name "9lives" must be letters, digits and '_', not starting with a digit`,
 	},
 	"template_parse.bad.yaml": {
-		`4:14: summary: function "is" not defined; the helpers are bytes, percent and duration`,
+		`4:14: summary: function "is" not defined; the helpers are bytes, percent, duration and xid`,
 		`7:14: summary: unclosed action`,
-		`10:18: description: function "celsius" not defined; the helpers are bytes, percent and duration`,
+		`10:18: description: function "celsius" not defined; the helpers are bytes, percent, duration and xid`,
 		`13:14: summary: {{range 1000000000}} does not range over the alert's data; range over .Processes or .Labels`,
 	},
 	"template_field.bad.yaml": {

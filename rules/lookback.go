@@ -27,8 +27,9 @@ type MetricLookback struct {
 
 // Lookbacks says, metric by metric, what of the past Warm must be fed for
 // the engine to judge at its first Eval as one that has run all along:
-// every sample of a window's span, of a trend's shortest scale and of the
-// half hour of history a transition carries; of a trend's longer scales,
+// every sample of a window's span (a health reading's active() and
+// rate() among them), of a count's span of XIDs, of a trend's shortest
+// scale and of the half hour of history a transition carries; of a trend's longer scales,
 // a sample every quarter of the second scale's slice. Following who holds
 // each GPU (held_for, and the trends that start afresh with a job) reads
 // memory.used and process.count wherever anything is read: each span and
@@ -45,6 +46,11 @@ func (e *Engine) Lookbacks() []MetricLookback {
 	}
 	for _, k := range e.specs {
 		add(k.metric, k.span, 0)
+	}
+	// A count of XIDs reads the XID events of its span (xid.fault and
+	// xid.action are what the catalogue says of their codes).
+	for _, c := range e.counts {
+		add(MetricXID, c.Span, 0)
 	}
 	for _, m := range e.histories {
 		add(m, historySteps*time.Minute, 0)

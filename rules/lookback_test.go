@@ -32,7 +32,7 @@ func TestLookback(t *testing.T) {
 	}
 }
 
-// TestLookbacks: every sample of windows, of a trend's shortest scale
+// TestLookbacks: every sample of windows and counts, of a trend's shortest scale
 // and of the half hour of history; of a trend's longer scales, a sample
 // every quarter of the second scale's slice; memory.used and
 // process.count (who holds the GPU) wherever anything is read.
@@ -49,6 +49,13 @@ func TestLookbacks(t *testing.T) {
 			l(MetricMemoryUsed, 2*time.Hour, 0), l(MetricUtilizationGPU, 2*time.Hour, 0), l(MetricProcessCount, 2*time.Hour, 0)}},
 		{"a reading", "temperature > 85", []MetricLookback{
 			l(MetricMemoryUsed, 30*time.Minute, 0), l(MetricTemperature, 30*time.Minute, 0), l(MetricProcessCount, 30*time.Minute, 0)}},
+		// A count of XIDs reads the XID events of its span.
+		{"a count of XIDs", `count(xid.fault == "application", 10m) >= 3`, []MetricLookback{
+			l(MetricMemoryUsed, 10*time.Minute, 0), l(MetricProcessCount, 10*time.Minute, 0), l(MetricXID, 10*time.Minute, 0)}},
+		{"how long a flag held", "active(throttle.hw_slowdown, 5m) >= 4m", []MetricLookback{
+			l(MetricMemoryUsed, 5*time.Minute, 0), l(MetricProcessCount, 5*time.Minute, 0), l(MetricThrottleHWSlowdown, 5*time.Minute, 0)}},
+		{"a counter's rate", "rate(nvlink.crc_errors, 5m) > 10/min", []MetricLookback{
+			l(MetricMemoryUsed, 5*time.Minute, 0), l(MetricProcessCount, 5*time.Minute, 0), l(MetricNVLinkCRCErrors, 5*time.Minute, 0)}},
 		// 40m to 320m: the 80m scale's slices are 6m40s.
 		{"a trend over several time scales", "time_to_full(memory.used, 40m, 6h) < 1h", []MetricLookback{
 			l(MetricMemoryUsed, 40*time.Minute, 0), l(MetricMemoryUsed, 320*time.Minute, 100*time.Second),

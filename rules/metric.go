@@ -29,6 +29,44 @@ const (
 	MetricXID                                 // xid, the XID codes of this snapshot's events
 	MetricHeldFor                             // held_for, seconds the GPU has been held by its job
 	MetricMissingFor                          // missing_for, seconds since the GPU last reported
+	MetricXIDFault                            // xid.fault, who is at fault for this snapshot's XID errors
+	MetricXIDAction                           // xid.action, what to do about them
+
+	// The health readings (see health.go): counters, flags, states.
+	MetricECCCorrectedVolatile    // ecc.corrected.volatile
+	MetricECCUncorrectedVolatile  // ecc.uncorrected.volatile
+	MetricECCCorrectedAggregate   // ecc.corrected.aggregate
+	MetricECCUncorrectedAggregate // ecc.uncorrected.aggregate
+	MetricRetiredPagesSBE         // retired_pages.sbe
+	MetricRetiredPagesDBE         // retired_pages.dbe
+	MetricRetiredPagesPending     // retired_pages.pending
+	MetricRowRemapCorrectable     // row_remap.correctable
+	MetricRowRemapUncorrectable   // row_remap.uncorrectable
+	MetricRowRemapPending         // row_remap.pending
+	MetricRowRemapFailed          // row_remap.failed
+	MetricRecoveryAction          // recovery_action
+	MetricThrottleHWSlowdown      // throttle.hw_slowdown
+	MetricThrottleHWThermal       // throttle.hw_thermal
+	MetricThrottleHWPowerBrake    // throttle.hw_power_brake
+	MetricThrottleSWThermal       // throttle.sw_thermal
+	MetricThrottleSWPowerCap      // throttle.sw_power_cap
+	MetricPCIeLinkGen             // pcie.link.gen
+	MetricPCIeLinkGenMax          // pcie.link.gen_max
+	MetricPCIeLinkGenBelowMax     // pcie.link.gen_below_max
+	MetricPCIeLinkWidth           // pcie.link.width
+	MetricPCIeLinkWidthMax        // pcie.link.width_max
+	MetricPCIeLinkWidthBelowMax   // pcie.link.width_below_max
+	MetricPCIeReplays             // pcie.replays
+	MetricNVLinkCRCErrors         // nvlink.crc_errors
+	MetricNVLinkReplayErrors      // nvlink.replay_errors
+	MetricNVLinkRecoveryErrors    // nvlink.recovery_errors
+	MetricNVLinkLinks             // nvlink.links
+	MetricNVLinkLinksDown         // nvlink.links_down
+	MetricFanSpeed                // fan.speed
+	MetricClockSM                 // clocks.sm
+	MetricClockSMMax              // clocks.sm_max
+	MetricClockMemory             // clocks.memory
+	MetricClockMemoryMax          // clocks.memory_max
 
 	metricEnd // one past the last metric
 )
@@ -80,6 +118,13 @@ func (m Metric) String() string {
 		return "memory.held"
 	case MetricOOMExits:
 		return "oom_exits"
+	case MetricXIDFault:
+		return "xid.fault"
+	case MetricXIDAction:
+		return "xid.action"
+	}
+	if h, ok := healthMetricOf(m); ok {
+		return h.name
 	}
 	return "unknown"
 }
@@ -108,6 +153,10 @@ func (m Metric) Observed() bool {
 	return false
 }
 
+// IsEvent reports whether the metric is about the snapshot's XID events
+// (xid, xid.fault, xid.action) rather than a reading of the GPU.
+func (m Metric) IsEvent() bool { return m == MetricXID || m == MetricXIDFault || m == MetricXIDAction }
+
 // Dimension returns what the metric measures, which decides the units a
 // condition may compare it with.
 func (m Metric) Dimension() Dimension {
@@ -123,17 +172,21 @@ func (m Metric) Dimension() Dimension {
 	case MetricHeldFor, MetricMissingFor:
 		return Dimension{Base: Seconds}
 	}
+	if h, ok := healthMetricOf(m); ok {
+		return Dimension{Base: h.dim}
+	}
 	return Dimension{Base: Count}
 }
 
 // Value reads the metric from d. It is NaN when d does not know the reading:
 // memory metrics when d.MemTotal is 0 (but memory.used, when the source
 // knows it without the total: see gpu.Device.MemUsedKnown), power.percent without a power limit,
-// and always for xid, whose values come from the snapshot's events (see
-// EvalContext.XIDs), and the metrics the engine keeps (Observed: see
-// EvalContext). process.memory is the largest process's memory, 0 when
-// the GPU runs no process; process.jobs counts the jobs whose processes
-// hold memory (gpu.CountJobs).
+// and always for xid, xid.fault and xid.action, whose values come from the
+// snapshot's events (see EvalContext.XIDs), and the metrics the engine
+// keeps (Observed: see EvalContext). A health reading is NaN when the GPU
+// or the source does not give it. process.memory is the largest process's
+// memory, 0 when the GPU runs no process; process.jobs counts the jobs
+// whose processes hold memory (gpu.CountJobs).
 func (m Metric) Value(d *gpu.Device) float64 {
 	if d == nil {
 		return math.NaN()
@@ -173,6 +226,9 @@ func (m Metric) Value(d *gpu.Device) float64 {
 		return float64(len(d.Processes))
 	case MetricProcessJobs:
 		return float64(gpu.CountJobs(d.Processes))
+	}
+	if h, ok := healthMetricOf(m); ok {
+		return h.value(&d.Health)
 	}
 	return math.NaN()
 }

@@ -11,7 +11,8 @@ import (
 type BaseDim int
 
 // The base dimensions. A bare number in a condition is in the base unit of
-// its dimension: bytes, percent, degrees Celsius, watts, a count or seconds.
+// its dimension: bytes, percent, degrees Celsius, watts, a count, seconds
+// or hertz.
 const (
 	Bytes BaseDim = iota + 1
 	Percent
@@ -19,6 +20,7 @@ const (
 	Watts
 	Count
 	Seconds
+	Hertz
 )
 
 // Dimension is what a value measures: a base dimension, or its rate of
@@ -45,6 +47,8 @@ func (d Dimension) String() string {
 		s = "a count"
 	case Seconds:
 		s = "seconds"
+	case Hertz:
+		s = "hertz"
 	default:
 		s = "unknown"
 	}
@@ -56,8 +60,8 @@ func (d Dimension) String() string {
 
 // Format writes v, a value of dimension d in its base unit, as people read
 // it: "19.5 GiB", "97.3%", "86 C", "312 W", rates per minute such as
-// "328 MiB/min", and seconds as a duration such as "23m10s" ("never" for
-// +Inf). NaN is "n/a".
+// "328 MiB/min", seconds as a duration such as "23m10s" ("never" for
+// +Inf), and clocks in MHz ("1980 MHz"). NaN is "n/a".
 func (d Dimension) Format(v float64) string {
 	if math.IsNaN(v) {
 		return "n/a"
@@ -79,6 +83,8 @@ func (d Dimension) Format(v float64) string {
 		return formatNumber(v) + " W"
 	case Seconds:
 		return formatSeconds(v)
+	case Hertz:
+		return formatNumber(v/1e6) + " MHz"
 	}
 	return formatNumber(v)
 }
@@ -111,6 +117,9 @@ func (d Dimension) precise(v float64) string {
 		return number(4) + " W"
 	case Seconds:
 		return number(3) + "s"
+	case Hertz:
+		v /= 1e6
+		return number(6) + " MHz"
 	}
 	return number(4)
 }
@@ -232,6 +241,14 @@ func plainUnit(s string) (unit, bool) {
 		return unit{dim: Dimension{Base: Celsius}, factor: 1}, true
 	case "W":
 		return unit{dim: Dimension{Base: Watts}, factor: 1}, true
+	case "Hz":
+		return unit{dim: Dimension{Base: Hertz}, factor: 1}, true
+	case "kHz":
+		return unit{dim: Dimension{Base: Hertz}, factor: 1e3}, true
+	case "MHz":
+		return unit{dim: Dimension{Base: Hertz}, factor: 1e6}, true
+	case "GHz":
+		return unit{dim: Dimension{Base: Hertz}, factor: 1e9}, true
 	}
 	return unit{}, false
 }
@@ -280,7 +297,7 @@ func timeUnit(s string) (float64, bool) {
 }
 
 // allUnits lists the unit spellings, for suggestions on a misspelt unit.
-const allUnits = "% B KiB MiB GiB TiB KB MB GB TB C W ms s m min h d"
+const allUnits = "% B KiB MiB GiB TiB KB MB GB TB C W Hz kHz MHz GHz ms s m min h d"
 
 // suggestUnit returns the unit s probably meant, ignoring case, or "".
 func suggestUnit(s string) string {
@@ -326,6 +343,8 @@ func unitNoun(d Dimension) string {
 		return "a power"
 	case Seconds:
 		return "a duration"
+	case Hertz:
+		return "a frequency"
 	}
 	return "a count"
 }
@@ -356,6 +375,8 @@ func unitHint(d Dimension) string {
 		return "use W"
 	case Seconds:
 		return "use ms, s, m, h or d"
+	case Hertz:
+		return "use MHz or GHz"
 	}
 	return "use a plain number"
 }

@@ -79,12 +79,44 @@ type expectedYAML struct {
 	GPU   int    `yaml:"gpu"`
 }
 
-// inputMetrics are the readings a test series may set.
+// inputMetrics are the readings a test series may set, beside the health
+// readings (inputMetric).
 var inputMetrics = map[string]Dimension{
 	"memory.used": {Base: Bytes}, "memory.total": {Base: Bytes}, "memory.reserved": {Base: Bytes}, "process.memory": {Base: Bytes},
 	"utilization.gpu": {Base: Percent}, "utilization.memory": {Base: Percent},
 	"temperature": {Base: Celsius}, "power": {Base: Watts}, "power.limit": {Base: Watts},
 	"xid": {Base: Count},
+}
+
+// inputMetric returns the dimension of the values of a test series of
+// the named reading: one of inputMetrics, or a health reading a GPU
+// gives (ecc.uncorrected.volatile, throttle.hw_power_brake as 1 or 0,
+// recovery_action by its number, clocks.sm in MHz or GHz, …).
+func inputMetric(name string) (Dimension, bool) {
+	if dim, ok := inputMetrics[name]; ok {
+		return dim, true
+	}
+	if m, ok := lookupMetric(name); ok {
+		if h, ok := healthMetricOf(m); ok && h.belowMax == 0 {
+			return Dimension{Base: h.dim}, true
+		}
+	}
+	return Dimension{}, false
+}
+
+// inputMetricNames lists the names inputMetric takes, sorted.
+func inputMetricNames() []string {
+	names := make([]string, 0, len(inputMetrics)+int(metricEnd))
+	for n := range inputMetrics {
+		names = append(names, n)
+	}
+	for _, m := range Metrics() {
+		if _, ok := inputMetric(m.String()); ok && !slices.Contains(names, m.String()) {
+			names = append(names, m.String())
+		}
+	}
+	slices.Sort(names)
+	return names
 }
 
 // TestResult is the outcome of one test case.
@@ -244,13 +276,9 @@ func parseInputs(file string, in []seriesYAML) ([]inputSeries, strictyaml.Errors
 	var out []inputSeries
 	var errs strictyaml.Errors
 	for _, s := range in {
-		dim, ok := inputMetrics[s.Metric]
+		dim, ok := inputMetric(s.Metric)
 		if !ok {
-			names := make([]string, 0, len(inputMetrics))
-			for n := range inputMetrics {
-				names = append(names, n)
-			}
-			slices.Sort(names)
+			names := inputMetricNames()
 			errs = append(errs, &strictyaml.Error{File: file, Pos: s.Pos, Msg: fmt.Sprintf(
 				"input metric %q is not one of %s%s", s.Metric, strings.Join(names, ", "), strictyaml.Suggest(s.Metric, names))})
 			continue
@@ -515,6 +543,12 @@ func testSnapshot(at time.Time, gpus []gpu.Device, input []inputSeries, i int) *
 		case "xid":
 			if !math.IsNaN(v) {
 				s.Events = append(s.Events, gpu.Event{Time: at, Kind: gpu.EventXID, GPU: d.Index, UUID: d.UUID, XID: uint64(v)})
+			}
+		default:
+			if m, ok := lookupMetric(ser.metric); ok {
+				if h, ok := healthMetricOf(m); ok {
+					h.set(&d.Health, v)
+				}
 			}
 		}
 	}

@@ -57,13 +57,26 @@ func templateData(t *Transition, r *Rule, d *gpu.Device) TemplateData {
 }
 
 // templateFuncs are the helpers a template may call:
-// bytes (19.5 GiB), percent (97.3%) and duration (23m10s).
+// bytes (19.5 GiB), percent (97.3%), duration (23m10s) and xid (what an XID
+// code means and what to do: "XID 79: the GPU has fallen off the bus —
+// reset the GPU or reboot the node").
 func templateFuncs() template.FuncMap {
 	return template.FuncMap{
 		"bytes":    func(v any) string { return Dimension{Base: Bytes}.Format(toFloat(v)) },
 		"percent":  func(v any) string { return Dimension{Base: Percent}.Format(toFloat(v)) },
 		"duration": formatDuration,
+		"xid":      formatXID,
 	}
+}
+
+// formatXID says what XID code v means and what to do about it.
+func formatXID(v any) string {
+	f := toFloat(v)
+	if !(f >= 0 && f <= math.MaxUint32) || f != math.Trunc(f) {
+		return "XID " + formatNumber(f)
+	}
+	x, _ := gpu.LookupXID(uint64(f))
+	return x.Text()
 }
 
 func formatDuration(v any) string {
@@ -176,7 +189,7 @@ func cleanTemplateError(err error) error {
 		}
 	}
 	if strings.HasPrefix(msg, "function ") && strings.HasSuffix(msg, " not defined") {
-		msg += "; the helpers are bytes, percent and duration"
+		msg += "; the helpers are bytes, percent, duration and xid"
 	}
 	if _, tail, ok := strings.Cut(msg, "can't evaluate field "); ok {
 		if name, typ, ok := strings.Cut(tail, " in type "); ok {

@@ -68,6 +68,15 @@ type Window struct {
 	sxx, sxy float64
 	updates  int     // incremental updates since the last rebuild
 	peak     float64 // largest range of the values since the last rebuild
+
+	// A counter window (NewCounterWindow) stores each value plus offset,
+	// the sum of the values the counter had before each reset, so that a
+	// reset is a restart from 0, not a fall. last is the latest value as
+	// added.
+	counter bool
+	offset  float64
+	last    float64
+	hasLast bool
 }
 
 // windowStats is a set of the statistics a Window keeps up to date as
@@ -127,6 +136,16 @@ func (w *Window) build(stats windowStats) {
 	}
 }
 
+// NewCounterWindow returns an empty window of a counter, for Rate: a value
+// below the one before means the counter was reset (the driver reloaded,
+// the GPU was reset) and counts up from 0 again, as Prometheus's rate()
+// takes it.
+func NewCounterWindow(span time.Duration) *Window {
+	w := NewWindow(span)
+	w.counter = true
+	return w
+}
+
 // Span returns the window's length.
 func (w *Window) Span() time.Duration { return time.Duration(w.span) }
 
@@ -142,6 +161,13 @@ func (w *Window) Add(t time.Time, v float64) {
 	w.now, w.hasNow = ts, true
 	w.evict(ts)
 	if !math.IsNaN(v) && !math.IsInf(v, 0) {
+		if w.counter {
+			if w.hasLast && v < w.last {
+				w.offset += w.last
+			}
+			w.last, w.hasLast = v, true
+			v += w.offset
+		}
 		w.store(ts, v)
 	}
 	if w.keeps&statSums == 0 || w.samples.len() < 2 {
@@ -341,6 +367,18 @@ func (w *Window) Slope() float64 {
 	return w.sxy / w.sxx
 }
 
+// Rate returns how fast a counter rose over the window, per second: its
+// increase from the oldest sample to the newest over the time between
+// them (resets counted as restarts, for a counter window). NaN when
+// !Ready.
+func (w *Window) Rate() float64 {
+	if !w.Ready() {
+		return math.NaN()
+	}
+	first, last := w.samples.front(), w.samples.back()
+	return (last.v - first.v) / (float64(last.t-first.t) / 1e9)
+}
+
 // Predict returns the value of the regression line at t (before, inside or
 // after the window), or NaN when !Ready. Prometheus predict_linear(m[W], d)
 // is Predict(now+d). The time until the line reaches a limit L is
@@ -372,6 +410,7 @@ func (w *Window) Reset() {
 	w.minq.clear()
 	w.maxq.clear()
 	w.now, w.hasNow = 0, false
+	w.offset, w.last, w.hasLast = 0, 0, false
 	w.rebuild()
 }
 

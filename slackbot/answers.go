@@ -57,6 +57,8 @@ func (a *App) answer(ctx context.Context, cmd Command, perr error, by asker) *re
 		return a.alerts(cmd.Host)
 	case CmdFree:
 		return a.free(cmd.Host)
+	case CmdHealth:
+		return a.health(cmd.Host)
 	case CmdHistory:
 		return a.history(ctx, cmd, by)
 	case CmdSilence:
@@ -529,6 +531,7 @@ func orSomeone(by string) string {
 var commandHelp = []struct{ verb, usage, about string }{
 	{"status", "`/gpu` or `/gpu status`", "every GPU's memory, utilization, temperature, power, top process and alerts; in a fleet, one line per host (GPUs busy, idle-held, free, alerts), and `/gpu status &lt;host&gt;` shows one host's GPUs"},
 	{"free", "`/gpu free [host]`", "the GPUs no one holds now (no process, under 1 GiB in use), with model and free memory"},
+	{"health", "`/gpu health [host]`", "every GPU's health in one word (ok, degraded, needs reset, needs service) and why: ECC errors, row remapping, hardware slowdowns, PCIe and NVLink, recent XIDs by what they mean"},
 	{"top", "`/gpu top [host]`", "processes by GPU memory, with user, command and container"},
 	{"alerts", "`/gpu alerts [host]`", "firing, silenced and pending alerts, since when, who acknowledged or silenced them"},
 	{"history", "`/gpu history [host] [gpu] [window]`", "a chart of memory, utilization and temperature of one GPU, or of every GPU of a host (window 6h by default, up to 24h; the host is needed in a fleet); posted in a direct message with gpuwatch or, with `public`, in the channel, else as sparklines"},

@@ -43,6 +43,9 @@ type Backend interface {
 	Digest(window time.Duration) (title string, blocks []byte, err error)
 	// Now is the wall clock (silences start now; "since" durations).
 	Now() time.Time
+	// Verdict is the health of GPU d of host (one of Snapshots'): its
+	// condition and why, from its readings and its recent XID errors.
+	Verdict(host string, d *gpu.Device) gpu.Verdict
 }
 
 // ActiveAlert is a pending or firing alert, as /gpu alerts shows it.

@@ -54,6 +54,7 @@ const (
 	CmdUnsilence
 	CmdDigest
 	CmdFree
+	CmdHealth
 	CmdMine
 	CmdMuteMe
 	CmdDigestChoice
@@ -80,6 +81,8 @@ func (k CommandKind) String() string {
 		return "digest"
 	case CmdFree:
 		return "free"
+	case CmdHealth:
+		return "health"
 	case CmdMine:
 		return "mine"
 	case CmdMuteMe:
@@ -172,6 +175,9 @@ func ParseCommand(text string) (Command, error) {
 		c.Host, err = optionalHost(verb, args)
 	case "free":
 		c.Kind = CmdFree
+		c.Host, err = optionalHost(verb, args)
+	case "health":
+		c.Kind = CmdHealth
 		c.Host, err = optionalHost(verb, args)
 	case "silences":
 		c.Kind, err = CmdSilences, noArgs(verb, args)

@@ -161,6 +161,26 @@ func (f *fakeBackend) History(_ context.Context, q history.Query) ([]chart.GPUHi
 
 func (f *fakeBackend) Silences() []notifier.Silence { f.touch(); return f.silences }
 
+// Verdict judges a GPU from its readings and the XIDs of the backend's
+// recent events, as the daemon does.
+func (f *fakeBackend) Verdict(host string, d *gpu.Device) gpu.Verdict {
+	f.touch()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var recent []gpu.Event
+	for _, s := range append([]*gpu.Snapshot{f.snap}, f.others...) {
+		if s == nil || s.Host != host {
+			continue
+		}
+		for _, ev := range s.Events {
+			if ev.Kind == gpu.EventXID && ev.GPU == d.Index {
+				recent = append(recent, ev)
+			}
+		}
+	}
+	return gpu.Assess(d, recent)
+}
+
 func (f *fakeBackend) AddSilence(s notifier.Silence) (notifier.Silence, error) {
 	if f.writes != nil {
 		<-f.writes

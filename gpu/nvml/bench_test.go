@@ -9,8 +9,10 @@ import (
 	gonvml "github.com/NVIDIA/go-nvml/pkg/nvml"
 )
 
-// BenchmarkSample samples an 8-GPU mock with two processes per GPU. The
-// mock records every call, so part of the time and allocations are its own.
+// BenchmarkSample samples an 8-GPU mock with two processes per GPU, each
+// giving every health reading an H100 SXM gives (ECC, row remapping, clock
+// event reasons, PCIe, 18 NVLink links, clocks). The mock records every
+// call, so part of the time and allocations are its own.
 func BenchmarkSample(b *testing.B) {
 	var gpus []*fakeGPU
 	for i := range 8 {
@@ -24,6 +26,7 @@ func BenchmarkSample(b *testing.B) {
 				{Pid: uint32(1000 + i), UsedGpuMemory: 30 * gib},
 				{Pid: uint32(2000 + i), UsedGpuMemory: 10 * gib},
 			},
+			health: h100Health(),
 		})
 	}
 	h := newFakeHost(gpus...)

@@ -75,6 +75,9 @@ type device struct {
 	// were logged, so a broken reading logs once, not every sample.
 	unsupported field
 	warned      field
+
+	// health is how the GPU's health is read; nil until it is loaded.
+	health *deviceHealth
 }
 
 // result sorts the answer of one call: true when the value can be used,
@@ -156,6 +159,7 @@ func (d *device) read(log *slog.Logger, attr Attributor, out *gpu.Device) error 
 	} else if mw, ok := get(r, fieldLimitManagement, d.handle.GetPowerManagementLimit); ok {
 		out.PowerLimitW = milliwatts(mw)
 	}
+	d.readHealth(r, &out.Health)
 	var procs []gpu.Process
 	if !out.MIGEnabled {
 		procs = d.readProcesses(r)

@@ -2,11 +2,13 @@ package nvml
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"log/slog"
 	"math"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -44,6 +46,77 @@ type fakeGPU struct {
 	handleRet         gonvml.Return // DeviceGetHandleByIndex
 	migMode           int           // GetMigMode's current mode: 0, MIG disabled, as on most GPUs
 	migRet            gonvml.Return // ERROR_NOT_SUPPORTED for a GPU without MIG
+	// health answers the health calls; nil answers ERROR_NOT_SUPPORTED to
+	// every one, as a GPU and driver without them.
+	health *fakeHealth
+}
+
+// fakeHealth is what a mocked GPU answers to the health calls. A field
+// value not in fields answers ERROR_NOT_SUPPORTED; links are the NVLink
+// links' states (none: no NVLink).
+type fakeHealth struct {
+	fields                      map[uint32]fakeField
+	fieldsRet                   gonvml.Return // GetFieldValues as a whole
+	links                       []gonvml.EnableState
+	clockEvents                 uint64
+	clockEventsRet              gonvml.Return
+	fan                         uint32
+	fanRet                      gonvml.Return
+	smClock, memClock           uint32
+	smMax, memMax               uint32
+	clockRet                    gonvml.Return
+	pcieGen, pcieWidth          int
+	pcieGenMax, pcieWidthMax    int
+	pcieRet                     gonvml.Return
+	throttleReasonsOnly         bool // an old driver: GetCurrentClocksEventReasons is missing
+	throttleReasons             uint64
+	pcieMaxRet, clockMaxRet     gonvml.Return
+	fieldsAnswered, linkAnswers int // how many field values, and link states of them, were answered
+}
+
+// fakeField is one field value's answer.
+type fakeField struct {
+	v   uint64
+	ret gonvml.Return
+}
+
+// healthAnswer is the Return of a health call: ERROR_NOT_SUPPORTED without
+// health, else as answer.
+func (f *fakeGPU) healthAnswer(ret gonvml.Return) gonvml.Return {
+	if f.health == nil && !f.lost {
+		return gonvml.ERROR_NOT_SUPPORTED
+	}
+	return f.answer(ret)
+}
+
+// fieldValues fills values as NVML's GetFieldValues does.
+func (f *fakeGPU) fieldValues(values []gonvml.FieldValue) gonvml.Return {
+	if ret := f.healthAnswer(gonvml.SUCCESS); ret != gonvml.SUCCESS {
+		return ret
+	}
+	h := f.health
+	if h.fieldsRet != gonvml.SUCCESS {
+		return h.fieldsRet
+	}
+	for i := range values {
+		fv := &values[i]
+		fv.ValueType = uint32(gonvml.VALUE_TYPE_UNSIGNED_LONG_LONG)
+		ans, ok := h.fields[fv.FieldId]
+		switch {
+		case fv.FieldId == gonvml.FI_DEV_NVLINK_LINK_COUNT && len(h.links) > 0:
+			ans, ok = fakeField{v: uint64(len(h.links))}, true
+		case fv.FieldId == gonvml.FI_DEV_NVLINK_GET_STATE && int(fv.ScopeId) < len(h.links):
+			ans, ok = fakeField{v: uint64(h.links[fv.ScopeId])}, true
+			h.linkAnswers++
+		}
+		if !ok {
+			ans.ret = gonvml.ERROR_NOT_SUPPORTED
+		}
+		fv.NvmlReturn = uint32(ans.ret)
+		binary.NativeEndian.PutUint64(fv.Value[:], ans.v)
+		h.fieldsAnswered++
+	}
+	return gonvml.SUCCESS
 }
 
 // answer is the Return a call gets: ERROR_GPU_IS_LOST when lost, else ret.
@@ -86,7 +159,42 @@ func (f *fakeGPU) device() *mock.Device {
 		},
 		RegisterEventsFunc: func(uint64, gonvml.EventSet) gonvml.Return { return f.answer(f.registerRet) },
 		GetMigModeFunc:     func() (int, int, gonvml.Return) { return f.migMode, f.migMode, f.answer(f.migRet) },
+		GetFieldValuesFunc: f.fieldValues,
+		GetCurrentClocksEventReasonsFunc: func() (uint64, gonvml.Return) {
+			if f.health != nil && f.health.throttleReasonsOnly {
+				panic("GetCurrentClocksEventReasons called on a driver without it: NVML would abort the process")
+			}
+			return f.hv().clockEvents, f.healthAnswer(f.hv().clockEventsRet)
+		},
+		GetCurrentClocksThrottleReasonsFunc: func() (uint64, gonvml.Return) {
+			return f.hv().throttleReasons, f.healthAnswer(gonvml.SUCCESS)
+		},
+		GetFanSpeedFunc: func() (uint32, gonvml.Return) { return f.hv().fan, f.healthAnswer(f.hv().fanRet) },
+		GetClockInfoFunc: func(c gonvml.ClockType) (uint32, gonvml.Return) {
+			if c == gonvml.CLOCK_SM {
+				return f.hv().smClock, f.healthAnswer(f.hv().clockRet)
+			}
+			return f.hv().memClock, f.healthAnswer(f.hv().clockRet)
+		},
+		GetMaxClockInfoFunc: func(c gonvml.ClockType) (uint32, gonvml.Return) {
+			if c == gonvml.CLOCK_SM {
+				return f.hv().smMax, f.healthAnswer(f.hv().clockMaxRet)
+			}
+			return f.hv().memMax, f.healthAnswer(f.hv().clockMaxRet)
+		},
+		GetCurrPcieLinkGenerationFunc: func() (int, gonvml.Return) { return f.hv().pcieGen, f.healthAnswer(f.hv().pcieRet) },
+		GetCurrPcieLinkWidthFunc:      func() (int, gonvml.Return) { return f.hv().pcieWidth, f.healthAnswer(f.hv().pcieRet) },
+		GetMaxPcieLinkGenerationFunc:  func() (int, gonvml.Return) { return f.hv().pcieGenMax, f.healthAnswer(f.hv().pcieMaxRet) },
+		GetMaxPcieLinkWidthFunc:       func() (int, gonvml.Return) { return f.hv().pcieWidthMax, f.healthAnswer(f.hv().pcieMaxRet) },
 	}
+}
+
+// hv is the GPU's health answers; the zero ones without health.
+func (f *fakeGPU) hv() *fakeHealth {
+	if f.health == nil {
+		return &fakeHealth{}
+	}
+	return f.health
 }
 
 // fakeHost is a mocked NVML library with its GPUs and event queue.
@@ -136,6 +244,9 @@ func newFakeHost(gpus ...*fakeGPU) *fakeHost {
 		},
 		ExtensionsFunc: func() gonvml.ExtendedInterface {
 			return &mock.ExtendedInterface{LookupSymbolFunc: func(s string) error {
+				if s == "nvmlDeviceGetCurrentClocksEventReasons" && slices.ContainsFunc(h.gpus, func(g *fakeGPU) bool { return g.health != nil && g.health.throttleReasonsOnly }) {
+					return errors.New("undefined symbol: " + s)
+				}
 				if h.missing[s] {
 					return errors.New("undefined symbol: " + s)
 				}

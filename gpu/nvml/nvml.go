@@ -2,10 +2,14 @@
 // driver ships (libnvidia-ml.so), by way of github.com/NVIDIA/go-nvml.
 //
 // Open initialises NVML and caches what does not change (handles, UUIDs,
-// names, which memory call a GPU answers). Sample then reads every GPU once:
-// memory, utilization, temperature, power, the processes holding memory,
-// XID errors since the previous sample, and GPUs that were lost. A reading a
-// GPU does not provide is NaN, never zero.
+// names, which memory call a GPU answers, the PCIe link's and the clocks'
+// maxima, the NVLink links). Sample then reads every GPU once: memory,
+// utilization, temperature, power, the processes holding memory, its
+// health (ECC errors, retired pages and row remapping, the recovery
+// action, clock event reasons, PCIe and NVLink errors, fan and clocks: one
+// GetFieldValues and six calls), XID errors since the previous sample, and
+// GPUs that were lost. A reading a GPU does not provide is NaN or missing,
+// never zero, and a call it answers ERROR_NOT_SUPPORTED is not made again.
 //
 // go-nvml ends the process when a call other than Init is made after Init
 // failed, so a Sampler exists only after a successful Init, and no call is
@@ -54,6 +58,10 @@ type Sampler struct {
 	host string
 	attr Attributor
 	log  *slog.Logger
+
+	// throttleReasons: the driver lacks GetCurrentClocksEventReasons, so
+	// clock event reasons are read with GetCurrentClocksThrottleReasons.
+	throttleReasons bool
 
 	mu      sync.Mutex // serialises Sample and Close: no NVML call after Shutdown
 	closed  bool
@@ -110,6 +118,7 @@ func (s *Sampler) discover() error {
 	// Older drivers lack nvmlDeviceGetMemoryInfo_v2; calling a missing
 	// symbol aborts the process, so look it up once instead of trying.
 	memV2 := s.lib.Extensions().LookupSymbol("nvmlDeviceGetMemoryInfo_v2") == nil
+	s.throttleReasons = s.lib.Extensions().LookupSymbol("nvmlDeviceGetCurrentClocksEventReasons") != nil
 	s.devices = make([]*device, count)
 	for i := range s.devices {
 		d := &device{index: i}
@@ -141,6 +150,7 @@ func (s *Sampler) load(d *device) error {
 		name = ""
 	}
 	d.handle, d.uuid, d.name, d.ready = h, uuid, name, true
+	d.health = loadHealth(h, s.throttleReasons)
 	if s.events != nil {
 		s.events.register(d)
 	}

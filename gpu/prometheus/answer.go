@@ -50,6 +50,7 @@ type labelSet struct {
 	profileDCGM, parentUUID, migGI, migCI, profile string
 	namespace, pod, container                      string
 	xid, pid, user, command                        string
+	window                                         string // window_size_in_ms, of dcgm-exporter's XID count
 	// podLabels are the values of the pod labels the decoder reads
 	// (decoder.podNames), in their order: dcgm-exporter's
 	// (--kubernetes-enable-pod-labels), then gpuwatch's label_KEY.
@@ -100,6 +101,8 @@ func (ls *labelSet) field(key []byte) *string {
 		return &ls.container
 	case "xid":
 		return &ls.xid
+	case "window_size_in_ms":
+		return &ls.window
 	case "pid":
 		return &ls.pid
 	case "user":

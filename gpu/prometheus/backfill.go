@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/gpuwatch/gpuwatch/gpu"
+	"github.com/gpuwatch/gpuwatch/internal/healthseries"
 )
 
 // Reading is a part of a GPU's state whose past a backfill can read: the
@@ -29,29 +30,64 @@ const (
 	ReadingTemperature
 	// ReadingPower is the power drawn and its limit.
 	ReadingPower
+	// ReadingXIDs are the XID errors: the agents' counters,
+	// dcgm-exporter's last XID and its counts of XIDs within a window.
+	// Each step read is the events since the one before.
+	ReadingXIDs
+	// readingHealth is the first of the health readings (ReadingHealth).
+	readingHealth
 )
 
+// ReadingHealth is health reading r: the agents' series of it and
+// dcgm-exporter's of both its generations.
+func ReadingHealth(r gpu.HealthReading) Reading { return readingHealth + Reading(r) }
+
 // readings are the readings each series family carries; a family that is
-// not here (a GPU's info, its loss, its XID errors: events, not
-// readings) is not read into the past.
-var readings = map[string]Reading{
-	"gpuwatch_gpu_memory_used_bytes":        ReadingMemory,
-	"gpuwatch_gpu_memory_total_bytes":       ReadingMemory,
-	gwProcessMemory:                         ReadingHolders,
-	gwUserMemory:                            ReadingHolders,
-	"gpuwatch_gpu_utilization_ratio":        ReadingUtilization,
-	"gpuwatch_gpu_memory_utilization_ratio": ReadingMemoryUtilization,
-	"gpuwatch_gpu_temperature_celsius":      ReadingTemperature,
-	"gpuwatch_gpu_power_watts":              ReadingPower,
-	"gpuwatch_gpu_power_limit_watts":        ReadingPower,
-	"DCGM_FI_DEV_FB_USED":                   ReadingMemory,
-	"DCGM_FI_DEV_FB_FREE":                   ReadingMemory,
-	"DCGM_FI_DEV_FB_RESERVED":               ReadingMemory,
-	"DCGM_FI_DEV_GPU_UTIL":                  ReadingUtilization,
-	"DCGM_FI_DEV_MEM_COPY_UTIL":             ReadingMemoryUtilization,
-	"DCGM_FI_DEV_GPU_TEMP":                  ReadingTemperature,
-	"DCGM_FI_DEV_POWER_USAGE":               ReadingPower,
-	"DCGM_FI_DEV_POWER_MGMT_LIMIT":          ReadingPower,
+// not here (a GPU's info, its loss) is not read into the past.
+var readings = readingsOf()
+
+// readingsOf maps each series family to its reading: memory,
+// utilization, temperature and power under every schema's names, the
+// XIDs, and each health reading's series (package healthseries).
+func readingsOf() map[string]Reading {
+	m := map[string]Reading{
+		"gpuwatch_gpu_memory_used_bytes":                ReadingMemory,
+		"gpuwatch_gpu_memory_total_bytes":               ReadingMemory,
+		gwProcessMemory:                                 ReadingHolders,
+		gwUserMemory:                                    ReadingHolders,
+		"gpuwatch_gpu_utilization_ratio":                ReadingUtilization,
+		"gpuwatch_gpu_memory_utilization_ratio":         ReadingMemoryUtilization,
+		"gpuwatch_gpu_temperature_celsius":              ReadingTemperature,
+		"gpuwatch_gpu_power_watts":                      ReadingPower,
+		"gpuwatch_gpu_power_limit_watts":                ReadingPower,
+		"DCGM_FI_DEV_FB_USED":                           ReadingMemory,
+		"DCGM_FI_DEV_FB_FREE":                           ReadingMemory,
+		"DCGM_FI_DEV_FB_RESERVED":                       ReadingMemory,
+		"DCGM_FI_DEV_GPU_UTIL":                          ReadingUtilization,
+		"DCGM_FI_DEV_MEM_COPY_UTIL":                     ReadingMemoryUtilization,
+		"DCGM_FI_DEV_GPU_TEMP":                          ReadingTemperature,
+		"DCGM_FI_DEV_POWER_USAGE":                       ReadingPower,
+		"DCGM_FI_DEV_POWER_MGMT_LIMIT":                  ReadingPower,
+		dcgm49FBUsed:                                    ReadingMemory,
+		dcgm49FBFree:                                    ReadingMemory,
+		dcgm49FBReserved:                                ReadingMemory,
+		dcgm49FBCapacity:                                ReadingMemory,
+		"DCGM_FI_DEV_GPU_UTIL_RATIO":                    ReadingUtilization,
+		"DCGM_FI_DEV_GPU_TEMP_CELSIUS":                  ReadingTemperature,
+		"DCGM_FI_DEV_BOARD_POWER_WATTS":                 ReadingPower,
+		"DCGM_FI_DEV_BOARD_POWER_LIMIT_REQUESTED_WATTS": ReadingPower,
+		gwXID:        ReadingXIDs,
+		dcgmXID:      ReadingXIDs,
+		dcgm49XID:    ReadingXIDs,
+		dcgmXIDCount: ReadingXIDs,
+	}
+	for _, s := range healthseries.All() {
+		m[s.Name] = ReadingHealth(s.Reading)
+		for _, f := range s.DCGM {
+			m[f.Name] = ReadingHealth(s.Reading)
+		}
+	}
+	return m
 }
 
 // Need is a reading whose past a backfill reads: all of its last Span, a
@@ -86,11 +122,12 @@ func (p Past) Span() time.Duration {
 // time, not all of its window.
 const chunkSteps = 10
 
-// plan is how a backfill reads one family: its tiers, each a step and
-// how far back it applies, finest first.
+// plan is how a backfill reads one family, or a group of families read
+// together: its tiers, each a step and how far back it applies, finest
+// first.
 type plan struct {
-	family string
-	tiers  []Need
+	families []string
+	tiers    []Need
 }
 
 // stepAt is the family's step at d before the end: its finest tier that
@@ -107,32 +144,77 @@ func (p plan) stepAt(d time.Duration) time.Duration {
 // plans are how each family of the schema is read: each Need's step is a
 // whole number of intervals (an evaluation's time is on the interval's
 // grid, counted back from the end), and coarse enough that its span
-// holds at most MaxPoints of them.
+// holds at most MaxPoints of them. The families most fleets do not have
+// (the health readings, dcgm-exporter 4.9's names) are read in one range
+// query for all those with the same tiers.
 func (q *querier) plans(past Past) []plan {
-	interval := q.opts.Interval
 	var out []plan
-	for _, name := range q.opts.Schema.names() {
-		p := plan{family: name}
-		for _, n := range past {
-			if n.Reading != readings[name] || n.Span <= 0 {
-				continue
+	var groups []int // the plans in out that are groups of families
+	add := func(name string, tiers []Need) {
+		if !containsFamily(families, name) {
+			if i := slices.IndexFunc(groups, func(i int) bool { return slices.Equal(out[i].tiers, tiers) }); i >= 0 {
+				out[groups[i]].families = append(out[groups[i]].families, name)
+				return
 			}
-			step := max(n.Step, interval, (n.Span+MaxPoints-1)/MaxPoints)
-			step = (step + interval - 1) / interval * interval
-			p.tiers = append(p.tiers, Need{Span: n.Span / interval * interval, Step: step})
+			groups = append(groups, len(out))
 		}
-		if len(p.tiers) == 0 {
-			continue
+		out = append(out, plan{families: []string{name}, tiers: tiers})
+	}
+	var xids []string
+	for _, name := range q.opts.Schema.names() {
+		if r := readings[name]; r == ReadingXIDs {
+			xids = append(xids, name)
+		} else if tiers := q.tiers(past, r); len(tiers) > 0 {
+			add(name, tiers)
 		}
-		slices.SortFunc(p.tiers, func(a, b Need) int { return int(a.Step - b.Step) })
-		// A coarser tier that reaches no further than a finer one adds
-		// nothing.
-		p.tiers = slices.DeleteFunc(p.tiers, func(t Need) bool {
-			return slices.ContainsFunc(p.tiers, func(u Need) bool { return u.Step < t.Step && u.Span >= t.Span })
-		})
-		out = append(out, p)
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	// The XIDs are read from the first step read on, at the step of the
+	// family that reaches furthest, and as finely as a count of them
+	// asks: each step read is the XIDs since the one before, and a GPU's
+	// first the baseline of its counters, so that no XID of before the
+	// past read is told as new.
+	var first Need
+	for _, p := range out {
+		for _, t := range p.tiers {
+			if t.Span > first.Span || t.Span == first.Span && t.Step < first.Step {
+				first = t
+			}
+		}
+	}
+	tiers := finestTiers(append(q.tiers(past, ReadingXIDs), first))
+	for _, name := range xids {
+		add(name, tiers)
 	}
 	return out
+}
+
+// tiers are the spans and steps past asks of reading r, finest first:
+// each step a whole number of intervals, coarse enough for MaxPoints.
+func (q *querier) tiers(past Past, r Reading) []Need {
+	interval := q.opts.Interval
+	var tiers []Need
+	for _, n := range past {
+		if n.Reading != r || n.Span <= 0 {
+			continue
+		}
+		step := max(n.Step, interval, (n.Span+MaxPoints-1)/MaxPoints)
+		step = (step + interval - 1) / interval * interval
+		tiers = append(tiers, Need{Span: n.Span / interval * interval, Step: step})
+	}
+	return finestTiers(tiers)
+}
+
+// finestTiers sorts tiers finest first and drops each coarser tier that
+// reaches no further than a finer one: it adds nothing.
+func finestTiers(tiers []Need) []Need {
+	slices.SortFunc(tiers, func(a, b Need) int { return cmp.Or(cmp.Compare(a.Step, b.Step), cmp.Compare(a.Span, b.Span)) })
+	tiers = slices.Compact(tiers)
+	return slices.DeleteFunc(tiers, func(t Need) bool {
+		return slices.ContainsFunc(tiers, func(u Need) bool { return u.Step < t.Step && u.Span >= t.Span })
+	})
 }
 
 // backfill reads the past before end that past asks for, in rounds of
@@ -201,7 +283,7 @@ func (q *querier) round(ctx context.Context, end time.Time, plans []plan, first,
 		if latest > earliest {
 			continue
 		}
-		if err := q.rangeInto(ctx, p.family, end.Add(-earliest), end.Add(-latest), step, r); err != nil {
+		if err := q.rangeInto(ctx, p.families, end.Add(-earliest), end.Add(-latest), step, r); err != nil {
 			return err
 		}
 	}
@@ -214,7 +296,8 @@ func (q *querier) round(ctx context.Context, end time.Time, plans []plan, first,
 }
 
 // Range reads [from, to] of the fleet, one evaluation a step (longer
-// when that would pass MaxPoints), with one range query per series family,
+// when that would pass MaxPoints), with one range query per series family
+// (one for all the health readings),
 // and hands each evaluation's snapshots to each, in time order. Unlike
 // Next and Backfill it may be called from any goroutine, alongside them:
 // it builds its snapshots apart (for /gpu history and charts on a hub).
@@ -227,8 +310,8 @@ func (s *Source) Range(ctx context.Context, from, to time.Time, step time.Durati
 		refused: s.q.refused}
 	step = max(step, (span+MaxPoints-1)/MaxPoints)
 	r := &pastRound{}
-	for _, name := range q.opts.Schema.names() {
-		if err := q.rangeInto(ctx, name, from, to, step, r); err != nil {
+	for _, names := range q.opts.Schema.backfillGroups() {
+		if err := q.rangeInto(ctx, names, from, to, step, r); err != nil {
 			return err
 		}
 	}
@@ -240,10 +323,10 @@ func (s *Source) Range(ctx context.Context, from, to time.Time, step time.Durati
 	return nil
 }
 
-// rangeInto reads family name over [from, to] at step into r.
-func (q *querier) rangeInto(ctx context.Context, name string, from, to time.Time, step time.Duration, r *pastRound) error {
+// rangeInto reads the families names over [from, to] at step into r.
+func (q *querier) rangeInto(ctx context.Context, names []string, from, to time.Time, step time.Duration, r *pastRound) error {
 	a, err := q.get(ctx, "/api/v1/query_range", url.Values{
-		"query": {q.opts.Selector.Query([]string{name})},
+		"query": {q.opts.Selector.Query(names)},
 		"start": {formatTime(from)},
 		"end":   {formatTime(to)},
 		"step":  {strconv.FormatFloat(step.Seconds(), 'f', -1, 64)},

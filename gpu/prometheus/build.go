@@ -36,6 +36,7 @@ type deviceBuild struct {
 	lost                                    bool
 	processes, users, pods                  []gpu.Process
 	xids                                    []xidSample
+	xidCounts                               []xidCount // dcgm-exporter's counts of XIDs by code within a window
 }
 
 // xidSample is an XID series of a GPU: gpuwatch's counter of one code
@@ -85,6 +86,9 @@ type builder struct {
 	sparePresent map[deviceKey]bool
 	spareDevs    map[deviceKey]*deviceBuild
 	counters     map[counterKey]float64
+	// xidTimes are, per dcgm-exporter XID count, the times of the events
+	// it counted that are still within its window.
+	xidTimes map[countKey][]time.Time
 	// order is the last evaluation's GPUs, sorted: the next one's are
 	// most often the same, and need no sorting then.
 	order []deviceKey
@@ -112,7 +116,7 @@ func newBuilder(schema Schema, interval time.Duration, podKeys []string) *builde
 		podNames[i], podNames[len(podKeys)+i] = gpu.PodLabelSeriesName(k), gpu.PodLabelExportName(k)
 	}
 	return &builder{schema: schema, podKeys: podKeys, podNames: podNames, families: familiesOf(schema), hosts: map[string]*hostState{},
-		seen: map[deviceKey]bool{}, present: map[deviceKey]bool{}, counters: map[counterKey]float64{},
+		seen: map[deviceKey]bool{}, present: map[deviceKey]bool{}, counters: map[counterKey]float64{}, xidTimes: map[countKey][]time.Time{},
 		grace: max(minGrace, 4*interval)}
 }
 
@@ -355,8 +359,10 @@ func (e *evaluation) add(ls *labelSet, value float64) {
 	switch f.name {
 	case gwXID:
 		d.xids = append(d.xids, xidSample{code: ls.xid, value: value})
-	case dcgmXID:
+	case dcgmXID, dcgm49XID:
 		d.xids = append(d.xids, xidSample{value: value})
+	case dcgmXIDCount:
+		d.addXIDCount(ls, value)
 	case gwProcessMemory:
 		pid, _ := strconv.Atoi(ls.pid)
 		n := len(e.b.podKeys)
@@ -505,7 +511,7 @@ func (d *deviceBuild) device() gpu.Device {
 		dev.UtilGPU, dev.UtilMem = d.engineActive, d.dramActive
 	}
 	total := d.memTotal
-	if d.key.schema == SchemaDCGM {
+	if d.key.schema == SchemaDCGM && !finite(total) { // dcgm-exporter before 4.9 says no total
 		total = d.memUsed + d.memFree
 		if finite(d.memReserved) {
 			total += d.memReserved
@@ -542,11 +548,17 @@ func (d *deviceBuild) device() gpu.Device {
 // first time it is the baseline.
 func (b *builder) events(at time.Time, d *deviceBuild, known bool) []gpu.Event {
 	var out []gpu.Event
+	counted := len(d.xidCounts) > 0
+	if counted {
+		// dcgm-exporter counts every XID; its latest code misses one that
+		// repeats the code before it.
+		out = b.countEvents(at, d, known)
+	}
 	for _, x := range d.xids {
 		key := counterKey{dev: d.key, code: x.code}
 		prev, had := b.counters[key]
 		b.counters[key] = x.value
-		if !finite(x.value) {
+		if !finite(x.value) || counted && x.code == "" {
 			continue
 		}
 		if ev, ok := xidEvent(d, x, prev, had, known); ok {

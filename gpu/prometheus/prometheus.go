@@ -13,10 +13,14 @@
 // neither (Prometheus has just started, or lost its scrapes), the
 // evaluation is a *gpu.SourceError, and only past a grace is the host
 // down. A GPU an agent reports lost (gpuwatch_gpu_lost 1) is left out of
-// its host's. XID events are the increases of the agents'
-// XID counters, or the changes of dcgm-exporter's last XID, between
-// evaluations. At start, Backfill reads the past with range queries, each
-// reading over the span and at the step the rules need of it (Past), so
+// its host's. Each GPU's health readings are read from the agents'
+// series, or from dcgm-exporter's under the field names of its 3.x and
+// 4.0–4.8 releases or the renamed ones of 4.9 (package healthseries).
+// XID events are the increases of the agents' XID counters, or of
+// dcgm-exporter's counts of XIDs within a window, else the changes of its
+// last XID, between evaluations. At start, Backfill reads the past with
+// range queries, each reading over the span and at the step the rules
+// need of it (Past; the health readings most fleets lack, together), so
 // that the engine's windows are full at once.
 //
 // Only /api/v1/query and /api/v1/query_range are used. A failed query is a

@@ -94,19 +94,40 @@ var families = []family{
 
 // familiesOf indexes the families schema s reads by name.
 func familiesOf(s Schema) map[string]*family {
-	m := make(map[string]*family, len(families))
-	for i := range families {
-		if f := &families[i]; s == SchemaAuto || f.schema == s {
+	all := allFamilies()
+	m := make(map[string]*family, len(all))
+	for i := range all {
+		if f := &all[i]; s == SchemaAuto || f.schema == s {
 			m[f.name] = f
 		}
 	}
 	return m
 }
 
+// backfillGroups are the series names schema s reads, grouped as a
+// backfill asks for them: a range query for each family of memory,
+// utilization, temperature and power, one for all the rest (the health
+// readings, dcgm-exporter 4.9's names), which most fleets do not have.
+func (s Schema) backfillGroups() [][]string {
+	var groups [][]string
+	var rest []string
+	for _, name := range s.names() {
+		if containsFamily(families, name) {
+			groups = append(groups, []string{name})
+		} else {
+			rest = append(rest, name)
+		}
+	}
+	if len(rest) > 0 {
+		groups = append(groups, rest)
+	}
+	return groups
+}
+
 // names are the series names schema s reads, in a fixed order.
 func (s Schema) names() []string {
 	var out []string
-	for _, f := range families {
+	for _, f := range allFamilies() {
 		if s == SchemaAuto || f.schema == s {
 			out = append(out, f.name)
 		}

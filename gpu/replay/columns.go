@@ -23,6 +23,7 @@ const (
 	colMemReserved
 	colPower
 	colPowerLimit
+	colHealth // a health reading (column.health)
 	numKinds
 )
 
@@ -263,6 +264,9 @@ func cutUnit(label string) (name, unit string) {
 func lookupColumn(n columnName) (colKind, int) {
 	c, ok := columnNames[n.key]
 	if !ok {
+		if _, health := healthColumns()[n.key]; health {
+			return colHealth, 0
+		}
 		return colIgnore, 0
 	}
 	switch {

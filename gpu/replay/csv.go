@@ -290,6 +290,8 @@ func (f *csvFormat) field(rw *row, d *gpu.Device, mem *memReading, c *column, co
 		mem.free, mem.haveFree, ferr = memory(c, col, v)
 	case colMemReserved:
 		mem.reserved, mem.haveReserved, ferr = memory(c, col, v)
+	case colHealth:
+		ferr = healthField(d, c, col, v)
 	}
 	return ferr
 }

@@ -115,7 +115,7 @@ func TestNotes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := "note: gpu.csv: columns gpuwatch does not read, ignored: fan.speed [%], pstate\n" +
+	want := "note: gpu.csv: columns gpuwatch does not read, ignored: pstate\n" +
 		"note: gpu.csv: memory.total is not in the log: taking 16 GiB for Tesla T4 from its name (give --memory-total to say otherwise)\n"
 	if out.String() != want {
 		t.Errorf("got notes\n%s\nwant\n%s", out.String(), want)

@@ -33,6 +33,7 @@ func FuzzReplay(f *testing.F) {
 	f.Add([]byte("uuid,timestamp,memory.free [MiB],memory.total [MiB]\nGPU-a,2026/11/29 09:00:00,1,2\nGPU-b,2026/11/29 09:00:00,[N/A],2\n"), true)
 	f.Add([]byte("timestamp, index\n2026/11/29 09:00:01, 0\n2026/11/29 09:00:00, 0\n"), true)
 	f.Add([]byte("timestamp, index\r\n\r\ntimestamp, index\r\n2026-11-29T09:00:00Z, 1\r\n"), false)
+	f.Add([]byte(healthLog), false)
 	f.Add([]byte(""), false)
 	f.Fuzz(func(t *testing.T, data []byte, skipBad bool) {
 		opts := Options{SkipBad: skipBad}

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/gpuwatch/gpuwatch/gpu"
 )
 
 // column is one header column: what it holds, its name (for messages) and
@@ -31,6 +33,10 @@ type column struct {
 	// place (1-based), as a --query-gpu list that asks for a field twice:
 	// it is not read, but its values must be the same.
 	twin int
+	// health is the health reading of a colHealth column; bit, when set,
+	// the clock event reason it says is active or not.
+	health gpu.HealthReading
+	bit    gpu.ClockEvents
 }
 
 // header is the parsed header line of a CSV log.
@@ -72,6 +78,10 @@ func parseHeader(line []byte) (header, *fieldError) {
 		cn := normalizeName(label)
 		kind, rank := lookupColumn(cn)
 		col := column{kind: kind, name: strings.ToLower(name), label: label, gpu: cn.gpu}
+		if kind == colHealth {
+			hc := healthColumns()[cn.key]
+			col.health, col.bit = hc.reading, hc.bit
+		}
 		if first, dup := seen[label]; dup && kind != colIgnore {
 			col.kind, col.shadowed, col.twin = colIgnore, true, first
 			h.twins++
@@ -83,6 +93,9 @@ func parseHeader(line []byte) (header, *fieldError) {
 				return header{}, ferr
 			}
 			k := [2]int{int(kind), cn.gpu}
+			if kind == colHealth { // each reading and reason a column of its own
+				k[0] = int(numKinds) + int(col.health)<<16 + int(col.bit)
+			}
 			if prev, ok := chosen[k]; !ok || rank < prev.rank || rank == prev.rank && cn.agg < prev.agg {
 				if ok {
 					h.cols[prev.at].kind, h.cols[prev.at].shadowed = colIgnore, true

@@ -23,19 +23,20 @@ type model struct {
 	fullW       float64 // power at 100 % utilization
 	idleC       float64 // temperature at 0 % utilization
 	cPerUtil    float64 // degrees per percent of utilization
+	card        card    // its health readings
 }
 
 // The GPUs of the reference traces, with their readings fitted to them.
 func h100() model {
-	return model{name: "NVIDIA H100 80GB HBM3", memMiB: 81559, powerLimitW: 700, idleW: 60, fullW: 660, idleC: 37, cPerUtil: 0.31}
+	return model{name: "NVIDIA H100 80GB HBM3", memMiB: 81559, powerLimitW: 700, idleW: 60, fullW: 660, idleC: 37, cPerUtil: 0.31, card: h100Card()}
 }
 
 func a100() model {
-	return model{name: "NVIDIA A100-SXM4-40GB", memMiB: 40960, powerLimitW: 400, idleW: 60, fullW: 398, idleC: 38, cPerUtil: 0.30}
+	return model{name: "NVIDIA A100-SXM4-40GB", memMiB: 40960, powerLimitW: 400, idleW: 60, fullW: 398, idleC: 38, cPerUtil: 0.30, card: a100Card()}
 }
 
 func rtx() model {
-	return model{name: "NVIDIA GeForce RTX 4090", memMiB: 24564, powerLimitW: 450, idleW: 60, fullW: 442, idleC: 37, cPerUtil: 0.31}
+	return model{name: "NVIDIA GeForce RTX 4090", memMiB: 24564, powerLimitW: 450, idleW: 60, fullW: 442, idleC: 37, cPerUtil: 0.31, card: rtxCard()}
 }
 
 // powerOvershoot is how far above its limit a GPU's momentary power draw
@@ -63,6 +64,10 @@ type gpuPlan struct {
 	// lostAt is when the GPU falls off the bus (0: never), backAt when it
 	// answers again after a reset (0: never); its jobs died with it.
 	lostAt, backAt time.Duration
+	// faults change its health readings; xids are the XID errors it
+	// reports.
+	faults []fault
+	xids   []xidAt
 }
 
 // sample is the GPU's reading at offset t; r supplies its noise.
@@ -96,11 +101,16 @@ func (g *gpuPlan) sample(t time.Duration, r *rand.Rand, index int, uuid string) 
 	}
 	if g.hw != nil {
 		d.TempC, d.PowerW = g.hw.read(g, t, util, r)
-		return d
+	} else {
+		power := g.idleW + (g.fullW-g.idleW)*util/100 + r.NormFloat64()*(4+4*util/100)
+		d.TempC = math.Round(clamp(g.temperature(t, util, r), 20, maxTempC))
+		d.PowerW = math.Round(clamp(power, 0.75*g.idleW, powerOvershoot*g.powerLimitW)*100) / 100
 	}
-	power := g.idleW + (g.fullW-g.idleW)*util/100 + r.NormFloat64()*(4+4*util/100)
-	d.TempC = math.Round(clamp(g.temperature(t, util, r), 20, maxTempC))
-	d.PowerW = math.Round(clamp(power, 0.75*g.idleW, powerOvershoot*g.powerLimitW)*100) / 100
+	if g.brakedAt(t) {
+		// The brake cuts the clocks, and the power with them.
+		d.PowerW = math.Round(d.PowerW*0.55*100) / 100
+	}
+	d.Health = g.health(t, util, d.TempC, d.PowerW)
 	return d
 }
 

@@ -14,19 +14,19 @@ import (
 // of full, and never reads below 0.8 × idle. Temperatures are drawn per
 // GPU (newServerGPU).
 func serverH100() model {
-	return model{name: "NVIDIA H100 80GB HBM3", memMiB: 81559, powerLimitW: 700, idleW: 72, fullW: 616}
+	return model{name: "NVIDIA H100 80GB HBM3", memMiB: 81559, powerLimitW: 700, idleW: 72, fullW: 616, card: h100Card()}
 }
 
 func serverA100() model {
-	return model{name: "NVIDIA A100-SXM4-40GB", memMiB: 40960, powerLimitW: 400, idleW: 55, fullW: 352}
+	return model{name: "NVIDIA A100-SXM4-40GB", memMiB: 40960, powerLimitW: 400, idleW: 55, fullW: 352, card: a100Card()}
 }
 
 func serverA100x80() model {
-	return model{name: "NVIDIA A100-SXM4-80GB", memMiB: 81920, powerLimitW: 400, idleW: 62, fullW: 352}
+	return model{name: "NVIDIA A100-SXM4-80GB", memMiB: 81920, powerLimitW: 400, idleW: 62, fullW: 352, card: a100Card()}
 }
 
 func serverRTX() model {
-	return model{name: "NVIDIA GeForce RTX 4090", memMiB: 24564, powerLimitW: 450, idleW: 24, fullW: 396}
+	return model{name: "NVIDIA GeForce RTX 4090", memMiB: 24564, powerLimitW: 450, idleW: 24, fullW: 396, card: rtxCard()}
 }
 
 // Power readings of the realistic GPUs: noise as a share of full power, the

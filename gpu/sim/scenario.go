@@ -53,6 +53,9 @@ func builder(name string) func(*rand.Rand) *plan {
 	if b := realisticBuilder(name); b != nil {
 		return b
 	}
+	if b := healthBuilder(name); b != nil {
+		return b
+	}
 	if b := peopleBuilder(name); b != nil {
 		return b
 	}

@@ -104,6 +104,7 @@ func (g *gpuPlan) appendSamples(dst []gpu.Device, t time.Duration, r *rand.Rand,
 		PowerW:      math.Round(clamp(power, 0.75*g.idleW, powerOvershoot*g.powerLimitW)*100) / 100,
 		PowerLimitW: g.powerLimitW,
 	}
+	dst[parent].Health = g.health(t, util, dst[parent].TempC, dst[parent].PowerW)
 	return dst
 }
 
@@ -119,11 +120,11 @@ func sliceUUID(host string, index, gi, ci int) string {
 
 // The GPUs the sharing scenarios split.
 func a100x80() model {
-	return model{name: "NVIDIA A100-SXM4-80GB", memMiB: 81920, powerLimitW: 400, idleW: 60, fullW: 398, idleC: 36, cPerUtil: 0.30}
+	return model{name: "NVIDIA A100-SXM4-80GB", memMiB: 81920, powerLimitW: 400, idleW: 60, fullW: 398, idleC: 36, cPerUtil: 0.30, card: a100Card()}
 }
 
 func a10() model {
-	return model{name: "NVIDIA A10", memMiB: 23028, powerLimitW: 150, idleW: 45, fullW: 148, idleC: 35, cPerUtil: 0.35}
+	return model{name: "NVIDIA A10", memMiB: 23028, powerLimitW: 150, idleW: 45, fullW: 148, idleC: 35, cPerUtil: 0.35, card: a10Card()}
 }
 
 // migSliceLeak: an A100 80GB in seven 1g.10gb slices (GPU instances 7–13,

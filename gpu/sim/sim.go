@@ -90,6 +90,16 @@ const (
 	ExpectIdle    = "idle"     // memory held while computing nothing
 	ExpectHot     = "hot"      // temperature above 85 C
 	ExpectLost    = "lost"     // the GPU fell off the bus and stopped reporting
+	// The GPU's health: an uncorrectable ECC error with a row remap
+	// pending (it needs a reset), a hardware slowdown (the power brake), a
+	// PCIe link below its width, an application's XIDs repeating, a
+	// hardware XID, NVLink errors climbing.
+	ExpectECC      = "ecc"
+	ExpectThrottle = "throttle"
+	ExpectPCIe     = "pcie"
+	ExpectXIDApp   = "xid-app"
+	ExpectXIDHW    = "xid-hw"
+	ExpectNVLink   = "nvlink"
 )
 
 // Truth is one thing that happens to one GPU in a scenario, so that tests can
@@ -124,10 +134,11 @@ type Truth struct {
 // of the second trace set (RealisticScenarios), the leaks of every shape
 // (LeakScenarios), the nodes shared by several people, whose owners
 // matter (PeopleScenarios), the GPUs shared by MIG or time-slicing
-// (SharingScenarios) and the servers that run for days (DayScenarios).
+// (SharingScenarios), the servers that run for days (DayScenarios), and
+// the GPUs whose health fails (HealthScenarios).
 func Scenarios() []string {
 	return slices.Concat([]string{ScenarioNormalTraining, ScenarioMemoryLeak, ScenarioBatchSpike, ScenarioIdleHog, ScenarioThermal, ScenarioAll},
-		RealisticScenarios(), LeakScenarios(), PeopleScenarios(), SharingScenarios(), DayScenarios())
+		RealisticScenarios(), LeakScenarios(), PeopleScenarios(), SharingScenarios(), DayScenarios(), HealthScenarios())
 }
 
 // Source plays a scenario. It implements gpu.Source and is used by one
@@ -141,8 +152,9 @@ type Source struct {
 	cycle    int
 	n        int // beats of the current cycle already used
 	plan     *plan
-	noise    []*rand.Rand // one noise stream per GPU, for the current cycle
-	lostSent []bool       // per GPU: its loss was reported in this cycle
+	noise    []*rand.Rand  // one noise stream per GPU, for the current cycle
+	lostSent []bool        // per GPU: its loss was reported in this cycle
+	prev     time.Duration // the offset of the cycle's previous snapshot; -1 before the first
 	closed   bool
 	horizon  time.Duration // the scenario's duration
 }
@@ -188,6 +200,7 @@ func (s *Source) startCycle(c int) {
 	s.plan = s.build(rand.New(rand.NewPCG(seed, planStream)))
 	s.noise = make([]*rand.Rand, len(s.plan.gpus))
 	s.lostSent = make([]bool, len(s.plan.gpus))
+	s.prev = -1
 	for i := range s.noise {
 		s.noise[i] = rand.New(rand.NewPCG(seed, noiseStream+uint64(i)))
 	}
@@ -258,6 +271,7 @@ func (s *Source) Next(ctx context.Context) (*gpu.Snapshot, error) {
 		Devices: make([]gpu.Device, 0, len(s.plan.gpus)),
 	}
 	for i, g := range s.plan.gpus {
+		snap.Events = g.xidsIn(snap.Events, s.prev, offset, snap.Time, i, s.uuids[i])
 		if g.lost(offset) {
 			if !s.lostSent[i] {
 				s.lostSent[i] = true
@@ -268,6 +282,7 @@ func (s *Source) Next(ctx context.Context) (*gpu.Snapshot, error) {
 		s.lostSent[i] = false // back after a reset: a second loss is reported again
 		snap.Devices = g.appendSamples(snap.Devices, offset, s.noise[i], i, s.uuids[i], s.cfg.Host)
 	}
+	s.prev = offset
 	return snap, nil
 }
 

@@ -42,7 +42,8 @@ func TestScenarios(t *testing.T) {
 		"creep-plateau", "gpu-lost", "idle-resume", "leak-gappy", "leak-restart", "leak-slow", "node8", "noisy-1s", "tf-grab-all", "tf-prealloc", "thermal-cycle",
 		"leak-epoch", "leak-tiny", "leak-notebook", "leak-peaks", "leak-nearfull", "vllm-serve", "shared-node", "slurm-node",
 		"mig-slice-leak", "mig-mixed", "timeslice-leak",
-		"model-reload", "frag-creep", "oom-retry-loop", "day-night-inference", "slow-leak-80gb", "hot-oscillation"}
+		"model-reload", "frag-creep", "oom-retry-loop", "day-night-inference", "slow-leak-80gb", "hot-oscillation",
+		"ecc-row-remap", "power-brake", "pcie-degraded", "xid-storm", "nvlink-errors"}
 	if !slices.Equal(got, want) {
 		t.Errorf("Scenarios() = %q, want %q", got, want)
 	}
@@ -58,8 +59,11 @@ func TestScenarios(t *testing.T) {
 	if got, want := sim.SharingScenarios(), want[25:28]; !slices.Equal(got, want) {
 		t.Errorf("SharingScenarios() = %q, want %q", got, want)
 	}
-	if got, want := sim.DayScenarios(), want[28:]; !slices.Equal(got, want) {
+	if got, want := sim.DayScenarios(), want[28:34]; !slices.Equal(got, want) {
 		t.Errorf("DayScenarios() = %q, want %q", got, want)
+	}
+	if got, want := sim.HealthScenarios(), want[34:]; !slices.Equal(got, want) {
+		t.Errorf("HealthScenarios() = %q, want %q", got, want)
 	}
 }
 

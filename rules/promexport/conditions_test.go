@@ -29,10 +29,12 @@ var quantities = map[rules.Dimension][]string{
 	{Base: rules.Watts, PerSecond: true}:   {"5W/min"},
 	{Base: rules.Count, PerSecond: true}:   {"1/min", "0.5"},
 	{Base: rules.Seconds, PerSecond: true}: {"1"},
+	{Base: rules.Hertz}:                    {"1980MHz", "1GHz", "0"},
+	{Base: rules.Hertz, PerSecond: true}:   {"1MHz/min"},
 }
 
 var (
-	functions = []string{"", "avg", "min", "max", "slope", "trend", "time_to_full"}
+	functions = []string{"", "avg", "min", "max", "slope", "trend", "time_to_full", "rate", "active"}
 	windows   = []string{"1m", "5m", "40m", "90s", "1500ms", "2h", "500ms"}
 	ops       = []string{">", ">=", "<", "<=", "==", "!="}
 )
@@ -60,7 +62,10 @@ func conditionCorpus(t *testing.T) []string {
 			}
 		}
 	}
-	leaves = append(leaves, "xid in (48, 79)", "xid in (13)", "temperature in (80, 81)", "xid > 0", "not xid in (79)", "utilization.gpu in (0)")
+	leaves = append(leaves, "xid in (48, 79)", "xid in (13)", "temperature in (80, 81)", "xid > 0", "not xid in (79)", "utilization.gpu in (0)",
+		`xid.fault == "hardware"`, `xid.action in ("reset", "reboot")`, `not xid.fault == "application"`, `xid.fault != "unknown"`,
+		`count(xid in (13, 31, 43), 10m) >= 3`, `count(xid.fault == "application", 10m) >= 3`, `count(xid > 60, 5m) > 0`,
+		`recovery_action != "none"`, `recovery_action in ("reset", "reboot")`)
 	rng := rand.New(rand.NewPCG(1, 2))
 	var nest func(depth int) string
 	nest = func(depth int) string {
@@ -92,7 +97,9 @@ func conditionCorpus(t *testing.T) []string {
 }
 
 // leftOutWhy are the reasons a rule may be left out.
-var leftOutWhy = regexp.MustCompile(`^(a window shorter than 1s holds at most one scrape in Prometheus|dcgm-exporter does not say how much memory a process holds|the rule runs per process \(a window of process.memory\), and the exported rules see GPUs: .*)$`)
+var leftOutWhy = regexp.MustCompile(`^(a window shorter than 1s holds at most one scrape in Prometheus|dcgm-exporter does not say how much memory a process holds|` +
+	`the rule runs per process \(a window of process.memory\), and the exported rules see GPUs: .*|` +
+	`dcgm-exporter does not export nvlink\.links(_down)?|dcgm-exporter's latest XID cannot count XIDs that repeat a code \(gpuwatch's hub counts them from DCGM_EXP_XID_ERRORS_COUNT\))$`)
 
 // conditionRules makes a rule of each condition; every third clears on
 // the next one.

@@ -405,8 +405,12 @@ func (r *ruleExport) truth(n rules.CondNode, want bool) (expr, error) {
 	case rules.CondNot:
 		return r.truth(n.Operands[0], !want)
 	case rules.CondCompare, rules.CondIn:
-		if n.Value.Metric == rules.MetricXID {
-			return r.xidTruth(n, want)
+		if n.Value.Metric.IsEvent() && n.Value.Fn == "" {
+			codes, err := r.xidTest(n)
+			if err != nil {
+				return expr{}, err
+			}
+			return r.xidTruth(codes, want)
 		}
 		v, err := r.value(n.Value)
 		if err != nil {
@@ -462,8 +466,11 @@ func inSet(v expr, set []float64, want bool) expr {
 
 // part names a value as the rule language writes it.
 func part(v rules.CondValue) string {
-	if v.Fn == "" {
+	switch {
+	case v.Fn == "":
 		return v.Metric.String()
+	case v.Fn == "count" && v.Test != nil:
+		return fmt.Sprintf("count(%s, %s)", testText(*v.Test), duration(v.Window))
 	}
 	if v.Longest > 0 {
 		return fmt.Sprintf("%s(%s, %s, %s)", v.Fn, v.Metric, duration(v.Window), duration(v.Longest))
@@ -504,6 +511,17 @@ func (r *ruleExport) value(v rules.CondValue) (expr, error) {
 			r.note(Approximate, part(v), timeToFullApproximation+scalesApproximation(v)+"for trend "+trendApproximation)
 		}
 		return e, err
+	case "rate":
+		r.note(Approximate, part(v), "Prometheus's rate() extrapolates to the window's ends; gpuwatch's is the rise from the window's first sample to its last")
+	case "active":
+		// The share of the window the flag held, over the window's length.
+		avg, err := r.window(v.Metric, "avg", v.Window)
+		if err != nil {
+			return expr{}, err
+		}
+		return bin(avg, "*", seconds(v.Window)), nil
+	case "count":
+		return r.xidCount(v)
 	}
 	return r.window(v.Metric, v.Fn, v.Window)
 }
@@ -512,8 +530,12 @@ func (r *ruleExport) value(v rules.CondValue) (expr, error) {
 // trend reports how fast the metric grows (the median rate).
 func (r *ruleExport) report(n rules.CondNode) (expr, error) {
 	switch {
-	case n.Value.Metric == rules.MetricXID:
-		return r.xidTruth(n, true)
+	case n.Value.Metric.IsEvent() && n.Value.Fn == "":
+		codes, err := r.xidTest(n)
+		if err != nil {
+			return expr{}, err
+		}
+		return r.xidTruth(codes, true)
 	case n.Value.Fn == "trend":
 		if _, err := r.value(n.Value); err != nil {
 			return expr{}, err

@@ -152,17 +152,11 @@ func (r *ruleExport) xidTruth(n rules.CondNode, want bool) (expr, error) {
 		r.note(Approximate, "xid", why)
 	}
 	var t expr
-	name := "gpuwatch:xid_events:"
+	name := "gpuwatch:xid_events:" + testName(n)
 	switch {
 	case n.Kind == rules.CondIn:
-		codes := make([]string, len(n.Set))
-		for i, c := range n.Set {
-			codes[i] = nameNumber(c)
-		}
-		name += "in_" + strings.Join(codes, "_")
 		t = r.xidIn(events, n.Set)
 	default:
-		name += map[string]string{">": "gt", ">=": "ge", "<": "lt", "<=": "le", "==": "eq", "!=": "ne"}[n.Op] + "_" + nameNumber(n.Quantity)
 		if r.s.name == SchemaDCGM {
 			t = compare(events, n.Op, n.Quantity, true)
 		} else {
@@ -176,6 +170,76 @@ func (r *ruleExport) xidTruth(n rules.CondNode, want bool) (expr, error) {
 		return t, nil
 	}
 	return bin(r.s.known(), "unless", t), nil
+}
+
+// xidTest is an XID test as xid alone: an xid.fault or xid.action test
+// becomes xid in (the catalogue's codes that pass it).
+func (r *ruleExport) xidTest(n rules.CondNode) (rules.CondNode, error) {
+	if n.Value.Metric == rules.MetricXID {
+		return n, nil
+	}
+	codes, ok := xidCodes(n)
+	if !ok {
+		return n, r.fail(n.Value.Metric.String(), "the test passes XID codes outside gpuwatch's catalogue, which PromQL cannot list, or none")
+	}
+	r.note(Caveat, n.Value.Metric.String(), "the XID codes gpuwatch's catalogue gives that "+n.Value.Metric.String()+": xid in ("+joinCodes(codes.Set)+")")
+	return codes, nil
+}
+
+// xidCount records count(test, W): how many XID events that pass the test
+// the GPU reported within the window, 0 where it reported none. Only
+// gpuwatch agents count their XIDs; dcgm-exporter's latest XID misses one
+// that repeats the code before it.
+func (r *ruleExport) xidCount(v rules.CondValue) (expr, error) {
+	if r.s.name == SchemaDCGM {
+		return expr{}, r.fail(part(v), "dcgm-exporter's latest XID cannot count XIDs that repeat a code (gpuwatch's hub counts them from DCGM_EXP_XID_ERRORS_COUNT)")
+	}
+	if v.Test == nil {
+		return expr{}, r.fail(part(v), "count without its XID test")
+	}
+	test, err := r.xidTest(*v.Test)
+	if err != nil {
+		return expr{}, err
+	}
+	rec, _ := r.s.xidEvents(duration(r.opts.Interval))
+	events := r.exporter.record("gpuwatch:xid_events", "xid: the XID events since the previous evaluation", rec)
+	matcher := ""
+	switch {
+	case test.Kind == rules.CondIn:
+		codes := make([]string, len(test.Set))
+		for i, c := range test.Set {
+			codes[i] = strconv.FormatFloat(c, 'f', -1, 64)
+		}
+		matcher = `xid=~"` + strings.Join(codes, "|") + `"`
+	default:
+		matcher = "xid" + codeMatcher(test.Op, test.Quantity)
+	}
+	sum := raw("sum by (" + r.s.gpuLabels() + ") (" + call("sum_over_time", rangeOf(raw(events.s+"{"+matcher+"}"), v.Window-time.Millisecond)).s + ")")
+	name := "gpuwatch:xid_events:count_" + duration(v.Window) + "_" + testName(test)
+	return r.record(name, fmt.Sprintf("%s: the XID events that pass the test within (t−%s, t]", part(v), duration(v.Window)),
+		bin(sum, "or", bin(raw("0"), "*", r.s.known()))), nil
+}
+
+// testName writes an XID test for a recording rule's name: in_13_31_43,
+// gt_60.
+func testName(n rules.CondNode) string {
+	if n.Kind == rules.CondIn {
+		codes := make([]string, len(n.Set))
+		for i, c := range n.Set {
+			codes[i] = nameNumber(c)
+		}
+		return "in_" + strings.Join(codes, "_")
+	}
+	return map[string]string{">": "gt", ">=": "ge", "<": "lt", "<=": "le", "==": "eq", "!=": "ne"}[n.Op] + "_" + nameNumber(n.Quantity)
+}
+
+// joinCodes writes codes as a list: "48, 79".
+func joinCodes(set []float64) string {
+	parts := make([]string, len(set))
+	for i, c := range set {
+		parts[i] = strconv.FormatFloat(c, 'f', -1, 64)
+	}
+	return strings.Join(parts, ", ")
 }
 
 // xidIn is where an XID event has one of the codes, valued the smallest

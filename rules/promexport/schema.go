@@ -244,6 +244,9 @@ func (s schema) form(m rules.Metric) form {
 			inst: bin(raw("count by ("+s.gpuLabels()+") ("+pods.s+")"), "or", bin(raw("0"), "*", used)),
 			note: "dcgm-exporter names the Kubernetes pod on a GPU, not its processes: process.count counts pods, as gpuwatch's hub does"}
 	}
+	if src, ok := m.HealthSource(); ok {
+		return s.healthForm(m, src)
+	}
 	return form{kind: formNone, why: fmt.Sprintf("%s is not a reading of the series", m)}
 }
 

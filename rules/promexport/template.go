@@ -8,6 +8,7 @@ import (
 	"text/template"
 	"text/template/parse"
 
+	"github.com/gpuwatch/gpuwatch/gpu"
 	"github.com/gpuwatch/gpuwatch/rules"
 )
 
@@ -18,6 +19,9 @@ import (
 func (r *ruleExport) annotations(dim rules.Dimension, first rules.CondNode) map[string]string {
 	t := tmplTranslator{dim: dim, valueIsCount: r.s.name == SchemaGPUWatch && first.Value.Metric == rules.MetricXID && first.Kind == rules.CondCompare,
 		forSeconds: r.rule.For.Seconds()}
+	if first.Value.Metric.IsEvent() && first.Value.Fn == "" && !t.valueIsCount {
+		t.xidCodes = codesOf(first)
+	}
 	out := map[string]string{}
 	plain := fmt.Sprintf("%s on GPU {{ $labels.gpu }} of {{ $labels.host }}: {{ %s }}", r.rule.Name, t.valueText("$value"))
 	if r.rule.Summary == nil {
@@ -49,6 +53,9 @@ type tmplTranslator struct {
 	// valueIsCount: the alert's value is a count of XID events, not the
 	// value gpuwatch reports.
 	valueIsCount bool
+	// xidCodes, when set, are the XID codes the alert's value may be:
+	// .ValueText says what each means, as gpuwatch's does.
+	xidCodes []float64
 	// forSeconds is the rule's for, which .TrueFor is when the alert
 	// fires; trueFor says a template reads it.
 	forSeconds float64
@@ -91,6 +98,9 @@ func (t *tmplTranslator) node(n parse.Node) string {
 	case *parse.CommentNode:
 		return ""
 	case *parse.ActionNode:
+		if t.xidCodes != nil && isField(n.Pipe, "ValueText") {
+			return t.xidText()
+		}
 		return "{{ " + t.pipe(n.Pipe) + " }}"
 	case *parse.IfNode:
 		s := "{{ if " + t.pipe(n.Pipe) + " }}" + t.list(n.List)
@@ -104,11 +114,58 @@ func (t *tmplTranslator) node(n parse.Node) string {
 	return t.fail("%s does not translate", n)
 }
 
+// isField reports whether the pipeline is the field .name alone.
+func isField(p *parse.PipeNode, name string) bool {
+	if len(p.Decl) > 0 || len(p.Cmds) != 1 || len(p.Cmds[0].Args) != 1 {
+		return false
+	}
+	f, ok := p.Cmds[0].Args[0].(*parse.FieldNode)
+	return ok && len(f.Ident) == 1 && f.Ident[0] == name
+}
+
+// xidText writes .ValueText of an alert whose value is an XID code: what
+// the catalogue says of each code it may be, else the code.
+func (t *tmplTranslator) xidText() string {
+	var b strings.Builder
+	for i, c := range t.xidCodes {
+		if i > 0 {
+			b.WriteString("{{ else if eq $value " + number(c).s + ".0 }}")
+		} else {
+			b.WriteString("{{ if eq $value " + number(c).s + ".0 }}")
+		}
+		x, _ := gpu.LookupXID(uint64(c))
+		b.WriteString(x.Text())
+	}
+	b.WriteString(`{{ else }}XID {{ $value | printf "%.0f" }}{{ end }}`)
+	return b.String()
+}
+
+// codesOf are the XID codes an alert on the XID test n may report: those
+// of its set, or the catalogue's that pass it.
+func codesOf(n rules.CondNode) []float64 {
+	if n.Value.Metric == rules.MetricXID && n.Kind == rules.CondIn {
+		return n.Set
+	}
+	if n.Value.Metric != rules.MetricXID {
+		if codes, ok := xidCodes(n); ok {
+			return codes.Set
+		}
+	}
+	var out []float64
+	for _, x := range gpu.XIDCatalogue() {
+		if n.Value.Metric != rules.MetricXID || holds(float64(x.Code), n.Op, n.Quantity) {
+			out = append(out, float64(x.Code))
+		}
+	}
+	return out
+}
+
 // helpers are gpuwatch's template functions as Prometheus pipeline stages.
 var helpers = map[string]string{
 	"bytes":    `humanize1024 | printf "%sB"`,
 	"percent":  `printf "%.3g%%"`,
 	"duration": `humanizeDuration`,
+	"xid":      `printf "XID %.0f"`,
 }
 
 // builtins are text/template's functions, which Prometheus's templates

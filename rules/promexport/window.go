@@ -85,7 +85,7 @@ func (r *ruleExport) ready(f form, w time.Duration) expr {
 func (r *ruleExport) window(m rules.Metric, fn string, w time.Duration) (expr, error) {
 	name := r.recordName(m, fn, w)
 	v := rules.CondValue{Metric: m, Fn: fn, Window: w}
-	promFn := map[string]string{"avg": "avg_over_time", "min": "min_over_time", "max": "max_over_time", "slope": "deriv"}[fn]
+	promFn := map[string]string{"avg": "avg_over_time", "min": "min_over_time", "max": "max_over_time", "slope": "deriv", "rate": "rate"}[fn]
 	help := fmt.Sprintf("%s: %s over (t−%s, t], once its samples span half of it", part(v), promFn, duration(w))
 	switch f := r.s.form(m); f.kind {
 	case formScaled:

@@ -139,7 +139,7 @@
 
   function matchesFilter(host, g, text) {
     if (!text) return true;
-    const hay = [host, 'gpu' + g.index, labelOf(g), g.name, g.uuid, g.use].concat((g.processes || []).flatMap((p) => [p.user, p.command, String(p.pid), p.container, p.job]));
+    const hay = [host, 'gpu' + g.index, labelOf(g), g.name, g.uuid, g.use, healthOf(g).condition].concat((g.processes || []).flatMap((p) => [p.user, p.command, String(p.pid), p.container, p.job]));
     return hay.some((s) => s && String(s).toLowerCase().includes(text));
   }
 
@@ -152,6 +152,25 @@
   function silencedText(s) {
     return 'silenced' + (s.created_by ? ' by ' + s.created_by : '') + (s.ends_at ? ' until ' + fmtTime(s.ends_at) : '') +
       (s.comment ? ' (' + s.comment + ')' : '');
+  }
+
+  // healthOf is the GPU's health as the API says it: its condition (ok,
+  // degraded, needs reset, needs service) and the reasons.
+  function healthOf(g) {
+    const hl = g.health || {};
+    return { condition: hl.condition || 'ok', reasons: hl.reasons || [], known: !!hl.known };
+  }
+
+  // healthOf's word as a reading of the card, and its reasons (null when
+  // it is ok): a whole GPU's or a MIG parent's, whose instances share it.
+  function healthShown(g) {
+    const health = healthOf(g);
+    const word = health.known || health.condition !== 'ok' ? health.condition : 'ok (no readings)';
+    return {
+      item: h('div', null, h('dt', null, 'Health'), h('dd', { 'data-field': 'health', class: 'health ' + health.condition.replace(' ', '-'),
+        title: health.known ? '' : 'no health readings: nothing known is wrong' }, word)),
+      reasons: health.reasons.length ? h('p', { class: 'health-reason', 'data-field': 'health-reason' }, health.reasons.join('; ')) : null,
+    };
   }
 
   // cardID is the id of a GPU's card: host and index, and a MIG instance's
@@ -170,9 +189,12 @@
     if (g.mig_enabled) {
       // The card's readings; memory, utilization and processes are the
       // instances'.
+      const health = healthShown(g);
       el.append(h('dl', { class: 'readings' },
         h('div', null, h('dt', null, 'Temperature'), h('dd', { 'data-field': 'temperature' }, fmtTemp(g.temperature_c))),
-        h('div', null, h('dt', null, 'Power'), h('dd', { 'data-field': 'power' }, fmtPower(g.power_w, g.power_limit_w)))));
+        h('div', null, h('dt', null, 'Power'), h('dd', { 'data-field': 'power' }, fmtPower(g.power_w, g.power_limit_w))),
+        health.item));
+      if (health.reasons) el.append(health.reasons);
       if (alerts.length) el.append(alertBadges(alerts));
       el.append(h('div', { class: 'instances', 'aria-label': 'MIG instances of ' + title }, instances.map((ig) =>
         card(host, ig, byGPU.get(gpuKey(host, ig)) || [], false, [], byGPU))));
@@ -194,10 +216,13 @@
       el.append(h('dl', { class: 'readings' },
         h('div', null, h('dt', null, 'Utilization'), h('dd', { 'data-field': 'utilization' }, g.utilization_gpu === null || g.utilization_gpu === undefined ? 'not measured' : fmtPct(g.utilization_gpu)))));
     } else {
+      const health = healthShown(g);
       el.append(h('dl', { class: 'readings' },
         h('div', null, h('dt', null, 'Utilization'), h('dd', { 'data-field': 'utilization' }, fmtPct(g.utilization_gpu))),
         h('div', null, h('dt', null, 'Temperature'), h('dd', { 'data-field': 'temperature' }, fmtTemp(g.temperature_c))),
-        h('div', null, h('dt', null, 'Power'), h('dd', { 'data-field': 'power' }, fmtPower(g.power_w, g.power_limit_w)))));
+        h('div', null, h('dt', null, 'Power'), h('dd', { 'data-field': 'power' }, fmtPower(g.power_w, g.power_limit_w))),
+        health.item));
+      if (health.reasons) el.append(health.reasons);
     }
     if (g.use !== 'free') {
       const held = g.held_since ? (g.use === 'idle-held' ? 'Idle but held for ' : 'Held for ') + fmtSince(g.held_since) : 'Held';
@@ -239,6 +264,7 @@
     const onlyFree = $('only-free').checked;
     const byGPU = alertsByGPU(st);
     const counts = { free: 0, busy: 0, 'idle-held': 0 };
+    const conditions = {};
     const free = [];
     let total = 0, gpuCount = 0;
     const groups = [];
@@ -248,6 +274,10 @@
       const whole = hs.gpus.filter((g) => !g.mig).sort(byFreeFirst);
       const instancesOf = (g) => hs.gpus.filter((i) => i.mig && (i.mig.parent_uuid ? i.mig.parent_uuid === g.uuid : i.index === g.index));
       gpuCount += whole.length;
+      for (const g of whole) {
+        const c = healthOf(g).condition;
+        if (c !== 'ok') conditions[c] = (conditions[c] || 0) + 1;
+      }
       for (const g of hs.gpus) {
         if (g.mig_enabled) continue;
         total++;
@@ -271,7 +301,8 @@
     summary.replaceChildren((instances ? gpuCount + ' GPU' + (gpuCount === 1 ? '' : 's') + ' (' + instances + ' MIG instance' + (instances === 1 ? '' : 's') + ')'
       : total + ' GPU' + (total === 1 ? '' : 's')) + (several ? ' on ' + hosts.length + ' hosts' : '') + ': ' +
       counts.free + ' free, ' + counts.busy + ' busy, ' + counts['idle-held'] + ' idle but held' +
-      (firing ? ' · ' + firing + ' alert' + (firing === 1 ? '' : 's') + ' firing' : ''));
+      (firing ? ' · ' + firing + ' alert' + (firing === 1 ? '' : 's') + ' firing' : '') +
+      (Object.keys(conditions).length ? ' · health: ' + ['needs service', 'needs reset', 'degraded'].filter((c) => conditions[c]).map((c) => conditions[c] + ' ' + c).join(', ') : ''));
     if (several && free.length) {
       summary.append(h('br'), 'Free now: ', free.slice(0, 24).map((f, i) =>
         [i ? ', ' : '', h('a', { href: '#now', 'data-target': cardID(f.host, f.g) }, f.host + ' ' + labelOf(f.g))]));
