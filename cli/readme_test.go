@@ -478,7 +478,7 @@ func readmeCommands() map[string]readmeCommand {
 		"gpuwatch rules export --schema gpuwatch > gpuwatch.rules.yml": {run: func(t *testing.T, r *readmeRun, cmd string) {
 			command, file, _ := strings.Cut(cmd, " > ")
 			got := r.gpuwatch(t, args(command)...)
-			want(t, cmd, got, cli.ExitOK, "groups:\n  - name: gpuwatch\n", "- alert: GPUXidError\n")
+			want(t, cmd, got, cli.ExitOK, "groups:\n  - name: gpuwatch\n", "- alert: GPUHardwareXID\n")
 			if !strings.Contains(got.stderr, "GPUMemoryLeak: approximate: when: time_to_full(memory.used, 40m, 6h)") {
 				t.Errorf("%s: stderr %q does not say what is approximate", cmd, got.stderr)
 			}
@@ -489,14 +489,14 @@ func readmeCommands() map[string]readmeCommand {
 		}},
 		"gpuwatch rules export --schema dcgm --config config.yaml --interval 20s --tests examples/rules_test.yaml --out prom": {run: func(t *testing.T, r *readmeRun, cmd string) {
 			got := r.gpuwatch(t, args(cmd)...)
-			if got.code != cli.ExitOK || !strings.Contains(got.stderr, "wrote prom/gpuwatch.rules.yml: 16 alerts (3 rules left out); and 1 promtool test file\n") {
+			if got.code != cli.ExitOK || !strings.Contains(got.stderr, "wrote prom/gpuwatch.rules.yml: 15 alerts (3 rules left out); and 1 promtool test file\n") {
 				t.Errorf("%s: got %v", cmd, got)
 			}
 		}},
 		"gpuwatch rules export --schema gpuwatch --target vmalert > gpuwatch.vmalert.rules.yml": {run: func(t *testing.T, r *readmeRun, cmd string) {
 			command, file, _ := strings.Cut(cmd, " > ")
 			got := r.gpuwatch(t, args(command)...)
-			want(t, cmd, got, cli.ExitOK, "    params: {nocache: [\"1\"]}\n", "- alert: GPUXidError\n")
+			want(t, cmd, got, cli.ExitOK, "    params: {nocache: [\"1\"]}\n", "- alert: GPUHardwareXID\n")
 			r.write(t, file, got.stdout)
 		}},
 		"gpuwatch rules export --schema gpuwatch --target vmalert": {same: "gpuwatch rules export --schema gpuwatch --target vmalert > gpuwatch.vmalert.rules.yml"},

@@ -56,7 +56,7 @@ func TestREADMEWalk(t *testing.T) {
 		path := filepath.Join(dir, "config.yaml")
 		text := mustRead(t, "../config.example.yaml")
 		writeFile(t, path, text)
-		if got := gpuwatch(t, "check", "--config", path); got.code != cli.ExitOK || !strings.Contains(got.stdout, ": ok: 19 rules, 1 receiver, source nvml every 5s") {
+		if got := gpuwatch(t, "check", "--config", path); got.code != cli.ExitOK || !strings.Contains(got.stdout, ": ok: 18 rules, 1 receiver, source nvml every 5s") {
 			t.Errorf("check of the example: exit %d\n%s%s", got.code, got.stdout, got.stderr)
 		}
 		if got := gpuwatch(t, "status"); got.code != cli.ExitOK &&

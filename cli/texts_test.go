@@ -157,7 +157,6 @@ func textChecks() map[string]textCheck {
 			}
 			return ""
 		}},
-		"GPUXidError": {regexp.MustCompile(`^` + label + ` reported XID \d+$`), func(*rules.Transition, []string, readings) string { return "" }},
 		"GPUMemoryUncorrectable": {regexp.MustCompile(`^` + label + ` on \S+ has had uncorrectable memory errors \((\d+) since the driver loaded\): drain it and reset it \(nvidia-smi -r -i \d+\)$`),
 			func(_ *rules.Transition, m []string, rs readings) string {
 				return lastHealth(rs, gpu.ECCUncorrectedVolatile, m[1])

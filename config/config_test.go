@@ -326,7 +326,7 @@ func TestExampleConfig(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Load(config.example.yaml): %v", err)
 	}
-	wantRules := []string{"GPUMemoryNearFull", "GPUMemoryLeak", "GPUOutOfMemorySoon", "GPUMemoryFillingFast", "ProcessMemoryLeak", "GPUOutOfMemoryLoop", "GPUIdleButHeld", "GPUHot", "GPULost", "GPUXidError",
+	wantRules := []string{"GPUMemoryNearFull", "GPUMemoryLeak", "GPUOutOfMemorySoon", "GPUMemoryFillingFast", "ProcessMemoryLeak", "GPUOutOfMemoryLoop", "GPUIdleButHeld", "GPUHot", "GPULost",
 		"GPUMemoryUncorrectable", "GPURowRemapFailed", "GPURowRemapPending", "GPUHardwareSlowdown", "GPUPCIeLinkDegraded", "GPUNVLinkErrors", "GPUFanStopped", "GPUHardwareXID", "GPUApplicationXIDs"}
 	if got := ruleNames(c.Rules); !slices.Equal(got, wantRules) {
 		t.Errorf("rules: got %v, want %v", got, wantRules)
@@ -345,7 +345,7 @@ func TestExampleConfig(t *testing.T) {
 		c.Route.GroupWait == nil || *c.Route.GroupWait != 10*time.Second {
 		t.Errorf("route: got %+v, want receiver console, group_wait 10s, repeat_interval 4h", c.Route)
 	}
-	if got, want := c.Summary(), "../config.example.yaml: ok: 19 rules, 1 receiver, source nvml every 5s"; got != want {
+	if got, want := c.Summary(), "../config.example.yaml: ok: 18 rules, 1 receiver, source nvml every 5s"; got != want {
 		t.Errorf("Summary: got %q, want %q", got, want)
 	}
 }

@@ -386,7 +386,7 @@ func TestKubernetesConfigs(t *testing.T) {
 	}
 	for _, tc := range []struct{ configMap, want string }{
 		{"gpuwatch-agent-config", "ok: 0 rules, 1 receiver, source nvml every 5s"},
-		{"gpuwatch-hub-config", "ok: 19 rules, 1 receiver, source prometheus every 30s"},
+		{"gpuwatch-hub-config", "ok: 18 rules, 1 receiver, source prometheus every 30s"},
 	} {
 		t.Run(tc.configMap, func(t *testing.T) {
 			dir := t.TempDir()

@@ -125,7 +125,7 @@ func TestReleaseDeb(t *testing.T) {
 	// The unit's own command before it starts: the packaged config as
 	// installed, read where the unit reads it.
 	if got := run(t, "", nil, bin, "check", "--config", filepath.Join(root, configPath)); got.code != 0 ||
-		!strings.HasSuffix(strings.TrimSpace(got.stdout), "config.yaml: ok: 19 rules, 1 receiver, source nvml every 5s") {
+		!strings.HasSuffix(strings.TrimSpace(got.stdout), "config.yaml: ok: 18 rules, 1 receiver, source nvml every 5s") {
 		t.Errorf("gpuwatch check --config %s: exit %d\n%s%s", configPath, got.code, got.stdout, got.stderr)
 	}
 	unit := parseUnit(t, filepath.Join(root, unitPath))["Service"]

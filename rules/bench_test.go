@@ -42,8 +42,8 @@ func BenchmarkEvalDefaultRules64GPUs(b *testing.B) {
 }
 
 func TestExampleRulesLoad(t *testing.T) {
-	if got := len(exampleRules(t)); got != 19 {
-		t.Errorf("config.example.yaml has %d rules, want the 19 documented defaults", got)
+	if got := len(exampleRules(t)); got != 18 {
+		t.Errorf("config.example.yaml has %d rules, want the 18 documented defaults", got)
 	}
 }
 

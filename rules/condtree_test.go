@@ -31,8 +31,8 @@ func TestReadTestFileGivesTheCasesSamples(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(f.Rules) != 19 || len(f.Cases) != 13 {
-		t.Fatalf("got %d rules and %d cases, want the example's 19 and 13", len(f.Rules), len(f.Cases))
+	if len(f.Rules) != 18 || len(f.Cases) != 13 {
+		t.Fatalf("got %d rules and %d cases, want the example's 18 and 13", len(f.Rules), len(f.Cases))
 	}
 	lost := f.Cases[9] // "a GPU that stops reporting is reported within two minutes"
 	if lost.Interval != time.Minute || lost.Steps != 26 || len(lost.Checks) != 3 || lost.Checks[1].Firing[0] != (TestAlert{Alert: "GPULost", GPU: 1}) {

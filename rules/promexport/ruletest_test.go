@@ -112,7 +112,7 @@ func TestAnnotationsRenderInPrometheus(t *testing.T) {
 		"    alert_rule_test:\n" +
 		alert("GPUHot", "5m", "0", "critical", "GPU 0 on node1 runs hot: up to 88 C, above 85 C within every 2 minutes for 3m") +
 		alert("GPUMemoryNearFull", "18m", "0", "critical", "GPU 0 memory at 97.5% on node1") +
-		alert("GPUXidError", "30m", "0", "critical", "GPU 0 reported XID 79") +
+		alert("GPUHardwareXID", "30m", "0", "critical", "GPU 0 on node1: XID 79: the GPU has fallen off the bus — reset the GPU or reboot the node") +
 		alert("GPUIdleButHeld", "55m", "1", "warning", "GPU 1 holds 20GiB but has computed nothing for 45m")
 	dir := t.TempDir()
 	writeFile(t, dir, "rules.yml", text)
