@@ -272,11 +272,17 @@ func slots(keys *[]windowKey, specs []WindowSpec) []int {
 	return out
 }
 
+// indexCount returns the index in specs of the count of c's test over c's
+// span, or -1.
+func indexCount(specs []CountSpec, c CountSpec) int {
+	return slices.IndexFunc(specs, func(o CountSpec) bool { return o.Span == c.Span && o.Test() == c.Test() })
+}
+
 // countSlots returns the slots in specs of the counts, adding them.
 func countSlots(specs *[]CountSpec, counts []CountSpec) []int {
 	out := make([]int, len(counts))
 	for i, c := range counts {
-		out[i] = slices.IndexFunc(*specs, func(o CountSpec) bool { return o.Span == c.Span && o.Test() == c.Test() })
+		out[i] = indexCount(*specs, c)
 		if out[i] < 0 {
 			*specs, out[i] = append(*specs, c), len(*specs)
 		}
@@ -823,7 +829,7 @@ func (e *Engine) Inherit(old *Engine) {
 			}
 			return NewTrendScales(k.span, k.longest)
 		}, func(c CountSpec) *EventCount {
-			if i := slices.IndexFunc(old.counts, func(o CountSpec) bool { return o.Span == c.Span && o.Test() == c.Test() }); i >= 0 {
+			if i := indexCount(old.counts, c); i >= 0 {
 				return ogs.counts[i]
 			}
 			return nil
