@@ -144,6 +144,18 @@ func (w *remoteWriter) flush(t *testing.T) {
 	w.buf = w.buf[:0]
 }
 
+// maxWriteRequest is the most a remote write carries before it is sent:
+// below VictoriaMetrics' -maxInsertRequestSize (32 MiB), which a step of
+// 10,000 GPUs' series passes.
+const maxWriteRequest = 8 << 20
+
+// flushFull sends the samples gathered once they reach maxWriteRequest.
+func (w *remoteWriter) flushFull(t *testing.T) {
+	if len(w.buf) >= maxWriteRequest {
+		w.flush(t)
+	}
+}
+
 // costLabelPairs are the labels of GPU g's series of family name, sorted.
 func costLabelPairs(name string, g int) []string {
 	return []string{"__name__", name, "gpu", strconv.Itoa(g % 8), "host", fmt.Sprintf("gpu-node-%04d", g/8),
@@ -162,6 +174,7 @@ func pushCostHistory(t *testing.T, w *remoteWriter, gpus int, history []string, 
 		for _, f := range costFamilies {
 			for g := range gpus {
 				w.series(costLabelPairs(f.name, g), f.value(g, sec), ms)
+				w.flushFull(t)
 			}
 		}
 		for g := range gpus {
@@ -177,6 +190,7 @@ func pushCostHistory(t *testing.T, w *remoteWriter, gpus int, history []string, 
 					w.series(labels(name), 0, ms)
 				}
 			}
+			w.flushFull(t)
 		}
 		w.flush(t)
 	}
@@ -272,6 +286,7 @@ func measureRuleCost(t *testing.T, engine promexport.Target, gpus int, full bool
 	exporter := costExporter(t, gpus)
 	end := time.Now().Truncate(costInterval)
 	var groups func() map[string]groupEvaluation
+	var engineURLs []string // the servers whose CPU the rules cost
 	push := func(url string) {
 		began := time.Now()
 		pushCostHistory(t, &remoteWriter{url: url}, gpus, historyRead(ruleFile), end.Add(-50*time.Minute), end)
@@ -295,6 +310,7 @@ func measureRuleCost(t *testing.T, engine promexport.Target, gpus int, full bool
 			t.Fatalf("reload Prometheus: %v %v", resp, err)
 		}
 		groups = func() map[string]groupEvaluation { return prometheusGroups(prom.URL) }
+		engineURLs = []string{prom.URL}
 		defer checkRecorded(t, prom.URL, "", gpus)
 	case promexport.TargetVMAlert:
 		// VictoriaMetrics scrapes the exporter and takes the last 50
@@ -305,12 +321,13 @@ func measureRuleCost(t *testing.T, engine promexport.Target, gpus int, full bool
 			costInterval, strings.TrimPrefix(exporter.URL, "http://")), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		vm := fleettest.VictoriaMetrics(t, "-promscrape.config="+scrape)
+		vm := fleettest.VictoriaMetrics(t, append([]string{"-promscrape.config=" + scrape}, victoriaFleetFlags...)...)
 		push(vm.URL + "/api/v1/write")
 		am := fleettest.Alertmanager(t, "route: {receiver: none}\nreceivers: [{name: none}]\n")
 		vmalert := fleettest.VMAlert(t, fleettest.VMAlertOptions{Rules: map[string]string{"rules.yml": string(ruleFile)},
 			VictoriaMetrics: vm.URL, Alertmanager: am.URL, Flags: vmalertFleetFlags})
 		groups = vmalertGroups(vmalert.URL)
+		engineURLs = []string{vm.URL, vmalert.URL}
 		defer checkRecorded(t, vm.URL, "&nocache=1", gpus)
 	}
 
@@ -321,6 +338,7 @@ func measureRuleCost(t *testing.T, engine promexport.Target, gpus int, full bool
 		warm, measured = 2, 6
 	}
 	seen := map[string][]groupEvaluation{}
+	cpuFrom, wallFrom := cpuSeconds(engineURLs), time.Now()
 	deadline := time.Now().Add(time.Duration(warm+measured+4) * 2 * max(slices.Max(slices.Collect(maps.Values(intervals))), 10*time.Second))
 	for {
 		done := len(seen) == len(intervals)
@@ -344,6 +362,7 @@ func measureRuleCost(t *testing.T, engine promexport.Target, gpus int, full bool
 			}
 		}
 	}
+	cpu, wall := cpuSeconds(engineURLs)-cpuFrom, time.Since(wallFrom)
 	var report strings.Builder
 	perRule := map[string][]float64{}
 	for _, name := range slices.Sorted(maps.Keys(seen)) {
@@ -360,6 +379,28 @@ func measureRuleCost(t *testing.T, engine promexport.Target, gpus int, full bool
 	}
 	t.Logf("%s, %d GPUs, the groups' evaluations (%d each):%s", engine, gpus, measured, report.String())
 	t.Logf("the costliest rules (median of the measured evaluations): %s", costliest(perRule, 8))
+	t.Logf("%s's CPU while it evaluated (scrapes included): %.0f s in %v, %.2f cores", engine, cpu, wall.Round(time.Second), cpu/wall.Seconds())
+}
+
+// cpuSeconds is the CPU the servers at urls have used, the sum of their
+// process_cpu_seconds_total.
+func cpuSeconds(urls []string) float64 {
+	var sum float64
+	for _, u := range urls {
+		resp, err := http.Get(u + "/metrics")
+		if err != nil {
+			continue
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		for line := range strings.Lines(string(body)) {
+			if v, ok := strings.CutPrefix(line, "process_cpu_seconds_total "); ok {
+				f, _ := strconv.ParseFloat(strings.TrimSpace(v), 64)
+				sum += f
+			}
+		}
+	}
+	return sum
 }
 
 // vmalertFleetFlags are vmalert's flags for a large fleet: results sent
@@ -367,6 +408,13 @@ func measureRuleCost(t *testing.T, engine promexport.Target, gpus int, full bool
 // GPUs' recording rules makes.
 var vmalertFleetFlags = []string{"-remoteWrite.flushInterval=1s", "-remoteWrite.maxQueueSize=2000000",
 	"-remoteWrite.maxBatchSize=10000", "-remoteWrite.concurrency=4"}
+
+// victoriaFleetFlags are VictoriaMetrics' flags for a large fleet's
+// rules: as many queries at once as vmalert's groups make, each as long as
+// it takes, where its defaults for a small machine (4 at once on 2 cores,
+// 10 s in the queue, 30 s a query) fail the evaluations the harness
+// measures.
+var victoriaFleetFlags = []string{"-search.maxConcurrentRequests=32", "-search.maxQueueDuration=5m", "-search.maxQueryDuration=5m"}
 
 // groupIntervals are the interval of each group of a rule file.
 func groupIntervals(t *testing.T, ruleFile []byte) map[string]time.Duration {
