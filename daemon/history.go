@@ -47,6 +47,10 @@ type gpuHistory struct {
 	index int
 	uuid  string
 	mig   *gpu.MIG
+	// at is where histories.byIndex has the GPU, while indexed: it is
+	// looked up there only when the GPU moves.
+	at      historyKey
+	indexed bool
 	// memTotal and memAllocatable are the GPU's memory at its latest
 	// sample that knew it, in bytes: the percentages' base, and the
 	// ceiling of its charts.
@@ -206,8 +210,12 @@ func (h *histories) gpu(host string, d *gpu.Device) *gpuHistory {
 		g = &gpuHistory{last: math.MinInt64 + historyMinutes, uuid: strings.Clone(d.UUID), buckets: make([]minuteBucket, h.minutes)}
 		h.byUUID[key] = g
 	}
-	if at := (historyKey{host: host, index: d.Index}); d.MIG == nil && h.byIndex[at] != g {
+	if at := (historyKey{host: host, index: d.Index}); d.MIG == nil && !(g.indexed && g.at == at) {
+		if old := h.byIndex[at]; old != nil && old.at == at {
+			old.indexed = false
+		}
 		h.byIndex[at] = g
+		g.at, g.indexed = at, true
 	}
 	return g
 }

@@ -202,15 +202,20 @@ func NewRecentXIDs() *RecentXIDs {
 func (r *RecentXIDs) Observe(s *Snapshot) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	before, now := r.present[s.Host], make(map[gpuKey]bool, len(s.Devices))
+	before := r.present[s.Host]
+	same := before != nil && len(before) == len(s.Devices) // the GPUs it had: before is kept
 	for i := range s.Devices {
 		k := keyOf(s.Host, s.Devices[i].UUID, s.Devices[i].Index)
-		now[k] = true
 		if before != nil && !before[k] {
 			delete(r.byGPU, k) // back after a reset
+			same = false
 		}
 	}
-	if s.Down == "" {
+	if s.Down == "" && !same {
+		now := make(map[gpuKey]bool, len(s.Devices))
+		for i := range s.Devices {
+			now[keyOf(s.Host, s.Devices[i].UUID, s.Devices[i].Index)] = true
+		}
 		r.present[s.Host] = now
 	}
 	for _, ev := range s.Events {

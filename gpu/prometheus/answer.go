@@ -53,8 +53,43 @@ type labelSet struct {
 	window                                         string // window_size_in_ms, of dcgm-exporter's XID count
 	// podLabels are the values of the pod labels the decoder reads
 	// (decoder.podNames), in their order: dcgm-exporter's
-	// (--kubernetes-enable-pod-labels), then gpuwatch's label_KEY.
-	podLabels [2 * gpu.MaxPodLabels]string
+	// (--kubernetes-enable-pod-labels), then gpuwatch's label_KEY; nil
+	// until the series has one (a fleet's label sets are cached, and most
+	// fleets ask for none).
+	podLabels *podLabelValues
+	// filed is where the builder filed the series at an earlier
+	// evaluation: kept with the label sets a metricCache holds, so that an
+	// evaluation's series whose labels are the same as the last one's go
+	// to their GPU without looking it up.
+	filed filing
+}
+
+// same reports whether two label sets hold the same labels, wherever
+// they were filed.
+func (ls *labelSet) same(o *labelSet) bool {
+	a, b := *ls, *o
+	a.filed, b.filed = filing{}, filing{}
+	pa, pb := a.podLabels, b.podLabels
+	a.podLabels, b.podLabels = nil, nil
+	var none podLabelValues
+	if pa == nil {
+		pa = &none
+	}
+	if pb == nil {
+		pb = &none
+	}
+	return a == b && *pa == *pb
+}
+
+// podLabelValues are the values of a series' pod labels.
+type podLabelValues [2 * gpu.MaxPodLabels]string
+
+// pods are the series' pod labels of keys, their values from podLabels[from:].
+func (ls *labelSet) pods(keys []string, from int) gpu.PodLabels {
+	if ls.podLabels == nil || len(keys) == 0 {
+		return ""
+	}
+	return gpu.PodLabelsOf(keys, ls.podLabels[from:from+len(keys)])
 }
 
 // field is the labelSet field a label name fills; nil for a label
@@ -198,11 +233,19 @@ type decoder struct {
 	// them (gpu.PodLabelSeriesName).
 	podNames []string
 
-	ls      labelSet
-	prev    labelSet // the series read before ls
+	ls   labelSet
+	prev labelSet // the series read into ls before it
+	// cur is the labels of the series being read: ls, or the cache's.
+	cur     *labelSet
 	samples []sample
-	bad     badLabel // the first label of ls too long to read; zero when none
-	count   int      // the series read so far
+	// lastTime is the text of the last sample time parsed, lastTimeMillis
+	// its value.
+	lastTime       []byte
+	lastTimeMillis int64
+	// key holds the key of the object field being read (see object).
+	key   []byte
+	bad   badLabel // the first label of ls too long to read; zero when none
+	count int      // the series read so far
 }
 
 // readBuffer is the size of the buffer an answer is read through: a
@@ -281,9 +324,10 @@ func (d *decoder) expect(c byte) error {
 	return nil
 }
 
-// object reads an object, calling field for each key (valid only during
-// the call) with the decoder at the key's value, which field must
-// consume.
+// object reads an object, calling field for each key with the decoder
+// at the key's value, which field must consume. The key is valid until
+// field reads an object itself: every object's keys are read into one
+// buffer.
 func (d *decoder) object(field func(key []byte) error) error {
 	if err := d.expect('{'); err != nil {
 		return err
@@ -292,15 +336,15 @@ func (d *decoder) object(field func(key []byte) error) error {
 		d.pos++
 		return nil
 	}
-	var key []byte
 	for {
 		raw, size, err := d.str(maxKey)
 		if err != nil {
 			return err
 		}
-		key = key[:0]
+		key := d.key[:0]
 		if size <= maxKey { // a longer key is none gpuwatch reads
 			key = append(key, raw...)
+			d.key = key
 		}
 		if err := d.expect(':'); err != nil {
 			return err
@@ -577,13 +621,13 @@ func (d *decoder) result(a *answer) error {
 						"narrow source.prometheus.selector, or split the fleet between hubs", MaxSeries)
 				}
 				if d.bad.label != "" {
-					a.refuse(d.bad.describe(&d.ls))
+					a.refuse(d.bad.describe(d.cur))
 					return nil
 				}
 				if d.each != nil {
-					return d.each(&d.ls, d.samples)
+					return d.each(d.cur, d.samples)
 				}
-				a.series = append(a.series, seriesAnswer{labels: d.ls, samples: append([]sample(nil), d.samples...)})
+				a.series = append(a.series, seriesAnswer{labels: *d.cur, samples: append([]sample(nil), d.samples...)})
 				return nil
 			})
 		}
@@ -594,14 +638,14 @@ func (d *decoder) result(a *answer) error {
 // series reads one series of a vector ("value") or a matrix ("values")
 // into d.ls and d.samples.
 func (d *decoder) series() error {
-	d.prev, d.ls, d.samples, d.bad = d.ls, labelSet{}, d.samples[:0], badLabel{}
-	return d.object(func(key []byte) error {
+	d.cur, d.samples, d.bad = nil, d.samples[:0], badLabel{}
+	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "metric":
 			if d.metrics != nil {
-				return d.cachedLabels(&d.ls)
+				return d.cachedLabels()
 			}
-			return d.labels(&d.ls)
+			return d.freshLabels()
 		case "value":
 			v, err := d.sample()
 			d.samples = append(d.samples, v)
@@ -618,6 +662,18 @@ func (d *decoder) series() error {
 		}
 		return d.skip(0)
 	})
+	if d.cur == nil { // a series without its "metric"
+		d.prev, d.ls = d.ls, labelSet{}
+		d.cur = &d.ls
+	}
+	return err
+}
+
+// freshLabels reads a series' label set into ls.
+func (d *decoder) freshLabels() error {
+	d.prev, d.ls = d.ls, labelSet{}
+	d.cur = &d.ls
+	return d.labels(&d.ls)
 }
 
 // sample reads [time, "value"]: seconds as a number, the value as a
@@ -627,8 +683,7 @@ func (d *decoder) sample() (sample, error) {
 	if err := d.expect('['); err != nil {
 		return out, err
 	}
-	t, err := d.number()
-	if err != nil {
+	if err := d.sampleTime(&out); err != nil {
 		return out, err
 	}
 	if err := d.expect(','); err != nil {
@@ -638,14 +693,52 @@ func (d *decoder) sample() (sample, error) {
 	if err != nil {
 		return out, err
 	}
-	if out.v, err = strconv.ParseFloat(string(text), 64); err != nil || size > maxNumber {
+	var ok bool
+	if out.v, ok = parseValue(text); !ok || size > maxNumber {
 		return out, d.errorf("the value %q is not a number", clip(string(text), 20))
 	}
+	return out, d.expect(']')
+}
+
+// sampleTime reads a sample's time, in seconds, into out.t. Every sample
+// of an instant answer has the same time, and a range answer's series
+// the same times: the text of the last one read is kept with its value,
+// and taken without parsing when it repeats.
+func (d *decoder) sampleTime(out *sample) error {
+	text := d.numberText()
+	if len(text) > 0 && bytes.Equal(text, d.lastTime) {
+		out.t = d.lastTimeMillis
+		return nil
+	}
+	t, err := strconv.ParseFloat(string(text), 64)
+	if err != nil || len(text) == 0 {
+		return d.errorf("expected a number")
+	}
 	if math.IsNaN(t) || math.IsInf(t, 0) || math.Abs(t) > 1e15 {
-		return out, d.errorf("the time %v is out of range", t)
+		return d.errorf("the time %v is out of range", t)
 	}
 	out.t = int64(math.Round(t * 1000))
-	return out, d.expect(']')
+	d.lastTime, d.lastTimeMillis = append(d.lastTime[:0], text...), out.t
+	return nil
+}
+
+// parseValue reads a sample's value as Prometheus writes it: a float's
+// text, "NaN", "+Inf" or "-Inf". Most are whole numbers (counts, bytes,
+// 0 and 1), read without strconv.
+func parseValue(text []byte) (float64, bool) {
+	if n := len(text); n > 0 && n <= 15 {
+		var v uint64
+		for _, c := range text {
+			if c < '0' || c > '9' {
+				f, err := strconv.ParseFloat(string(text), 64)
+				return f, err == nil
+			}
+			v = v*10 + uint64(c-'0')
+		}
+		return float64(v), true // below 10^15: exact
+	}
+	f, err := strconv.ParseFloat(string(text), 64)
+	return f, err == nil
 }
 
 // validUTF8 replaces each byte of b that is not UTF-8 with U+FFFD, as
@@ -673,6 +766,12 @@ func (d *decoder) field(ls *labelSet, key []byte) (dst, prev *string) {
 	}
 	for i, name := range d.podNames {
 		if name == string(key) {
+			if ls.podLabels == nil {
+				ls.podLabels = new(podLabelValues)
+			}
+			if d.prev.podLabels == nil {
+				return &ls.podLabels[i], new(string)
+			}
 			return &ls.podLabels[i], &d.prev.podLabels[i]
 		}
 	}

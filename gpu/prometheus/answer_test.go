@@ -2,6 +2,7 @@ package prometheus
 
 import (
 	"encoding/json"
+	"math"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -48,7 +49,7 @@ func TestParseAnswerAgreesWithEncodingJSON(t *testing.T) {
 				profileDCGM: m["GPU_I_PROFILE"], parentUUID: m["parent_uuid"], migGI: m["gpu_instance"], migCI: m["compute_instance"], profile: m["profile"]}
 			v, _ := strconv.ParseFloat(w.Value[1].(string), 64)
 			ts := int64(w.Value[0].(float64) * 1000)
-			if g.labels != ls || len(g.samples) != 1 || g.samples[0].v != v || g.samples[0].t != ts {
+			if !g.labels.same(&ls) || len(g.samples) != 1 || g.samples[0].v != v || g.samples[0].t != ts {
 				t.Errorf("%s series %d: got %+v %+v, want %+v %v at %d", name, i, g.labels, g.samples, ls, v, ts)
 			}
 		}
@@ -72,4 +73,19 @@ func TestParseAnswerErrors(t *testing.T) {
 			t.Errorf("parseAnswer(%.40q): got %v, want an error with %q", tc.in, err, tc.want)
 		}
 	}
+}
+
+// FuzzParseValue checks that a sample's value reads as strconv reads it,
+// whole numbers through the fast path included.
+func FuzzParseValue(f *testing.F) {
+	for _, s := range []string{"0", "1", "85520809984", "999999999999999", "1000000000000000", "0.37", "-1", "+Inf", "NaN", "1e3", "007", "", "1_0", "0x10"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		want, err := strconv.ParseFloat(s, 64)
+		got, ok := parseValue([]byte(s))
+		if ok != (err == nil) || ok && got != want && !(math.IsNaN(got) && math.IsNaN(want)) {
+			t.Errorf("parseValue(%q) = %v, %v; strconv: %v, %v", s, got, ok, want, err)
+		}
+	})
 }

@@ -373,7 +373,7 @@ func (r *pastRound) add(ls *labelSet, samples []sample) error {
 	if i == len(r.labels) {
 		r.labels = append(r.labels, *ls)
 		r.changed = true
-	} else if r.labels[i] != *ls {
+	} else if !r.labels[i].same(ls) {
 		r.labels[i] = *ls
 		r.changed = true
 	}

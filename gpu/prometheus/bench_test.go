@@ -165,8 +165,14 @@ func cpuTime() time.Duration {
 // and each evaluated with the example rules, their windows full. It
 // reports the CPU time of an evaluation (cpu-ns/op, garbage collection
 // included; target ≤ 50 ms) and the queries it sent (queries/op: one).
-func BenchmarkHubEvaluation1000GPUs(b *testing.B) {
-	const gpus = 1000
+func BenchmarkHubEvaluation1000GPUs(b *testing.B) { benchmarkHubEvaluation(b, 1000) }
+
+// BenchmarkHubEvaluation10000GPUs is the same at 1,250 hosts of 8 GPUs:
+// the decoding and the rules of BenchmarkHubCost10000GPUs (cli), without
+// the network, the daemon and the process around them.
+func BenchmarkHubEvaluation10000GPUs(b *testing.B) { benchmarkHubEvaluation(b, 10000) }
+
+func benchmarkHubEvaluation(b *testing.B, gpus int) {
 	at := time.Date(2026, 11, 29, 9, 0, 0, 0, time.UTC)
 	answer := fleetVector(gpus, at)
 	api := &memoryAPI{instant: func() []byte { return answer }}

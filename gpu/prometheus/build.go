@@ -27,9 +27,21 @@ type deviceKey struct {
 	index      int
 }
 
-// deviceBuild gathers one GPU's series of one evaluation.
+// deviceBuild gathers one GPU's series of one evaluation. The builder
+// keeps one for each GPU, reset when an evaluation first files a series
+// under it (gen), so that the series a metricCache keeps can remember it
+// (labelSet.filed).
 type deviceBuild struct {
-	key                                     deviceKey
+	key deviceKey
+	// gen is the evaluation it was last reset for (builder.gen); retired,
+	// that the builder let it go: a series filed under it looks its GPU
+	// up anew.
+	gen     uint64
+	retired bool
+	// seen is whether the GPU reported before: builder.seen, remembered.
+	seen bool
+	// target is the scrape target of its last series in the evaluation.
+	target                                  target
 	dev                                     gpu.Device
 	memUsed, memTotal, memFree, memReserved float64 // bytes; NaN until a series says
 	engineActive, dramActive                float64 // percent, dcgm-exporter's DCGM_FI_PROF_GR_ENGINE_ACTIVE and DRAM_ACTIVE; NaN until said
@@ -37,6 +49,30 @@ type deviceBuild struct {
 	processes, users, pods                  []gpu.Process
 	xids                                    []xidSample
 	xidCounts                               []xidCount // dcgm-exporter's counts of XIDs by code within a window
+}
+
+// newDeviceBuild is a GPU's build, empty.
+func newDeviceBuild(key deviceKey) *deviceBuild {
+	d := &deviceBuild{key: key}
+	d.reset(0)
+	return d
+}
+
+// reset empties the build for evaluation gen: every reading unknown
+// (NaN) until a series says. What the snapshots keep (the processes) is
+// made anew; the XIDs, which they do not, reuse their room.
+func (d *deviceBuild) reset(gen uint64) {
+	nan := math.NaN()
+	*d = deviceBuild{key: d.key, gen: gen, seen: d.seen, memUsed: nan, memTotal: nan, memFree: nan, memReserved: nan, engineActive: nan, dramActive: nan,
+		dev:  gpu.Device{Index: d.key.index, UUID: d.key.uuid, UtilGPU: nan, UtilMem: nan, TempC: nan, PowerW: nan, PowerLimitW: nan},
+		xids: d.xids[:0], xidCounts: d.xidCounts[:0]}
+}
+
+// filing is where an evaluation filed a series: its family, and the GPU
+// it is about.
+type filing struct {
+	family *family
+	dev    *deviceBuild
 }
 
 // xidSample is an XID series of a GPU: gpuwatch's counter of one code
@@ -85,7 +121,13 @@ type builder struct {
 	// otherwise.
 	sparePresent map[deviceKey]bool
 	spareDevs    map[deviceKey]*deviceBuild
-	counters     map[counterKey]float64
+	// builds are the GPUs' builds, kept from one evaluation to the next;
+	// gen counts the evaluations, and touched is how many GPUs the last
+	// one filed series under: builds it did not are let go at the next.
+	builds   map[deviceKey]*deviceBuild
+	gen      uint64
+	touched  int
+	counters map[counterKey]float64
 	// xidTimes are, per dcgm-exporter XID count, the times of the events
 	// it counted that are still within its window.
 	xidTimes map[countKey][]time.Time
@@ -116,7 +158,7 @@ func newBuilder(schema Schema, interval time.Duration, podKeys []string) *builde
 		podNames[i], podNames[len(podKeys)+i] = gpu.PodLabelSeriesName(k), gpu.PodLabelExportName(k)
 	}
 	return &builder{schema: schema, podKeys: podKeys, podNames: podNames, families: familiesOf(schema), hosts: map[string]*hostState{},
-		seen: map[deviceKey]bool{}, present: map[deviceKey]bool{}, counters: map[counterKey]float64{}, xidTimes: map[countKey][]time.Time{},
+		seen: map[deviceKey]bool{}, present: map[deviceKey]bool{}, builds: map[deviceKey]*deviceBuild{}, counters: map[counterKey]float64{}, xidTimes: map[countKey][]time.Time{},
 		grace: max(minGrace, 4*interval)}
 }
 
@@ -135,10 +177,9 @@ type evaluation struct {
 	// an answer lists a family's series together.
 	name   string
 	family *family
-	// last is the GPU of the series added last, and lastTarget the
-	// target it came from: a backfill's series come GPU by GPU.
-	last       *deviceBuild
-	lastTarget target
+	// last is the GPU of the series added last: a backfill's series come
+	// GPU by GPU.
+	last *deviceBuild
 }
 
 func (b *builder) start(at time.Time) *evaluation {
@@ -147,6 +188,11 @@ func (b *builder) start(at time.Time) *evaluation {
 		devs = make(map[deviceKey]*deviceBuild, len(b.present)+1)
 	}
 	b.spareDevs = nil
+	if len(b.builds) > b.touched {
+		b.retire(func(d *deviceBuild) bool { return d.gen != b.gen })
+	}
+	b.gen++
+	b.touched = 0
 	return &evaluation{b: b, at: at, devs: devs,
 		targets: make(map[string][]target, len(b.hosts)+1), up: map[target]float64{}}
 }
@@ -163,6 +209,16 @@ func (b *builder) build(at time.Time, points []point) []*gpu.Snapshot {
 	}
 	snaps, _ := e.finish(false)
 	return snaps
+}
+
+// retire lets go of the builds of GPUs that gone says are gone.
+func (b *builder) retire(gone func(*deviceBuild) bool) {
+	for key, d := range b.builds {
+		if gone(d) {
+			d.retired = true
+			delete(b.builds, key)
+		}
+	}
 }
 
 // silence is why a host that reported before has no series now.
@@ -228,14 +284,24 @@ func (e *evaluation) finish(live bool) (snaps []*gpu.Snapshot, unknown []string)
 			present[key] = was // a host that is down has not lost its GPUs
 		}
 	}
-	for _, d := range e.sorted() {
+	var s *gpu.Snapshot
+	devs := e.sorted()
+	for i, d := range devs {
 		key := d.key
-		s := byHost[key.host]
-		if s == nil {
-			s = &gpu.Snapshot{Time: e.at, Host: key.host}
-			byHost[key.host] = s
+		if s == nil || s.Host != key.host {
+			if s = byHost[key.host]; s == nil {
+				s = &gpu.Snapshot{Time: e.at, Host: key.host}
+				byHost[key.host] = s
+			}
+			if s.Devices == nil { // room for the host's GPUs, which come together
+				n := 1
+				for n < len(devs)-i && devs[i+n].key.host == key.host {
+					n++
+				}
+				s.Devices = make([]gpu.Device, 0, n)
+			}
 		}
-		known := b.seen[key]
+		known := d.seen || b.seen[key]
 		s.Events = append(s.Events, b.events(e.at, d, known)...)
 		if d.lost {
 			continue
@@ -244,6 +310,7 @@ func (e *evaluation) finish(live bool) (snaps []*gpu.Snapshot, unknown []string)
 		if !known {
 			b.seen[key] = true
 		}
+		d.seen = true
 		s.Devices = append(s.Devices, d.device())
 	}
 	clear(b.present)
@@ -316,40 +383,30 @@ func (e *evaluation) add(ls *labelSet, value float64) {
 		e.up[target{ls.job, ls.instance}] = value
 		return
 	}
-	if ls.name != e.name || e.family == nil {
-		e.name, e.family = ls.name, e.b.families[ls.name]
+	f, d := ls.filed.family, ls.filed.dev
+	if d == nil || d.retired {
+		if f, d = e.gpuOf(ls); d == nil {
+			return
+		}
+		ls.filed = filing{family: f, dev: d}
 	}
-	f := e.family
-	if f == nil {
-		e.skipped++
-		return
-	}
-	key, ok := keyOf(f.schema, ls)
-	if !ok {
-		e.skipped++
-		return
-	}
-	t := target{ls.job, ls.instance}
-	d := e.last
-	if d == nil || d.key != key || t != e.lastTarget {
-		e.lastTarget = t
-		e.noteTarget(key.host, t)
-		d = e.devs[key]
-	}
-	if d == nil && len(e.devs) == MaxGPUs {
-		e.err = fmt.Errorf("the series name more than %d GPUs, the most a hub watches: split the fleet between hubs, each with its own source.prometheus.selector", MaxGPUs)
-		return
-	}
-	if d == nil {
-		nan := math.NaN()
-		d = &deviceBuild{key: key, memUsed: nan, memTotal: nan, memFree: nan, memReserved: nan, engineActive: nan, dramActive: nan,
-			dev: gpu.Device{Index: key.index, UUID: key.uuid, UtilGPU: nan, UtilMem: nan, TempC: nan, PowerW: nan, PowerLimitW: nan}}
+	b, first := e.b, d.gen != e.b.gen
+	if first { // the GPU's first series in this evaluation
+		if len(e.devs) == MaxGPUs {
+			e.err = fmt.Errorf("the series name more than %d GPUs, the most a hub watches: split the fleet between hubs, each with its own source.prometheus.selector", MaxGPUs)
+			return
+		}
+		d.reset(b.gen)
 		if f.schema == SchemaDCGM && ls.gpuInstance != "" {
 			d.dev.MIG = dcgmInstance(ls)
 		}
-		e.devs[key] = d
+		e.devs[d.key] = d
+		b.touched++
 	}
-	e.last = d
+	if t := (target{ls.job, ls.instance}); first || t != d.target {
+		d.target = t
+		e.noteTarget(d.key.host, t)
+	}
 	if d.dev.Name == "" {
 		d.dev.Name = ls.gpuName
 		if f.schema == SchemaDCGM {
@@ -367,7 +424,7 @@ func (e *evaluation) add(ls *labelSet, value float64) {
 		pid, _ := strconv.Atoi(ls.pid)
 		n := len(e.b.podKeys)
 		d.processes = append(d.processes, gpu.Process{PID: pid, User: ls.user, Command: ls.command,
-			Container: ls.container, PodLabels: gpu.PodLabelsOf(e.b.podKeys, ls.podLabels[n:2*n]), MemUsed: byteCount(value)})
+			Container: ls.container, PodLabels: ls.pods(e.b.podKeys, n), MemUsed: byteCount(value)})
 	case gwUserMemory:
 		d.users = append(d.users, gpu.Process{User: ls.user, MemUsed: byteCount(value)})
 	case gwMIGInfo:
@@ -380,6 +437,37 @@ func (e *evaluation) add(ls *labelSet, value float64) {
 	if f.schema == SchemaDCGM {
 		d.addPod(ls, e.b.podKeys)
 	}
+}
+
+// gpuOf is the family of a series and the GPU's build it is about, from
+// its labels: nil when gpuwatch reads no such family, or the series names
+// no GPU.
+func (e *evaluation) gpuOf(ls *labelSet) (*family, *deviceBuild) {
+	if ls.name != e.name || e.family == nil {
+		e.name, e.family = ls.name, e.b.families[ls.name]
+	}
+	f := e.family
+	if f == nil {
+		e.skipped++
+		return nil, nil
+	}
+	key, ok := keyOf(f.schema, ls)
+	if !ok {
+		e.skipped++
+		return nil, nil
+	}
+	d := e.last
+	if d == nil || d.key != key {
+		if d = e.b.builds[key]; d == nil {
+			if len(e.b.builds) >= 2*MaxGPUs { // answers naming ever more GPUs
+				e.b.retire(func(*deviceBuild) bool { return true })
+			}
+			d = newDeviceBuild(key)
+			e.b.builds[key] = d
+		}
+	}
+	e.last = d
+	return f, d
 }
 
 // noteTarget notes that host's series come from target t.
@@ -441,7 +529,7 @@ func (d *deviceBuild) addPod(ls *labelSet, keys []string) {
 	if slices.ContainsFunc(d.pods, func(q gpu.Process) bool { return q.Container == p.Container }) {
 		return
 	}
-	p.PodLabels = gpu.PodLabelsOf(keys, ls.podLabels[:len(keys)])
+	p.PodLabels = ls.pods(keys, 0)
 	d.pods = append(d.pods, p)
 }
 
@@ -480,9 +568,8 @@ func markSplit(devs map[deviceKey]*deviceBuild) {
 		key := deviceKey{schema: SchemaDCGM, host: d.key.host, uuid: d.dev.MIG.ParentUUID, index: d.key.index}
 		p := devs[key]
 		if p == nil {
-			nan := math.NaN()
-			p = &deviceBuild{key: key, memUsed: nan, memTotal: nan, memFree: nan, memReserved: nan, engineActive: nan, dramActive: nan,
-				dev: gpu.Device{Index: key.index, UUID: key.uuid, Name: d.dev.Name, UtilGPU: nan, UtilMem: nan, TempC: nan, PowerW: nan, PowerLimitW: nan}}
+			p = newDeviceBuild(key)
+			p.dev.Name = d.dev.Name
 			devs[key] = p
 		}
 		p.dev.MIGEnabled = true

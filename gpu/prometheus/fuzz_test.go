@@ -179,7 +179,7 @@ func sameLabelsCached(t *testing.T, data []byte, want *answer, podNames []string
 			t.Fatalf("pass %d: %d series with the cache, %d without", pass, len(got), len(want.series))
 		}
 		for i := range got {
-			if got[i] != want.series[i].labels {
+			if !got[i].same(&want.series[i].labels) {
 				t.Fatalf("pass %d, series %d: labels %+v with the cache, %+v without", pass, i, got[i], want.series[i].labels)
 			}
 		}

@@ -14,9 +14,27 @@ import (
 // series, each with some eight labels). The hash is seeded anew each run,
 // so that no answer can be made to collide with another.
 type metricCache struct {
-	seed    maphash.Seed
-	entries []cachedMetric
-	next    int // the place of the series being read
+	seed maphash.Seed
+	// chunks hold the entries, cacheChunk each: the cache grows without
+	// copying what it holds (a fleet's is tens of megabytes), and an
+	// entry stays where it is.
+	chunks [][]cachedMetric
+	size   int // the entries held
+	next   int // the place of the series being read
+}
+
+// cacheChunk is how many entries a chunk of the cache holds.
+const cacheChunk = 1024
+
+// entry is the entry at place i, which the cache holds (i < size).
+func (c *metricCache) entry(i int) *cachedMetric { return &c.chunks[i/cacheChunk][i%cacheChunk] }
+
+// add makes the entry at place size, empty.
+func (c *metricCache) add() {
+	if c.size == len(c.chunks)*cacheChunk {
+		c.chunks = append(c.chunks, make([]cachedMetric, cacheChunk))
+	}
+	c.size++
 }
 
 type cachedMetric struct {
@@ -32,50 +50,56 @@ func (c *metricCache) start() { c.next = 0 }
 
 // finish ends an answer: the places after its last series are let go.
 func (c *metricCache) finish() {
-	if c.next < len(c.entries) {
-		clear(c.entries[c.next:])
-		c.entries = c.entries[:c.next]
+	for ; c.size > c.next; c.size-- {
+		*c.entry(c.size - 1) = cachedMetric{}
 	}
+	kept := (c.size + cacheChunk - 1) / cacheChunk
+	clear(c.chunks[kept:])
+	c.chunks = c.chunks[:kept]
 }
 
 // cachedLabels reads the "metric" object of the series at the cache's
-// next place into ls: from the cache where the text is the same as last
-// time, else by reading it, and keeps it for the next answer.
-func (d *decoder) cachedLabels(ls *labelSet) error {
+// next place: from the cache where the text is the same as last time,
+// else by reading it, and keeps it for the next answer. d.cur is the
+// cache's label set then, which the series' reader may note where it
+// filed the series in (labelSet.filed), for the next answer.
+func (d *decoder) cachedLabels() error {
 	c := d.metrics
 	i := c.next
 	c.next++
 	if d.peek() != '{' {
-		return d.labels(ls)
+		return d.freshLabels()
 	}
-	if i < len(c.entries) && c.entries[i].length > 0 {
-		e := &c.entries[i]
+	if i < c.size && c.entry(i).length > 0 {
+		e := c.entry(i)
 		for len(d.buf)-d.pos < e.length {
 			if _, ok := d.fill(d.pos); !ok {
 				break
 			}
 		}
 		if len(d.buf)-d.pos >= e.length && d.buf[d.pos+e.length-1] == '}' && maphash.Bytes(c.seed, d.buf[d.pos:d.pos+e.length]) == e.hash {
-			*ls = e.labels
+			d.cur = &e.labels
 			d.pos += e.length
 			return nil
 		}
 	}
-	for len(c.entries) <= i {
-		c.entries = append(c.entries, cachedMetric{})
+	for c.size <= i {
+		c.add()
 	}
-	c.entries[i] = cachedMetric{} // until read whole
+	e := c.entry(i)
+	*e = cachedMetric{} // until read whole
 	n, ok := d.objectLength()
 	if !ok {
 		// Not a flat object of strings, or a long one: read it as it
 		// comes, and let the reader say what is wrong with it.
-		return d.labels(ls)
+		return d.freshLabels()
 	}
 	hash := maphash.Bytes(c.seed, d.buf[d.pos:d.pos+n])
-	if err := d.labels(ls); err != nil || d.bad.label != "" {
+	if err := d.freshLabels(); err != nil || d.bad.label != "" {
 		return err // a series left out is read again each time, to say so
 	}
-	c.entries[i] = cachedMetric{hash: hash, length: n, labels: *ls}
+	*e = cachedMetric{hash: hash, length: n, labels: d.ls}
+	d.cur = &e.labels
 	return nil
 }
 
