@@ -166,8 +166,8 @@ func costLabelPairs(name string, g int) []string {
 // pushCostHistory pushes gpus GPUs' series from start to end, every
 // costInterval, in time order; and the series of the recording rules the
 // rules read over ranges (history), as the rules would have recorded them
-// every evaluation: the times a GPU reported, was held or free, and 0 for
-// the others (slice rates).
+// every evaluation: the times a GPU reported, was held or free, no
+// out-of-memory exits, and 0 for the others (slice rates).
 func pushCostHistory(t *testing.T, w *remoteWriter, gpus int, history []string, start, end time.Time) {
 	for at := start; !at.After(end); at = at.Add(costInterval) {
 		ms, sec := at.UnixMilli(), float64(at.Unix())
@@ -186,6 +186,9 @@ func pushCostHistory(t *testing.T, w *remoteWriter, gpus int, history []string, 
 				switch {
 				case name == "gpuwatch:reported_at", name == "gpuwatch:held_at" && held, name == "gpuwatch:free_at" && !held:
 					w.series(labels(name), sec, ms)
+				case name == "gpuwatch:oom_exit":
+					// An event, recorded only when a job leaves a full
+					// GPU: none did.
 				case name != "gpuwatch:held_at" && name != "gpuwatch:free_at":
 					w.series(labels(name), 0, ms)
 				}
@@ -311,7 +314,7 @@ func measureRuleCost(t *testing.T, engine promexport.Target, gpus int, full bool
 		}
 		groups = func() map[string]groupEvaluation { return prometheusGroups(prom.URL) }
 		engineURLs = []string{prom.URL}
-		defer checkRecorded(t, prom.URL, "", gpus)
+		defer checkRecorded(t, prom.URL, "", gpus, "")
 	case promexport.TargetVMAlert:
 		// VictoriaMetrics scrapes the exporter and takes the last 50
 		// minutes through its remote-write API; then vmalert starts.
@@ -328,7 +331,7 @@ func measureRuleCost(t *testing.T, engine promexport.Target, gpus int, full bool
 			VictoriaMetrics: vm.URL, Alertmanager: am.URL, Flags: vmalertFleetFlags})
 		groups = vmalertGroups(vmalert.URL)
 		engineURLs = []string{vm.URL, vmalert.URL}
-		defer checkRecorded(t, vm.URL, "&nocache=1", gpus)
+		defer checkRecorded(t, vm.URL, "&nocache=1", gpus, vmalert.URL)
 	}
 
 	// Warm-up evaluations (the live series join the history), then the
@@ -349,7 +352,10 @@ func measureRuleCost(t *testing.T, engine promexport.Target, gpus int, full bool
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("not every group evaluated %d times in time: %v", warm+measured, seen)
+			// What was measured is reported all the same: the groups
+			// that fell behind are the ones to know of.
+			t.Errorf("not every group evaluated %d times in time", warm+measured)
+			break
 		}
 		time.Sleep(time.Second)
 		for name, g := range groups() {
@@ -366,8 +372,12 @@ func measureRuleCost(t *testing.T, engine promexport.Target, gpus int, full bool
 	var report strings.Builder
 	perRule := map[string][]float64{}
 	for _, name := range slices.Sorted(maps.Keys(seen)) {
+		evs := seen[name]
+		if len(evs) > warm {
+			evs = evs[warm:]
+		}
 		var ds []float64
-		for _, g := range seen[name][warm:] {
+		for _, g := range evs {
 			ds = append(ds, g.seconds)
 			for rule, d := range g.rules {
 				perRule[rule] = append(perRule[rule], d)
@@ -376,6 +386,9 @@ func measureRuleCost(t *testing.T, engine promexport.Target, gpus int, full bool
 		slices.Sort(ds)
 		fmt.Fprintf(&report, "\n  %-40s every %-5v median %.3fs, max %.3fs (%.0f%% of its interval at most)", name, intervals[name],
 			ds[len(ds)/2], ds[len(ds)-1], 100*ds[len(ds)-1]/intervals[name].Seconds())
+		if len(ds) < measured {
+			fmt.Fprintf(&report, ", %d evaluations of %d", len(ds), measured)
+		}
 	}
 	t.Logf("%s, %d GPUs, the groups' evaluations (%d each):%s", engine, gpus, measured, report.String())
 	t.Logf("the costliest rules (median of the measured evaluations): %s", costliest(perRule, 8))
@@ -439,10 +452,27 @@ func groupIntervals(t *testing.T, ruleFile []byte) map[string]time.Duration {
 }
 
 // checkRecorded checks that the engine recorded gpuwatch:memory_used
-// (the base group's) for every GPU.
-func checkRecorded(t *testing.T, base, params string, gpus int) {
-	if n := promQueryValue(t, base, `count(gpuwatch:memory_used)`+params); n != float64(gpus) {
-		t.Errorf("gpuwatch:memory_used has %v series, want one for each of %d GPUs", n, gpus)
+// (the base group's) for every GPU; writer, when set, is the server that
+// wrote the records (vmalert), whose remote-write metrics a failure logs.
+func checkRecorded(t *testing.T, base, params string, gpus int, writer string) {
+	n := promQueryValue(t, base, `count(gpuwatch:memory_used)`+params)
+	if n == float64(gpus) {
+		return
+	}
+	t.Errorf("gpuwatch:memory_used has %v series, want one for each of %d GPUs", n, gpus)
+	if writer == "" {
+		return
+	}
+	resp, err := http.Get(writer + "/metrics")
+	if err != nil {
+		return
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	for line := range strings.Lines(string(body)) {
+		if strings.HasPrefix(line, "vmalert_remotewrite_") {
+			t.Log(strings.TrimSpace(line))
+		}
 	}
 }
 
@@ -488,6 +518,7 @@ type rulesAnswer struct {
 			Rules          []struct {
 				Name           string  `json:"name"`
 				EvaluationTime float64 `json:"evaluationTime"`
+				LastEvaluation string  `json:"lastEvaluation"`
 				LastError      string  `json:"lastError"`
 			} `json:"rules"`
 		} `json:"groups"`
@@ -504,16 +535,28 @@ func getJSON(url string, v any) bool {
 }
 
 // evaluations reads the groups of /api/v1/rules; seconds, when set, gives
-// a group's evaluation time where the answer does not.
-func (a *rulesAnswer) evaluations(seconds func(group string) float64) map[string]groupEvaluation {
+// a group's evaluation time where the answer does not; cumulative says
+// that a rule's time is counted from the start of its group's evaluation
+// (vmalert's), so its own is the difference from the rule before it in
+// the same evaluation.
+func (a *rulesAnswer) evaluations(seconds func(group string) float64, cumulative bool) map[string]groupEvaluation {
 	out := map[string]groupEvaluation{}
 	for _, g := range a.Data.Groups {
 		if strings.HasPrefix(g.LastEvaluation, "0001-") {
 			continue
 		}
 		e := groupEvaluation{at: g.LastEvaluation, seconds: g.EvaluationTime, rules: map[string]float64{}}
+		var before float64
+		var beforeAt string
 		for _, r := range g.Rules {
-			e.rules[r.Name] += r.EvaluationTime
+			d := r.EvaluationTime
+			if cumulative {
+				if r.LastEvaluation != beforeAt { // the first rule of an evaluation
+					before, beforeAt = 0, r.LastEvaluation
+				}
+				d, before = max(d-before, 0), max(d, before)
+			}
+			e.rules[r.Name] += d
 			if r.LastError != "" && e.err == "" {
 				e.err = r.Name + ": " + r.LastError
 			}
@@ -532,7 +575,7 @@ func prometheusGroups(base string) map[string]groupEvaluation {
 	if !getJSON(base+"/api/v1/rules", &a) {
 		return nil
 	}
-	return a.evaluations(nil)
+	return a.evaluations(nil, false)
 }
 
 // vmalertGroups reads vmalert's groups' latest evaluations, each's time
@@ -562,7 +605,7 @@ func vmalertGroups(base string) func() map[string]groupEvaluation {
 			_, value, _ := strings.Cut(rest, "} ")
 			sums[group], _ = strconv.ParseFloat(strings.TrimSpace(value), 64)
 		}
-		evs := a.evaluations(func(group string) float64 { return sums[group] - last[group] })
+		evs := a.evaluations(func(group string) float64 { return sums[group] - last[group] }, true)
 		for name, e := range evs {
 			if e.at != lastAt[name] {
 				last[name], lastAt[name] = sums[name], e.at
