@@ -483,12 +483,14 @@ func promQueryValue(t *testing.T, base, query string) float64 {
 	q, params, _ := strings.Cut(query, "&")
 	resp, err := http.Get(base + "/api/v1/query?query=" + url.QueryEscape(q) + "&" + params)
 	if err != nil {
+		t.Logf("%s: %v", query, err)
 		return 0
 	}
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(resp.Body)
 	i := strings.Index(string(body), `"value":[`)
 	if i < 0 {
+		t.Logf("%s: no value in %.500s", query, body)
 		return 0
 	}
 	rest := string(body[i+len(`"value":[`):])
