@@ -243,9 +243,11 @@ type decoder struct {
 	lastTime       []byte
 	lastTimeMillis int64
 	// key holds the key of the object field being read (see object).
-	key   []byte
-	bad   badLabel // the first label of ls too long to read; zero when none
-	count int      // the series read so far
+	key []byte
+	// noPrev stands for a pod label of the series before that had none.
+	noPrev string
+	bad    badLabel // the first label of ls too long to read; zero when none
+	count  int      // the series read so far
 }
 
 // readBuffer is the size of the buffer an answer is read through: a
@@ -770,7 +772,8 @@ func (d *decoder) field(ls *labelSet, key []byte) (dst, prev *string) {
 				ls.podLabels = new(podLabelValues)
 			}
 			if d.prev.podLabels == nil {
-				return &ls.podLabels[i], new(string)
+				d.noPrev = ""
+				return &ls.podLabels[i], &d.noPrev
 			}
 			return &ls.podLabels[i], &d.prev.podLabels[i]
 		}
