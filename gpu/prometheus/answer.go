@@ -703,9 +703,8 @@ func (d *decoder) sample() (sample, error) {
 }
 
 // sampleTime reads a sample's time, in seconds, into out.t. Every sample
-// of an instant answer has the same time, and a range answer's series
-// the same times: the text of the last one read is kept with its value,
-// and taken without parsing when it repeats.
+// of an instant answer has the same time: the text of the last time read
+// is kept with its value, and taken without parsing when it repeats.
 func (d *decoder) sampleTime(out *sample) error {
 	text := d.numberText()
 	if len(text) > 0 && bytes.Equal(text, d.lastTime) {
