@@ -173,8 +173,8 @@ type evaluation struct {
 	// err is set when the series name more than MaxGPUs GPUs: the
 	// evaluation is refused, and no GPU past them is gathered.
 	err error
-	// family is the family of the series added last (name its name):
-	// an answer lists a family's series together.
+	// family is the family looked up last (name its name): an answer
+	// lists a family's series together.
 	name   string
 	family *family
 	// last is the GPU of the series added last: a backfill's series come

@@ -400,20 +400,30 @@ func measureRuleCost(t *testing.T, engine promexport.Target, gpus int, full bool
 func cpuSeconds(urls []string) float64 {
 	var sum float64
 	for _, u := range urls {
-		resp, err := http.Get(u + "/metrics")
-		if err != nil {
-			continue
-		}
-		body, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		for line := range strings.Lines(string(body)) {
-			if v, ok := strings.CutPrefix(line, "process_cpu_seconds_total "); ok {
-				f, _ := strconv.ParseFloat(strings.TrimSpace(v), 64)
-				sum += f
-			}
+		for _, line := range metricLines(u, "process_cpu_seconds_total ") {
+			f, _ := strconv.ParseFloat(line, 64)
+			sum += f
 		}
 	}
 	return sum
+}
+
+// metricLines are the lines of the /metrics of the server at base that
+// start with prefix, without it; none when it does not answer.
+func metricLines(base, prefix string) []string {
+	resp, err := http.Get(base + "/metrics")
+	if err != nil {
+		return nil
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	var out []string
+	for line := range strings.Lines(string(body)) {
+		if rest, ok := strings.CutPrefix(line, prefix); ok {
+			out = append(out, strings.TrimSpace(rest))
+		}
+	}
+	return out
 }
 
 // vmalertFleetFlags are vmalert's flags for a large fleet: results sent
@@ -463,16 +473,8 @@ func checkRecorded(t *testing.T, base, params string, gpus int, writer string) {
 	if writer == "" {
 		return
 	}
-	resp, err := http.Get(writer + "/metrics")
-	if err != nil {
-		return
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(resp.Body)
-	for line := range strings.Lines(string(body)) {
-		if strings.HasPrefix(line, "vmalert_remotewrite_") {
-			t.Log(strings.TrimSpace(line))
-		}
+	for _, line := range metricLines(writer, "vmalert_remotewrite_") {
+		t.Log("vmalert_remotewrite_" + line)
 	}
 }
 
@@ -591,18 +593,8 @@ func vmalertGroups(base string) func() map[string]groupEvaluation {
 		if !getJSON(base+"/api/v1/rules", &a) {
 			return nil
 		}
-		resp, err := http.Get(base + "/metrics")
-		if err != nil {
-			return nil
-		}
-		defer resp.Body.Close()
-		body, _ := io.ReadAll(resp.Body)
 		sums := map[string]float64{}
-		for line := range strings.Lines(string(body)) {
-			rest, ok := strings.CutPrefix(line, `vmalert_iteration_duration_seconds_sum{group="`)
-			if !ok {
-				continue
-			}
+		for _, rest := range metricLines(base, `vmalert_iteration_duration_seconds_sum{group="`) {
 			group, rest, _ := strings.Cut(rest, `"`)
 			_, value, _ := strings.Cut(rest, "} ")
 			sums[group], _ = strconv.ParseFloat(strings.TrimSpace(value), 64)
