@@ -9,10 +9,16 @@ import (
 // sparklines of notifications. It costs a few nanoseconds a sample, far less
 // than a Window, because it keeps no individual samples.
 type history struct {
-	minute [historySteps]int64 // the minute (Unix time / 60s) each bucket holds
-	sum    [historySteps]float64
-	count  [historySteps]int32
-	newest int64 // the latest minute with a sample
+	buckets [historySteps]historyBucket
+	newest  int64 // the latest minute with a sample
+}
+
+// historyBucket is one minute of a history: a sample touches one bucket,
+// so its fields lie together.
+type historyBucket struct {
+	sum    float64
+	minute int32 // the minute (Unix time / 60s) the bucket holds, as minuteOf says it
+	count  int32
 }
 
 // latest returns the start of the latest minute with a sample.
@@ -23,12 +29,12 @@ func (h *history) add(t time.Time, v float64) {
 		return
 	}
 	m := minuteOf(t)
-	i := bucket(m)
-	if h.minute[i] != m || h.count[i] == 0 {
-		h.minute[i], h.sum[i], h.count[i] = m, 0, 0
+	b := &h.buckets[bucket(m)]
+	if int64(b.minute) != m || b.count == 0 {
+		*b = historyBucket{minute: int32(m)}
 	}
-	h.sum[i] += v
-	h.count[i]++
+	b.sum += v
+	b.count++
 	h.newest = max(h.newest, m)
 }
 
@@ -39,9 +45,8 @@ func (h *history) series(end time.Time) []float64 {
 	last := minuteOf(end)
 	for k := range out {
 		m := last - int64(historySteps-1-k)
-		i := bucket(m)
-		if h.minute[i] == m && h.count[i] > 0 {
-			out[k] = h.sum[i] / float64(h.count[i])
+		if b := &h.buckets[bucket(m)]; int64(b.minute) == m && b.count > 0 {
+			out[k] = b.sum / float64(b.count)
 		} else {
 			out[k] = math.NaN()
 		}
