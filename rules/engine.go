@@ -172,27 +172,47 @@ type compiled struct {
 	history                 int   // index into Engine.histories; -1 for none
 }
 
+// gpuState is all the engine keeps of one GPU. An evaluation reads it
+// from end to end, so what each evaluation reads comes first and lies
+// together: the per-rule inputs in one array, the windows and trends of a
+// GPU side by side (see newState).
 type gpuState struct {
 	index   int
 	key     string        // what it is found by: its UUID (a process's series: see subject); "" for a GPU without one
 	seq     int           // its place in Engine.order
 	placed  bool          // it is in Engine.hosts, under seen.host
-	stale   bool          // applies must be recomputed (after Inherit)
+	stale   bool          // rules must be recomputed (after Inherit)
+	samples int           // samples reported, counted up to unmeasuredAfter
 	windows []*Window     // per slot
 	trends  []*Trend      // per trend slot
 	counts  []*EventCount // per count slot
 	history []history     // per Engine.histories
-	// when and clear are, per rule, the windows its conditions read.
-	when, clear             [][]*Window
-	whenTrends, clearTrends [][]*Trend
-	whenCounts, clearCounts [][]*EventCount
-	alerts                  []Alert
-	applies                 []bool
-	repeat                  []time.Duration // per rule: how often to repeat a firing alert
-	orphans                 []orphan        // firing alerts whose rule is gone, to resolve
-	samples                 int             // samples reported, counted up to unmeasuredAfter
-	process                 gpu.Process     // the process, for a process's series (processSeries)
+	rules   []ruleOnGPU   // per rule
+	alerts  []Alert       // per rule
+	orphans []orphan      // firing alerts whose rule is gone, to resolve
+	process gpu.Process   // the process, for a process's series (processSeries)
 	seen
+}
+
+// ruleOnGPU is what evaluating a rule on a GPU reads besides its alert.
+type ruleOnGPU struct {
+	applies bool
+	repeat  time.Duration // how often to repeat a firing alert
+	// when and clear are what the rule's conditions read.
+	when, clear condInputs
+}
+
+// condInputs are the windows, trends and counts of a GPU that a
+// condition reads, in the condition's order (see EvalContext).
+type condInputs struct {
+	windows []*Window
+	trends  []*Trend
+	counts  []*EventCount
+}
+
+// into makes ctx read c.
+func (c *condInputs) into(ctx *EvalContext) {
+	ctx.Windows, ctx.Trends, ctx.Counts = c.windows, c.trends, c.counts
 }
 
 // seen is what the engine knows of a GPU from the samples it reported.
@@ -309,7 +329,11 @@ func (e *Engine) state(host, key string, d *gpu.Device) *gpuState {
 		gs = e.byIdx[d.Index]
 	}
 	if gs == nil {
-		gs = e.newState(e.newWindow, func(k windowKey) *Trend { return NewTrendScales(k.span, k.longest) }, nil)
+		windows, trends := make([]Window, len(e.specs)), e.newTrends()
+		gs = e.newState(func(i int) *Window {
+			windows[i] = e.window(i)
+			return &windows[i]
+		}, func(k windowKey) *Trend { return trends.next(k) }, nil)
 		gs.key = key
 		if key != "" {
 			e.gpus[key] = gs
@@ -331,8 +355,8 @@ func (e *Engine) refresh(gs *gpuState, host string, d *gpu.Device) {
 		return
 	}
 	for i, r := range e.rules {
-		gs.applies[i] = r.AppliesTo(d)
-		gs.repeat[i] = e.repeatInterval(r, host, d)
+		gs.rules[i].applies = r.AppliesTo(d)
+		gs.rules[i].repeat = e.repeatInterval(r, host, d)
 	}
 	e.restore(gs)
 	gs.stale = false
@@ -342,9 +366,41 @@ func (e *Engine) refresh(gs *gpuState, host string, d *gpu.Device) {
 // the rules read of it; a counter's keeps counting across a reset of the
 // counter.
 func (e *Engine) newWindow(i int) *Window {
-	w := newWindowOf(e.specs[i].span, e.stats[i])
+	w := e.window(i)
+	return &w
+}
+
+// window is the empty window of slot i (see newWindow).
+func (e *Engine) window(i int) Window {
+	w := windowOf(e.specs[i].span, e.stats[i])
 	w.counter = e.specs[i].metric.IsCounter()
 	return w
+}
+
+// newTrends makes the empty trends of a GPU's trend slots in one block,
+// handed out in slot order by next.
+func (e *Engine) newTrends() *trendBlock {
+	n := 0
+	for _, k := range e.trends {
+		n += trendScales(max(k.span, trendSlices), k.longest)
+	}
+	return &trendBlock{trends: make([]Trend, len(e.trends)), scales: make([]trendScale, n)}
+}
+
+// trendBlock holds the trends of a GPU side by side, and their scales.
+type trendBlock struct {
+	trends []Trend
+	scales []trendScale
+}
+
+// next is the block's next trend, made empty for k.
+func (b *trendBlock) next(k windowKey) *Trend {
+	t := &b.trends[0]
+	b.trends = b.trends[1:]
+	n := trendScales(max(k.span, trendSlices), k.longest)
+	t.init(k.span, b.scales[:n:n])
+	b.scales = b.scales[n:]
+	return t
 }
 
 // newState makes a GPU's state, taking the window of each slot from
@@ -356,16 +412,9 @@ func (e *Engine) newState(window func(slot int) *Window, trend func(windowKey) *
 		windows:     make([]*Window, len(e.specs)),
 		trends:      make([]*Trend, len(e.trends)),
 		counts:      make([]*EventCount, len(e.counts)),
-		when:        make([][]*Window, len(e.rules)),
-		clear:       make([][]*Window, len(e.rules)),
-		whenTrends:  make([][]*Trend, len(e.rules)),
-		clearTrends: make([][]*Trend, len(e.rules)),
-		whenCounts:  make([][]*EventCount, len(e.rules)),
-		clearCounts: make([][]*EventCount, len(e.rules)),
-		alerts:      make([]Alert, len(e.rules)),
-		applies:     make([]bool, len(e.rules)),
-		repeat:      make([]time.Duration, len(e.rules)),
-		history:     make([]history, len(e.histories)),
+		rules:   make([]ruleOnGPU, len(e.rules)),
+		alerts:  make([]Alert, len(e.rules)),
+		history: make([]history, len(e.histories)),
 	}
 	for i := range e.specs {
 		gs.windows[i] = window(i)
@@ -381,21 +430,29 @@ func (e *Engine) newState(window func(slot int) *Window, trend func(windowKey) *
 			gs.counts[i] = NewEventCount(c.Span)
 		}
 	}
+	var windows, trends, counts int
+	for _, c := range e.layout {
+		windows += len(c.when) + len(c.clear)
+		trends += len(c.whenTrends) + len(c.clearTrends)
+		counts += len(c.whenCounts) + len(c.clearCounts)
+	}
+	// One block each for every rule's inputs, which an evaluation reads
+	// one rule after the other.
+	ws, ts, cs := make([]*Window, 0, windows), make([]*Trend, 0, trends), make([]*EventCount, 0, counts)
 	for j, c := range e.layout {
-		gs.when[j], gs.clear[j] = pick(gs.windows, c.when), pick(gs.windows, c.clear)
-		gs.whenTrends[j], gs.clearTrends[j] = pick(gs.trends, c.whenTrends), pick(gs.trends, c.clearTrends)
-		gs.whenCounts[j], gs.clearCounts[j] = pick(gs.counts, c.whenCounts), pick(gs.counts, c.clearCounts)
+		gs.rules[j].when = condInputs{pick(&ws, gs.windows, c.when), pick(&ts, gs.trends, c.whenTrends), pick(&cs, gs.counts, c.whenCounts)}
+		gs.rules[j].clear = condInputs{pick(&ws, gs.windows, c.clear), pick(&ts, gs.trends, c.clearTrends), pick(&cs, gs.counts, c.clearCounts)}
 	}
 	return gs
 }
 
-// pick returns the elements of all at slots.
-func pick[T any](all []T, slots []int) []T {
-	out := make([]T, len(slots))
-	for i, s := range slots {
-		out[i] = all[s]
+// pick appends the elements of all at slots to block, and returns them.
+func pick[T any](block *[]T, all []T, slots []int) []T {
+	start := len(*block)
+	for _, s := range slots {
+		*block = append(*block, all[s])
 	}
-	return out
+	return (*block)[start:len(*block):len(*block)]
 }
 
 // Eval evaluates every rule on every GPU of the snapshot, at the snapshot's
@@ -562,10 +619,11 @@ func (e *Engine) evalDevice(s *gpu.Snapshot, d *gpu.Device, gs *gpuState, procs 
 	ctx := &e.ctx
 	ctx.Device, ctx.XIDs = d, e.xids
 	for j, r := range e.rules {
-		if !gs.applies[j] {
+		on := &gs.rules[j]
+		if !on.applies {
 			continue
 		}
-		ctx.Windows, ctx.Trends, ctx.Counts = gs.when[j], gs.whenTrends[j], gs.whenCounts[j]
+		on.when.into(ctx)
 		when, why := r.When.Decide(ctx)
 		a := &gs.alerts[j]
 		if when == TruthTrue {
@@ -575,7 +633,7 @@ func (e *Engine) evalDevice(s *gpu.Snapshot, d *gpu.Device, gs *gpuState, procs 
 		}
 		clear, clearWhy := TruthUnknown, -1
 		if r.ClearWhen != nil && a.State != StateInactive {
-			ctx.Windows, ctx.Trends, ctx.Counts = gs.clear[j], gs.clearTrends[j], gs.clearCounts[j]
+			on.clear.into(ctx)
 			clear, clearWhy = r.ClearWhen.Decide(ctx)
 		}
 		switch change := a.Step(s.Time, when, clear, r.Timing); {
@@ -585,12 +643,12 @@ func (e *Engine) evalDevice(s *gpu.Snapshot, d *gpu.Device, gs *gpuState, procs 
 		case change == Resolved:
 			// What resolved it: clear_when holding, or when not holding.
 			if r.ClearWhen == nil || clear != TruthTrue {
-				ctx.Windows, ctx.Trends, ctx.Counts = gs.when[j], gs.whenTrends[j], gs.whenCounts[j]
+				on.when.into(ctx)
 				e.emitResolve(s, d, gs, j, procs, r.When, why)
 			} else {
 				e.emitResolve(s, d, gs, j, procs, r.ClearWhen, clearWhy)
 			}
-		case a.RepeatDue(s.Time, gs.repeat[j]):
+		case a.RepeatDue(s.Time, on.repeat):
 			a.LastSentAt = s.Time
 			e.emit(s, d, gs, j, procs, true)
 		}
@@ -636,7 +694,7 @@ func (e *Engine) emit(s *gpu.Snapshot, d *gpu.Device, gs *gpuState, j int, procs
 	t.Value, t.ValueAt, t.ValueExpr = a.Value, a.ValueAt, r.When.Expr(a.ValueOf)
 	t.ValueText = r.When.FormatValue(a.ValueOf, a.Value)
 	ctx := &e.ctx
-	ctx.Windows, ctx.Trends, ctx.Counts = gs.when[j], gs.whenTrends[j], gs.whenCounts[j]
+	gs.rules[j].when.into(ctx)
 	now := a.Value
 	if !a.ValueAt.Equal(s.Time) {
 		now = r.When.ValueOf(ctx, a.ValueOf)
