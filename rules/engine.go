@@ -408,10 +408,10 @@ func (b *trendBlock) next(k windowKey) *Trend {
 // count is nil or gives nil).
 func (e *Engine) newState(window func(slot int) *Window, trend func(windowKey) *Trend, count func(CountSpec) *EventCount) *gpuState {
 	gs := &gpuState{
-		stale:       true,
-		windows:     make([]*Window, len(e.specs)),
-		trends:      make([]*Trend, len(e.trends)),
-		counts:      make([]*EventCount, len(e.counts)),
+		stale:   true,
+		windows: make([]*Window, len(e.specs)),
+		trends:  make([]*Trend, len(e.trends)),
+		counts:  make([]*EventCount, len(e.counts)),
 		rules:   make([]ruleOnGPU, len(e.rules)),
 		alerts:  make([]Alert, len(e.rules)),
 		history: make([]history, len(e.histories)),
