@@ -414,7 +414,7 @@ func (e *Engine) newState(window func(slot int) *Window, trend func(windowKey) *
 		counts:  make([]*EventCount, len(e.counts)),
 		rules:   make([]ruleOnGPU, len(e.rules)),
 		alerts:  make([]Alert, len(e.rules)),
-		history: make([]history, len(e.histories)),
+		history: newHistories(len(e.histories)),
 	}
 	for i := range e.specs {
 		gs.windows[i] = window(i)

@@ -8,9 +8,30 @@ import (
 // history keeps a metric's last half hour as one average a minute, for the
 // sparklines of notifications. It costs a few nanoseconds a sample, far less
 // than a Window, because it keeps no individual samples.
+//
+// The zero history is empty and usable. The histories of a GPU's metrics
+// share one block of buckets (newHistories), one minute of each metric side
+// by side: a sample of the GPU adds to all of them, and touches one place.
 type history struct {
-	buckets [historySteps]historyBucket
+	// buckets holds minute m at buckets[bucket(m)*stride].
+	buckets []historyBucket
+	stride  int
 	newest  int64 // the latest minute with a sample
+}
+
+// newHistories makes n empty histories whose minutes lie side by side.
+func newHistories(n int) []history {
+	hs := make([]history, n)
+	block := make([]historyBucket, historySteps*n)
+	for i := range hs {
+		hs[i] = history{buckets: block[i:], stride: n}
+	}
+	return hs
+}
+
+// bucket returns where h keeps minute m.
+func (h *history) bucket(m int64) *historyBucket {
+	return &h.buckets[bucket(m)*h.stride]
 }
 
 // historyBucket is one minute of a history: a sample touches one bucket,
@@ -28,8 +49,11 @@ func (h *history) add(t time.Time, v float64) {
 	if math.IsNaN(v) || math.IsInf(v, 0) {
 		return
 	}
+	if h.stride == 0 {
+		h.buckets, h.stride = make([]historyBucket, historySteps), 1
+	}
 	m := minuteOf(t)
-	b := &h.buckets[bucket(m)]
+	b := h.bucket(m)
 	if int64(b.minute) != m || b.count == 0 {
 		*b = historyBucket{minute: int32(m)}
 	}
@@ -44,14 +68,20 @@ func (h *history) series(end time.Time) []float64 {
 	out := make([]float64, historySteps)
 	last := minuteOf(end)
 	for k := range out {
-		m := last - int64(historySteps-1-k)
-		if b := &h.buckets[bucket(m)]; int64(b.minute) == m && b.count > 0 {
-			out[k] = b.sum / float64(b.count)
-		} else {
-			out[k] = math.NaN()
-		}
+		out[k] = h.average(last - int64(historySteps-1-k))
 	}
 	return out
+}
+
+// average is the average of minute m, NaN when it has no samples.
+func (h *history) average(m int64) float64 {
+	if h.stride == 0 {
+		return math.NaN()
+	}
+	if b := h.bucket(m); int64(b.minute) == m && b.count > 0 {
+		return b.sum / float64(b.count)
+	}
+	return math.NaN()
 }
 
 // minuteOf is the minute of t since the epoch, counted down before it.
