@@ -348,6 +348,18 @@ func (e *Engine) state(host, key string, d *gpu.Device) *gpuState {
 	return gs
 }
 
+// stateAt is state, for the i-th device of a snapshot of host: here are
+// the host's GPUs (Engine.hosts) before the snapshot, which a host that
+// lists its GPUs in the same order each time finds at the same place,
+// without looking its key up.
+func (e *Engine) stateAt(here []*gpuState, i int, host, key string, d *gpu.Device) *gpuState {
+	if key != "" && i < len(here) && here[i].key == key {
+		e.refresh(here[i], host, d)
+		return here[i]
+	}
+	return e.state(host, key, d)
+}
+
 // refresh works out which rules apply to a GPU that is new, or whose state
 // was taken over from the engine before a reload.
 func (e *Engine) refresh(gs *gpuState, host string, d *gpu.Device) {
@@ -468,9 +480,10 @@ func pick[T any](block *[]T, all []T, slots []int) []T {
 func (e *Engine) Eval(s *gpu.Snapshot) []Transition {
 	e.out = e.out[:0]
 	e.eval++
+	here := e.hosts[s.Host]
 	for i := range s.Devices {
 		d := &s.Devices[i]
-		e.evalReported(s, d, e.state(s.Host, d.UUID, d))
+		e.evalReported(s, d, e.stateAt(here, i, s.Host, d.UUID, d))
 	}
 	for _, gs := range e.hosts[s.Host] {
 		if gs.eval == e.eval {
@@ -512,9 +525,10 @@ func (e *Engine) evalReported(s *gpu.Snapshot, d *gpu.Device, gs *gpuState) {
 // order and before the first Eval; a warmed GPU absent from the first
 // Eval's snapshot of its host is missing since its last warmed sample.
 func (e *Engine) Warm(s *gpu.Snapshot) {
+	here := e.hosts[s.Host]
 	for i := range s.Devices {
 		d := &s.Devices[i]
-		e.warmDevice(s, d, e.state(s.Host, d.UUID, d))
+		e.warmDevice(s, d, e.stateAt(here, i, s.Host, d.UUID, d))
 	}
 	if e.processes != nil {
 		e.processes.warm(s)
