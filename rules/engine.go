@@ -426,8 +426,11 @@ func (e *Engine) newState(window func(slot int) *Window, trend func(windowKey) *
 		counts:  make([]*EventCount, len(e.counts)),
 		rules:   make([]ruleOnGPU, len(e.rules)),
 		alerts:  make([]Alert, len(e.rules)),
-		history: newHistories(len(e.histories)),
 	}
+	// The GPU's histories and its holder's memory, which every sample
+	// adds to, keep their minutes side by side.
+	hs := newHistories(len(e.histories) + 1)
+	gs.history, gs.holder.memory = hs[:len(e.histories)], hs[len(e.histories)]
 	for i := range e.specs {
 		gs.windows[i] = window(i)
 	}
