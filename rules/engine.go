@@ -197,7 +197,13 @@ type gpuState struct {
 // ruleOnGPU is what evaluating a rule on a GPU reads besides its alert.
 type ruleOnGPU struct {
 	applies bool
-	repeat  time.Duration // how often to repeat a firing alert
+	// quiet says the alert was inactive, its condition not holding, when
+	// evalDevice last stepped it, and nothing changed it since: until the
+	// condition holds, a step changes nothing, and its alert (far larger)
+	// is not read. Whatever changes an alert but evalDevice does so to a
+	// GPU's state before its first evaluation, or to one it forgets.
+	quiet  bool
+	repeat time.Duration // how often to repeat a firing alert
 	// when and clear are what the rule's conditions read.
 	when, clear condInputs
 }
@@ -642,6 +648,9 @@ func (e *Engine) evalDevice(s *gpu.Snapshot, d *gpu.Device, gs *gpuState, procs 
 		}
 		on.when.into(ctx)
 		when, why := r.When.Decide(ctx)
+		if on.quiet && when != TruthTrue {
+			continue // stepping it would change nothing
+		}
 		a := &gs.alerts[j]
 		if when == TruthTrue {
 			// The value that made the rule true, which a firing reports
@@ -669,6 +678,7 @@ func (e *Engine) evalDevice(s *gpu.Snapshot, d *gpu.Device, gs *gpuState, procs 
 			a.LastSentAt = s.Time
 			e.emit(s, d, gs, j, procs, true)
 		}
+		on.quiet = a.State == StateInactive && !a.Holds
 	}
 }
 
