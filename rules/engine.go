@@ -582,7 +582,10 @@ func (e *Engine) observe(t time.Time, d *gpu.Device, gs *gpuState) {
 // readings reads each metric that the windows, trends and histories of a
 // GPU follow once a sample, however many of them follow it.
 type readings struct {
-	metrics []Metric  // each once
+	metrics []Metric // each once
+	// health is, per metric, how it reads a GPU's health; zero for a
+	// metric that is not a health reading.
+	health []healthMetric
 	values  []float64 // per metric: its reading of the sample being fed
 	// windows, trends and histories are, per window, trend and history
 	// slot, the index of its metric in metrics.
@@ -603,6 +606,10 @@ func newReadings(specs, trends []windowKey, histories []Metric) readings {
 		r.histories = append(r.histories, slot(&r.metrics, m))
 	}
 	r.values = make([]float64, len(r.metrics))
+	r.health = make([]healthMetric, len(r.metrics))
+	for i, m := range r.metrics {
+		r.health[i], _ = healthMetricOf(m)
+	}
 	return r
 }
 
@@ -610,7 +617,11 @@ func newReadings(specs, trends []windowKey, histories []Metric) readings {
 func (e *Engine) feed(t time.Time, d *gpu.Device, gs *gpuState) {
 	r := &e.readings
 	for i, m := range r.metrics {
-		r.values[i] = readMetric(m, d, e.ctx.GPU)
+		if h := &r.health[i]; h.kind != 0 {
+			r.values[i] = h.value(&d.Health) // as m.Value reads it, without finding how first
+		} else {
+			r.values[i] = readMetric(m, d, e.ctx.GPU)
+		}
 	}
 	for i, w := range gs.windows {
 		w.Add(t, r.values[r.windows[i]])
