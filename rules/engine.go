@@ -586,7 +586,7 @@ type readings struct {
 	// health is, per metric, how it reads a GPU's health; zero for a
 	// metric that is not a health reading.
 	health []healthMetric
-	values  []float64 // per metric: its reading of the sample being fed
+	values []float64 // per metric: its reading of the sample being fed
 	// windows, trends and histories are, per window, trend and history
 	// slot, the index of its metric in metrics.
 	windows, trends, histories []int
