@@ -188,6 +188,7 @@ type gpuState struct {
 	counts  []*EventCount // per count slot
 	history []history     // per Engine.histories
 	rules   []ruleOnGPU   // per rule
+	inputs  inputs        // what the rules' conditions read
 	alerts  []Alert       // per rule
 	orphans []orphan      // firing alerts whose rule is gone, to resolve
 	process gpu.Process   // the process, for a process's series (processSeries)
@@ -204,21 +205,36 @@ type ruleOnGPU struct {
 	// GPU's state before its first evaluation, or to one it forgets.
 	quiet  bool
 	repeat time.Duration // how often to repeat a firing alert
-	// when and clear are what the rule's conditions read.
-	when, clear condInputs
+	// when and clear are where the inputs of the rule's conditions lie.
+	when, clear inputSpan
 }
 
-// condInputs are the windows, trends and counts of a GPU that a
-// condition reads, in the condition's order (see EvalContext).
-type condInputs struct {
+// inputs are the windows, trends and counts of a GPU that its rules'
+// conditions read: condition after condition, each one's in its order
+// (see EvalContext).
+type inputs struct {
 	windows []*Window
 	trends  []*Trend
 	counts  []*EventCount
 }
 
-// into makes ctx read c.
-func (c *condInputs) into(ctx *EvalContext) {
-	ctx.Windows, ctx.Trends, ctx.Counts = c.windows, c.trends, c.counts
+// inputSpan is where a condition's inputs lie in its GPU's inputs: the
+// first and one past the last of each kind.
+type inputSpan struct {
+	windows, trends, counts [2]int32
+}
+
+// add appends the inputs of a condition, which reads the GPU's windows,
+// trends and counts at those slots, and returns where they lie.
+func (in *inputs) add(gs *gpuState, windows, trends, counts []int) inputSpan {
+	return inputSpan{pick(&in.windows, gs.windows, windows), pick(&in.trends, gs.trends, trends), pick(&in.counts, gs.counts, counts)}
+}
+
+// into makes ctx read the inputs at sp.
+func (in *inputs) into(ctx *EvalContext, sp inputSpan) {
+	ctx.Windows = in.windows[sp.windows[0]:sp.windows[1]:sp.windows[1]]
+	ctx.Trends = in.trends[sp.trends[0]:sp.trends[1]:sp.trends[1]]
+	ctx.Counts = in.counts[sp.counts[0]:sp.counts[1]:sp.counts[1]]
 }
 
 // seen is what the engine knows of a GPU from the samples it reported.
@@ -451,29 +467,21 @@ func (e *Engine) newState(window func(slot int) *Window, trend func(windowKey) *
 			gs.counts[i] = NewEventCount(c.Span)
 		}
 	}
-	var windows, trends, counts int
-	for _, c := range e.layout {
-		windows += len(c.when) + len(c.clear)
-		trends += len(c.whenTrends) + len(c.clearTrends)
-		counts += len(c.whenCounts) + len(c.clearCounts)
-	}
-	// One block each for every rule's inputs, which an evaluation reads
-	// one rule after the other.
-	ws, ts, cs := make([]*Window, 0, windows), make([]*Trend, 0, trends), make([]*EventCount, 0, counts)
 	for j, c := range e.layout {
-		gs.rules[j].when = condInputs{pick(&ws, gs.windows, c.when), pick(&ts, gs.trends, c.whenTrends), pick(&cs, gs.counts, c.whenCounts)}
-		gs.rules[j].clear = condInputs{pick(&ws, gs.windows, c.clear), pick(&ts, gs.trends, c.clearTrends), pick(&cs, gs.counts, c.clearCounts)}
+		gs.rules[j].when = gs.inputs.add(gs, c.when, c.whenTrends, c.whenCounts)
+		gs.rules[j].clear = gs.inputs.add(gs, c.clear, c.clearTrends, c.clearCounts)
 	}
 	return gs
 }
 
-// pick appends the elements of all at slots to block, and returns them.
-func pick[T any](block *[]T, all []T, slots []int) []T {
+// pick appends the elements of all at slots to block, and returns the
+// first index and one past the last where they lie.
+func pick[T any](block *[]T, all []T, slots []int) [2]int32 {
 	start := len(*block)
 	for _, s := range slots {
 		*block = append(*block, all[s])
 	}
-	return (*block)[start:len(*block):len(*block)]
+	return [2]int32{int32(start), int32(len(*block))}
 }
 
 // Eval evaluates every rule on every GPU of the snapshot, at the snapshot's
@@ -657,7 +665,7 @@ func (e *Engine) evalDevice(s *gpu.Snapshot, d *gpu.Device, gs *gpuState, procs 
 		if !on.applies {
 			continue
 		}
-		on.when.into(ctx)
+		gs.inputs.into(ctx, on.when)
 		when, why := r.When.Decide(ctx)
 		if on.quiet && when != TruthTrue {
 			continue // stepping it would change nothing
@@ -670,7 +678,7 @@ func (e *Engine) evalDevice(s *gpu.Snapshot, d *gpu.Device, gs *gpuState, procs 
 		}
 		clear, clearWhy := TruthUnknown, -1
 		if r.ClearWhen != nil && a.State != StateInactive {
-			on.clear.into(ctx)
+			gs.inputs.into(ctx, on.clear)
 			clear, clearWhy = r.ClearWhen.Decide(ctx)
 		}
 		switch change := a.Step(s.Time, when, clear, r.Timing); {
@@ -680,7 +688,7 @@ func (e *Engine) evalDevice(s *gpu.Snapshot, d *gpu.Device, gs *gpuState, procs 
 		case change == Resolved:
 			// What resolved it: clear_when holding, or when not holding.
 			if r.ClearWhen == nil || clear != TruthTrue {
-				on.when.into(ctx)
+				gs.inputs.into(ctx, on.when)
 				e.emitResolve(s, d, gs, j, procs, r.When, why)
 			} else {
 				e.emitResolve(s, d, gs, j, procs, r.ClearWhen, clearWhy)
@@ -732,7 +740,7 @@ func (e *Engine) emit(s *gpu.Snapshot, d *gpu.Device, gs *gpuState, j int, procs
 	t.Value, t.ValueAt, t.ValueExpr = a.Value, a.ValueAt, r.When.Expr(a.ValueOf)
 	t.ValueText = r.When.FormatValue(a.ValueOf, a.Value)
 	ctx := &e.ctx
-	gs.rules[j].when.into(ctx)
+	gs.inputs.into(ctx, gs.rules[j].when)
 	now := a.Value
 	if !a.ValueAt.Equal(s.Time) {
 		now = r.When.ValueOf(ctx, a.ValueOf)
