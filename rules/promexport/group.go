@@ -374,11 +374,20 @@ func (x *exporter) crossGroupNotes(byName map[string]*Rule) {
 		if len(from) == 0 {
 			continue
 		}
+		// One note for each group read from, naming its records.
+		var sources []string
+		names := map[string][]string{}
+		for _, name := range from {
+			o := byName[name].Group
+			if names[o] == nil {
+				sources = append(sources, o)
+			}
+			names[o] = append(names[o], name)
+		}
 		for _, rule := range g.rules {
-			for _, name := range from {
-				o := byName[name]
+			for _, o := range sources {
 				n := Note{Rule: rule.Name, Kind: Caveat, Part: "group",
-					Why: fmt.Sprintf("%s reads %s from the group %s, as of its latest evaluation (every %s)", g.name, name, o.Group, duration(interval[o.Group]))}
+					Why: fmt.Sprintf("%s reads %s from the group %s, as of its latest evaluation (every %s)", g.name, strings.Join(names[o], ", "), o, duration(interval[o]))}
 				if i := slices.IndexFunc(f.Rules, func(r Rule) bool { return r.Alert == rule.Name }); i >= 0 {
 					f.Rules[i].Comment = append(f.Rules[i].Comment, n.String())
 					f.Notes = append(f.Notes, n)
