@@ -178,11 +178,21 @@ func (r *ruleExport) trendIn(m rules.Metric, w time.Duration, slices *groupPlan)
 		sliceRate := r.record(r.recordName(m, "trend_slice_rate", w),
 			part(v)+": the rate between the floors of the two full slices before the current one", pair)
 		// A slice without a rate counts as no change while the GPU has
-		// reported within the window: recorded once, read for each slice
-		// (vmalert, which reads a record only once written, computes it
-		// in place).
-		noChange := r.record(r.recordName(m, "trend_no_change", w), part(v)+": 0 while the GPU has reported within the window",
-			bin(raw("0"), "*", t.labelled(call("present_over_time", rangeOf(f.series, w-time.Millisecond)))))
+		// reported within the window: recorded once, read for each
+		// slice. vmalert reads a record only once it has been written:
+		// there the base group records it, and the slice group reads it
+		// as of the base group's latest evaluation, as it reads when the
+		// job began.
+		var noChange expr
+		recordNoChange := func() {
+			noChange = r.record(r.recordName(m, "trend_no_change", w), part(v)+": 0 while the GPU has reported within the window",
+				bin(raw("0"), "*", t.labelled(call("present_over_time", rangeOf(f.series, w-time.Millisecond)))))
+		}
+		if r.opts.Target == TargetVMAlert {
+			r.inBaseGroup(recordNoChange)
+		} else {
+			recordNoChange()
+		}
 		terms := make([]expr, 10)
 		for k := range terms {
 			// The rate recorded in the slice k slices back: the one point
