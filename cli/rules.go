@@ -57,7 +57,7 @@ rules files too, next to the rule file in --out.`)
 	schemaName := fs.String("schema", "", "the series the rules read: gpuwatch (gpuwatch agents' /metrics) or dcgm (dcgm-exporter) (required)")
 	targetName := fs.String("target", "prometheus", "the engine that evaluates them: prometheus (2.42 or later) or vmalert (1.79 or later, over VictoriaMetrics)")
 	configPath := fs.String("config", "", "config file whose rules to export (default: the built-in example rules)")
-	interval := fs.Duration("interval", 0, "how often every group is to be evaluated, at most 5m (default: each group what its rules need: a tenth of their shortest window (a 48th of a trend's), half their shortest for, at most 1m; with --tests, the shortest of them for every group)")
+	interval := fs.Duration("interval", 0, "how often every group is to be evaluated, at most 5m (default: each group what its rules need: a tenth of their shortest window (a 48th of a trend's), half their shortest for, at most 1m, and a longer window in a group of its own at a tenth of it; with --tests, the shortest of them for every group)")
 	var tests []string
 	fs.Func("tests", "a gpuwatch rule test file of the same rules to write as a promtool test; repeat it for more (needs --out)", func(s string) error {
 		tests = append(tests, s)

@@ -39,6 +39,10 @@ type groupPlan struct {
 	name     string
 	interval time.Duration
 	rules    []*rules.Rule
+	// keep is whether its records stay in it though other groups read
+	// them now (as of its latest evaluation): the windows that need
+	// fewer evaluations than their readers.
+	keep bool
 }
 
 // plan puts each rule in its group and sets each group's interval.
@@ -142,22 +146,42 @@ func (x *exporter) inGroup(g *groupPlan, f func()) {
 // slice (at most every DefaultMaxInterval).
 func (x *exporter) trendGroups(m rules.Metric, w time.Duration) (fast, slices *groupPlan) {
 	name := trendGroupName(m, w)
-	find := func(name string, interval time.Duration) *groupPlan {
-		for _, g := range x.groups {
-			if g.name == name {
-				return g
-			}
-		}
-		if x.opts.Interval > 0 {
-			interval = x.opts.Interval
-		}
-		g := &groupPlan{name: name, interval: interval}
-		x.groups = append(x.groups, g)
-		return g
-	}
-	fast = find(name, roundInterval(min(w/12/4, DefaultMaxInterval)))
-	slices = find(name+":slices", max(min(w/12, DefaultMaxInterval).Round(time.Millisecond), time.Millisecond))
+	fast = x.group(name, roundInterval(min(w/12/4, DefaultMaxInterval)))
+	slices = x.group(name+":slices", max(min(w/12, DefaultMaxInterval).Round(time.Millisecond), time.Millisecond))
 	return fast, slices
+}
+
+// windowGroup is the group that records a window of w over a series of
+// the exporter's, where the window needs fewer evaluations than the
+// group of the rule that reads it: a window holds ten evaluations of
+// its own group (at most DefaultMaxInterval apart), and the rule reads
+// it as of that group's latest evaluation, which the file says. nil
+// where the rule's group is the window's.
+func (x *exporter) windowGroup(w time.Duration) *groupPlan {
+	owner := x.owner()
+	need := roundInterval(min(w/10, DefaultMaxInterval))
+	if x.opts.Interval > 0 || owner == x.base || need <= owner.interval {
+		return nil
+	}
+	g := x.group(fmt.Sprintf("%s:windows_%s", baseGroup, duration(need)), need)
+	g.keep = true
+	return g
+}
+
+// group is the group named name, made at interval (or at --interval)
+// where there is none yet.
+func (x *exporter) group(name string, interval time.Duration) *groupPlan {
+	for _, g := range x.groups {
+		if g.name == name {
+			return g
+		}
+	}
+	if x.opts.Interval > 0 {
+		interval = x.opts.Interval
+	}
+	g := &groupPlan{name: name, interval: interval}
+	x.groups = append(x.groups, g)
+	return g
 }
 
 // trendGroupName is the group of trend(m, w).
@@ -248,8 +272,12 @@ func (x *exporter) arrange() {
 			}
 		}
 	}
+	kept := map[string]bool{}
+	for _, g := range x.groups {
+		kept[g.name] = g.keep
+	}
 	for name, groups := range readers {
-		if r := byName[name]; r != nil && isCheap(name) && !perEvaluation(name) &&
+		if r := byName[name]; r != nil && isCheap(name) && !perEvaluation(name) && !kept[r.Group] &&
 			slices.ContainsFunc(groups, func(g string) bool { return g != r.Group }) {
 			toBase(name)
 		}
@@ -374,11 +402,20 @@ func (x *exporter) crossGroupNotes(byName map[string]*Rule) {
 		if len(from) == 0 {
 			continue
 		}
+		// One note for each group read from, naming its records.
+		var sources []string
+		names := map[string][]string{}
+		for _, name := range from {
+			o := byName[name].Group
+			if names[o] == nil {
+				sources = append(sources, o)
+			}
+			names[o] = append(names[o], name)
+		}
 		for _, rule := range g.rules {
-			for _, name := range from {
-				o := byName[name]
+			for _, o := range sources {
 				n := Note{Rule: rule.Name, Kind: Caveat, Part: "group",
-					Why: fmt.Sprintf("%s reads %s from the group %s, as of its latest evaluation (every %s)", g.name, name, o.Group, duration(interval[o.Group]))}
+					Why: fmt.Sprintf("%s reads %s from the group %s, as of its latest evaluation (every %s)", g.name, strings.Join(names[o], ", "), o, duration(interval[o]))}
 				if i := slices.IndexFunc(f.Rules, func(r Rule) bool { return r.Alert == rule.Name }); i >= 0 {
 					f.Rules[i].Comment = append(f.Rules[i].Comment, n.String())
 					f.Notes = append(f.Notes, n)

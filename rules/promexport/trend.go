@@ -177,19 +177,39 @@ func (r *ruleExport) trendIn(m rules.Metric, w time.Duration, slices *groupPlan)
 		pair := atStart(t.labelled(t.rate(bin(t.floor(0), "-", t.floor(S)), t.lastAt(S), t.lastAt(2*S))))
 		sliceRate := r.record(r.recordName(m, "trend_slice_rate", w),
 			part(v)+": the rate between the floors of the two full slices before the current one", pair)
-		present := t.labelled(call("present_over_time", rangeOf(f.series, w-time.Millisecond)))
+		// A slice without a rate counts as no change while the GPU has
+		// reported within the window: recorded once, read for each
+		// slice. vmalert reads a record only once it has been written:
+		// there the base group records it, and the slice group reads it
+		// as of the base group's latest evaluation, as it reads when the
+		// job began.
+		var noChange expr
+		recordNoChange := func() {
+			noChange = r.record(r.recordName(m, "trend_no_change", w), part(v)+": 0 while the GPU has reported within the window",
+				bin(raw("0"), "*", t.labelled(call("present_over_time", rangeOf(f.series, w-time.Millisecond)))))
+		}
+		if r.opts.Target == TargetVMAlert {
+			r.inBaseGroup(recordNoChange)
+		} else {
+			recordNoChange()
+		}
 		terms := make([]expr, 10)
 		for k := range terms {
 			// The rate recorded in the slice k slices back: the one point
 			// of a subquery with step S, its slice's start, reads what
-			// was recorded in the slice after it.
-			term := pair
+			// was recorded in the slice after it. Prometheus, which
+			// evaluates a group's rules in order, reads the newest as
+			// just recorded; vmalert computes it again.
+			term := sliceRate
+			if r.opts.Target == TargetVMAlert {
+				term = pair
+			}
 			if k > 0 {
 				term = raw("max by (" + r.s.gpuLabels() + ") (" + slicesBack(call("last_over_time",
 					offset(rangeOf(sliceRate, S), -(S-time.Millisecond))), time.Duration(k)*S).s + ")")
 			}
 			inJob := bin(since, "<=", raw(fmt.Sprintf("%s - %s", sliceStart, seconds(time.Duration(k+1)*S).s)))
-			terms[k] = call("label_replace", join("or", bin(term, "and", inJob), bin(raw("0"), "*", present)),
+			terms[k] = call("label_replace", join("or", bin(term, "and", inJob), noChange),
 				raw(`"slice"`), raw(quote(strconv.Itoa(k))), raw(`""`), raw(`""`))
 		}
 		rates = r.record(r.recordName(m, "trend_rates", w),
@@ -203,15 +223,25 @@ func (r *ruleExport) trendIn(m rules.Metric, w time.Duration, slices *groupPlan)
 		ready = r.record(r.recordName(m, "trend_ready", w), part(v)+": 1 once the samples span half the window",
 			t.labelled(call("present_over_time", offset(subquery(t.floor(0), 6*S-time.Millisecond, S), 5*S))))
 	})
-	rank := make(map[int]expr)
-	for k := 3; k <= 6; k++ {
-		q := raw(fmt.Sprintf("quantile by (%s) (%s, %s)", r.s.gpuLabels(), number(float64(k-1)/9).s, rates.s))
-		if f.scale != 1 {
-			q = bin(number(f.scale), "*", q)
-		}
-		rank[k] = r.record(r.recordName(m, fmt.Sprintf("trend_rank%d", k), w),
-			fmt.Sprintf("%s: the %s smallest of the rates between the last 11 full slices' floors, in the current job", part(v), ordinal(k)), q)
+	// The ranks change with the rates: Prometheus computes them in the
+	// slice group, right after the rates; vmalert, which would read the
+	// rates its slice group recorded an evaluation before, in the trend's
+	// group, as of the slice group's latest evaluation.
+	rankGroup := slices
+	if r.opts.Target == TargetVMAlert {
+		rankGroup = r.owner()
 	}
+	rank := make(map[int]expr)
+	r.inGroup(rankGroup, func() {
+		for k := 3; k <= 6; k++ {
+			q := raw(fmt.Sprintf("quantile by (%s) (%s, %s)", r.s.gpuLabels(), number(float64(k-1)/9).s, rates.s))
+			if f.scale != 1 {
+				q = bin(number(f.scale), "*", q)
+			}
+			rank[k] = r.record(r.recordName(m, fmt.Sprintf("trend_rank%d", k), w),
+				fmt.Sprintf("%s: the %s smallest of the rates between the last 11 full slices' floors, in the current job", part(v), ordinal(k)), q)
+		}
+	})
 	floor := r.currentFloor(t, m, w, sliceStart)
 	rise := r.record(r.recordName(m, "trend_current_rise", w), part(v)+": the growth from the last full slice's floor to the current slice's",
 		bin(floor, "-", lastFloor))

@@ -124,5 +124,11 @@ func (r *ruleExport) window(m rules.Metric, fn string, w time.Duration) (expr, e
 	if f.offset.s != "" && fn != "slope" {
 		e = bin(e, "+", f.offset)
 	}
-	return r.record(name, help, bin(e, "and", r.ready(f, w))), nil
+	record := func() expr { return r.record(name, help, bin(e, "and", r.ready(f, w))) }
+	if g := r.windowGroup(w); g != nil && !f.recorded {
+		var rec expr
+		r.inGroup(g, func() { rec = record() })
+		return rec, nil
+	}
+	return record(), nil
 }
