@@ -58,8 +58,14 @@ type Timing struct {
 
 // Alert is the state of one rule on one GPU. Its fields are exported so the
 // state can be stored and restored across restarts.
+//
+// What every evaluation reads, State and Holds, lies first: the rest is
+// read when the alert changes.
 type Alert struct {
 	State State
+	// Holds says whether `when` held at the last evaluation (see
+	// TrueSince).
+	Holds bool
 	// ActiveAt is when the condition started to hold (the pending start).
 	ActiveAt time.Time
 	// FiredAt is when the alert last went to firing.
@@ -81,10 +87,8 @@ type Alert struct {
 	ValueAt time.Time
 	ValueOf int
 	// TrueSince is when `when` began to hold in the run of evaluations
-	// that ValueAt belongs to; Holds whether it held at the last
-	// evaluation. See TrueFor.
+	// that ValueAt belongs to. See TrueFor.
 	TrueSince time.Time
-	Holds     bool
 	// Summary is the rule's summary as rendered when the alert fired.
 	Summary string
 }
@@ -146,10 +150,12 @@ func (a *Alert) Step(at time.Time, when, clear Truth, t Timing) Change {
 // and Holds whether it holds now.
 func (a *Alert) track(at time.Time, when Truth) {
 	holds := when == TruthTrue
-	if holds && !a.Holds {
-		a.TrueSince = at
+	if holds != a.Holds { // written only when it changes: most alerts do not
+		if holds {
+			a.TrueSince = at
+		}
+		a.Holds = holds
 	}
-	a.Holds = holds
 }
 
 // TrueFor is how long the rule's `when` had held without a break when

@@ -172,27 +172,69 @@ type compiled struct {
 	history                 int   // index into Engine.histories; -1 for none
 }
 
+// gpuState is all the engine keeps of one GPU. An evaluation reads it
+// from end to end, so what each evaluation reads comes first and lies
+// together: the per-rule inputs in one array, the windows and trends of a
+// GPU side by side (see newState).
 type gpuState struct {
 	index   int
 	key     string        // what it is found by: its UUID (a process's series: see subject); "" for a GPU without one
 	seq     int           // its place in Engine.order
 	placed  bool          // it is in Engine.hosts, under seen.host
-	stale   bool          // applies must be recomputed (after Inherit)
+	stale   bool          // rules must be recomputed (after Inherit)
+	samples int           // samples reported, counted up to unmeasuredAfter
 	windows []*Window     // per slot
 	trends  []*Trend      // per trend slot
 	counts  []*EventCount // per count slot
 	history []history     // per Engine.histories
-	// when and clear are, per rule, the windows its conditions read.
-	when, clear             [][]*Window
-	whenTrends, clearTrends [][]*Trend
-	whenCounts, clearCounts [][]*EventCount
-	alerts                  []Alert
-	applies                 []bool
-	repeat                  []time.Duration // per rule: how often to repeat a firing alert
-	orphans                 []orphan        // firing alerts whose rule is gone, to resolve
-	samples                 int             // samples reported, counted up to unmeasuredAfter
-	process                 gpu.Process     // the process, for a process's series (processSeries)
+	rules   []ruleOnGPU   // per rule
+	inputs  inputs        // what the rules' conditions read
+	alerts  []Alert       // per rule
+	orphans []orphan      // firing alerts whose rule is gone, to resolve
+	process gpu.Process   // the process, for a process's series (processSeries)
 	seen
+}
+
+// ruleOnGPU is what evaluating a rule on a GPU reads besides its alert.
+type ruleOnGPU struct {
+	applies bool
+	// quiet says the alert was inactive, its condition not holding, when
+	// evalDevice last stepped it, and nothing changed it since: until the
+	// condition holds, a step changes nothing, and its alert (far larger)
+	// is not read. Whatever changes an alert but evalDevice does so to a
+	// GPU's state before its first evaluation, or to one it forgets.
+	quiet  bool
+	repeat time.Duration // how often to repeat a firing alert
+	// when and clear are where the inputs of the rule's conditions lie.
+	when, clear inputSpan
+}
+
+// inputs are the windows, trends and counts of a GPU that its rules'
+// conditions read: condition after condition, each one's in its order
+// (see EvalContext).
+type inputs struct {
+	windows []*Window
+	trends  []*Trend
+	counts  []*EventCount
+}
+
+// inputSpan is where a condition's inputs lie in its GPU's inputs: the
+// first and one past the last of each kind.
+type inputSpan struct {
+	windows, trends, counts [2]int32
+}
+
+// add appends the inputs of a condition, which reads the GPU's windows,
+// trends and counts at those slots, and returns where they lie.
+func (in *inputs) add(gs *gpuState, windows, trends, counts []int) inputSpan {
+	return inputSpan{pick(&in.windows, gs.windows, windows), pick(&in.trends, gs.trends, trends), pick(&in.counts, gs.counts, counts)}
+}
+
+// into makes ctx read the inputs at sp.
+func (in *inputs) into(ctx *EvalContext, sp inputSpan) {
+	ctx.Windows = in.windows[sp.windows[0]:sp.windows[1]:sp.windows[1]]
+	ctx.Trends = in.trends[sp.trends[0]:sp.trends[1]:sp.trends[1]]
+	ctx.Counts = in.counts[sp.counts[0]:sp.counts[1]:sp.counts[1]]
 }
 
 // seen is what the engine knows of a GPU from the samples it reported.
@@ -309,7 +351,11 @@ func (e *Engine) state(host, key string, d *gpu.Device) *gpuState {
 		gs = e.byIdx[d.Index]
 	}
 	if gs == nil {
-		gs = e.newState(e.newWindow, func(k windowKey) *Trend { return NewTrendScales(k.span, k.longest) }, nil)
+		windows, trends := make([]Window, len(e.specs)), e.newTrends()
+		gs = e.newState(func(i int) *Window {
+			windows[i] = e.window(i)
+			return &windows[i]
+		}, func(k windowKey) *Trend { return trends.next(k) }, nil)
 		gs.key = key
 		if key != "" {
 			e.gpus[key] = gs
@@ -324,6 +370,18 @@ func (e *Engine) state(host, key string, d *gpu.Device) *gpuState {
 	return gs
 }
 
+// stateAt is state, for the i-th device of a snapshot of host: here are
+// the host's GPUs (Engine.hosts) before the snapshot, which a host that
+// lists its GPUs in the same order each time finds at the same place,
+// without looking its key up.
+func (e *Engine) stateAt(here []*gpuState, i int, host, key string, d *gpu.Device) *gpuState {
+	if key != "" && i < len(here) && here[i].key == key {
+		e.refresh(here[i], host, d)
+		return here[i]
+	}
+	return e.state(host, key, d)
+}
+
 // refresh works out which rules apply to a GPU that is new, or whose state
 // was taken over from the engine before a reload.
 func (e *Engine) refresh(gs *gpuState, host string, d *gpu.Device) {
@@ -331,8 +389,8 @@ func (e *Engine) refresh(gs *gpuState, host string, d *gpu.Device) {
 		return
 	}
 	for i, r := range e.rules {
-		gs.applies[i] = r.AppliesTo(d)
-		gs.repeat[i] = e.repeatInterval(r, host, d)
+		gs.rules[i].applies = r.AppliesTo(d)
+		gs.rules[i].repeat = e.repeatInterval(r, host, d)
 	}
 	e.restore(gs)
 	gs.stale = false
@@ -342,9 +400,41 @@ func (e *Engine) refresh(gs *gpuState, host string, d *gpu.Device) {
 // the rules read of it; a counter's keeps counting across a reset of the
 // counter.
 func (e *Engine) newWindow(i int) *Window {
-	w := newWindowOf(e.specs[i].span, e.stats[i])
+	w := e.window(i)
+	return &w
+}
+
+// window is the empty window of slot i (see newWindow).
+func (e *Engine) window(i int) Window {
+	w := windowOf(e.specs[i].span, e.stats[i])
 	w.counter = e.specs[i].metric.IsCounter()
 	return w
+}
+
+// newTrends makes the empty trends of a GPU's trend slots in one block,
+// handed out in slot order by next.
+func (e *Engine) newTrends() *trendBlock {
+	n := 0
+	for _, k := range e.trends {
+		n += trendScales(max(k.span, trendSlices), k.longest)
+	}
+	return &trendBlock{trends: make([]Trend, len(e.trends)), scales: make([]trendScale, n)}
+}
+
+// trendBlock holds the trends of a GPU side by side, and their scales.
+type trendBlock struct {
+	trends []Trend
+	scales []trendScale
+}
+
+// next is the block's next trend, made empty for k.
+func (b *trendBlock) next(k windowKey) *Trend {
+	t := &b.trends[0]
+	b.trends = b.trends[1:]
+	n := trendScales(max(k.span, trendSlices), k.longest)
+	t.init(k.span, b.scales[:n:n])
+	b.scales = b.scales[n:]
+	return t
 }
 
 // newState makes a GPU's state, taking the window of each slot from
@@ -352,21 +442,17 @@ func (e *Engine) newWindow(i int) *Window {
 // count is nil or gives nil).
 func (e *Engine) newState(window func(slot int) *Window, trend func(windowKey) *Trend, count func(CountSpec) *EventCount) *gpuState {
 	gs := &gpuState{
-		stale:       true,
-		windows:     make([]*Window, len(e.specs)),
-		trends:      make([]*Trend, len(e.trends)),
-		counts:      make([]*EventCount, len(e.counts)),
-		when:        make([][]*Window, len(e.rules)),
-		clear:       make([][]*Window, len(e.rules)),
-		whenTrends:  make([][]*Trend, len(e.rules)),
-		clearTrends: make([][]*Trend, len(e.rules)),
-		whenCounts:  make([][]*EventCount, len(e.rules)),
-		clearCounts: make([][]*EventCount, len(e.rules)),
-		alerts:      make([]Alert, len(e.rules)),
-		applies:     make([]bool, len(e.rules)),
-		repeat:      make([]time.Duration, len(e.rules)),
-		history:     make([]history, len(e.histories)),
+		stale:   true,
+		windows: make([]*Window, len(e.specs)),
+		trends:  make([]*Trend, len(e.trends)),
+		counts:  make([]*EventCount, len(e.counts)),
+		rules:   make([]ruleOnGPU, len(e.rules)),
+		alerts:  make([]Alert, len(e.rules)),
 	}
+	// The GPU's histories and its holder's memory, which every sample
+	// adds to, keep their minutes side by side.
+	hs := newHistories(len(e.histories) + 1)
+	gs.history, gs.holder.memory = hs[:len(e.histories)], hs[len(e.histories)]
 	for i := range e.specs {
 		gs.windows[i] = window(i)
 	}
@@ -382,20 +468,20 @@ func (e *Engine) newState(window func(slot int) *Window, trend func(windowKey) *
 		}
 	}
 	for j, c := range e.layout {
-		gs.when[j], gs.clear[j] = pick(gs.windows, c.when), pick(gs.windows, c.clear)
-		gs.whenTrends[j], gs.clearTrends[j] = pick(gs.trends, c.whenTrends), pick(gs.trends, c.clearTrends)
-		gs.whenCounts[j], gs.clearCounts[j] = pick(gs.counts, c.whenCounts), pick(gs.counts, c.clearCounts)
+		gs.rules[j].when = gs.inputs.add(gs, c.when, c.whenTrends, c.whenCounts)
+		gs.rules[j].clear = gs.inputs.add(gs, c.clear, c.clearTrends, c.clearCounts)
 	}
 	return gs
 }
 
-// pick returns the elements of all at slots.
-func pick[T any](all []T, slots []int) []T {
-	out := make([]T, len(slots))
-	for i, s := range slots {
-		out[i] = all[s]
+// pick appends the elements of all at slots to block, and returns the
+// first index and one past the last where they lie.
+func pick[T any](block *[]T, all []T, slots []int) [2]int32 {
+	start := len(*block)
+	for _, s := range slots {
+		*block = append(*block, all[s])
 	}
-	return out
+	return [2]int32{int32(start), int32(len(*block))}
 }
 
 // Eval evaluates every rule on every GPU of the snapshot, at the snapshot's
@@ -411,9 +497,10 @@ func pick[T any](all []T, slots []int) []T {
 func (e *Engine) Eval(s *gpu.Snapshot) []Transition {
 	e.out = e.out[:0]
 	e.eval++
+	here := e.hosts[s.Host]
 	for i := range s.Devices {
 		d := &s.Devices[i]
-		e.evalReported(s, d, e.state(s.Host, d.UUID, d))
+		e.evalReported(s, d, e.stateAt(here, i, s.Host, d.UUID, d))
 	}
 	for _, gs := range e.hosts[s.Host] {
 		if gs.eval == e.eval {
@@ -455,9 +542,10 @@ func (e *Engine) evalReported(s *gpu.Snapshot, d *gpu.Device, gs *gpuState) {
 // order and before the first Eval; a warmed GPU absent from the first
 // Eval's snapshot of its host is missing since its last warmed sample.
 func (e *Engine) Warm(s *gpu.Snapshot) {
+	here := e.hosts[s.Host]
 	for i := range s.Devices {
 		d := &s.Devices[i]
-		e.warmDevice(s, d, e.state(s.Host, d.UUID, d))
+		e.warmDevice(s, d, e.stateAt(here, i, s.Host, d.UUID, d))
 	}
 	if e.processes != nil {
 		e.processes.warm(s)
@@ -502,8 +590,11 @@ func (e *Engine) observe(t time.Time, d *gpu.Device, gs *gpuState) {
 // readings reads each metric that the windows, trends and histories of a
 // GPU follow once a sample, however many of them follow it.
 type readings struct {
-	metrics []Metric  // each once
-	values  []float64 // per metric: its reading of the sample being fed
+	metrics []Metric // each once
+	// health is, per metric, how it reads a GPU's health; zero for a
+	// metric that is not a health reading.
+	health []healthMetric
+	values []float64 // per metric: its reading of the sample being fed
 	// windows, trends and histories are, per window, trend and history
 	// slot, the index of its metric in metrics.
 	windows, trends, histories []int
@@ -523,6 +614,10 @@ func newReadings(specs, trends []windowKey, histories []Metric) readings {
 		r.histories = append(r.histories, slot(&r.metrics, m))
 	}
 	r.values = make([]float64, len(r.metrics))
+	r.health = make([]healthMetric, len(r.metrics))
+	for i, m := range r.metrics {
+		r.health[i], _ = healthMetricOf(m)
+	}
 	return r
 }
 
@@ -530,7 +625,11 @@ func newReadings(specs, trends []windowKey, histories []Metric) readings {
 func (e *Engine) feed(t time.Time, d *gpu.Device, gs *gpuState) {
 	r := &e.readings
 	for i, m := range r.metrics {
-		r.values[i] = readMetric(m, d, e.ctx.GPU)
+		if h := &r.health[i]; h.kind != 0 {
+			r.values[i] = h.value(&d.Health) // as m.Value reads it, without finding how first
+		} else {
+			r.values[i] = readMetric(m, d, e.ctx.GPU)
+		}
 	}
 	for i, w := range gs.windows {
 		w.Add(t, r.values[r.windows[i]])
@@ -562,11 +661,15 @@ func (e *Engine) evalDevice(s *gpu.Snapshot, d *gpu.Device, gs *gpuState, procs 
 	ctx := &e.ctx
 	ctx.Device, ctx.XIDs = d, e.xids
 	for j, r := range e.rules {
-		if !gs.applies[j] {
+		on := &gs.rules[j]
+		if !on.applies {
 			continue
 		}
-		ctx.Windows, ctx.Trends, ctx.Counts = gs.when[j], gs.whenTrends[j], gs.whenCounts[j]
+		gs.inputs.into(ctx, on.when)
 		when, why := r.When.Decide(ctx)
+		if on.quiet && when != TruthTrue {
+			continue // stepping it would change nothing
+		}
 		a := &gs.alerts[j]
 		if when == TruthTrue {
 			// The value that made the rule true, which a firing reports
@@ -575,7 +678,7 @@ func (e *Engine) evalDevice(s *gpu.Snapshot, d *gpu.Device, gs *gpuState, procs 
 		}
 		clear, clearWhy := TruthUnknown, -1
 		if r.ClearWhen != nil && a.State != StateInactive {
-			ctx.Windows, ctx.Trends, ctx.Counts = gs.clear[j], gs.clearTrends[j], gs.clearCounts[j]
+			gs.inputs.into(ctx, on.clear)
 			clear, clearWhy = r.ClearWhen.Decide(ctx)
 		}
 		switch change := a.Step(s.Time, when, clear, r.Timing); {
@@ -585,15 +688,16 @@ func (e *Engine) evalDevice(s *gpu.Snapshot, d *gpu.Device, gs *gpuState, procs 
 		case change == Resolved:
 			// What resolved it: clear_when holding, or when not holding.
 			if r.ClearWhen == nil || clear != TruthTrue {
-				ctx.Windows, ctx.Trends, ctx.Counts = gs.when[j], gs.whenTrends[j], gs.whenCounts[j]
+				gs.inputs.into(ctx, on.when)
 				e.emitResolve(s, d, gs, j, procs, r.When, why)
 			} else {
 				e.emitResolve(s, d, gs, j, procs, r.ClearWhen, clearWhy)
 			}
-		case a.RepeatDue(s.Time, gs.repeat[j]):
+		case a.RepeatDue(s.Time, on.repeat):
 			a.LastSentAt = s.Time
 			e.emit(s, d, gs, j, procs, true)
 		}
+		on.quiet = a.State == StateInactive && !a.Holds
 	}
 }
 
@@ -636,7 +740,7 @@ func (e *Engine) emit(s *gpu.Snapshot, d *gpu.Device, gs *gpuState, j int, procs
 	t.Value, t.ValueAt, t.ValueExpr = a.Value, a.ValueAt, r.When.Expr(a.ValueOf)
 	t.ValueText = r.When.FormatValue(a.ValueOf, a.Value)
 	ctx := &e.ctx
-	ctx.Windows, ctx.Trends, ctx.Counts = gs.when[j], gs.whenTrends[j], gs.whenCounts[j]
+	gs.inputs.into(ctx, gs.rules[j].when)
 	now := a.Value
 	if !a.ValueAt.Equal(s.Time) {
 		now = r.When.ValueOf(ctx, a.ValueOf)

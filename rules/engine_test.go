@@ -266,8 +266,11 @@ func steadySnapshot(n int) *gpu.Snapshot {
 }
 
 // advance moves the snapshot 5 s on with slightly different readings.
-func advance(s *gpu.Snapshot) {
-	s.Time = s.Time.Add(5 * time.Second)
+func advance(s *gpu.Snapshot) { advanceBy(s, 5*time.Second) }
+
+// advanceBy moves the snapshot step on with slightly different readings.
+func advanceBy(s *gpu.Snapshot, step time.Duration) {
+	s.Time = s.Time.Add(step)
 	for i := range s.Devices {
 		d := &s.Devices[i]
 		d.MemUsed = 40<<30 + uint64(s.Time.Unix()%7)<<20

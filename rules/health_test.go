@@ -295,3 +295,25 @@ func TestEventCount(t *testing.T) {
 		t.Errorf("after Reset: got %v, want 0", c.Value())
 	}
 }
+
+// TestEngineReadsEveryMetricAsMetricValue checks that the readings the
+// engine feeds its windows with are each metric's Value, health readings
+// (which it reads without looking up how) included.
+func TestEngineReadsEveryMetricAsMetricValue(t *testing.T) {
+	d := device(0, 40, 80, 60, gpu.Process{PID: 7, MemUsed: 40 << 30, Job: "slurm:1"})
+	for _, r := range gpu.HealthReadings() {
+		d.Health.Set(r, float64(r)+0.5)
+	}
+	d.Health.Set(gpu.ClockEventReasons, float64(gpu.ClockEventHWSlowdown|gpu.ClockEventSWPowerCap))
+	d.Health.Set(gpu.RecoveryActionReading, float64(gpu.RecoveryNone))
+	e := NewEngine(nil, Options{})
+	e.readings = newReadings(nil, nil, Metrics())
+	gs := e.state("node1", d.UUID, &d)
+	e.feed(t0, &d, gs)
+	for i, m := range e.readings.metrics {
+		got, want := e.readings.values[i], m.Value(&d)
+		if got != want && !(math.IsNaN(got) && math.IsNaN(want)) {
+			t.Errorf("%s: the engine reads %v, Value %v", m, got, want)
+		}
+	}
+}

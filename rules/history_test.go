@@ -2,6 +2,7 @@ package rules
 
 import (
 	"math"
+	"math/rand/v2"
 	"testing"
 	"time"
 )
@@ -45,6 +46,73 @@ func TestHistoryAroundTheEpoch(t *testing.T) {
 			}
 			if v != want && !(math.IsNaN(v) && math.IsNaN(want)) {
 				t.Fatalf("from %v: minute %d: got %v, want %v (series %v)", base, k, v, want, got)
+			}
+		}
+	}
+}
+
+// TestHistoryKeepsEveryMinuteAsAddedInPlace checks a history (alone, and
+// one of several sharing a block) against the plain reading of its
+// contract: every minute kept in its bucket of the half hour, a sample
+// restarting a bucket that held another minute. Times mostly go on, by
+// steps shorter and longer than a minute, and sometimes go back, up to
+// past the half hour; some samples are NaN.
+func TestHistoryKeepsEveryMinuteAsAddedInPlace(t *testing.T) {
+	type ref struct {
+		minute [historySteps]int64
+		sum    [historySteps]float64
+		count  [historySteps]int
+	}
+	add := func(r *ref, m int64, v float64) {
+		i := bucket(m)
+		if r.minute[i] != m || r.count[i] == 0 {
+			r.minute[i], r.sum[i], r.count[i] = m, 0, 0
+		}
+		r.sum[i] += v
+		r.count[i]++
+	}
+	base := time.Date(2026, 11, 29, 9, 0, 0, 0, time.UTC)
+	for seed := range uint64(50) {
+		rng := rand.New(rand.NewPCG(seed, 1))
+		var alone history
+		shared := newHistories(3)
+		var refs [3]ref // shared[i]'s, with alone's the first
+		at := base
+		for step := range 400 {
+			switch x := rng.IntN(20); {
+			case x == 0:
+				at = at.Add(-time.Duration(rng.IntN(40)) * time.Minute)
+			case x < 3:
+				at = at.Add(time.Duration(rng.IntN(5)) * time.Minute)
+			default:
+				at = at.Add(time.Duration(rng.IntN(40)) * time.Second)
+			}
+			v := float64(rng.IntN(100))
+			if rng.IntN(10) == 0 {
+				v = math.NaN()
+			}
+			alone.add(at, v)
+			for i := range shared {
+				shared[i].add(at, v+float64(i))
+				if !math.IsNaN(v) {
+					add(&refs[i], minuteOf(at), v+float64(i))
+				}
+			}
+			end := at.Add(time.Duration(rng.IntN(5)-2) * time.Minute)
+			last := minuteOf(end)
+			for i, h := range []*history{&alone, &shared[0], &shared[1], &shared[2]} {
+				r := &refs[max(i-1, 0)]
+				got := h.series(end)
+				for k := range got {
+					m := last - int64(historySteps-1-k)
+					want := math.NaN()
+					if b := bucket(m); r.minute[b] == m && r.count[b] > 0 {
+						want = r.sum[b] / float64(r.count[b])
+					}
+					if got[k] != want && !(math.IsNaN(got[k]) && math.IsNaN(want)) {
+						t.Fatalf("seed %d step %d, history %d: minute %d of the series to %v is %v, want %v", seed, step, i, k, end, got[k], want)
+					}
+				}
 			}
 		}
 	}

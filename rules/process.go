@@ -78,10 +78,16 @@ func newProcessSeries(rules []*Rule, opts Options) *processSeries {
 }
 
 // state returns the state of process p's series on GPU d, which
-// ps.view holds as p sees it, made when new.
-func (ps *processSeries) state(host string, d *gpu.Device, p *gpu.Process) *gpuState {
+// ps.view holds as p sees it, made when new. Like Engine.stateAt, it
+// looks first at here[i], the i-th process of the host before.
+func (ps *processSeries) state(here []*gpuState, i int, host string, d *gpu.Device, p *gpu.Process) *gpuState {
 	k := keyOf(d, p.PID)
-	gs := ps.states[k]
+	var gs *gpuState
+	if i < len(here) && keyOf(&here[i].device, here[i].process.PID) == k {
+		gs = here[i]
+	} else {
+		gs = ps.states[k]
+	}
 	if gs == nil {
 		gs = ps.engine.state(host, subject(d, p.PID), &ps.view)
 		ps.states[k] = gs
@@ -123,6 +129,7 @@ func (ps *processSeries) eval(s *gpu.Snapshot, out []Transition) []Transition {
 	e := ps.engine
 	e.out = e.out[:0]
 	e.eval++
+	here, n := e.hosts[s.Host], 0
 	for i := range s.Devices {
 		d := &s.Devices[i]
 		for k := range d.Processes {
@@ -131,7 +138,8 @@ func (ps *processSeries) eval(s *gpu.Snapshot, out []Transition) []Transition {
 				continue // a pod or a user's share the source names without a process
 			}
 			processView(&ps.view, d, d.Processes[k:k+1])
-			gs := ps.state(s.Host, d, p)
+			gs := ps.state(here, n, s.Host, d, p)
+			n++
 			e.ctx.Process, e.ctx.GPU = &gs.process, d
 			e.evalReported(s, &ps.view, gs)
 		}
@@ -200,6 +208,7 @@ func (e *Engine) forget(gs *gpuState) {
 // warm feeds the processes of past snapshot s to their series.
 func (ps *processSeries) warm(s *gpu.Snapshot) {
 	e := ps.engine
+	here, n := e.hosts[s.Host], 0
 	for i := range s.Devices {
 		d := &s.Devices[i]
 		for k := range d.Processes {
@@ -209,7 +218,8 @@ func (ps *processSeries) warm(s *gpu.Snapshot) {
 			}
 			processView(&ps.view, d, d.Processes[k:k+1])
 			e.ctx.GPU = d
-			e.warmDevice(s, &ps.view, ps.state(s.Host, d, p))
+			e.warmDevice(s, &ps.view, ps.state(here, n, s.Host, d, p))
+			n++
 		}
 	}
 	e.ctx.GPU = nil

@@ -111,21 +111,29 @@ type Trend struct {
 // trendScale is one time scale of a Trend: the floors and highs of its
 // slices.
 type trendScale struct {
-	// floors holds the floors of slices newest−11 … newest at
-	// floors[(k mod trendSlices)], floorAt when they were sampled, highs
-	// their largest samples; NaN for a slice without samples.
-	floors  [trendSlices]float64
-	highs   [trendSlices]float64
-	floorAt [trendSlices]int64
-	newest  int64 // the slice number of the latest Add
-	hasAny  bool  // a sample is in the window
-
-	value, rate, peak float64 // cached results
-	ready             bool
-	valid             bool // the cached results are up to date
-	young             bool // they were computed without the newest slice (see isYoung)
+	// What an Add reads first lies first, and a slice's floor, its time
+	// and its high together: an Add touches little of the scale.
+	newest int64 // the slice number of the latest Add
+	hasAny bool  // a sample is in the window
+	valid  bool  // the cached results are up to date
+	young  bool  // they were computed without the newest slice (see isYoung)
+	ready  bool
 	// half says at least half of its slices rose, with a rate above 0.
 	half bool
+
+	value, rate, peak float64 // cached results
+
+	// slices holds slices newest−11 … newest at slices[(k mod
+	// trendSlices)].
+	slices [trendSlices]trendSlice
+}
+
+// trendSlice is one slice of a trend's scale: its floor, when the floor
+// was sampled, and its largest sample; NaN floor and high for a slice
+// without samples.
+type trendSlice struct {
+	floor, high float64
+	floorAt     int64
 }
 
 // NewTrend returns an empty trend over a window of span. A span shorter
@@ -136,12 +144,17 @@ func NewTrend(span time.Duration) *Trend { return NewTrendScales(span, 0) }
 // doublings up to longest (at most MaxTrendScales scales in all); a
 // longest shorter than twice span gives the one scale of NewTrend.
 func NewTrendScales(span, longest time.Duration) *Trend {
-	t := &Trend{span: max(int64(span), trendSlices)}
-	t.slice = t.span / trendSlices
-	n := trendScales(time.Duration(t.span), longest)
-	t.scales, t.hold = make([]trendScale, n), n > 1
-	t.Reset()
+	t := new(Trend)
+	t.init(span, make([]trendScale, trendScales(max(span, trendSlices), longest)))
 	return t
+}
+
+// init makes t an empty trend over a window of span and the doublings
+// that scales has room for.
+func (t *Trend) init(span time.Duration, scales []trendScale) {
+	*t = Trend{span: max(int64(span), trendSlices), scales: scales, hold: len(scales) > 1}
+	t.slice = t.span / trendSlices
+	t.Reset()
 }
 
 // trendScales is how many scales a trend of window span and longest time
@@ -187,8 +200,8 @@ func (t *Trend) Restart() {
 
 // clear forgets every slice of the scale.
 func (s *trendScale) clear() {
-	for i := range s.floors {
-		s.floors[i], s.highs[i] = math.NaN(), math.NaN()
+	for i := range s.slices {
+		s.slices[i].floor, s.slices[i].high = math.NaN(), math.NaN()
 	}
 	s.newest, s.hasAny, s.valid, s.ready, s.half = 0, false, false, false, false
 }
@@ -272,7 +285,8 @@ func (s *trendScale) add(k, ts, slice int64, v float64, finite bool) (stale bool
 	case k > s.newest:
 		for s.newest < k {
 			s.newest++
-			s.floors[at(s.newest)], s.highs[at(s.newest)] = math.NaN(), math.NaN()
+			sl := &s.slices[at(s.newest)]
+			sl.floor, sl.high = math.NaN(), math.NaN()
 		}
 		s.valid = false
 	}
@@ -281,18 +295,18 @@ func (s *trendScale) add(k, ts, slice int64, v float64, finite bool) (stale bool
 	}
 	if finite {
 		s.hasAny = true
-		i := at(k)
-		if math.IsNaN(s.floors[i]) || v < s.floors[i] {
+		sl := &s.slices[at(k)]
+		if math.IsNaN(sl.floor) || v < sl.floor {
 			// A lower floor of a newest slice that is young and had one
 			// changes nothing compute found: it leaves the young slice
 			// out of the rates, and counts only whether it has samples.
-			if math.IsNaN(s.floors[i]) || !s.young {
+			if math.IsNaN(sl.floor) || !s.young {
 				s.valid = false
 			}
-			s.floors[i], s.floorAt[i] = v, ts
+			sl.floor, sl.floorAt = v, ts
 		}
-		if math.IsNaN(s.highs[i]) || v > s.highs[i] {
-			s.highs[i] = v // the newest slice's high counts once the slice is over: nothing to recompute
+		if math.IsNaN(sl.high) || v > sl.high {
+			sl.high = v // the newest slice's high counts once the slice is over: nothing to recompute
 		}
 	}
 	return !s.valid
@@ -322,7 +336,7 @@ func (s *trendScale) filledRange() (oldest, newest int64, ok bool) {
 	oldest, newest = -1, -1
 	lo := s.newest - trendSlices + 1
 	for k, i := lo, at(lo); k <= s.newest; k, i = k+1, next(i) {
-		if !math.IsNaN(s.floors[i]) {
+		if !math.IsNaN(s.slices[i].floor) {
 			if !ok {
 				oldest, ok = k, true
 			}
@@ -385,8 +399,8 @@ func (t *Trend) Level() float64 {
 	}
 	s, level := &t.scales[0], math.Inf(1)
 	for k := s.newest - levelSlices + 1; k <= s.newest; k++ {
-		if f := s.floors[at(k)]; !math.IsNaN(f) {
-			level = min(level, f+rate*float64(t.now-s.floorAt[at(k)])/1e9)
+		if sl := &s.slices[at(k)]; !math.IsNaN(sl.floor) {
+			level = min(level, sl.floor+rate*float64(t.now-sl.floorAt)/1e9)
 		}
 	}
 	if math.IsInf(level, 1) {
@@ -480,7 +494,7 @@ func (s *trendScale) compute(now, slice int64) {
 	s.peak = 0
 	prev, prevAt, prevK, prevI := math.NaN(), int64(0), int64(0), 0
 	for k, i := lo, at(lo); k <= last; k, i = k+1, next(i) {
-		f, fAt := s.floors[i], s.floorAt[i]
+		f, fAt := s.slices[i].floor, s.slices[i].floorAt
 		if math.IsNaN(f) {
 			continue
 		}
@@ -497,7 +511,7 @@ func (s *trendScale) compute(now, slice int64) {
 			if prevK+1 == k && k < s.newest {
 				// A peak: how far the slice before rose above the floor
 				// it came back to.
-				s.peak = max(s.peak, s.highs[prevI]-max(prev, f))
+				s.peak = max(s.peak, s.slices[prevI].high-max(prev, f))
 			}
 		}
 		prev, prevAt, prevK, prevI = f, fAt, k, i

@@ -35,8 +35,8 @@ func (e *Engine) skipUnmeasured(gs *gpuState) {
 		return
 	}
 	for j, r := range e.rules {
-		if gs.applies[j] && r.readsUtilization() {
-			gs.applies[j] = false
+		if on := &gs.rules[j]; on.applies && r.readsUtilization() {
+			on.applies = false
 			e.unmeasured = append(e.unmeasured, unmeasured{rule: r.Name, gpu: gpu.Label(d.Index, nil), instance: d.Label()})
 		}
 	}

@@ -107,7 +107,14 @@ func NewWindow(span time.Duration) *Window { return newWindowOf(span, statAll) }
 // newWindowOf returns an empty window of the given span that keeps the
 // statistics stats up to date (see Window).
 func newWindowOf(span time.Duration, stats windowStats) *Window {
-	return &Window{span: max(int64(span), 0), keeps: stats}
+	w := windowOf(span, stats)
+	return &w
+}
+
+// windowOf is an empty window of the given span that keeps the
+// statistics stats up to date.
+func windowOf(span time.Duration, stats windowStats) Window {
+	return Window{span: max(int64(span), 0), keeps: stats}
 }
 
 // keep makes the window keep the statistics stats from now on.
