@@ -412,6 +412,9 @@ func (x *exporter) crossGroupNotes(byName map[string]*Rule) {
 			}
 			names[o] = append(names[o], name)
 		}
+		for _, o := range sources {
+			slices.Sort(names[o])
+		}
 		for _, rule := range g.rules {
 			for _, o := range sources {
 				n := Note{Rule: rule.Name, Kind: Caveat, Part: "group",
