@@ -473,6 +473,10 @@ func checkRecorded(t *testing.T, base, params string, gpus int, writer string) {
 	if writer == "" {
 		return
 	}
+	// Whether the records are there but late, or not there at all.
+	t.Logf("over the last 30 minutes: %v series, the newest sample %.0f s old",
+		promQueryValue(t, base, `count(last_over_time(gpuwatch:memory_used[30m]))`+params),
+		promQueryValue(t, base, `time() - max(tlast_over_time(gpuwatch:memory_used[30m]))`+params))
 	for _, line := range metricLines(writer, "vmalert_remotewrite_") {
 		t.Log("vmalert_remotewrite_" + line)
 	}
