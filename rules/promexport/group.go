@@ -14,14 +14,17 @@ import (
 // side, each on its own schedule, and a group's rules one after the other.
 // The export gives each alert a group of its own, with the records only it
 // reads, at the interval its rules need; the alerts whose shortest trend is
-// the same share that trend's group. The records several groups read the
+// the same share that trend's group, and a window that needs fewer
+// evaluations than the group of the rule that reads it has a group at its
+// own interval (windowGroup). The records several groups read the
 // history of (when each GPU last reported and was held) are the base
 // group's, gpuwatch. A group reads another group's records only over past
 // ranges, where one evaluation more or less of the other group changes
-// nothing but the newest sample, or, where it needs a record that is not
-// cheap to compute again (the time_to_full of a longer trend), as of the
-// other group's latest evaluation, which the file says. Whatever else it
-// needs of another group's records now, it computes itself: the record's
+// nothing but the newest sample, or as of the other group's latest
+// evaluation, which the file says, where the record is not cheap to
+// compute again (a trend's slice records, the time_to_full of a longer
+// trend) or need not be computed as often (a long window). Whatever else
+// it needs of another group's records now, it computes itself: the record's
 // expression is written in place of its name. So the order in which the
 // groups run does not matter.
 
