@@ -124,11 +124,15 @@ func (r *ruleExport) window(m rules.Metric, fn string, w time.Duration) (expr, e
 	if f.offset.s != "" && fn != "slope" {
 		e = bin(e, "+", f.offset)
 	}
-	record := func() expr { return r.record(name, help, bin(e, "and", r.ready(f, w))) }
-	if g := r.windowGroup(w); g != nil && !f.recorded {
-		var rec expr
-		r.inGroup(g, func() { rec = record() })
-		return rec, nil
+	e = bin(e, "and", r.ready(f, w))
+	if f.recorded {
+		return r.record(name, help, e), nil // a record's window reads one sample an evaluation of its group
 	}
-	return record(), nil
+	var rec expr
+	if g := r.windowGroup(w); g != nil {
+		r.inGroup(g, func() { rec = r.record(name, help, e) })
+	} else {
+		rec = r.record(name, help, e)
+	}
+	return rec, nil
 }
