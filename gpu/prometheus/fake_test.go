@@ -1,6 +1,7 @@
 package prometheus
 
 import (
+	"compress/gzip"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -53,10 +54,33 @@ func newFakePrometheus(t testing.TB) *fakePrometheus {
 		t.Errorf("gpuwatch asked %s %s: only /api/v1/query and /api/v1/query_range are Prometheus-compatible everywhere", r.Method, r.URL.Path)
 		http.NotFound(w, r)
 	})
-	f.Server = httptest.NewServer(mux)
+	f.Server = httptest.NewServer(compressing(mux))
 	t.Cleanup(f.Close)
 	return f
 }
+
+// compressing serves h's answers as Prometheus does: gzipped to a client
+// that accepts gzip, as they are to one that does not.
+func compressing(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !strings.Contains(r.Header.Get("Accept-Encoding"), "gzip") {
+			h.ServeHTTP(w, r)
+			return
+		}
+		w.Header().Set("Content-Encoding", "gzip")
+		zw := gzip.NewWriter(w)
+		defer zw.Close()
+		h.ServeHTTP(gzipResponse{w, zw}, r)
+	})
+}
+
+// gzipResponse writes a response's body through a gzip writer.
+type gzipResponse struct {
+	http.ResponseWriter
+	zw *gzip.Writer
+}
+
+func (g gzipResponse) Write(b []byte) (int, error) { return g.zw.Write(b) }
 
 func (f *fakePrometheus) add(labels map[string]string, value func(time.Time) (float64, bool)) {
 	f.mu.Lock()

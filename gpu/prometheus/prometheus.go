@@ -133,6 +133,8 @@ type querier struct {
 	build  *builder
 	strs   *interner // the label values of the answers, shared
 	buf    []byte    // the buffer answers are read through
+	// unzip decompresses the answers that come gzipped.
+	unzip decompressor
 	// metrics are the label sets of the last evaluation's series, by
 	// place: the next evaluation's are most often the same.
 	metrics *metricCache
@@ -211,13 +213,18 @@ func (q *querier) get(ctx context.Context, endpoint string, params url.Values, e
 	if err != nil {
 		return nil, err
 	}
+	req.Header.Set("Accept-Encoding", acceptEncoding)
 	resp, err := q.client.Do(req)
 	if err != nil {
 		return nil, err
 	}
 	defer resp.Body.Close()
+	answer, err := q.unzip.body(resp)
+	if err != nil {
+		return nil, err
+	}
 	if resp.StatusCode/100 != 2 {
-		body, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorAnswer))
+		body, _ := io.ReadAll(io.LimitReader(answer, maxErrorAnswer))
 		if a, err := parseAnswer(body); err == nil && a.errorMsg != "" {
 			return nil, &queryError{kind: a.errorType, msg: a.errorMsg}
 		}
@@ -227,7 +234,7 @@ func (q *querier) get(ctx context.Context, endpoint string, params url.Values, e
 	if endpoint == instantPath {
 		metrics = q.metrics
 	}
-	a, err := decodeAnswer(resp.Body, maxAnswer, &q.buf, q.strs, q.build.podNames, metrics, each)
+	a, err := decodeAnswer(answer, maxAnswer, &q.buf, q.strs, q.build.podNames, metrics, each)
 	switch {
 	case err != nil:
 		return nil, err

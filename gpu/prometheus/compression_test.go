@@ -1,0 +1,79 @@
+package prometheus
+
+import (
+	"bytes"
+	"compress/gzip"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestCompressedAnswers reads a recorded answer sent gzipped, as
+// Prometheus and VictoriaMetrics send it to a client that accepts gzip,
+// and sent plain, as a far side that ignores Accept-Encoding does, one
+// after the other through the same source: the snapshots are the same.
+// An answer whose body is not the gzip its Content-Encoding says, is cut
+// short, or comes in an encoding gpuwatch did not ask for, is an error
+// saying so.
+func TestCompressedAnswers(t *testing.T) {
+	answer, err := os.ReadFile(filepath.Join("testdata", "gpuwatch.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var z bytes.Buffer
+	zw := gzip.NewWriter(&z)
+	zw.Write(answer)
+	zw.Close()
+	gzipped := z.Bytes()
+
+	var encoding string
+	var body []byte
+	f := newFakePrometheus(t)
+	f.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if got := r.Header.Get("Accept-Encoding"); got != "gzip" {
+			t.Errorf("Accept-Encoding %q, want gzip", got)
+		}
+		if encoding != "" {
+			w.Header().Set("Content-Encoding", encoding)
+		}
+		w.Write(body)
+	})
+	src := newSource(t, f, Options{})
+	read := func(enc string, b []byte) (string, error) {
+		encoding, body = enc, b
+		snaps, err := src.q.SampleFleet(t.Context(), at0)
+		return describe(snaps), err
+	}
+	plain, err := read("", answer)
+	if err != nil || !strings.Contains(plain, "host ") {
+		t.Fatalf("plain answer: %v\n%s", err, plain)
+	}
+	for i, c := range []struct{ encoding string }{{"gzip"}, {""}, {"gzip"}, {"x-gzip"}} {
+		b := answer
+		if c.encoding != "" {
+			b = gzipped
+		}
+		got, err := read(c.encoding, b)
+		if err != nil || got != plain {
+			t.Errorf("answer %d, Content-Encoding %q: %v\n%s\nwant\n%s", i, c.encoding, err, got, plain)
+		}
+	}
+	for _, c := range []struct {
+		encoding string
+		body     []byte
+		want     string
+	}{
+		{"gzip", answer, "not the gzip its Content-Encoding says"},
+		{"gzip", gzipped[:len(gzipped)/2], "unexpected EOF"},
+		{"br", answer, `Content-Encoding gpuwatch does not read, "br"`},
+	} {
+		if _, err := read(c.encoding, c.body); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("Content-Encoding %q, %d bytes: got %v, want an error saying %q", c.encoding, len(c.body), err, c.want)
+		}
+	}
+	if got, err := read("gzip", gzipped); err != nil || got != plain {
+		t.Errorf("after the bad answers: %v\n%s", err, got)
+	}
+}
