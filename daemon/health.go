@@ -81,17 +81,19 @@ func (d *Daemon) healthz(w http.ResponseWriter, _ *http.Request) {
 	}
 }
 
-// watchdogEvery is how often the watchdog looks.
-const watchdogEvery = time.Second
+// watchdogLooks is how many times the watchdog looks in staleAfter: it
+// logs a problem at most an eighth of staleAfter after it starts, and a
+// daemon that has nothing to do between samples is not woken every
+// second for it.
+const watchdogLooks = 8
 
 // watchdog logs what makes gpuwatch unhealthy when it starts, again every
 // staleAfter (counted in its own looks, on the wall clock: a paced
 // replay's clock runs faster) while it lasts, and when it ends, until ctx
 // ends.
 func (d *Daemon) watchdog(ctx context.Context) {
-	t := time.NewTicker(watchdogEvery)
+	t := time.NewTicker(max(d.staleAfter, minStaleAfter) / watchdogLooks)
 	defer t.Stop()
-	repeatEvery := int(max(d.staleAfter, minStaleAfter) / watchdogEvery)
 	var said string
 	looks := 0 // since the last line
 	for {
@@ -110,7 +112,7 @@ func (d *Daemon) watchdog(ctx context.Context) {
 		switch {
 		case what == "" && said != "":
 			d.logger.Info("gpuwatch is healthy again")
-		case what != "" && (what != said || looks >= repeatEvery):
+		case what != "" && (what != said || looks >= watchdogLooks):
 			d.logger.Error("gpuwatch is unhealthy (GET /healthz answers 503)", "problems", strings.Join(texts, "; "))
 			looks = 0
 		}

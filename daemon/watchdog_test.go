@@ -35,7 +35,7 @@ func TestReplayEndDrainsWithoutUnhealthyLines(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- d.Run(ctx, src, nil) }()
 	waitFor(t, "the replay to end", func() bool { return strings.Contains(logs.String(), "the source has no more samples") })
-	time.Sleep(3500 * time.Millisecond) // three looks of the watchdog
+	time.Sleep(8 * time.Second) // two looks of the watchdog: it looks every eighth of 30 s
 	cancel()
 	<-done
 	if n := strings.Count(logs.String(), "gpuwatch is unhealthy"); n > 0 {
