@@ -163,12 +163,15 @@ func newFleetPrometheus(tb testing.TB, at time.Time) *fleetPrometheus {
 			began := time.Now()
 			family := strings.TrimSuffix(strings.TrimPrefix(r.Form.Get("query"), `{__name__=~"`), `"}`)
 			step, _ := strconv.ParseFloat(r.Form.Get("step"), 64)
+			var out io.Writer = w
+			var zw *gzip.Writer
 			if compress {
-				zw := gzip.NewWriter(w)
-				writeFleetMatrix(zw, family, seconds("start"), seconds("end"), time.Duration(step*float64(time.Second)))
+				zw = gzip.NewWriter(w)
+				out = zw
+			}
+			writeFleetMatrix(out, family, seconds("start"), seconds("end"), time.Duration(step*float64(time.Second)))
+			if zw != nil {
 				zw.Close()
-			} else {
-				writeFleetMatrix(w, family, seconds("start"), seconds("end"), time.Duration(step*float64(time.Second)))
 			}
 			p.serving.Add(int64(time.Since(began)))
 		default:

@@ -50,14 +50,14 @@ func TestCompressedAnswers(t *testing.T) {
 	if err != nil || !strings.Contains(plain, "host ") {
 		t.Fatalf("plain answer: %v\n%s", err, plain)
 	}
-	for i, c := range []struct{ encoding string }{{"gzip"}, {""}, {"gzip"}, {"x-gzip"}} {
+	for i, encoding := range []string{"gzip", "", "gzip", "x-gzip"} {
 		b := answer
-		if c.encoding != "" {
+		if encoding != "" {
 			b = gzipped
 		}
-		got, err := read(c.encoding, b)
+		got, err := read(encoding, b)
 		if err != nil || got != plain {
-			t.Errorf("answer %d, Content-Encoding %q: %v\n%s\nwant\n%s", i, c.encoding, err, got, plain)
+			t.Errorf("answer %d, Content-Encoding %q: %v\n%s\nwant\n%s", i, encoding, err, got, plain)
 		}
 	}
 	for _, c := range []struct {

@@ -125,14 +125,14 @@ func (r *ruleExport) window(m rules.Metric, fn string, w time.Duration) (expr, e
 		e = bin(e, "+", f.offset)
 	}
 	e = bin(e, "and", r.ready(f, w))
-	if f.recorded {
-		return r.record(name, help, e), nil // a record's window reads one sample an evaluation of its group
+	// A record's window reads one sample an evaluation of its group: it
+	// stays there.
+	if !f.recorded {
+		if g := r.windowGroup(w); g != nil {
+			var rec expr
+			r.inGroup(g, func() { rec = r.record(name, help, e) })
+			return rec, nil
+		}
 	}
-	var rec expr
-	if g := r.windowGroup(w); g != nil {
-		r.inGroup(g, func() { rec = r.record(name, help, e) })
-	} else {
-		rec = r.record(name, help, e)
-	}
-	return rec, nil
+	return r.record(name, help, e), nil
 }
