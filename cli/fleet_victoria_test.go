@@ -87,8 +87,8 @@ func activeBy(am *fleettest.Server, vmalert bool) ([]string, error) {
 // vmalert` wrote, against VictoriaMetrics; and the real Alertmanager both
 // push to. The hub sends GPUHot for a's GPU 0 and GPUMemoryNearFull for
 // b's, nothing else, and Alertmanager shows them once; vmalert's alerts of
-// the same rules reach Alertmanager too. When VictoriaMetrics stops for
-// longer than the hub's host_down_for and restarts, GPUWatchSourceDown on
+// the same rules reach Alertmanager too. When VictoriaMetrics is stopped
+// (as systemctl stops it) for longer than the hub's host_down_for and restarts, GPUWatchSourceDown on
 // the hub, once, resolved once it answers again, and nothing else pages:
 // no GPULost, and vmalert's alerts do not resolve while it is down and are
 // still in Alertmanager after. When b's agent is killed, one GPUHostDown for b,
@@ -160,15 +160,17 @@ receivers: [{name: hook, webhook_configs: [{url: %q, send_resolved: true}]}]
 
 	// vmalert keeps its alerts' state in VictoriaMetrics: the ALERTS
 	// series, which the hysteresis of GPUHot's clear_when reads. Once it
-	// is there, VictoriaMetrics stops, then restarts; vmagent keeps what
-	// it scrapes meanwhile and sends it then.
+	// is there, VictoriaMetrics is stopped as an operator stops it, and
+	// restarted; vmagent keeps what it scrapes meanwhile and sends it
+	// then. (Killed, VictoriaMetrics loses its last seconds of data, an
+	// alert's first ALERTS samples among them: docs/fleet.md says so.)
 	fleettest.Eventually(t, 30*time.Second, "vmalert's firing alerts in VictoriaMetrics", func() (bool, string) {
 		got := promQuery(t, vm.URL, `ALERTS{alertstate="firing"}`)
 		return len(got) == len(want), fmt.Sprint(got)
 	})
 	sentBefore := len(amHook.Requests())
 	stopped := time.Now()
-	vm.Stop()
+	vm.Terminate()
 	fleettest.Eventually(t, 30*time.Second, "GPUWatchSourceDown", func() (bool, string) {
 		got := hook.AlertLines(t)
 		return slices.Contains(got, "firing GPUWatchSourceDown hub/-"), strings.Join(got, "\n")

@@ -19,7 +19,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -80,13 +80,25 @@ type Server struct {
 	Addr string // 127.0.0.1:PORT
 	Dir  string // its data directory; its log is Dir/log
 
-	stop    func()
-	restart func() *Server
+	stop      func()
+	terminate func()
+	restart   func() *Server
 }
 
 // Stop ends the server now, before the test ends: what a crash or an
 // outage looks like to those who talk to it.
 func (s *Server) Stop() { s.stop() }
+
+// Terminate ends the server as an operator's stop does (systemctl stop):
+// it is asked to exit (SIGTERM), and does once it has put away what it
+// holds in memory; it is killed if it has not within stopTimeout.
+// VictoriaMetrics, killed, loses the seconds of data it had not yet
+// written to disk; terminated, it keeps them.
+func (s *Server) Terminate() { s.terminate() }
+
+// stopTimeout is how long a terminated server has to exit before it is
+// killed.
+const stopTimeout = 30 * time.Second
 
 // Restart starts a stopped server again, on the same address, with the
 // same data: what an operator's restart looks like.
@@ -187,16 +199,26 @@ func start(t testing.TB, dir, addr, bin string, args ...string) *Server {
 		cancel()
 		t.Fatalf("start %s: %v", bin, err)
 	}
-	var once sync.Once
+	exited := make(chan struct{})
+	go func() {
+		cmd.Wait()
+		logFile.Close()
+		close(exited)
+	}()
 	stop := func() {
-		once.Do(func() {
-			cancel()
-			cmd.Wait()
-			logFile.Close()
-		})
+		cancel()
+		<-exited
+	}
+	terminate := func() {
+		cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-exited:
+		case <-time.After(stopTimeout):
+			stop()
+		}
 	}
 	t.Cleanup(stop)
-	s := &Server{URL: "http://" + addr, Addr: addr, Dir: dir, stop: stop,
+	s := &Server{URL: "http://" + addr, Addr: addr, Dir: dir, stop: stop, terminate: terminate,
 		restart: func() *Server { return start(t, dir, addr, bin, args...) }}
 	deadline := time.Now().Add(30 * time.Second)
 	for {
