@@ -3,6 +3,7 @@ package cli_test
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"compress/gzip"
 	"fmt"
 	"io"
@@ -202,6 +203,10 @@ func newFleetPrometheus(tb testing.TB, at time.Time) *fleetPrometheus {
 //
 //	go test ./cli -run '^$' -bench BenchmarkHubCost10000GPUs -benchtime 20x -timeout 20m
 //
+// GPUWATCH_HUB_COMPRESSION=none has the hub ask for its answers
+// uncompressed (source.prometheus.compression), as a hub beside
+// Prometheus may.
+//
 // With GPUWATCH_HUB_PROFILE=DIR it builds the hub with the profile tag
 // and writes its CPU profile over the start (start-cpu.pb.gz) and over
 // the measured evaluations (cpu.pb.gz), and its heap after the backfill
@@ -225,7 +230,8 @@ func BenchmarkHubCost10000GPUs(b *testing.B) {
 	// The example config's rules and routes, on the prometheus source: an
 	// evaluation every 10 s (the default is 30 s: the CPU an evaluation
 	// takes is the same, the benchmark is shorter).
-	cfg := strings.NewReplacer("  type: nvml", "  type: prometheus\n  prometheus: {url: "+prom.URL+", schema: gpuwatch, timeout: 10s}",
+	compression := cmp.Or(os.Getenv("GPUWATCH_HUB_COMPRESSION"), "gzip")
+	cfg := strings.NewReplacer("  type: nvml", "  type: prometheus\n  prometheus: {url: "+prom.URL+", schema: gpuwatch, timeout: 10s, compression: "+compression+"}",
 		"  interval: 5s", "  interval: 10s",
 		"\nstorage:\n", "\nstorage:\n  path: "+filepath.Join(dir, "state.db")+"\n",
 		"listen: 127.0.0.1:9477", "listen: "+freeAddr(b)).Replace(string(root.ExampleConfig))

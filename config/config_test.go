@@ -107,6 +107,7 @@ var configFailures = map[string][]string{
 		`7:13: source.prometheus.schema "dcgm-exporter" is not one of gpuwatch, dcgm, auto`,
 		`8:14: source.prometheus.timeout 20s is longer than source.interval 15s: evaluations would wait for each other; make it shorter`,
 		`10:24: source.prometheus.bearer_token_file: set only one of bearer_token and bearer_token_file`,
+		`11:18: source.prometheus.compression "zstd" is not gzip or none: gzip sends a twelfth of the bytes; none spares Prometheus and the hub compressing them, for a hub beside Prometheus`,
 	},
 	"prometheus_auth.bad.yaml": {
 		`4:10: source.prometheus.url "prometheus:9090" is not an http:// or https:// URL such as http://prometheus:9090`,

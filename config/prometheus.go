@@ -22,7 +22,10 @@ type PrometheusSource struct {
 	Timeout time.Duration `yaml:"timeout"`
 	// HostDownFor is how long Prometheus must fail to scrape a host's
 	// exporter before the hub raises GPUHostDown for it.
-	HostDownFor     time.Duration         `yaml:"host_down_for"`
+	HostDownFor time.Duration `yaml:"host_down_for"`
+	// Compression is how the answers are asked for: gzip, or none (for
+	// a hub beside Prometheus).
+	Compression     string                `yaml:"compression"`
 	BearerToken     string                `yaml:"bearer_token"`
 	BearerTokenFile string                `yaml:"bearer_token_file"`
 	BasicAuth       *httpclient.BasicAuth `yaml:"basic_auth"`
@@ -67,6 +70,9 @@ func (c *Config) prometheusDefaults(intervalSet bool) {
 	if p.HostDownFor == 0 {
 		p.HostDownFor = DefaultHostDownFor
 	}
+	if p.Compression == "" {
+		p.Compression = string(prometheus.CompressionGzip)
+	}
 	cl := p.client()
 	cl.ResolvePaths(func(f string) string { return besideConfig(c.File, f) })
 	p.BearerTokenFile = cl.BearerTokenFile // BasicAuth and TLS are resolved in place
@@ -85,6 +91,9 @@ func (c *Config) checkPrometheus(at func(...string) *yaml.Node, fail func(*yaml.
 	}
 	if _, err := prometheus.ParseSchema(p.Schema); err != nil {
 		fail(key("schema"), "source.prometheus.%v", err)
+	}
+	if _, err := prometheus.ParseCompression(p.Compression); err != nil {
+		fail(key("compression"), "source.prometheus.%v: gzip sends a twelfth of the bytes; none spares Prometheus and the hub compressing them, for a hub beside Prometheus", err)
 	}
 	if p.HostDownFor < 0 {
 		fail(key("host_down_for"), "source.prometheus.host_down_for %v is negative: give how long a host's exporter must be down before GPUHostDown fires, such as 1m", p.HostDownFor)
@@ -144,7 +153,11 @@ func (c *Config) PrometheusOptions() (prometheus.Options, error) {
 	if err != nil {
 		return prometheus.Options{}, fmt.Errorf("source.prometheus: %w", err)
 	}
+	compression, err := prometheus.ParseCompression(p.Compression)
+	if err != nil {
+		return prometheus.Options{}, err
+	}
 	secrets := cl.Secrets // read again when asked: token files are rotated
 	return prometheus.Options{URL: p.URL, Selector: sel, Schema: schema, Interval: c.Source.Interval,
-		Timeout: p.Timeout, Client: client, Secrets: secrets, PodLabelKeys: c.People.PodLabelKeys()}, nil
+		Timeout: p.Timeout, Client: client, Secrets: secrets, PodLabelKeys: c.People.PodLabelKeys(), Compression: compression}, nil
 }

@@ -180,6 +180,9 @@ type evaluation struct {
 	// last is the GPU of the series added last: a backfill's series come
 	// GPU by GPU.
 	last *deviceBuild
+	// instances is whether a series is of a MIG instance dcgm-exporter
+	// reports: only then are GPUs split into them (markSplit).
+	instances bool
 }
 
 func (b *builder) start(at time.Time) *evaluation {
@@ -244,7 +247,9 @@ func (e *evaluation) finish(live bool) (snaps []*gpu.Snapshot, unknown []string)
 	if b.schema == SchemaAuto {
 		dropDoubles(e.devs)
 	}
-	markSplit(e.devs)
+	if e.instances {
+		markSplit(e.devs)
+	}
 	byHost := map[string]*gpu.Snapshot{}
 	if live {
 		for h, st := range b.hosts {
@@ -311,7 +316,8 @@ func (e *evaluation) finish(live bool) (snaps []*gpu.Snapshot, unknown []string)
 			b.seen[key] = true
 		}
 		d.seen = true
-		s.Devices = append(s.Devices, d.device())
+		s.Devices = append(s.Devices, gpu.Device{})
+		d.device(&s.Devices[len(s.Devices)-1])
 	}
 	clear(b.present)
 	b.present, b.sparePresent = present, b.present
@@ -399,6 +405,7 @@ func (e *evaluation) add(ls *labelSet, value float64) {
 		d.reset(b.gen)
 		if f.schema == SchemaDCGM && ls.gpuInstance != "" {
 			d.dev.MIG = dcgmInstance(ls)
+			e.instances = true
 		}
 		e.devs[d.key] = d
 		b.touched++
@@ -582,15 +589,16 @@ func markSplit(devs map[deviceKey]*deviceBuild) {
 	}
 }
 
-// device finishes the GPU's reading. Memory is known when its total is:
-// gpuwatch's total, or dcgm-exporter's used + free + reserved (the part
-// the driver keeps, MemReserved, when it reports it).
-func (d *deviceBuild) device() gpu.Device {
-	dev := d.dev
+// device finishes the GPU's reading into dev, in place: a snapshot's
+// devices are large, and a fleet's are many. Memory is known when its
+// total is: gpuwatch's total, or dcgm-exporter's used + free + reserved
+// (the part the driver keeps, MemReserved, when it reports it).
+func (d *deviceBuild) device(dev *gpu.Device) {
+	*dev = d.dev
 	if dev.MIGEnabled {
 		// Its memory, utilization and processes are its instances'.
 		dev.UtilGPU, dev.UtilMem = math.NaN(), math.NaN()
-		return dev
+		return
 	}
 	if dev.MIG != nil && d.key.schema == SchemaDCGM {
 		// DCGM_FI_DEV_GPU_UTIL and MEM_COPY_UTIL of an instance read 0:
@@ -625,7 +633,6 @@ func (d *deviceBuild) device() gpu.Device {
 	slices.SortFunc(dev.Processes, func(a, b gpu.Process) int {
 		return cmp.Or(cmp.Compare(b.MemUsed, a.MemUsed), cmp.Compare(a.PID, b.PID), cmp.Compare(a.User, b.User), cmp.Compare(a.Container, b.Container))
 	})
-	return dev
 }
 
 // events are what happened to the GPU since the last evaluation: XID

@@ -10,15 +10,45 @@ import (
 	"github.com/klauspost/compress/gzip"
 )
 
-// acceptEncoding is what the source asks answers in: gzip, which
-// Prometheus, VictoriaMetrics, Thanos and Mimir all send to a client that
-// accepts it. A fleet's answer is highly repetitive (the same labels on
-// every GPU's ten series): gzip sends a twelfth of it, fewer bytes for
-// the network to carry and for the hub to wait on. The source asks for it
-// itself, rather than leaving it to Go's transport, so that it reads the
-// answer through one decompressor kept across queries, klauspost's, a
-// third faster than compress/gzip's, reading the socket in large pieces.
-const acceptEncoding = "gzip"
+// Compression is how the source asks the query API to send its answers.
+type Compression string
+
+const (
+	// CompressionGzip asks for answers gzipped, which Prometheus,
+	// VictoriaMetrics, Thanos and Mimir all send to a client that accepts
+	// it. A fleet's answer is highly repetitive (the same labels on every
+	// GPU's ten series): gzip sends a twelfth of it, fewer bytes for the
+	// network to carry and for the hub to wait on. The source asks for
+	// it itself, rather than leaving it to Go's transport, so that it
+	// reads the answer through one decompressor kept across queries,
+	// klauspost's, a third faster than compress/gzip's, reading the
+	// socket in large pieces.
+	CompressionGzip Compression = "gzip"
+	// CompressionNone asks for answers as they are: twelve times the
+	// bytes, but neither Prometheus compressing them nor the hub
+	// decompressing them (a sixth of a hub's CPU at 10,000 GPUs). For a
+	// hub on the same host or network as Prometheus.
+	CompressionNone Compression = "none"
+)
+
+// ParseCompression checks a compression's name; "" is CompressionGzip.
+func ParseCompression(name string) (Compression, error) {
+	switch c := Compression(name); c {
+	case "":
+		return CompressionGzip, nil
+	case CompressionGzip, CompressionNone:
+		return c, nil
+	}
+	return "", fmt.Errorf("compression %q is not gzip or none", clip(name, 40))
+}
+
+// acceptEncoding is the Accept-Encoding header that asks for c.
+func (c Compression) acceptEncoding() string {
+	if c == CompressionNone {
+		return "identity"
+	}
+	return "gzip"
+}
 
 // socketRead is how much of a compressed answer is read from the socket
 // at once.

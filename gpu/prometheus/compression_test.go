@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -75,5 +76,44 @@ func TestCompressedAnswers(t *testing.T) {
 	}
 	if got, err := read("gzip", gzipped); err != nil || got != plain {
 		t.Errorf("after the bad answers: %v\n%s", err, got)
+	}
+}
+
+// TestUncompressedAnswers asks for answers with compression none: the
+// source says so (Accept-Encoding: identity), Prometheus sends the answer
+// as it is, and the snapshots are those of a source that asks for gzip.
+// A compression other than gzip or none is refused.
+func TestUncompressedAnswers(t *testing.T) {
+	answer, err := os.ReadFile(filepath.Join("testdata", "gpuwatch.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var asked, sent []string
+	f := newFakePrometheus(t)
+	serve := compressing(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write(answer) }))
+	f.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		asked = append(asked, r.Header.Get("Accept-Encoding"))
+		serve.ServeHTTP(w, r)
+		sent = append(sent, w.Header().Get("Content-Encoding"))
+	})
+	snapshots := func(c Compression) string {
+		snaps, err := newSource(t, f, Options{Compression: c}).q.SampleFleet(t.Context(), at0)
+		if err != nil {
+			t.Fatalf("compression %q: %v", c, err)
+		}
+		return describe(snaps)
+	}
+	zipped, plain := snapshots(""), snapshots(CompressionNone)
+	if plain != zipped || !strings.Contains(plain, "host ") {
+		t.Errorf("compression none:\n%s\nwant what gzip gives:\n%s", plain, zipped)
+	}
+	if want := []string{"gzip", "identity"}; !slices.Equal(asked, want) {
+		t.Errorf("Accept-Encoding %q, want %q", asked, want)
+	}
+	if want := []string{"gzip", ""}; !slices.Equal(sent, want) {
+		t.Errorf("Content-Encoding %q, want %q", sent, want)
+	}
+	if _, err := New(Options{URL: f.URL, Compression: "zstd"}); err == nil || !strings.Contains(err.Error(), `compression "zstd" is not gzip or none`) {
+		t.Errorf("compression zstd: got %v, want it refused", err)
 	}
 }

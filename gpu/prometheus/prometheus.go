@@ -67,6 +67,8 @@ type Options struct {
 	// sorted and distinct, at most gpu.MaxPodLabels: a process, or a pod
 	// holding a GPU, carries them as its PodLabels.
 	PodLabelKeys []string
+	// Compression is how answers are asked for; "" is CompressionGzip.
+	Compression Compression
 }
 
 // DefaultTimeout bounds a query when Options.Timeout is zero.
@@ -104,6 +106,9 @@ func New(opts Options) (*Source, error) {
 	}
 	if opts.Timeout <= 0 {
 		opts.Timeout = DefaultTimeout
+	}
+	if opts.Compression, err = ParseCompression(string(opts.Compression)); err != nil {
+		return nil, fmt.Errorf("prometheus %w", err)
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
@@ -213,7 +218,7 @@ func (q *querier) get(ctx context.Context, endpoint string, params url.Values, e
 	if err != nil {
 		return nil, err
 	}
-	req.Header.Set("Accept-Encoding", acceptEncoding)
+	req.Header.Set("Accept-Encoding", q.opts.Compression.acceptEncoding())
 	resp, err := q.client.Do(req)
 	if err != nil {
 		return nil, err
