@@ -170,7 +170,8 @@ const fleetLookback = 5 * time.Second
 // prometheus source, and the real Alertmanager both push to, which sends
 // to a webhook of its own. The hub's webhook gets GPUHot for a's GPU 0 and
 // GPUMemoryNearFull for b's and d's GPU 0, nothing of c; Alertmanager shows
-// each once, although two hubs push it; /gpu status, /gpu free and /gpu top
+// each once, although two hubs push it (one reading Prometheus's answers
+// gzipped, the other uncompressed); /gpu status, /gpu free and /gpu top
 // on the hub cover the four hosts, top naming d's pod; when d's pod
 // leaves, the resolve names it. When c's agent is killed, one GPUHostDown
 // for c and no GPULost, in Alertmanager too, resolved when it is back.
@@ -218,10 +219,16 @@ receivers: [{name: hook, webhook_configs: [{url: %q, send_resolved: true}]}]
 	hub := runInProcess(t, hubPath)
 	defer hub.stop()
 	// A second hub, as a fleet runs two for availability: the same alerts
-	// reach Alertmanager twice, and it shows each once.
+	// reach Alertmanager twice, and it shows each once. It sits beside
+	// Prometheus and asks for its answers uncompressed; the first, gzipped.
 	hook2 := notifiertest.NewServer(t, func(int, *notifiertest.Request) notifiertest.Response { return notifiertest.Response{Status: 200} })
 	hub2Path := filepath.Join(dir, "hub2.yaml")
-	writeFile(t, hub2Path, fleetHub(dir, "hub2", prom.URL, hook2.URL, am.URL, freeAddr(t)))
+	hub2Config := strings.Replace(fleetHub(dir, "hub2", prom.URL, hook2.URL, am.URL, freeAddr(t)),
+		"host_down_for: 2s}", "host_down_for: 2s, compression: none}", 1)
+	if !strings.Contains(hub2Config, "compression: none") {
+		t.Fatalf("the second hub's config does not ask for answers uncompressed:\n%s", hub2Config)
+	}
+	writeFile(t, hub2Path, hub2Config)
 	hub2 := runInProcess(t, hub2Path)
 	defer hub2.stop()
 

@@ -67,6 +67,10 @@ type histories struct {
 	minutes int // how many minutes each GPU keeps
 	byUUID  map[historyKey]*gpuHistory
 	byIndex map[historyKey]*gpuHistory // the whole GPU that last had the host's index
+	// byHost are each host's GPUs in the order of its last snapshot: the
+	// next one most often lists the same GPUs, found then without a
+	// lookup (a hub records thousands a minute).
+	byHost map[string][]*gpuHistory
 }
 
 // historyKey identifies a GPU: by host and UUID, or by host and index when
@@ -78,7 +82,8 @@ type historyKey struct {
 
 // newHistories keeps span (whole minutes, at most a day) of every GPU.
 func newHistories(span time.Duration) *histories {
-	return &histories{minutes: spanMinutes(span), byUUID: map[historyKey]*gpuHistory{}, byIndex: map[historyKey]*gpuHistory{}}
+	return &histories{minutes: spanMinutes(span), byUUID: map[historyKey]*gpuHistory{}, byIndex: map[historyKey]*gpuHistory{},
+		byHost: map[string][]*gpuHistory{}}
 }
 
 // historySpan is how much of every GPU's history the daemon keeps: a
@@ -146,9 +151,20 @@ func (h *histories) Record(s *gpu.Snapshot) {
 	minute := unixMinute(s.Time)
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	order := h.byHost[s.Host]
+	if len(order) != len(s.Devices) {
+		order = make([]*gpuHistory, len(s.Devices))
+		h.byHost[strings.Clone(s.Host)] = order
+	}
 	for i := range s.Devices {
 		d := &s.Devices[i]
-		g := h.gpu(s.Host, d)
+		g := order[i]
+		if g == nil || d.UUID == "" || g.uuid != d.UUID {
+			g = h.gpu(s.Host, d)
+			order[i] = g
+		} else {
+			h.place(s.Host, d, g)
+		}
 		if minute <= g.last-int64(h.minutes) {
 			continue
 		}
@@ -210,6 +226,13 @@ func (h *histories) gpu(host string, d *gpu.Device) *gpuHistory {
 		g = &gpuHistory{last: math.MinInt64 + historyMinutes, uuid: strings.Clone(d.UUID), buckets: make([]minuteBucket, h.minutes)}
 		h.byUUID[key] = g
 	}
+	h.place(host, d, g)
+	return g
+}
+
+// place notes that host's GPU d, whose history is g, is at its index now,
+// unless it is a MIG instance.
+func (h *histories) place(host string, d *gpu.Device, g *gpuHistory) {
 	if at := (historyKey{host: host, index: d.Index}); d.MIG == nil && !(g.indexed && g.at == at) {
 		if old := h.byIndex[at]; old != nil && old.at == at {
 			old.indexed = false
@@ -217,7 +240,6 @@ func (h *histories) gpu(host string, d *gpu.Device) *gpuHistory {
 		h.byIndex[at] = g
 		g.at, g.indexed = at, true
 	}
-	return g
 }
 
 // recent is one GPU's recent memory, utilization and temperature, one

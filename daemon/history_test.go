@@ -157,6 +157,27 @@ func TestHistoryDevices(t *testing.T) {
 	}
 }
 
+// TestHistoryIndicesSwapped: a host's snapshots list the same GPUs in
+// the same order, their indices swapped (the driver renumbered them):
+// each index reads the GPU that has it now.
+func TestHistoryIndicesSwapped(t *testing.T) {
+	h := newHistories(historyMinutes * time.Minute)
+	h.Record(&gpu.Snapshot{Time: t0, Host: "n", Devices: []gpu.Device{
+		{Index: 0, UUID: "GPU-a", MemUsed: 10, MemTotal: 100, UtilGPU: 1},
+		{Index: 1, UUID: "GPU-b", MemUsed: 20, MemTotal: 100, UtilGPU: 2},
+	}})
+	h.Record(&gpu.Snapshot{Time: t0.Add(time.Minute), Host: "n", Devices: []gpu.Device{
+		{Index: 1, UUID: "GPU-a", MemUsed: 30, MemTotal: 100, UtilGPU: 3},
+		{Index: 0, UUID: "GPU-b", MemUsed: 40, MemTotal: 100, UtilGPU: 4},
+	}})
+	for index, want := range [][]float64{{20, 40}, {10, 30}} {
+		got, ok := h.History("n", "", index, 2*time.Minute)
+		if !ok || !same(got.MemoryUsed, want) {
+			t.Errorf("History(%d): got %v %v, want %v", index, ok, got.MemoryUsed, want)
+		}
+	}
+}
+
 func TestHistoryNoAllocations(t *testing.T) {
 	h := newHistories(historyMinutes * time.Minute)
 	s := sample(t0, [2]float64{10, 10}, [2]float64{20, 20})
