@@ -239,8 +239,9 @@ func costExporter(t *testing.T, gpus int) *httptest.Server {
 // GPUWATCH_RULE_COST=1 at 10,000 GPUs (1,250 hosts), each group at its own
 // interval, for some 15 minutes an engine. GPUWATCH_RULE_COST_GPUS sets
 // another fleet size, GPUWATCH_RULE_COST_FILE another rule file (for
-// Prometheus), GPUWATCH_RULE_COST_ENGINE one engine (prometheus or
-// vmalert).
+// Prometheus), GPUWATCH_RULE_COST_INTERVAL one interval for every group
+// (rules export --interval), GPUWATCH_RULE_COST_ENGINE one engine
+// (prometheus or vmalert).
 func TestRuleCost(t *testing.T) {
 	if raceDetector {
 		t.Skip("measures the real Prometheus and vmalert (not with -race)")
@@ -272,7 +273,14 @@ func measureRuleCost(t *testing.T, engine promexport.Target, gpus int, full bool
 			t.Fatal(err)
 		}
 	} else {
-		f, err := promexport.Export(exampleRules(t), promexport.Options{Schema: promexport.SchemaGPUWatch, Target: engine, Source: "config.example.yaml"})
+		var interval time.Duration // each group at its own
+		if v := os.Getenv("GPUWATCH_RULE_COST_INTERVAL"); v != "" {
+			var err error
+			if interval, err = time.ParseDuration(v); err != nil {
+				t.Fatalf("GPUWATCH_RULE_COST_INTERVAL: %v", err)
+			}
+		}
+		f, err := promexport.Export(exampleRules(t), promexport.Options{Schema: promexport.SchemaGPUWatch, Target: engine, Source: "config.example.yaml", Interval: interval})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -290,6 +298,11 @@ func measureRuleCost(t *testing.T, engine promexport.Target, gpus int, full bool
 	end := time.Now().Truncate(costInterval)
 	var groups func() map[string]groupEvaluation
 	var engineURLs []string // the servers whose CPU the rules cost
+	// stopRules ends the engine's evaluations; queryURL and queryParams
+	// are where the rules' queries go, and what they add to them.
+	// checkRecords checks that the base group kept up.
+	var stopRules, checkRecords func()
+	var queryURL, queryParams string
 	push := func(url string) {
 		began := time.Now()
 		pushCostHistory(t, &remoteWriter{url: url}, gpus, historyRead(ruleFile), end.Add(-50*time.Minute), end)
@@ -314,7 +327,18 @@ func measureRuleCost(t *testing.T, engine promexport.Target, gpus int, full bool
 		}
 		groups = func() map[string]groupEvaluation { return prometheusGroups(prom.URL) }
 		engineURLs = []string{prom.URL}
-		defer checkRecorded(t, prom.URL, "", gpus, "")
+		queryURL = prom.URL
+		checkRecords = func() { checkRecorded(t, prom.URL, "", gpus, "") }
+		stopRules = func() {
+			// A reload with no rules stops every group, waiting for those
+			// evaluating.
+			if err := os.WriteFile(filepath.Join(prom.Dir, "rules.yml"), []byte("groups: []\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if resp, err := http.Post(prom.URL+"/-/reload", "", nil); err != nil || resp.StatusCode != http.StatusOK {
+				t.Fatalf("reload Prometheus: %v %v", resp, err)
+			}
+		}
 	case promexport.TargetVMAlert:
 		// VictoriaMetrics scrapes the exporter and takes the last 50
 		// minutes through its remote-write API; then vmalert starts.
@@ -331,7 +355,9 @@ func measureRuleCost(t *testing.T, engine promexport.Target, gpus int, full bool
 			VictoriaMetrics: vm.URL, Alertmanager: am.URL, Flags: vmalertFleetFlags})
 		groups = vmalertGroups(vmalert.URL)
 		engineURLs = []string{vm.URL, vmalert.URL}
-		defer checkRecorded(t, vm.URL, "&nocache=1", gpus, vmalert.URL)
+		queryURL, queryParams = vm.URL, "nocache=1"
+		checkRecords = func() { checkRecorded(t, vm.URL, "&nocache=1", gpus, vmalert.URL) }
+		stopRules = vmalert.Terminate
 	}
 
 	// Warm-up evaluations (the live series join the history), then the
@@ -393,6 +419,13 @@ func measureRuleCost(t *testing.T, engine promexport.Target, gpus int, full bool
 	t.Logf("%s, %d GPUs, the groups' evaluations (%d each):%s", engine, gpus, measured, report.String())
 	t.Logf("the costliest rules (median of the measured evaluations): %s", costliest(perRule, 8))
 	t.Logf("%s's CPU while it evaluated (scrapes included): %.0f s in %v, %.2f cores", engine, cpu, wall.Round(time.Second), cpu/wall.Seconds())
+	checkRecords()
+	// The queries are of the time before the evaluations stop: Prometheus
+	// marks the records of a group it stops stale at once.
+	stopped := time.Now()
+	stopRules()
+	t.Logf("%s, %d GPUs, each group alone, its rules as queries one after the other (3 rounds):%s", engine, gpus,
+		measureAlone(t, queryURL, queryParams, stopped, ruleFile, intervals, 3))
 }
 
 // cpuSeconds is the CPU the servers at urls have used, the sum of their
