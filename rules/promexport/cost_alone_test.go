@@ -3,7 +3,6 @@ package promexport_test
 import (
 	"encoding/json"
 	"fmt"
-	"maps"
 	"net/http"
 	"net/url"
 	"slices"
@@ -15,32 +14,26 @@ import (
 	"gopkg.in/yaml.v3"
 )
 
-// groupRule is a rule of a rule file: its record or alert name, and its
-// expression.
-type groupRule struct{ name, expr string }
+// ruleGroup is a group of a rule file, as the harness reads it.
+type ruleGroup struct {
+	Name     string `yaml:"name"`
+	Interval string `yaml:"interval"`
+	Rules    []struct {
+		Record string `yaml:"record"`
+		Alert  string `yaml:"alert"`
+		Expr   string `yaml:"expr"`
+	} `yaml:"rules"`
+}
 
-// groupRules are each group's rules, in their order.
-func groupRules(t *testing.T, ruleFile []byte) map[string][]groupRule {
+// ruleGroups are the groups of a rule file.
+func ruleGroups(t *testing.T, ruleFile []byte) []ruleGroup {
 	var file struct {
-		Groups []struct {
-			Name  string `yaml:"name"`
-			Rules []struct {
-				Record string `yaml:"record"`
-				Alert  string `yaml:"alert"`
-				Expr   string `yaml:"expr"`
-			} `yaml:"rules"`
-		} `yaml:"groups"`
+		Groups []ruleGroup `yaml:"groups"`
 	}
 	if err := yaml.Unmarshal(ruleFile, &file); err != nil {
 		t.Fatal(err)
 	}
-	out := map[string][]groupRule{}
-	for _, g := range file.Groups {
-		for _, r := range g.Rules {
-			out[g.Name] = append(out[g.Name], groupRule{r.Record + r.Alert, r.Expr})
-		}
-	}
-	return out
+	return file.Groups
 }
 
 // measureAlone times each group on its own, once the engine's rule
@@ -58,23 +51,24 @@ func groupRules(t *testing.T, ruleFile []byte) map[string][]groupRule {
 // the costliest rules.
 func measureAlone(t *testing.T, base, params string, at time.Time, ruleFile []byte, intervals map[string]time.Duration, rounds int) string {
 	t.Helper()
-	rules := groupRules(t, ruleFile)
-	names := slices.Sorted(maps.Keys(rules))
+	groups := ruleGroups(t, ruleFile)
+	slices.SortFunc(groups, func(a, b ruleGroup) int { return strings.Compare(a.Name, b.Name) })
 	times, perRule := map[string][]float64{}, map[string][]float64{}
 	for range rounds {
-		for _, name := range names {
+		for _, g := range groups {
 			var sum float64
-			for _, rule := range rules[name] {
-				d := timeQuery(t, base, params, at, "count(("+rule.expr+"))")
-				perRule[rule.name] = append(perRule[rule.name], d)
+			for _, rule := range g.Rules {
+				d := timeQuery(t, base, params, at, "count(("+rule.Expr+"))")
+				perRule[rule.Record+rule.Alert] = append(perRule[rule.Record+rule.Alert], d)
 				sum += d
 			}
-			times[name] = append(times[name], sum)
+			times[g.Name] = append(times[g.Name], sum)
 		}
 	}
 	var report strings.Builder
 	var cores float64
-	for _, name := range names {
+	for _, g := range groups {
+		name := g.Name
 		ds := times[name]
 		slices.Sort(ds)
 		median := ds[len(ds)/2]
@@ -91,7 +85,7 @@ func measureAlone(t *testing.T, base, params string, at time.Time, ruleFile []by
 // instant query at at; a failed query fails the test.
 func timeQuery(t *testing.T, base, params string, at time.Time, query string) float64 {
 	t.Helper()
-	form := url.Values{"query": {query}, "time": {strconv.FormatFloat(float64(at.UnixMilli())/1000, 'f', 3, 64)}}
+	form := url.Values{"query": {query}, "time": {queryTime(at)}}
 	extra, _ := url.ParseQuery(params)
 	for k, v := range extra {
 		form[k] = v
@@ -110,4 +104,9 @@ func timeQuery(t *testing.T, base, params string, at time.Time, query string) fl
 		t.Fatalf("query %.200s: %s %v %s", query, resp.Status, err, answer.Error)
 	}
 	return time.Since(began).Seconds()
+}
+
+// queryTime is at as the query API takes it: seconds, to the millisecond.
+func queryTime(at time.Time) string {
+	return strconv.FormatFloat(float64(at.UnixMilli())/1000, 'f', 3, 64)
 }

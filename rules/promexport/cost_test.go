@@ -22,8 +22,6 @@ import (
 	"testing"
 	"time"
 
-	"gopkg.in/yaml.v3"
-
 	"github.com/gpuwatch/gpuwatch/internal/fleettest"
 	"github.com/gpuwatch/gpuwatch/internal/suites"
 	"github.com/gpuwatch/gpuwatch/rules/promexport"
@@ -424,6 +422,8 @@ func measureRuleCost(t *testing.T, engine promexport.Target, gpus int, full bool
 	// marks the records of a group it stops stale at once.
 	stopped := time.Now()
 	stopRules()
+	// What they read is there: the base group's records of every GPU.
+	checkRecorded(t, queryURL, "&time="+queryTime(stopped)+"&"+queryParams, gpus, "")
 	t.Logf("%s, %d GPUs, each group alone, its rules as queries one after the other (3 rounds):%s", engine, gpus,
 		measureAlone(t, queryURL, queryParams, stopped, ruleFile, intervals, 3))
 }
@@ -474,17 +474,8 @@ var victoriaFleetFlags = []string{"-search.maxConcurrentRequests=32", "-search.m
 
 // groupIntervals are the interval of each group of a rule file.
 func groupIntervals(t *testing.T, ruleFile []byte) map[string]time.Duration {
-	var file struct {
-		Groups []struct {
-			Name     string `yaml:"name"`
-			Interval string `yaml:"interval"`
-		} `yaml:"groups"`
-	}
-	if err := yaml.Unmarshal(ruleFile, &file); err != nil {
-		t.Fatal(err)
-	}
 	out := map[string]time.Duration{}
-	for _, g := range file.Groups {
+	for _, g := range ruleGroups(t, ruleFile) {
 		d, err := time.ParseDuration(g.Interval)
 		if err != nil {
 			t.Fatalf("group %s: interval %q: %v", g.Name, g.Interval, err)
