@@ -243,12 +243,13 @@ func (r *ruleExport) trendIn(m rules.Metric, w time.Duration, slices *groupPlan)
 		}
 	})
 	floor := r.currentFloor(t, m, w, sliceStart)
-	rise := r.record(r.recordName(m, "trend_current_rise", w), part(v)+": the growth from the last full slice's floor to the current slice's",
-		bin(floor, "-", lastFloor))
-	cur := r.record(r.recordName(m, "trend_current", w), part(v)+": the rate from the last full slice's floor to the current slice's",
-		bin(bin(rise, "/", dt), "or", bin(rise, "/", seconds(S))))
+	// The newest rate, recorded once for the two ranks that clamp it. The
+	// time between the floors is there wherever the trend is ready: the
+	// slices it needs samples in lie within the lookback of the floors'
+	// times.
 	inJobNow := bin(held, ">=", raw(fmt.Sprintf("time() %% %s", seconds(S).s)))
-	c := bin(bin(cur, "and", inJobNow), "or", bin(raw("0"), "*", rank[4]))
+	c := r.record(r.recordName(m, "trend_current", w), part(v)+": the rate from the last full slice's floor to the current slice's, in the current job (0 before it)",
+		bin(bin(bin(bin(floor, "-", lastFloor), "/", dt), "and", inJobNow), "or", bin(raw("0"), "*", rank[4])))
 	clamp := func(lo, hi expr) expr { return bin(bin(bin(bin(c, "<", hi), "or", hi), ">", lo), "or", lo) }
 	tv := r.record(name, help, bin(clamp(rank[3], rank[4]), "and", ready))
 	r.record(rateName, rateHelp, bin(bin(clamp(rank[5], rank[6]), "and", bin(tv, ">", raw("0"))), "or", tv))
@@ -271,8 +272,11 @@ func (r *ruleExport) currentFloor(t trendParts, m rules.Metric, w time.Duration,
 		t.metric = now
 		return r.record(name, help, t.current())
 	}
+	// The least of the two, read once each: the last evaluation's floor,
+	// labelled apart so that the union keeps both, while it is of this slice.
 	prev := bin(raw(name), "and", bin(call("timestamp", raw(name)), ">=", raw(sliceStart)))
-	return r.record(name, help, join("or", bin(now, "<=", prev), prev, now))
+	both := join("or", now, call("label_replace", prev, raw(`"trend_floor"`), raw(`"previous"`), raw(`""`), raw(`""`)))
+	return r.record(name, help, raw("min by ("+r.s.gpuLabels()+") ("+both.s+")"))
 }
 
 func ordinal(k int) string {
@@ -291,8 +295,7 @@ func ordinal(k int) string {
 // (memory.total, or 100 for memory.used_percent) at the rate the trend
 // reports, +Inf when it does not grow steadily.
 func (r *ruleExport) timeToFull(m rules.Metric, w time.Duration) (expr, error) {
-	tv, err := r.trend(m, w)
-	if err != nil {
+	if _, err := r.trend(m, w); err != nil {
 		return expr{}, err
 	}
 	now, err := r.metric(m)
@@ -306,8 +309,10 @@ func (r *ruleExport) timeToFull(m rules.Metric, w time.Duration) (expr, error) {
 		}
 	}
 	rate := raw(r.recordName(m, "trend_rate", w))
-	growing := bin(bin(call("clamp_min", bin(full, "-", now), raw("0")), "/", rate), "and", bin(tv, ">", raw("0")))
-	never := bin(bin(bin(tv, "<=", raw("0")), "*", raw("0")), "+", raw("Inf"))
+	// The rate is positive where the trend is (it is at least the
+	// trend then, and the trend itself otherwise).
+	growing := bin(call("clamp_min", bin(full, "-", now), raw("0")), "/", bin(rate, ">", raw("0")))
+	never := bin(bin(raw("0"), "*", rate), "+", raw("Inf"))
 	v := rules.CondValue{Metric: m, Fn: "time_to_full", Window: w}
 	return r.record(r.recordName(m, "time_to_full", w), part(v)+": seconds until full at the rate the trend reports", bin(growing, "or", never)), nil
 }
