@@ -44,17 +44,21 @@ func ruleGroups(t *testing.T, ruleFile []byte) []ruleGroup {
 // cores they wait for each other. A query's answer is counted (count()),
 // so that the time is the engine's, not that of writing and reading the
 // answer; the engine does not write the records, a small part of an
-// evaluation's time. Every query is at time at, as the evaluations
-// stopped: what the last ones recorded is current there however long the
-// rounds take. It returns the report: each group's median over the rounds
-// against its interval, the cores the groups take at their intervals, and
-// the costliest rules.
+// evaluation's time. The queries are of the time at, as the evaluations
+// stopped, or shortly before: what the last ones recorded is current there
+// however long the rounds take. Each round is 10 s before the one before,
+// so that the rounds see the trends' slices at different points of their
+// filling (a slice without a sample, which a scrape interval longer than
+// the slice leaves now and then, computes less). It returns the report:
+// each group's median over the rounds against its interval, the cores the
+// groups take at their intervals, and the costliest rules.
 func measureAlone(t *testing.T, base, params string, at time.Time, ruleFile []byte, intervals map[string]time.Duration, rounds int) string {
 	t.Helper()
 	groups := ruleGroups(t, ruleFile)
 	slices.SortFunc(groups, func(a, b ruleGroup) int { return strings.Compare(a.Name, b.Name) })
 	times, perRule := map[string][]float64{}, map[string][]float64{}
-	for range rounds {
+	for round := range rounds {
+		at := at.Add(-time.Duration(round) * 10 * time.Second)
 		for _, g := range groups {
 			var sum float64
 			for _, rule := range g.Rules {
