@@ -49,7 +49,8 @@ Prometheus rule file that promtool check rules accepts, or one for
 VictoriaMetrics' vmalert (--target vmalert), reading the series of
 gpuwatch agents (--schema gpuwatch) or of NVIDIA's dcgm-exporter (--schema
 dcgm). Each alert is a group of its own, with what only it reads, at the
-interval it needs; the alerts on one trend share its group. What a rule
+interval it needs; a trend is computed in groups of its own, which the
+alerts on it read. What a rule
 uses that the engine cannot do exactly is said on standard error and in
 the file: the rule is marked approximate, or left out. With --tests,
 gpuwatch rule test files (gpuwatch test) are written as promtool test

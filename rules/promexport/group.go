@@ -13,17 +13,16 @@ import (
 // The rule groups. Prometheus and vmalert evaluate a file's groups side by
 // side, each on its own schedule, and a group's rules one after the other.
 // The export gives each alert a group of its own, with the records only it
-// reads, at the interval its rules need; the alerts whose shortest trend is
-// the same share that trend's group, and a window that needs fewer
-// evaluations than the group of the rule that reads it has a group at its
-// own interval (windowGroup). The records several groups read the
+// reads, at the interval its rules need; a trend is computed in groups of
+// its own (trendGroups), which the alerts on it read, and a window that
+// needs fewer evaluations than the group of the rule that reads it has a
+// group at its own interval (windowGroup). The records several groups read the
 // history of (when each GPU last reported and was held) are the base
 // group's, gpuwatch. A group reads another group's records only over past
 // ranges, where one evaluation more or less of the other group changes
 // nothing but the newest sample, or as of the other group's latest
 // evaluation, which the file says, where the record is not cheap to
-// compute again (a trend's slice records, the time_to_full of a longer
-// trend) or need not be computed as often (a long window). Whatever else
+// compute again (a trend's records) or need not be computed as often (a long window). Whatever else
 // it needs of another group's records now, it computes itself: the record's
 // expression is written in place of its name. So the order in which the
 // groups run does not matter.
@@ -75,27 +74,9 @@ func (x *exporter) plan(rs []*rules.Rule) {
 	}
 }
 
-// groupName is the group of a rule: its shortest trend's, or its own.
-func groupName(r *rules.Rule) string {
-	var shortest rules.CondValue
-	var walk func(n rules.CondNode)
-	walk = func(n rules.CondNode) {
-		for _, o := range n.Operands {
-			walk(o)
-		}
-		if v := n.Value; (v.Fn == "trend" || v.Fn == "time_to_full") && (shortest.Window == 0 || v.Window < shortest.Window) {
-			shortest = v
-		}
-	}
-	walk(r.When.Tree())
-	if r.ClearWhen != nil {
-		walk(r.ClearWhen.Tree())
-	}
-	if shortest.Window > 0 {
-		return trendGroupName(shortest.Metric, shortest.Window)
-	}
-	return baseGroup + ":" + r.Name
-}
+// groupName is the group of a rule: its own. What a trend computes is
+// the trend's groups'; the rule reads it as of their latest evaluation.
+func groupName(r *rules.Rule) string { return baseGroup + ":" + r.Name }
 
 // historyInterval is the base group's interval: held_for and missing_for
 // count in its evaluations, at least two within the shortest threshold a
@@ -144,7 +125,7 @@ func (x *exporter) inGroup(g *groupPlan, f func()) {
 }
 
 // trendGroups are the groups of trend(m, w): the one that evaluates it
-// (and the alerts whose shortest trend it is) at the interval it needs,
+// (its current slice's floor, sampled four times a slice),
 // and the one that computes what changes once a slice, a few times a
 // slice (at most every DefaultMaxInterval).
 func (x *exporter) trendGroups(m rules.Metric, w time.Duration) (fast, slices *groupPlan) {
@@ -169,6 +150,21 @@ func (x *exporter) windowGroup(w time.Duration) *groupPlan {
 	g := x.group(fmt.Sprintf("%s:windows_%s", baseGroup, duration(need)), need)
 	g.keep = true
 	return g
+}
+
+// windowGroupOf is the window group (windowGroup) that records the
+// record name; nil where it is in another group.
+func (x *exporter) windowGroupOf(name string) *groupPlan {
+	i := slices.IndexFunc(x.file.Rules, func(r Rule) bool { return r.Record == name })
+	if i < 0 {
+		return nil
+	}
+	for _, g := range x.groups {
+		if g.keep && g.name == x.file.Rules[i].Group {
+			return g
+		}
+	}
+	return nil
 }
 
 // group is the group named name, made at interval (or at --interval)

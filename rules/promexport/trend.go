@@ -28,7 +28,7 @@ import (
 const trendApproximation = "growth counts as steady when two-thirds of the slices rise, however unevenly or little (gpuwatch: the rate two-thirds of them reach is at least a quarter of the median and above the steepest fall); " +
 	"it starts afresh when a job takes or leaves the GPU as held_for sees it (a job that takes over from another within a sample is not seen), and the slice the job started in keeps its samples from before; " +
 	"a floor is taken to be its slice's first sample, which it is for memory that grows; " +
-	"a slice without samples counts as no change (gpuwatch: the rate across it); the current slice's floor is sampled every evaluation"
+	"a slice without samples counts as no change (gpuwatch: the rate across it); the current slice's floor is sampled at each evaluation of the trend's group"
 
 // timeToFullApproximation says where the translation of time_to_full
 // departs from gpuwatch.
@@ -291,10 +291,17 @@ func ordinal(k int) string {
 	return fmt.Sprintf("%dth", k)
 }
 
-// timeToFull records time_to_full(m, w): the seconds until m reaches full
-// (memory.total, or 100 for memory.used_percent) at the rate the trend
-// reports, +Inf when it does not grow steadily.
-func (r *ruleExport) timeToFull(m rules.Metric, w time.Duration) (expr, error) {
+// timeToFull records time_to_full(m, w), in the trend's group: the
+// seconds until m reaches full (memory.total, or 100 for
+// memory.used_percent) at the rate the trend reports, +Inf when it does
+// not grow steadily.
+func (r *ruleExport) timeToFull(m rules.Metric, w time.Duration) (ttf expr, err error) {
+	fast, _ := r.trendGroups(m, w)
+	r.inGroup(fast, func() { ttf, err = r.timeToFullIn(m, w) })
+	return ttf, err
+}
+
+func (r *ruleExport) timeToFullIn(m rules.Metric, w time.Duration) (expr, error) {
 	if _, err := r.trend(m, w); err != nil {
 		return expr{}, err
 	}

@@ -99,7 +99,15 @@ func (r *ruleExport) window(m rules.Metric, fn string, w time.Duration) (expr, e
 		if err != nil {
 			return expr{}, err
 		}
-		return r.record(name, help, bin(bin(raw("100"), "*", base), "/", total)), nil
+		// Where the window has a group of its own, so has its scaling.
+		var rec expr
+		scaled := func() { rec = r.record(name, help, bin(bin(raw("100"), "*", base), "/", total)) }
+		if g := r.windowGroupOf(base.s); g != nil {
+			r.inGroup(g, scaled)
+		} else {
+			scaled()
+		}
+		return rec, nil
 	case formFree:
 		// free = total − used: its minimum is total − used's maximum.
 		usedFn := map[string]string{"avg": "avg", "min": "max", "max": "min", "slope": "slope"}[fn]
