@@ -16,16 +16,16 @@ import (
 // reads, at the interval its rules need; a trend is computed in groups of
 // its own (trendGroups), which the alerts on it read, and a window that
 // needs fewer evaluations than the group of the rule that reads it has a
-// group at its own interval (windowGroup). The records several groups read the
-// history of (when each GPU last reported and was held) are the base
-// group's, gpuwatch. A group reads another group's records only over past
-// ranges, where one evaluation more or less of the other group changes
-// nothing but the newest sample, or as of the other group's latest
-// evaluation, which the file says, where the record is not cheap to
-// compute again (a trend's records) or need not be computed as often (a long window). Whatever else
-// it needs of another group's records now, it computes itself: the record's
-// expression is written in place of its name. So the order in which the
-// groups run does not matter.
+// group at its own interval (windowGroup). The records several groups
+// read the history of (when each GPU last reported and was held) are the
+// base group's, gpuwatch. A group reads another group's records only over
+// past ranges, where one evaluation more or less of the other group
+// changes nothing but the newest sample, or as of the other group's
+// latest evaluation, which the file says, where the record is not cheap
+// to compute again (a trend's records) or need not be computed as often
+// (a long window). Whatever else it needs of another group's records now,
+// it computes itself: the record's expression is written in place of its
+// name. So the order in which the groups run does not matter.
 
 // baseGroup is the base group's name.
 const baseGroup = "gpuwatch"
