@@ -326,7 +326,7 @@ func (x *exporter) arrange() {
 	if x.opts.Target == TargetVMAlert {
 		x.keepFiring()
 	}
-	order := x.groupOrder(byName)
+	order := x.groupOrder()
 	var rs []Rule
 	for _, g := range order {
 		n := len(rs)
@@ -346,13 +346,19 @@ func (x *exporter) arrange() {
 // the groups whose records it reads (promtool's tests evaluate the groups
 // one after the other, in the file's order), else in the order they were
 // made: the base group, then the rules' groups.
-func (x *exporter) groupOrder(byName map[string]*Rule) []*groupPlan {
+func (x *exporter) groupOrder() []*groupPlan {
+	recordedIn := map[string]string{}
+	for _, r := range x.file.Rules {
+		if r.Record != "" {
+			recordedIn[r.Record] = r.Group
+		}
+	}
 	deps := map[string][]string{}
 	for _, r := range x.file.Rules {
 		for _, m := range recordRef.FindAllStringSubmatch(r.Expr, -1) {
 			name, _ := refName(m)
-			if o := byName[name]; o != nil && o.Group != r.Group && !slices.Contains(deps[r.Group], o.Group) {
-				deps[r.Group] = append(deps[r.Group], o.Group)
+			if o, ok := recordedIn[name]; ok && o != r.Group && !slices.Contains(deps[r.Group], o) {
+				deps[r.Group] = append(deps[r.Group], o)
 			}
 		}
 	}

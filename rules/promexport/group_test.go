@@ -52,21 +52,29 @@ func TestLongWindowsHaveTheirOwnGroup(t *testing.T) {
 // what changes once a slice in its slice group; an alert on it has a group
 // of its own, at what its other conditions need, listed after the trend's
 // (promtool's tests evaluate the groups in the file's order), and says
-// that it reads the trend as of the trend group's latest evaluation.
+// that it reads the trend as of the trend group's latest evaluation; in
+// Prometheus and in vmalert.
 func TestTrendsHaveGroupsOfTheirOwn(t *testing.T) {
 	when, err := rules.ParseCond("time_to_full(memory.used, 5m) < 1h and max(temperature, 50s) > 80")
 	if err != nil {
 		t.Fatal(err)
 	}
 	rs := []*rules.Rule{{Name: "FillingUp", When: when, Timing: rules.Timing{For: 2 * time.Minute}, Severity: rules.SeverityWarning}}
-	f, _ := export(t, rs, promexport.Options{Schema: promexport.SchemaGPUWatch})
+	for _, target := range []promexport.Target{promexport.TargetPrometheus, promexport.TargetVMAlert} {
+		t.Run(string(target), func(t *testing.T) {
+			f, _ := export(t, rs, promexport.Options{Schema: promexport.SchemaGPUWatch, Target: target})
+			trendsHaveGroupsOfTheirOwn(t, f)
+		})
+	}
+}
+
+func trendsHaveGroupsOfTheirOwn(t *testing.T, f *promexport.File) {
 	const trendGroup = "gpuwatch:memory_used:trend_5m"
 	for record, group := range map[string]string{
 		"gpuwatch:memory_used:time_to_full_5m": trendGroup,
 		"gpuwatch:memory_used:trend_5m":        trendGroup,
 		"gpuwatch:memory_used:trend_floor_5m":  trendGroup,
 		"gpuwatch:memory_used:trend_rates_5m":  trendGroup + ":slices",
-		"gpuwatch:temperature:max_50s":         "gpuwatch:FillingUp",
 	} {
 		if g := recordGroup(t, f, record); g != group {
 			t.Errorf("%s in %s, want %s", record, g, group)

@@ -216,8 +216,10 @@ func (r *ruleExport) trendIn(m rules.Metric, w time.Duration, slices *groupPlan)
 			part(v)+": the rates between the last 11 full slices' floors, in the current job (0 before it), one series a slice", join("or", terms...))
 		lastFloor = r.record(r.recordName(m, "trend_last_floor", w), part(v)+": the floor of the last full slice", r.perGPU(f, atStart(t.floor(0))))
 		lastAt := func(d time.Duration) expr { return t.labelled(atStart(t.lastAt(d))) }
-		dt = r.record(r.recordName(m, "trend_floor_gap", w), part(v)+": the seconds between the last full slice's floor and the floor before",
-			call("clamp_min", bin(lastAt(0), "-", lastAt(S)), seconds(S/2)))
+		// Where no reading precedes the last full slice within the
+		// lookback (after a gap in the readings), a slice.
+		dt = r.record(r.recordName(m, "trend_floor_gap", w), part(v)+": the seconds between the last full slice's floor and the floor before (a slice where no reading precedes the last full slice)",
+			bin(call("clamp_min", bin(lastAt(0), "-", lastAt(S)), seconds(S/2)), "or", bin(bin(raw("0"), "*", lastFloor), "+", seconds(S))))
 		// Ready once the samples span half the window: one of the six
 		// oldest slices has one.
 		ready = r.record(r.recordName(m, "trend_ready", w), part(v)+": 1 once the samples span half the window",
@@ -243,10 +245,9 @@ func (r *ruleExport) trendIn(m rules.Metric, w time.Duration, slices *groupPlan)
 		}
 	})
 	floor := r.currentFloor(t, m, w, sliceStart)
-	// The newest rate, recorded once for the two ranks that clamp it. The
-	// time between the floors is there wherever the trend is ready: the
-	// slices it needs samples in lie within the lookback of the floors'
-	// times.
+	// The newest rate, recorded once for the two ranks that clamp it; the
+	// time between the floors is there wherever the last full slice has
+	// a floor.
 	inJobNow := bin(held, ">=", raw(fmt.Sprintf("time() %% %s", seconds(S).s)))
 	c := r.record(r.recordName(m, "trend_current", w), part(v)+": the rate from the last full slice's floor to the current slice's, in the current job (0 before it)",
 		bin(bin(bin(bin(floor, "-", lastFloor), "/", dt), "and", inJobNow), "or", bin(raw("0"), "*", rank[4])))
