@@ -21,18 +21,15 @@ func TestLongWindowsHaveTheirOwnGroup(t *testing.T) {
 		t.Fatal(err)
 	}
 	rs := []*rules.Rule{{Name: "MemoryRoseRecently", When: when, Severity: rules.SeverityWarning}}
-	groupOf := func(f *promexport.File, record string) string { return recordGroup(t, f, record) }
-	intervalOf := func(f *promexport.File, group string) time.Duration { return groupInterval(t, f, group) }
-
 	f, _ := export(t, rs, promexport.Options{Schema: promexport.SchemaGPUWatch})
-	if g := groupOf(f, "gpuwatch:memory_used:min_1m"); g != "gpuwatch:MemoryRoseRecently" || intervalOf(f, g) != 5*time.Second {
-		t.Errorf("min_1m in %s every %v, want the rule's group every 5s", g, intervalOf(f, g))
+	if g := recordGroup(t, f, "gpuwatch:memory_used:min_1m"); g != "gpuwatch:MemoryRoseRecently" || groupInterval(t, f, g) != 5*time.Second {
+		t.Errorf("min_1m in %s every %v, want the rule's group every 5s", g, groupInterval(t, f, g))
 	}
-	if g := groupOf(f, "gpuwatch:memory_used:max_30m"); g != "gpuwatch:windows_1m" || intervalOf(f, g) != time.Minute {
-		t.Errorf("max_30m in %s every %v, want gpuwatch:windows_1m every 1m", g, intervalOf(f, g))
+	if g := recordGroup(t, f, "gpuwatch:memory_used:max_30m"); g != "gpuwatch:windows_1m" || groupInterval(t, f, g) != time.Minute {
+		t.Errorf("max_30m in %s every %v, want gpuwatch:windows_1m every 1m", g, groupInterval(t, f, g))
 	}
 	// Its scaling too: memory.used_percent's is memory.used's × 100 / total.
-	if g := groupOf(f, "gpuwatch:memory_used_percent:max_30m"); g != "gpuwatch:windows_1m" {
+	if g := recordGroup(t, f, "gpuwatch:memory_used_percent:max_30m"); g != "gpuwatch:windows_1m" {
 		t.Errorf("memory_used_percent:max_30m in %s, want gpuwatch:windows_1m", g)
 	}
 	if !slices.ContainsFunc(f.Notes, func(n promexport.Note) bool {
@@ -42,7 +39,7 @@ func TestLongWindowsHaveTheirOwnGroup(t *testing.T) {
 	}
 
 	f, _ = export(t, rs, promexport.Options{Schema: promexport.SchemaGPUWatch, Interval: 10 * time.Second})
-	if g := groupOf(f, "gpuwatch:memory_used:max_30m"); g != "gpuwatch:MemoryRoseRecently" {
+	if g := recordGroup(t, f, "gpuwatch:memory_used:max_30m"); g != "gpuwatch:MemoryRoseRecently" {
 		t.Errorf("with --interval 10s max_30m is in %s, want the rule's group", g)
 	}
 }
@@ -68,6 +65,8 @@ func TestTrendsHaveGroupsOfTheirOwn(t *testing.T) {
 	}
 }
 
+// trendsHaveGroupsOfTheirOwn checks f, the export of the test's rule, for
+// one target.
 func trendsHaveGroupsOfTheirOwn(t *testing.T, f *promexport.File) {
 	const trendGroup = "gpuwatch:memory_used:trend_5m"
 	for record, group := range map[string]string{

@@ -302,6 +302,7 @@ func (r *ruleExport) timeToFull(m rules.Metric, w time.Duration) (ttf expr, err 
 	return ttf, err
 }
 
+// timeToFullIn records time_to_full(m, w) in the group being made.
 func (r *ruleExport) timeToFullIn(m rules.Metric, w time.Duration) (expr, error) {
 	if _, err := r.trend(m, w); err != nil {
 		return expr{}, err
